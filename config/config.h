@@ -1,0 +1,114 @@
+/* config/config.h: Junction's configuration - qdrouterd's JSON form, parsed and validated.
+ *
+ * The file is a JSON list of [entityType, {attributes}] pairs, exactly as qdrouterd reads a
+ * `.json` config: lines whose first non-blank character is `#` are comments; entity types
+ * may be short (`address`) or long (`router.config.address`,
+ * `org.apache.qpid.dispatch.router.config.address`); attribute keys may be camelCase or
+ * kebab/snake case (`worker-threads` == `workerThreads`); booleans accept true/false and the
+ * strings yes/no/true/false/on/off; integers accept JSON numbers and numeric strings; enums
+ * accept their names.  Every attribute gets qdrouterd's default when absent.
+ *
+ * Anything wrong - unreadable file, bad JSON, unknown entity type or attribute, wrong type,
+ * value out of range, missing required value, a qdrouterd feature Junction does not support -
+ * makes cfg_load_*() fail with ONE line in `err` that names the file, the entity (its index
+ * in the list, from 0, and its type), the attribute, and what was expected, e.g.
+ *   "junction.json: entity 2 (listener): attribute 'maxFrameSize': expected an integer, got \"big\""
+ *
+ * Threads: called on the main thread at start-up; the result is read-only afterwards and may
+ * be read from any thread.  Owns all its strings (freed by cfg_free()).
+ */
+#ifndef JUNCTION_CONFIG_H
+#define JUNCTION_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum cfg_distribution {
+    CFG_DIST_MULTICAST = 0,
+    CFG_DIST_CLOSEST,
+    CFG_DIST_BALANCED,
+    CFG_DIST_UNAVAILABLE,
+} cfg_distribution_t;
+
+/* listener.stripAnnotations: which direction drops x-opt-qd.* router annotations. */
+typedef enum cfg_strip {
+    CFG_STRIP_BOTH = 0, /* default */
+    CFG_STRIP_IN,
+    CFG_STRIP_OUT,
+    CFG_STRIP_NO,
+} cfg_strip_t;
+
+typedef enum cfg_role {
+    CFG_ROLE_NORMAL = 0,
+    CFG_ROLE_INTER_ROUTER,
+    CFG_ROLE_ROUTE_CONTAINER,
+    CFG_ROLE_EDGE,
+} cfg_role_t;
+
+/* The `router` entity (singleton; defaults apply when the file has none). */
+typedef struct cfg_router {
+    char              *id;                   /* router id; default: "Junction.<random 8 hex>" style
+                                                random id when absent; never contains whitespace */
+    char              *mode;                 /* "standalone" (the only mode accepted for now) */
+    int                worker_threads;       /* >= 1; 0 when absent = number of CPUs */
+    cfg_distribution_t default_distribution; /* default CFG_DIST_BALANCED */
+} cfg_router_t;
+
+typedef struct cfg_listener {
+    char       *name;                 /* `name`, or NULL */
+    char       *host;                 /* default "" (all interfaces, like qdrouterd) */
+    char       *port;                 /* default "amqp" (= 5672); "0" = ephemeral */
+    cfg_role_t  role;                 /* only normal accepted for now */
+    bool        authenticate_peer;    /* only false accepted for now */
+    char       *sasl_mechanisms;      /* default NULL = ANONYMOUS; only ANONYMOUS accepted */
+    uint32_t    max_frame_size;       /* default 16384; >= 512 */
+    uint32_t    max_sessions;         /* default 32768; >= 1 */
+    uint32_t    max_session_frames;   /* default 0 = let the router choose */
+    uint32_t    idle_timeout_seconds; /* default 16; 0 = none */
+    uint32_t    link_capacity;        /* default 250; >= 1 */
+    cfg_strip_t strip_annotations;    /* default CFG_STRIP_BOTH */
+} cfg_listener_t;
+
+/* `address` (router.config.address): exactly one of prefix / pattern is non-NULL. */
+typedef struct cfg_address {
+    char              *name;          /* `name`, or NULL */
+    char              *prefix;        /* as written, e.g. "closest" */
+    char              *pattern;       /* as written, e.g. "a.*.b.#" */
+    cfg_distribution_t distribution;  /* default CFG_DIST_BALANCED */
+    bool               waypoint;      /* default false */
+    int                ingress_phase; /* 0-9, default 0 */
+    int                egress_phase;  /* 0-9, default waypoint ? 1 : 0 */
+    int                priority;      /* -1 when unset, else 0-9 */
+} cfg_address_t;
+
+/* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */
+typedef struct cfg_log {
+    char *module;            /* required */
+    char *enable;            /* e.g. "info+", "trace,debug", "none"; NULL = default */
+    bool  include_timestamp; /* default true */
+    bool  include_source;    /* default false (accepted, not used) */
+    char *output_file;       /* NULL = stderr */
+} cfg_log_t;
+
+typedef struct cfg {
+    char           *path;        /* file name as given, for messages */
+    cfg_router_t    router;      /* always present (defaults when not in the file) */
+    cfg_listener_t *listeners;   /* array */
+    size_t          n_listeners;
+    cfg_address_t  *addresses;   /* array, in file order */
+    size_t          n_addresses;
+    cfg_log_t      *logs;        /* array, in file order */
+    size_t          n_logs;
+} cfg_t;
+
+/* Parse and validate the file at `path`.  Returns 0 and a new cfg_t in *out, or -1 with a
+ * one-line message (no trailing newline) in err[errlen] and *out untouched. */
+int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
+/* Same, from a string; `name` stands for the file name in messages. */
+int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
+void cfg_free(cfg_t *cfg);
+
+const char *cfg_distribution_name(cfg_distribution_t d);
+
+#endif

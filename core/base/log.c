@@ -1,0 +1,183 @@
+/* core/base/log.c: qdrouterd-shaped log lines (see log.h). Thread-safe writes; configuration
+ * happens on the main thread at start-up only. */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MASK_FOLLOW_DEFAULT 0xffu
+#define MASK_INFO_PLUS      0x7cu /* info, notice, warning, error, critical */
+
+uint8_t base_log_masks[BASE_LOG_N_MODULES] = {
+    [BASE_LOG_MOD_DEFAULT] = MASK_INFO_PLUS,
+};
+static uint8_t configured[BASE_LOG_N_MODULES]; /* mask as configured, FOLLOW_DEFAULT if unset */
+static bool configured_init;
+static int out_fd[BASE_LOG_N_MODULES];       /* 0 = stderr */
+static bool with_timestamps = true;
+
+static const char *const module_names[] = {
+#define BASE__MOD_NAME(m) #m,
+    BASE_LOG_MODULES(BASE__MOD_NAME)
+#undef BASE__MOD_NAME
+};
+static const char *const level_names[] = {"trace",   "debug", "info",    "notice",
+                                          "warning", "error", "critical"};
+
+_Static_assert(sizeof(module_names) / sizeof(module_names[0]) == BASE_LOG_N_MODULES, "module table");
+
+static void init_configured(void)
+{
+    if (configured_init)
+        return;
+    configured_init = true;
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        configured[i] = MASK_FOLLOW_DEFAULT;
+    configured[BASE_LOG_MOD_DEFAULT] = MASK_INFO_PLUS;
+}
+
+int base_log_module_find(const char *name)
+{
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        if (strcmp(name, module_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *base_log_module_name(base_log_module_t mod)
+{
+    return module_names[mod];
+}
+
+const char *base_log_level_name(base_log_level_t lvl)
+{
+    return level_names[lvl];
+}
+
+int base_log_parse_enable(const char *text, uint8_t *mask)
+{
+    uint8_t m = 0;
+    char word[32];
+    const char *p = text;
+
+    while (*p == ' ')
+        p++;
+    if (strcasecmp(p, "default") == 0) {
+        *mask = MASK_FOLLOW_DEFAULT;
+        return 0;
+    }
+    if (*p == '\0' || strcasecmp(p, "none") == 0) {
+        *mask = 0;
+        return 0;
+    }
+    while (*p) {
+        size_t n = strcspn(p, ", ");
+        if (n == 0) {
+            p++;
+            continue;
+        }
+        if (n >= sizeof(word))
+            return -1;
+        memcpy(word, p, n);
+        word[n] = '\0';
+        p += n;
+        bool plus = n > 1 && word[n - 1] == '+';
+        if (plus)
+            word[n - 1] = '\0';
+        int lvl = -1;
+        for (int i = 0; i < BASE_LOG_N_LEVELS; i++)
+            if (strcasecmp(word, level_names[i]) == 0)
+                lvl = i;
+        if (lvl < 0)
+            return -1;
+        if (plus)
+            m |= (uint8_t)(0x7fu & ~((1u << lvl) - 1u));
+        else
+            m |= (uint8_t)(1u << lvl);
+    }
+    *mask = m;
+    return 0;
+}
+
+void base_log_set_mask(base_log_module_t mod, uint8_t mask)
+{
+    init_configured();
+    configured[mod] = mask;
+}
+
+void base_log_finish_config(void)
+{
+    init_configured();
+    uint8_t def = configured[BASE_LOG_MOD_DEFAULT];
+    if (def == MASK_FOLLOW_DEFAULT)
+        def = MASK_INFO_PLUS;
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        base_log_masks[i] = configured[i] == MASK_FOLLOW_DEFAULT ? def : configured[i];
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        if (out_fd[i] == 0 && i != BASE_LOG_MOD_DEFAULT)
+            out_fd[i] = out_fd[BASE_LOG_MOD_DEFAULT];
+}
+
+int base_log_set_output(base_log_module_t mod, const char *path)
+{
+    int fd = 0;
+    if (path == NULL || strcmp(path, "stderr") == 0)
+        fd = 0;
+    else if (strcmp(path, "stdout") == 0)
+        fd = STDOUT_FILENO;
+    else {
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -errno;
+    }
+    out_fd[mod] = fd;
+    return 0;
+}
+
+void base_log_set_timestamps(bool on)
+{
+    with_timestamps = on;
+}
+
+void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fmt, va_list ap)
+{
+    char line[2048];
+    size_t n = 0;
+
+    if (with_timestamps) {
+        struct timeval tv;
+        struct tm tm;
+        gettimeofday(&tv, NULL);
+        gmtime_r(&tv.tv_sec, &tm);
+        n = strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tm);
+        n += (size_t)snprintf(line + n, sizeof(line) - n, ".%06ld +0000 ", (long)tv.tv_usec);
+    }
+    n += (size_t)snprintf(line + n, sizeof(line) - n, "%s (%s) ", module_names[mod],
+                          level_names[lvl]);
+    int k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+    if (k < 0)
+        k = 0;
+    n += (size_t)k;
+    if (n > sizeof(line) - 2)
+        n = sizeof(line) - 2;
+    line[n++] = '\n';
+    int fd = out_fd[mod] ? out_fd[mod] : STDERR_FILENO;
+    ssize_t w;
+    do
+        w = write(fd, line, n);
+    while (w < 0 && errno == EINTR);
+}
+
+void base_log_write(base_log_module_t mod, base_log_level_t lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    base_log_vwrite(mod, lvl, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,80 @@
+/* core/base/log.h: qdrouterd-shaped logging for every thread.
+ *
+ * Lines look like qdrouterd's:  `2026-11-30 08:20:00.123456 +0000 SERVER (info) Listening on ...`.
+ * Each module has a mask of enabled levels, set from the `log` config entities; a module
+ * without its own entity follows DEFAULT.  base_log() is thread-safe: it formats into a stack
+ * buffer and writes the line with one write(2), so lines from different threads never mix.
+ * Configuration (base_log_set_*) happens at start-up, before the other threads run.
+ */
+#ifndef JUNCTION_BASE_LOG_H
+#define JUNCTION_BASE_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+// clang-format off
+typedef enum base_log_level {
+    BASE_LOG_TRACE = 0,
+    BASE_LOG_DEBUG,
+    BASE_LOG_INFO,
+    BASE_LOG_NOTICE,
+    BASE_LOG_WARNING,
+    BASE_LOG_ERROR,
+    BASE_LOG_CRITICAL,
+    BASE_LOG_N_LEVELS
+} base_log_level_t;
+
+/* qdrouterd's module names, so its `log` entities configure Junction unchanged. */
+#define BASE_LOG_MODULES(X)                                                    \
+    X(DEFAULT) X(ROUTER) X(ROUTER_CORE) X(ROUTER_HELLO) X(ROUTER_LS)           \
+    X(ROUTER_MA) X(MESSAGE) X(SERVER) X(AGENT) X(AUTHSERVICE) X(CONTAINER)     \
+    X(ERROR) X(POLICY) X(HTTP) X(CONN_MGR) X(PYTHON) X(PROTOCOL)
+
+typedef enum base_log_module {
+#define BASE__MOD_ENUM(m) BASE_LOG_MOD_##m,
+    BASE_LOG_MODULES(BASE__MOD_ENUM)
+#undef BASE__MOD_ENUM
+    BASE_LOG_N_MODULES
+} base_log_module_t;
+// clang-format on
+
+/* Enabled-level masks, one per module: read without a lock (written only at start-up). */
+extern uint8_t base_log_masks[BASE_LOG_N_MODULES];
+
+static inline bool base_log_enabled(base_log_module_t mod, base_log_level_t lvl)
+{
+    return (base_log_masks[mod] >> lvl) & 1u;
+}
+
+/* Write one line if the level is enabled for the module. Thread-safe. */
+#define base_log(mod, lvl, ...)                                                                    \
+    do {                                                                                           \
+        if (base_log_enabled((mod), (lvl)))                                                        \
+            base_log_write((mod), (lvl), __VA_ARGS__);                                             \
+    } while (0)
+
+void base_log_write(base_log_module_t mod, base_log_level_t lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fmt, va_list ap);
+
+/* Module by qdrouterd name ("ROUTER_CORE"); returns -1 for an unknown name. */
+int base_log_module_find(const char *name);
+const char *base_log_module_name(base_log_module_t mod);
+const char *base_log_level_name(base_log_level_t lvl);
+
+/* Parse an `enable` string ("info+", "trace,debug,warning+", "none", "default") into a mask.
+ * Returns 0 and sets *mask, or -1 on a bad word.  "default" gives *mask = 0xff meaning
+ * "follow DEFAULT". Thread-safe. */
+int base_log_parse_enable(const char *text, uint8_t *mask);
+
+/* Start-up only: set a module's mask (0xff = follow DEFAULT), its output, and options.
+ * `path` NULL or "stderr" means standard error; "stdout"; anything else is a file opened for
+ * append.  Returns 0, or -errno when the file cannot be opened. */
+void base_log_set_mask(base_log_module_t mod, uint8_t mask);
+int base_log_set_output(base_log_module_t mod, const char *path);
+void base_log_set_timestamps(bool on);
+/* Apply DEFAULT's mask to every module left following it; call after the set_* calls. */
+void base_log_finish_config(void);
+
+#endif

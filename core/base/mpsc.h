@@ -1,0 +1,75 @@
+/* core/base/mpsc.h: the multi-producer, single-consumer batch queue between threads.
+ *
+ * DESIGN: a producer fills a private batch (base_mpsc_batch_t: a list of fixed-size item
+ * chunks) with no lock, then hands the whole batch over with base_mpsc_push(): one mutex
+ * acquisition per batch.  The consumer takes everything queued at once with base_mpsc_take()
+ * (the list is swapped out under the lock and processed outside it) and frees each chunk with
+ * base_mpsc_chunk_free() when done.  Wake-ups coalesce: the consumer is woken only when the
+ * queue goes from empty to non-empty - through `wake` (e.g. uv_async_send) when one is set,
+ * otherwise through the queue's condition variable if the consumer sleeps in base_mpsc_wait().
+ *
+ * Threads: push from any thread (thread-safe); take/wait from the one consumer thread only;
+ * a batch belongs to one producer thread.
+ */
+#ifndef JUNCTION_BASE_MPSC_H
+#define JUNCTION_BASE_MPSC_H
+
+#include "base.h"
+
+#include <pthread.h>
+
+#define BASE_MPSC_CHUNK_ITEMS 64u
+
+typedef struct base_mpsc_chunk base_mpsc_chunk_t;
+struct base_mpsc_chunk {
+    base_mpsc_chunk_t *next;  /* next chunk in the batch / queue */
+    uint32_t           count; /* items written */
+    uint32_t           size;  /* bytes per item */
+    _Alignas(16) unsigned char items[]; /* BASE_MPSC_CHUNK_ITEMS * size bytes */
+};
+
+/* A producer's private batch under construction. */
+typedef struct base_mpsc_batch {
+    base_mpsc_chunk_t *head; /* oldest chunk */
+    base_mpsc_chunk_t *tail; /* chunk being filled */
+} base_mpsc_batch_t;
+
+typedef struct base_mpsc {
+    pthread_mutex_t    lock;     /* guards head, tail, sleeping, stopped */
+    pthread_cond_t     cond;     /* signalled for a consumer in base_mpsc_wait() */
+    base_mpsc_chunk_t *head;     /* queued chunks, oldest first */
+    base_mpsc_chunk_t *tail;     /* last queued chunk */
+    bool               sleeping; /* consumer is blocked in base_mpsc_wait() */
+    bool               stopped;  /* base_mpsc_interrupt() was called */
+    void (*wake)(void *ctx);     /* optional wake-up, called outside the lock; thread-safe */
+    void              *wake_ctx; /* its argument */
+} base_mpsc_t;
+
+void base_mpsc_init(base_mpsc_t *q, void (*wake)(void *), void *wake_ctx);
+/* Frees whatever is still queued (items are not visited). */
+void base_mpsc_fini(base_mpsc_t *q);
+
+/* Producer: a new zeroed item slot of `size` bytes at the end of the batch. No lock. */
+void *base_mpsc_batch_add(base_mpsc_batch_t *b, uint32_t size);
+static inline bool base_mpsc_batch_empty(const base_mpsc_batch_t *b)
+{
+    return b->head == NULL;
+}
+/* Producer: move the whole batch into the queue (batch becomes empty). Thread-safe. */
+void base_mpsc_push(base_mpsc_t *q, base_mpsc_batch_t *b);
+
+/* Consumer: take every queued chunk (oldest first), or NULL. */
+base_mpsc_chunk_t *base_mpsc_take(base_mpsc_t *q);
+/* Consumer: block until something is queued, base_mpsc_interrupt() is called, or timeout_ms
+ * passes (<0: no timeout). Returns false once interrupted. */
+bool base_mpsc_wait(base_mpsc_t *q, int timeout_ms);
+/* Wake a waiting consumer for good (shutdown). Thread-safe. */
+void base_mpsc_interrupt(base_mpsc_t *q);
+
+static inline void *base_mpsc_chunk_item(base_mpsc_chunk_t *c, uint32_t i)
+{
+    return c->items + (size_t)i * c->size;
+}
+void base_mpsc_chunk_free(base_mpsc_chunk_t *c);
+
+#endif
