@@ -43,7 +43,7 @@ void base_warn_once(const char *file, int line, const char *cond);
 
 /* Log once per call site for a surprise we can recover from; evaluates to cond. */
 #define BASE_WARN_ONCE(cond)                                                                       \
-    ({                                                                                             \
+    __extension__({                                                                                \
         bool base__c = !!(cond);                                                                   \
         static bool base__warned;                                                                  \
         if (__builtin_expect(base__c && !base__warned, 0)) {                                       \

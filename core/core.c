@@ -1,0 +1,578 @@
+/* core/core.c: the core thread - address table, link records, routing decisions, outcome
+ * aggregation and credit policy (see core.h for the queues and the ownership rules).
+ *
+ * Thread suffixes used here: _CT = core thread only.  core_new/start/stop/free run on the
+ * main thread; core_post() on any worker.
+ *
+ * DESIGN: one loop.  Take every queued action chunk at once, run each action, then hand each
+ * worker the batch of work built during the pass with one push and one wake-up.  Nothing in
+ * the loop blocks, allocates per message, or frees message memory: deliveries the core is
+ * done with go back to their owner as CORE_W_RELEASE / CORE_W_SETTLE items in those batches.
+ */
+#include "core/core_int.h"
+
+#include "core/base/log.h"
+#include "core/base/pattern.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
+
+/* ---- link sets ---- */
+
+static void set_add(core_link_set_t *s, core_link_t *l)
+{
+    if (s->count == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4;
+        s->items = base_realloc(s->items, s->cap * sizeof(*s->items));
+    }
+    l->slot = s->count;
+    s->items[s->count++] = l;
+}
+
+static void set_del(core_link_set_t *s, core_link_t *l)
+{
+    BASE_BUG_ON(l->slot >= s->count || s->items[l->slot] != l);
+    core_link_t *last = s->items[--s->count];
+    s->items[l->slot] = last;
+    last->slot = l->slot;
+}
+
+/* ---- addresses ---- */
+
+const char *core_addr_normalize(const char *addr, size_t len, size_t *out_len)
+{
+    const char *p = addr;
+    const char *end = addr + len;
+    if (len >= 7 && memcmp(p, "amqp://", 7) == 0) {
+        p += 7;
+        const char *slash = memchr(p, '/', (size_t)(end - p));
+        p = slash ? slash + 1 : end;
+    } else if (len >= 6 && memcmp(p, "amqp:/", 6) == 0) {
+        p += 6;
+    }
+    while (p < end && *p == '/')
+        p++;
+    *out_len = (size_t)(end - p);
+    return p;
+}
+
+/* Build the hash key of a normalized address into buf (qdrouterd's classes: L for addresses
+ * local to this router, T for other topological ones, M0 for mobile addresses).  Returns the
+ * key length, or 0 when buf is too small. Sets *mobile for M-class keys. */
+static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size_t cap,
+                          bool *mobile)
+{
+    const char *rest = NULL;
+    char cls = 0;
+    size_t idlen = strlen(core->router_id);
+
+    *mobile = false;
+    if (n >= 7 && memcmp(a, "_local/", 7) == 0) {
+        cls = 'L';
+        rest = a + 7;
+    } else if (n >= 6 && memcmp(a, "_topo/", 6) == 0) {
+        /* _topo/<area>/<router>/<rest>: ours (or "all") is local, anything else topological */
+        const char *q = a + 6, *end = a + n;
+        const char *s1 = memchr(q, '/', (size_t)(end - q));
+        const char *s2 = s1 ? memchr(s1 + 1, '/', (size_t)(end - s1 - 1)) : NULL;
+        if (s2) {
+            size_t rlen = (size_t)(s2 - s1 - 1);
+            bool mine = (rlen == idlen && memcmp(s1 + 1, core->router_id, idlen) == 0) ||
+                        (rlen == 3 && memcmp(s1 + 1, "all", 3) == 0);
+            cls = mine ? 'L' : 'T';
+            rest = mine ? s2 + 1 : a;
+        } else {
+            cls = 'T';
+            rest = a;
+        }
+    } else {
+        *mobile = true;
+        if (n + 2 > cap)
+            return 0;
+        buf[0] = 'M';
+        buf[1] = '0';
+        memcpy(buf + 2, a, n);
+        return n + 2;
+    }
+    size_t rlen = (size_t)(a + n - rest);
+    if (rlen + 1 > cap)
+        return 0;
+    buf[0] = cls;
+    memcpy(buf + 1, rest, rlen);
+    return rlen + 1;
+}
+
+static cfg_distribution_t addr_dist_CT(core_t *core, const char *a, size_t n, bool mobile)
+{
+    if (!mobile)
+        return CFG_DIST_BALANCED;
+    const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
+    return ac ? ac->distribution : core->cfg->router.default_distribution;
+}
+
+/* Find the address for a terminus/`to` string, creating it when `create`.  Returns NULL when
+ * it does not exist (and !create) or the address is too long to key. */
+static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, bool create,
+                                   cfg_distribution_t *dist_out)
+{
+    char stack[512];
+    size_t n;
+    const char *a = core_addr_normalize(text, len, &n);
+    char *buf = n + 2 <= sizeof(stack) ? stack : base_malloc(n + 2);
+    bool mobile;
+    size_t klen = addr_key_CT(core, a, n, buf, n + 2, &mobile);
+    core_addr_t *addr = klen ? base_map_get(&core->addrs, buf, klen) : NULL;
+
+    if (!addr && klen) {
+        cfg_distribution_t dist = addr_dist_CT(core, a, n, mobile);
+        if (dist_out)
+            *dist_out = dist;
+        if (create) {
+            addr = base_calloc(1, sizeof(*addr));
+            addr->key = base_strndup(buf, klen);
+            addr->keylen = klen;
+            addr->dist = dist;
+            base_map_put(&core->addrs, buf, klen, addr);
+            LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
+        }
+    } else if (addr && dist_out) {
+        *dist_out = addr->dist;
+    }
+    if (buf != stack)
+        free(buf);
+    return addr;
+}
+
+static void addr_release_CT(core_t *core, core_addr_t *addr)
+{
+    if (addr->consumers.count || addr->senders.count)
+        return;
+    LOG(DEBUG, "Address %s removed", addr->key);
+    base_map_del(&core->addrs, addr->key, addr->keylen);
+    free(addr->consumers.items);
+    free(addr->senders.items);
+    free(addr->key);
+    free(addr);
+}
+
+/* ---- work for the workers ---- */
+
+static core_work_t *work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle)
+{
+    core_work_t *w = base_mpsc_batch_add(&core->out[worker], sizeof(core_work_t));
+    w->type = (uint8_t)type;
+    w->handle = handle;
+    return w;
+}
+
+static void flush_CT(core_t *core)
+{
+    for (int i = 0; i < core->n_workers; i++)
+        if (!base_mpsc_batch_empty(&core->out[i]))
+            base_mpsc_push(core->worker_q[i], &core->out[i]);
+}
+
+static void credit_CT(core_t *core, core_link_t *l, bool grant)
+{
+    if (l->credit_on == grant)
+        return;
+    l->credit_on = grant;
+    work_add_CT(core, l->worker, CORE_W_LINK_CREDIT, l->handle)->u.credit.grant = grant;
+}
+
+static void free_disp_strings(core_disposition_t *d)
+{
+    BASE_FREE(d->cond_name);
+    BASE_FREE(d->cond_desc);
+}
+
+/* Final outcome for an incoming delivery: hand it back to its owner with the outcome. */
+static void settle_in_CT(core_t *core, int owner, core_delivery_t *dlv, core_disposition_t *disp)
+{
+    core_work_t *w = work_add_CT(core, owner, CORE_W_SETTLE, NULL);
+    w->u.settle.dlv = dlv;
+    w->u.settle.disp = *disp;
+    memset(disp, 0, sizeof(*disp));
+}
+
+static void reject_in_CT(core_t *core, int owner, core_delivery_t *dlv, const char *cond,
+                         const char *desc)
+{
+    if (dlv->presettled) {
+        work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+        return;
+    }
+    core_disposition_t d = {.outcome = CORE_OUTCOME_REJECTED,
+                            .cond_name = base_strdup(cond),
+                            .cond_desc = base_strdup(desc)};
+    settle_in_CT(core, owner, dlv, &d);
+}
+
+/* ---- links ---- */
+
+static void link_attach_CT(core_t *core, core_action_t *a)
+{
+    core_link_t *l = base_calloc(1, sizeof(*l));
+    char *address = a->u.attach.address;
+    char dyn[256];
+
+    l->id = a->link_id;
+    l->conn_id = a->u.attach.conn_id;
+    l->handle = a->u.attach.handle;
+    l->worker = a->worker;
+    l->dir = a->u.attach.dir;
+    l->capacity = a->u.attach.capacity;
+    BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
+
+    core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
+
+    if (a->u.attach.dynamic) {
+        /* A fresh local address: amqp:/_topo/0/<router-id>/temp.<unique> */
+        snprintf(dyn, sizeof(dyn), "amqp:/_topo/0/%s/temp.%08llx%06llx", core->router_id,
+                 (unsigned long long)(core->temp_salt & 0xffffffffu),
+                 (unsigned long long)++core->temp_seq);
+        free(address);
+        address = base_strdup(dyn);
+        w->u.attached.address = base_strdup(dyn);
+    }
+
+    if (address && *address) {
+        cfg_distribution_t dist = CFG_DIST_BALANCED;
+        core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist);
+        if (!addr && dist == CFG_DIST_UNAVAILABLE) {
+            w->u.attached.cond_name = "amqp:not-found";
+            char msg[300];
+            snprintf(msg, sizeof(msg), "Node not found: %.200s", address);
+            w->u.attached.cond_desc = base_strdup(msg);
+            LOG(INFO, "[C%llu][L%llu] Link refused: address %s has distribution unavailable",
+                (unsigned long long)l->conn_id, (unsigned long long)l->id, address);
+            l->addr = NULL;
+            free(address);
+            return; /* the record stays until the worker detaches it */
+        }
+        if (!addr)
+            addr = addr_lookup_CT(core, address, strlen(address), true, NULL);
+        l->addr = addr;
+        if (l->dir == CORE_LINK_OUT) {
+            set_add(&addr->consumers, l);
+            if (addr->consumers.count == 1)
+                for (size_t i = 0; i < addr->senders.count; i++)
+                    credit_CT(core, addr->senders.items[i], true);
+        } else {
+            set_add(&addr->senders, l);
+            if (addr->consumers.count > 0)
+                credit_CT(core, l, true);
+        }
+        LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
+            (unsigned long long)l->conn_id, (unsigned long long)l->id,
+            l->dir == CORE_LINK_OUT ? "outgoing" : "incoming", addr->key);
+    } else if (l->dir == CORE_LINK_IN) {
+        /* anonymous sender: routed per message by `to`; credit at once */
+        credit_CT(core, l, true);
+        LOG(DEBUG, "[C%llu][L%llu] Anonymous sender attached", (unsigned long long)l->conn_id,
+            (unsigned long long)l->id);
+    } else {
+        LOG(DEBUG, "[C%llu][L%llu] Receiver attached with no address",
+            (unsigned long long)l->conn_id, (unsigned long long)l->id);
+    }
+    free(address);
+}
+
+static void link_detach_CT(core_t *core, core_action_t *a)
+{
+    core_link_t *l = base_map_udel(&core->links, a->link_id);
+    if (BASE_WARN_ONCE(!l))
+        return;
+    core_addr_t *addr = l->addr;
+    if (addr) {
+        if (l->dir == CORE_LINK_OUT) {
+            set_del(&addr->consumers, l);
+            if (addr->consumers.count == 0)
+                for (size_t i = 0; i < addr->senders.count; i++)
+                    credit_CT(core, addr->senders.items[i], false);
+        } else {
+            set_del(&addr->senders, l);
+        }
+        addr_release_CT(core, addr);
+    }
+    work_add_CT(core, l->worker, CORE_W_LINK_DETACHED, l->handle);
+    LOG(DEBUG, "[C%llu][L%llu] Link detached", (unsigned long long)l->conn_id,
+        (unsigned long long)l->id);
+    free(l);
+}
+
+/* ---- forwarding ---- */
+
+static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
+{
+    core_work_t *w = work_add_CT(core, out->worker, CORE_W_SEND, out->handle);
+    w->u.send.dlv = dlv->presettled ? NULL : dlv;
+    w->u.send.content = dlv->content;
+    w->u.send.presettled = dlv->presettled;
+    if (!dlv->presettled)
+        out->outstanding++;
+    out->delivered++;
+}
+
+/* Balanced: the consumer with the fewest unsettled copies; ties go round-robin. */
+static core_link_t *pick_balanced_CT(core_addr_t *addr)
+{
+    size_t n = addr->consumers.count;
+    size_t start = addr->rr++ % n;
+    core_link_t *best = NULL;
+    for (size_t k = 0; k < n; k++) {
+        core_link_t *l = addr->consumers.items[(start + k) % n];
+        if (!best || l->outstanding < best->outstanding)
+            best = l;
+    }
+    return best;
+}
+
+static void deliver_CT(core_t *core, core_action_t *a)
+{
+    core_delivery_t *dlv = a->u.dlv;
+    core_link_t *in = base_map_uget(&core->links, a->link_id);
+    int owner = a->worker;
+    core_addr_t *addr = NULL;
+    cfg_distribution_t dist = CFG_DIST_BALANCED;
+
+    memset(&dlv->_result, 0, sizeof(dlv->_result));
+    dlv->_copies = 0;
+    dlv->_mcast = false;
+
+    if (BASE_WARN_ONCE(!in)) {
+        core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+        if (dlv->presettled)
+            work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+        else
+            settle_in_CT(core, owner, dlv, &d);
+        return;
+    }
+    in->delivered++;
+    if (in->addr) {
+        addr = in->addr;
+        dist = addr->dist;
+    } else {
+        if (!dlv->to) {
+            reject_in_CT(core, owner, dlv, "amqp:precondition-failed",
+                         "Routing failure: no address present");
+            return;
+        }
+        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist);
+    }
+    if (dist == CFG_DIST_UNAVAILABLE) {
+        reject_in_CT(core, owner, dlv, "amqp:not-found",
+                     "Deliveries cannot be sent to an unavailable address");
+        return;
+    }
+
+    size_t n = addr ? addr->consumers.count : 0;
+    if (n == 0) {
+        /* No route: unsettled comes back RELEASED; presettled is dropped. */
+        if (dlv->presettled) {
+            work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+        } else {
+            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+            settle_in_CT(core, owner, dlv, &d);
+        }
+        return;
+    }
+    addr->ingress++;
+    if (dist == CFG_DIST_MULTICAST) {
+        dlv->_mcast = true;
+        core_content_ref(dlv->content, (unsigned)n);
+        for (size_t i = 0; i < n; i++)
+            send_copy_CT(core, addr->consumers.items[i], dlv);
+        dlv->_copies = (uint32_t)n;
+        addr->egress += n;
+    } else {
+        core_link_t *out = dist == CFG_DIST_CLOSEST ? addr->consumers.items[addr->rr++ % n]
+                                                    : pick_balanced_CT(addr);
+        core_content_ref(dlv->content, 1);
+        send_copy_CT(core, out, dlv);
+        dlv->_copies = 1;
+        addr->egress++;
+    }
+    if (dlv->presettled) {
+        /* at-most-once: nothing will come back; the owner may recycle it now */
+        dlv->_copies = 0;
+        work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+    }
+}
+
+/* Multicast aggregation: Rejected > Accepted > Modified > Released (qdrouterd's rule). */
+static int outcome_rank(uint8_t o)
+{
+    switch (o) {
+    case CORE_OUTCOME_REJECTED:
+        return 3;
+    case CORE_OUTCOME_ACCEPTED:
+        return 2;
+    case CORE_OUTCOME_MODIFIED:
+        return 1;
+    case CORE_OUTCOME_RELEASED:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static void disposition_CT(core_t *core, core_action_t *a)
+{
+    core_delivery_t *dlv = a->u.disposition.dlv;
+    core_disposition_t *d = &a->u.disposition.disp;
+    core_link_t *out = base_map_uget(&core->links, a->link_id);
+
+    if (out && out->outstanding)
+        out->outstanding--;
+    BASE_BUG_ON(dlv->_copies == 0);
+
+    if (outcome_rank(d->outcome) > outcome_rank(dlv->_result.outcome)) {
+        free_disp_strings(&dlv->_result);
+        dlv->_result = *d;
+        memset(d, 0, sizeof(*d));
+    } else {
+        free_disp_strings(d);
+    }
+    if (--dlv->_copies > 0)
+        return;
+    if (dlv->_result.outcome == CORE_OUTCOME_NONE)
+        dlv->_result.outcome = CORE_OUTCOME_RELEASED;
+    /* The owner is the worker that posted CORE_A_DELIVER; it is recorded in the incoming
+     * link, which may be gone by now, so the delivery carries it. */
+    settle_in_CT(core, dlv->_owner, dlv, &dlv->_result);
+}
+
+static void run_action_CT(core_t *core, core_action_t *a)
+{
+    switch ((core_action_type_t)a->type) {
+    case CORE_A_LINK_ATTACH:
+        link_attach_CT(core, a);
+        break;
+    case CORE_A_LINK_DETACH:
+        link_detach_CT(core, a);
+        break;
+    case CORE_A_DELIVER:
+        a->u.dlv->_owner = a->worker;
+        deliver_CT(core, a);
+        break;
+    case CORE_A_DISPOSITION:
+        disposition_CT(core, a);
+        break;
+    }
+}
+
+static void *core_thread_main(void *arg)
+{
+    core_t *core = arg;
+    base_thread_set_role(BASE_THREAD_CORE, 0);
+    LOG(INFO, "Core thread started");
+    for (;;) {
+        base_mpsc_chunk_t *c = base_mpsc_take(&core->in);
+        if (!c) {
+            flush_CT(core);
+            if (!base_mpsc_wait(&core->in, -1))
+                break;
+            continue;
+        }
+        while (c) {
+            base_mpsc_chunk_t *next = c->next;
+            for (uint32_t i = 0; i < c->count; i++)
+                run_action_CT(core, base_mpsc_chunk_item(c, i));
+            base_mpsc_chunk_free(c);
+            c = next;
+        }
+        flush_CT(core);
+    }
+    flush_CT(core);
+    LOG(INFO, "Core thread stopped");
+    return NULL;
+}
+
+/* ---- life cycle (main thread) ---- */
+
+core_t *core_new(const cfg_t *cfg, int n_workers, base_mpsc_t **worker_q)
+{
+    core_t *core = base_calloc(1, sizeof(*core));
+    core->cfg = cfg;
+    core->router_id = base_strdup(cfg->router.id);
+    core->n_workers = n_workers;
+    core->worker_q = worker_q;
+    core->out = base_calloc((size_t)n_workers, sizeof(*core->out));
+    base_mpsc_init(&core->in, NULL, NULL);
+    base_map_init(&core->links);
+    base_map_init(&core->addrs);
+    core->patterns = base_pattern_new();
+    for (size_t i = 0; i < cfg->n_addresses; i++) {
+        const cfg_address_t *ac = &cfg->addresses[i];
+        bool prefix = ac->prefix != NULL;
+        const char *text = prefix ? ac->prefix : ac->pattern;
+        if ((prefix ? base_pattern_add_prefix(core->patterns, text, (void *)ac)
+                   : base_pattern_add(core->patterns, text, (void *)ac)) != 0)
+            LOG(WARNING, "Address configuration %s '%s' duplicates an earlier one; ignored",
+                prefix ? "prefix" : "pattern", text);
+    }
+    if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
+        core->temp_salt = base_now_ns();
+    return core;
+}
+
+int core_start(core_t *core)
+{
+    int rc = pthread_create(&core->thread, NULL, core_thread_main, core);
+    if (rc != 0)
+        return -rc;
+    core->started = true;
+    return 0;
+}
+
+void core_stop(core_t *core)
+{
+    if (!core->started)
+        return;
+    base_mpsc_interrupt(&core->in);
+    pthread_join(core->thread, NULL);
+    core->started = false;
+}
+
+void core_free(core_t *core)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
+        free(s->value);
+    for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
+        core_addr_t *addr = s->value;
+        free(addr->consumers.items);
+        free(addr->senders.items);
+        free(addr->key);
+        free(addr);
+    }
+    base_map_fini(&core->links);
+    base_map_fini(&core->addrs);
+    base_pattern_free(core->patterns);
+    for (int i = 0; i < core->n_workers; i++) {
+        base_mpsc_chunk_t *c = core->out[i].head;
+        while (c) {
+            base_mpsc_chunk_t *next = c->next;
+            base_mpsc_chunk_free(c);
+            c = next;
+        }
+    }
+    free(core->out);
+    base_mpsc_fini(&core->in);
+    free(core->router_id);
+    free(core);
+}
+
+const char *core_router_id(const core_t *core)
+{
+    return core->router_id;
+}
+
+void core_post(core_t *core, base_mpsc_batch_t *b)
+{
+    base_mpsc_push(&core->in, b);
+}

@@ -1,0 +1,189 @@
+/* core/core.h: the core thread - Junction's routing state and decisions.
+ *
+ * The core owns every address, link and connection record, picks the destinations of each
+ * delivery (multicast, closest, balanced), aggregates outcomes back to the sender, and runs
+ * credit policy.  It never touches a socket, a Proton object or a message's bytes, and never
+ * frees message memory: it talks to the workers only through batched queues.
+ *
+ *   workers --(core_action_t batches, one MPSC queue)--> core thread
+ *   core thread --(core_work_t batches, one MPSC queue per worker + its wake-up)--> worker
+ *
+ * Worker -> core (core_action_t): a link attached / detached, a delivery arrived, an outgoing
+ * copy was settled by its receiver.  Core -> worker (core_work_t): attach answered, credit
+ * granted or drained, send this delivery on that link, settle this incoming delivery with
+ * this outcome, the core is done with this delivery, the core forgot this link.
+ *
+ * Ownership across the queues (no pointer crosses without one of these rules):
+ *  - A worker's link handle (`void *handle`) stays valid until the worker has processed
+ *    CORE_W_LINK_DETACHED for it; the core never dereferences it.
+ *  - A core_delivery_t is allocated and freed by the worker that received it (its owner).
+ *    After CORE_A_DELIVER the core may use the core-side fields until it posts either
+ *    CORE_W_SETTLE (final outcome) or CORE_W_RELEASE (done, nothing to report) to the owner;
+ *    after that the core holds no pointer to it.  Outgoing copies report back with
+ *    CORE_A_DISPOSITION while the core still counts them, so the pointer they carry is live.
+ *  - Message content is reference-counted (core_content_t); the core adds one reference per
+ *    outgoing copy before posting it, and never drops one.
+ *
+ * Threads: core_new/core_start/core_stop/core_free on the main thread; core_post() from any
+ * worker (thread-safe); everything else inside core/ runs on the core thread (_CT).
+ */
+#ifndef JUNCTION_CORE_H
+#define JUNCTION_CORE_H
+
+#include "config/config.h"
+#include "core/base/mpsc.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct core core_t;
+
+/* The reference-counted head of a message's content; the router embeds it first in its
+ * message type.  The core only adds references (one per outgoing copy). */
+typedef struct core_content {
+    atomic_uint refs; /* owners: the receiving worker's delivery + one per outgoing copy */
+} core_content_t;
+
+static inline void core_content_ref(core_content_t *c, unsigned n)
+{
+    atomic_fetch_add_explicit(&c->refs, n, memory_order_relaxed);
+}
+
+/* Delivery outcomes, with the AMQP descriptor codes of their states. */
+typedef enum core_outcome {
+    CORE_OUTCOME_NONE = 0,        /* not yet known */
+    CORE_OUTCOME_ACCEPTED = 0x24,
+    CORE_OUTCOME_REJECTED = 0x25,
+    CORE_OUTCOME_RELEASED = 0x26,
+    CORE_OUTCOME_MODIFIED = 0x27,
+} core_outcome_t;
+
+/* An outcome and its details, as it travels between receiver and sender. */
+typedef struct core_disposition {
+    uint8_t  outcome;             /* core_outcome_t */
+    bool     delivery_failed;     /* MODIFIED: delivery-failed */
+    bool     undeliverable_here;  /* MODIFIED: undeliverable-here */
+    char    *cond_name;           /* REJECTED: error condition name, heap, or NULL; the
+                                     receiver of the message owns (frees) it */
+    char    *cond_desc;           /* REJECTED: its description, heap, or NULL; likewise */
+} core_disposition_t;
+
+/* One incoming delivery, as the core sees it.  The router embeds it in its own delivery
+ * record; the owner (receiving) worker allocates and frees it. */
+typedef struct core_delivery {
+    /* Written by the owner before CORE_A_DELIVER; read-only afterwards. */
+    core_content_t *content;     /* message content (refcounted) */
+    uint64_t        link_id;     /* the incoming link */
+    const char     *to;          /* routing address for anonymous links (properties.to or
+                                    x-opt-qd.to), not NUL-terminated; NULL for targeted links */
+    uint32_t        to_len;      /* its length */
+    bool            presettled;  /* the sender settled it on sending: at-most-once */
+    /* Core-thread fields (_CT), valid between CORE_A_DELIVER and CORE_W_SETTLE/RELEASE. */
+    uint32_t           _copies;  /* outgoing copies not yet settled */
+    bool               _mcast;   /* aggregate outcomes with the multicast rule */
+    uint8_t            _owner;   /* worker that posted it (gets CORE_W_SETTLE/RELEASE) */
+    core_disposition_t _result;  /* aggregated outcome so far */
+} core_delivery_t;
+
+typedef enum core_link_dir {
+    CORE_LINK_IN = 0, /* the router receives: the client's sender */
+    CORE_LINK_OUT,    /* the router sends: the client's receiver */
+} core_link_dir_t;
+
+/* -- worker -> core -- */
+typedef enum core_action_type {
+    CORE_A_LINK_ATTACH = 0, /* link_attach */
+    CORE_A_LINK_DETACH,     /* link_id */
+    CORE_A_DELIVER,         /* dlv */
+    CORE_A_DISPOSITION,     /* an outgoing copy of dlv was settled by its receiver */
+} core_action_type_t;
+
+typedef struct core_action {
+    uint8_t  type;    /* core_action_type_t */
+    uint8_t  worker;  /* index of the posting worker */
+    uint64_t link_id; /* the link concerned (every type) */
+    union {
+        struct {
+            uint64_t conn_id;   /* its connection, for logs and management */
+            void    *handle;    /* the worker's link, echoed back, never dereferenced */
+            char    *address;   /* terminus address (heap; the core frees it), or NULL */
+            uint32_t capacity;  /* linkCapacity of the connection's listener */
+            uint8_t  dir;       /* core_link_dir_t */
+            bool     dynamic;   /* dynamic source: the core makes an address */
+        } attach;
+        core_delivery_t *dlv; /* CORE_A_DELIVER */
+        struct {
+            core_delivery_t   *dlv;  /* the incoming delivery this copy came from */
+            core_disposition_t disp; /* the receiver's outcome (strings move to the core) */
+        } disposition;
+    } u;
+} core_action_t;
+
+/* -- core -> worker -- */
+typedef enum core_work_type {
+    CORE_W_LINK_ATTACHED = 0, /* attach answered: ok, or refused with a condition */
+    CORE_W_LINK_CREDIT,       /* incoming link: grant capacity, or drain to zero */
+    CORE_W_LINK_DETACHED,     /* the core forgot the link: the worker may free it */
+    CORE_W_SEND,              /* send a copy of dlv's content on an outgoing link */
+    CORE_W_SETTLE,            /* final outcome for an incoming delivery; core is done with it */
+    CORE_W_RELEASE,           /* core is done with an incoming delivery (nothing to report) */
+    CORE_W_EXTERNAL,          /* posted by another thread of the router (see `ext`) */
+} core_work_type_t;
+
+typedef struct core_work {
+    uint8_t type; /* core_work_type_t */
+    void   *handle; /* the worker's link (LINK_*, SEND) */
+    union {
+        struct {
+            char *address;   /* dynamic address given (heap, the worker frees), or NULL */
+            char *cond_name; /* refused: static condition name, or NULL when accepted */
+            char *cond_desc; /* refused: description (heap, the worker frees) */
+        } attached;
+        struct {
+            bool grant; /* true: top the credit up to capacity; false: drain */
+        } credit;
+        struct {
+            core_delivery_t *dlv;        /* the incoming delivery to report the outcome to;
+                                            NULL when presettled (it may be gone already) */
+            core_content_t  *content;    /* the message (one reference taken for this copy) */
+            bool             presettled; /* send settled */
+        } send;
+        struct {
+            core_delivery_t   *dlv;  /* owner's incoming delivery */
+            core_disposition_t disp; /* outcome to give the sender (strings move along) */
+        } settle;
+        core_delivery_t *release; /* CORE_W_RELEASE */
+        struct {
+            int   kind;  /* router-defined */
+            void *ptr;   /* router-defined */
+            long  arg;   /* router-defined */
+        } ext;
+    } u;
+} core_work_t;
+
+/* Create the core for `n_workers` workers whose queues are `worker_q[i]` (the router owns
+ * the queues and their wake-ups).  `cfg` must outlive the core. Main thread. */
+core_t *core_new(const cfg_t *cfg, int n_workers, base_mpsc_t **worker_q);
+/* Start / stop the core thread. Main thread. */
+int core_start(core_t *core);
+void core_stop(core_t *core);
+void core_free(core_t *core);
+
+/* The router id, as configured; immutable. Thread-safe. */
+const char *core_router_id(const core_t *core);
+
+/* A worker's batch of actions: fill with core_batch_add(), hand over with core_post().
+ * Thread-safe between workers (each has its own batch). */
+static inline core_action_t *core_batch_add(base_mpsc_batch_t *b)
+{
+    return base_mpsc_batch_add(b, sizeof(core_action_t));
+}
+void core_post(core_t *core, base_mpsc_batch_t *b);
+
+/* Address helpers (pure, thread-safe). */
+
+/* Strip `amqp:/`, `amqp://host/`, and leading '/' from an address; returns a view. */
+const char *core_addr_normalize(const char *addr, size_t len, size_t *out_len);
+
+#endif

@@ -1,0 +1,66 @@
+/* core/core_int.h: the core's private types - shared by the core's .c files only, never by other
+ * folders.  Everything here is owned by the core thread (_CT). */
+#ifndef JUNCTION_CORE_INT_H
+#define JUNCTION_CORE_INT_H
+
+#include "core/core.h"
+#include "core/base/map.h"
+
+#include <pthread.h>
+
+typedef struct core_addr core_addr_t;
+typedef struct core_link core_link_t;
+
+/* A growable array of links, with O(1) removal (each link knows its slot). */
+typedef struct core_link_set {
+    core_link_t **items; /* links */
+    size_t        count; /* used */
+    size_t        cap;   /* allocated */
+} core_link_set_t;
+
+/* core_link_t: one attached link. Owner: core thread. Lifetime: CORE_A_LINK_ATTACH ..
+ * CORE_A_LINK_DETACH. */
+struct core_link {
+    uint64_t     id;           /* worker-assigned, unique for the process; logged as [L<id>] */
+    uint64_t     conn_id;      /* its connection; logged as [C<id>] */
+    void        *handle;       /* the worker's link: echoed back, never dereferenced */
+    int          worker;       /* owning worker index */
+    uint8_t      dir;          /* core_link_dir_t */
+    core_addr_t *addr;         /* attached address, NULL for an anonymous sender */
+    size_t       slot;         /* index in addr->consumers or addr->senders */
+    uint32_t     capacity;     /* linkCapacity */
+    uint32_t     outstanding;  /* OUT: copies sent and not yet settled (balanced uses it) */
+    bool         credit_on;    /* IN: credit currently granted */
+    uint64_t     delivered;    /* IN: deliveries received; OUT: copies sent */
+};
+
+/* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
+ * to it. */
+struct core_addr {
+    char              *key;        /* hash key with class prefix: "M0examples", "Ltemp.x1" */
+    size_t             keylen;     /* its length */
+    cfg_distribution_t dist;       /* treatment, from the address config or the default */
+    core_link_set_t    consumers;  /* OUT links attached to it */
+    core_link_set_t    senders;    /* IN links targeted at it */
+    size_t             rr;         /* rotation for closest/balanced ties */
+    uint64_t           ingress;    /* deliveries routed to it */
+    uint64_t           egress;     /* copies sent from it */
+};
+
+struct core {
+    const cfg_t       *cfg;        /* immutable after start */
+    char              *router_id;  /* cfg router id, or the generated one */
+    int                n_workers;  /* number of workers */
+    base_mpsc_t      **worker_q;   /* each worker's inbound queue (owned by the router) */
+    base_mpsc_batch_t *out;        /* _CT: per-worker batch being built this pass */
+    base_mpsc_t        in;         /* actions from the workers */
+    pthread_t          thread;     /* the core thread */
+    bool               started;    /* main thread only */
+    base_map_t         links;      /* _CT: link id -> core_link_t */
+    base_map_t         addrs;      /* _CT: key -> core_addr_t */
+    struct base_pattern *patterns; /* _CT (read-only after new): address config matcher */
+    uint64_t           temp_seq;   /* _CT: dynamic-address counter */
+    uint64_t           temp_salt;  /* random salt for dynamic addresses */
+};
+
+#endif

@@ -1,0 +1,1122 @@
+/* router/conn.c: AMQP connections on a worker - socket I/O through libuv, protocol through
+ * Proton's pn_connection_driver_t, and the link/delivery work that joins them to the core.
+ *
+ * Thread suffixes: _WT = the connection's worker only (every function in this file).
+ *
+ * DESIGN: a connection is driven by "process": feed Proton what the socket read, run every
+ * Proton event, push pending outgoing copies into Proton (credit and session-window
+ * permitting), then write what Proton produced (uv_try_write first; a copy goes to uv_write
+ * only when the socket is full).  Incoming messages are scanned by the codec once complete
+ * and handed to the core (CORE_A_DELIVER); outgoing copies arrive from the core
+ * (CORE_W_SEND) and are written with a freshly composed message-annotations section (router
+ * annotations per stripAnnotations) and every other byte as it arrived.
+ *
+ * Lifetimes: a link announced to the core lives until CORE_W_LINK_DETACHED; Proton objects
+ * are never referenced after link cleanup (contexts cleared, pointers NULLed); a connection
+ * is freed after its uv handles closed and its last link is gone.
+ */
+#include "router/router_int.h"
+
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/disposition.h>
+#include <proton/event.h>
+#include <proton/link.h>
+#include <proton/sasl.h>
+#include <proton/session.h>
+#include <proton/terminus.h>
+#include <proton/transport.h>
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "junction_version.h"
+
+#define LOGC(c, lvl, ...)                                                                          \
+    do {                                                                                           \
+        if (base_log_enabled(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl))                                 \
+            log_ids(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, (c)->id, 0, __VA_ARGS__);                 \
+    } while (0)
+#define LOGL(k, lvl, ...)                                                                          \
+    do {                                                                                           \
+        if (base_log_enabled(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl))                                 \
+            log_ids(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl, (k)->conn->id, (k)->id, __VA_ARGS__);     \
+    } while (0)
+
+/* One log line prefixed with qdrouterd's [C<conn>][L<link>] ids (link 0: none). */
+static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
+                    const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (link)
+        base_log_write(mod, lvl, "[C%llu][L%llu] %s", (unsigned long long)conn,
+                       (unsigned long long)link, text);
+    else
+        base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
+}
+
+/* Incoming window per session: bytes Proton may buffer for us before the peer must wait. */
+#define SESSION_IN_CAPACITY (8u << 20)
+
+static void conn_process_WT(rtr_conn_t *c);
+static void link_cleanup_WT(rtr_link_t *k);
+static void link_pump_WT(rtr_link_t *k);
+
+static void conn_mark_dirty_WT(rtr_conn_t *c)
+{
+    if (c->dirty || c->closed)
+        return;
+    c->dirty = true;
+    c->dirty_next = c->worker->dirty;
+    c->worker->dirty = c;
+}
+
+static void conn_free_WT(rtr_conn_t *c)
+{
+    rtr_worker_t *w = c->worker;
+    if (c->dirty) {
+        rtr_conn_t **pp = &w->dirty;
+        while (*pp != c)
+            pp = &(*pp)->dirty_next;
+        *pp = c->dirty_next;
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    w->n_conns--;
+    free(c->wbuf);
+    free(c);
+    rtr_worker_maybe_exit_WT(w);
+}
+
+/* ---------------------------------------------------------------- links */
+
+static void link_unlink_WT(rtr_link_t *k)
+{
+    rtr_conn_t *c = k->conn;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->links = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    c->worker->n_links--;
+    free(k);
+    if (c->closed && !c->links)
+        conn_free_WT(c);
+}
+
+static void link_schedule_pump_WT(rtr_link_t *k)
+{
+    if (k->in_pump || !k->pn)
+        return;
+    k->in_pump = true;
+    k->pump_next = k->conn->pump;
+    k->conn->pump = k;
+}
+
+static void report_WT(rtr_link_t *k, core_delivery_t *dlv, core_disposition_t *disp)
+{
+    core_action_t *a = rtr_worker_action_WT(k->conn->worker);
+    a->type = CORE_A_DISPOSITION;
+    a->link_id = k->id;
+    a->u.disposition.dlv = dlv;
+    a->u.disposition.disp = *disp;
+}
+
+static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        k->outs = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    else
+        k->outs_tail = o->prev;
+    if (k->next_send == o) {
+        k->next_send = o->next;
+        k->queued--;
+    }
+    rtr_msg_unref(o->msg);
+    free(o);
+}
+
+static void in_unlink_WT(rtr_in_t *in)
+{
+    rtr_link_t *k = in->link;
+    if (!k)
+        return;
+    if (in->prev)
+        in->prev->next = in->next;
+    else
+        k->ins = in->next;
+    if (in->next)
+        in->next->prev = in->prev;
+    in->link = NULL;
+}
+
+/* One delivery's credit comes back to the sender. */
+static void link_credit_back_WT(rtr_link_t *k)
+{
+    if (k->held)
+        k->held--;
+    if (k->credit_on && k->pn) {
+        pn_link_flow(k->pn, 1);
+        conn_mark_dirty_WT(k->conn);
+    }
+}
+
+static void in_free_WT(rtr_worker_t *w, rtr_in_t *in)
+{
+    if (in->msg)
+        rtr_msg_unref(in->msg);
+    free(in);
+    w->n_ins--;
+}
+
+/* Forget every Proton object of the link, hand back what it held, and tell the core. */
+static void link_cleanup_WT(rtr_link_t *k)
+{
+    if (!k->pn)
+        return;
+    rtr_worker_t *w = k->conn->worker;
+
+    if (k->out) {
+        rtr_out_t *o = k->outs;
+        while (o) {
+            rtr_out_t *next = o->next;
+            if (o->in) {
+                /* never started: RELEASED; sent (even in part) but not settled: MODIFIED */
+                core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+                if (o->pn) {
+                    d.outcome = CORE_OUTCOME_MODIFIED;
+                    d.delivery_failed = true;
+                }
+                report_WT(k, o->in, &d);
+            }
+            if (o->pn)
+                pn_delivery_set_context(o->pn, NULL);
+            out_free_WT(k, o);
+            o = next;
+        }
+        k->next_send = NULL;
+        k->queued = 0;
+        if (k->blocked) {
+            k->blocked = false;
+            k->conn->n_blocked--;
+        }
+    } else {
+        rtr_in_t *in = k->receiving;
+        if (in) {
+            k->receiving = NULL;
+            if (in->pn)
+                pn_delivery_set_context(in->pn, NULL);
+            in_free_WT(w, in);
+        }
+        while ((in = k->ins) != NULL) {
+            if (in->pn)
+                pn_delivery_set_context(in->pn, NULL);
+            in->pn = NULL;
+            in_unlink_WT(in);
+        }
+    }
+    pn_link_set_context(k->pn, NULL);
+    k->pn = NULL;
+    if (k->at_core) {
+        core_action_t *a = rtr_worker_action_WT(w);
+        a->type = CORE_A_LINK_DETACH;
+        a->link_id = k->id;
+    } else {
+        link_unlink_WT(k);
+    }
+}
+
+static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
+{
+    rtr_worker_t *w = c->worker;
+    rtr_link_t *k = base_calloc(1, sizeof(*k));
+    k->id = atomic_fetch_add(&g_rtr.next_link_id, 1) + 1;
+    k->conn = c;
+    k->pn = pl;
+    k->out = pn_link_is_sender(pl);
+    k->next = c->links;
+    if (c->links)
+        c->links->prev = k;
+    c->links = k;
+    w->n_links++;
+    pn_link_set_context(pl, k);
+
+    pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
+    pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
+    pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
+    pn_link_set_rcv_settle_mode(pl, pn_link_remote_rcv_settle_mode(pl));
+
+    pn_terminus_t *term = k->out ? pn_link_remote_source(pl) : pn_link_remote_target(pl);
+    const char *addr = pn_terminus_get_address(term);
+    bool dynamic = k->out && pn_terminus_is_dynamic(term);
+
+    core_action_t *a = rtr_worker_action_WT(w);
+    a->type = CORE_A_LINK_ATTACH;
+    a->link_id = k->id;
+    a->u.attach.conn_id = c->id;
+    a->u.attach.handle = k;
+    a->u.attach.address = (addr && *addr && !dynamic) ? base_strdup(addr) : NULL;
+    a->u.attach.capacity = c->listener->link_capacity;
+    a->u.attach.dir = k->out ? CORE_LINK_OUT : CORE_LINK_IN;
+    a->u.attach.dynamic = dynamic;
+    k->at_core = true;
+    LOGL(k, INFO, "Link attaching: %s %s%s", k->out ? "outgoing from" : "incoming to",
+         dynamic ? "(dynamic)" : (addr && *addr ? addr : "(anonymous)"),
+         pn_link_remote_snd_settle_mode(pl) == PN_SND_SETTLED ? " presettled" : "");
+}
+
+static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
+{
+    char *addr = work->u.attached.address;
+    char *desc = work->u.attached.cond_desc;
+    if (k->pn) {
+        if (addr)
+            pn_terminus_set_address(pn_link_source(k->pn), addr);
+        pn_link_open(k->pn);
+        k->open = true;
+        if (work->u.attached.cond_name) {
+            pn_condition_t *cond = pn_link_condition(k->pn);
+            pn_condition_set_name(cond, work->u.attached.cond_name);
+            pn_condition_set_description(cond, desc ? desc : "");
+            pn_link_close(k->pn);
+            LOGL(k, INFO, "Link refused: %s %s", work->u.attached.cond_name, desc ? desc : "");
+        } else if (k->out) {
+            link_schedule_pump_WT(k);
+        }
+        conn_mark_dirty_WT(k->conn);
+    }
+    free(addr);
+    free(desc);
+}
+
+static void on_link_credit_WT(rtr_link_t *k, bool grant)
+{
+    if (!k->pn || k->out)
+        return;
+    k->credit_on = grant;
+    if (grant) {
+        if (pn_link_get_drain(k->pn))
+            pn_link_set_drain(k->pn, false);
+        int want = (int)k->conn->listener->link_capacity - pn_link_credit(k->pn) - (int)k->held;
+        if (want > 0)
+            pn_link_flow(k->pn, want);
+    } else {
+        pn_link_drain(k->pn, 0);
+    }
+    conn_mark_dirty_WT(k->conn);
+}
+
+/* ---------------------------------------------------------------- incoming deliveries */
+
+static void in_reject_WT(pn_delivery_t *d, const char *cond, const char *desc)
+{
+    pn_disposition_t *local = pn_delivery_local(d);
+    pn_condition_t *c = pn_disposition_condition(local);
+    pn_condition_set_name(c, cond);
+    pn_condition_set_description(c, desc);
+    pn_delivery_update(d, PN_REJECTED);
+    pn_delivery_settle(d);
+}
+
+/* The whole message is here: scan it and hand it to the core. */
+static void in_complete_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    rtr_conn_t *c = k->conn;
+    rtr_msg_t *m = in->msg;
+    pn_delivery_t *d = in->pn;
+    const char *why = NULL;
+
+    k->receiving = NULL;
+    pn_delivery_set_context(d, NULL);
+    bool presettled = pn_delivery_settled(d);
+    if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
+        if (presettled) {
+            LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", why);
+            pn_delivery_settle(d);
+        } else {
+            LOGL(k, INFO, "Rejected a message that cannot be decoded: %s", why);
+            in_reject_WT(d, "amqp:decode-error", why ? why : "malformed message");
+        }
+        in->pn = NULL;
+        in_free_WT(c->worker, in);
+        link_credit_back_WT(k);
+        return;
+    }
+    m->ra_in = !c->strip_in && m->scan.ma_router_count > 0;
+    in->dlv.content = &m->c;
+    in->dlv.link_id = k->id;
+    in->dlv.presettled = presettled;
+    const codec_bytes_t *to = (m->ra_in && m->scan.ra.to.ptr) ? &m->scan.ra.to : &m->scan.to;
+    if (to->ptr) {
+        in->dlv.to = (const char *)to->ptr;
+        in->dlv.to_len = (uint32_t)to->len;
+    }
+    if (presettled) {
+        pn_delivery_settle(d);
+        in->pn = NULL;
+    } else {
+        pn_delivery_set_context(d, in);
+    }
+    in->link = k;
+    in->next = k->ins;
+    if (k->ins)
+        k->ins->prev = in;
+    k->ins = in;
+    in->at_core = true;
+    core_action_t *a = rtr_worker_action_WT(c->worker);
+    a->type = CORE_A_DELIVER;
+    a->link_id = k->id;
+    a->u.dlv = &in->dlv;
+}
+
+static void msg_reserve(rtr_msg_t *m, size_t more)
+{
+    if (m->cap - m->len >= more)
+        return;
+    size_t cap = m->cap ? m->cap : 256;
+    while (cap - m->len < more)
+        cap *= 2;
+    m->data = base_realloc(m->data, cap);
+    m->cap = cap;
+}
+
+static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_worker_t *w = k->conn->worker;
+    pn_link_t *pl = k->pn;
+    rtr_in_t *in = pn_delivery_get_context(d);
+
+    if (!in) {
+        if (d != pn_link_current(pl) || k->receiving)
+            return; /* an update on a delivery the router already handed on: nothing to do */
+        in = base_calloc(1, sizeof(*in));
+        in->pn = d;
+        in->msg = rtr_msg_new();
+        w->n_ins++;
+        k->receiving = in;
+        k->held++;
+        pn_delivery_set_context(d, in);
+    } else if (in != k->receiving) {
+        return; /* the sender changed a routed delivery (e.g. settled it first) */
+    }
+
+    if (pn_delivery_aborted(d)) {
+        k->receiving = NULL;
+        pn_delivery_set_context(d, NULL);
+        pn_delivery_settle(d);
+        in->pn = NULL;
+        in_free_WT(w, in);
+        link_credit_back_WT(k);
+        return;
+    }
+    rtr_msg_t *m = in->msg;
+    for (;;) {
+        size_t pending = pn_delivery_pending(d);
+        if (pending == 0)
+            break;
+        msg_reserve(m, pending);
+        ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, m->cap - m->len);
+        if (n <= 0)
+            break;
+        m->len += (size_t)n;
+    }
+    if (pn_delivery_partial(d))
+        return;
+    pn_link_advance(pl);
+    in_complete_WT(k, in);
+}
+
+static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
+{
+    rtr_in_t *in = (rtr_in_t *)work->u.settle.dlv;
+    core_disposition_t *disp = &work->u.settle.disp;
+    pn_delivery_t *d = in->pn;
+
+    if (d) {
+        pn_disposition_t *local = pn_delivery_local(d);
+        uint64_t state = PN_ACCEPTED;
+        switch (disp->outcome) {
+        case CORE_OUTCOME_ACCEPTED:
+            state = PN_ACCEPTED;
+            break;
+        case CORE_OUTCOME_REJECTED:
+            state = PN_REJECTED;
+            if (disp->cond_name) {
+                pn_condition_t *cond = pn_disposition_condition(local);
+                pn_condition_set_name(cond, disp->cond_name);
+                if (disp->cond_desc)
+                    pn_condition_set_description(cond, disp->cond_desc);
+            }
+            break;
+        case CORE_OUTCOME_MODIFIED:
+            state = PN_MODIFIED;
+            pn_disposition_set_failed(local, disp->delivery_failed);
+            pn_disposition_set_undeliverable(local, disp->undeliverable_here);
+            break;
+        default:
+            state = PN_RELEASED;
+            break;
+        }
+        pn_delivery_update(d, state);
+        pn_delivery_set_context(d, NULL);
+        pn_delivery_settle(d);
+        in->pn = NULL;
+    }
+    free(disp->cond_name);
+    free(disp->cond_desc);
+    rtr_link_t *k = in->link;
+    if (k) {
+        in_unlink_WT(in);
+        link_credit_back_WT(k);
+        conn_mark_dirty_WT(k->conn);
+    }
+    in_free_WT(w, in);
+}
+
+static void on_release_WT(rtr_worker_t *w, core_work_t *work)
+{
+    rtr_in_t *in = (rtr_in_t *)work->u.release;
+    rtr_link_t *k = in->link;
+    if (in->pn) {
+        /* unsettled but dropped without an outcome cannot happen: the core settles those */
+        pn_delivery_set_context(in->pn, NULL);
+        pn_delivery_settle(in->pn);
+        in->pn = NULL;
+    }
+    if (k) {
+        in_unlink_WT(in);
+        link_credit_back_WT(k);
+    }
+    in_free_WT(w, in);
+}
+
+/* ---------------------------------------------------------------- outgoing copies */
+
+static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
+{
+    rtr_msg_t *m = (rtr_msg_t *)work->u.send.content;
+    core_delivery_t *dlv = work->u.send.dlv;
+    (void)w;
+
+    if (!k->pn) {
+        if (dlv) {
+            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+            report_WT(k, dlv, &d);
+        }
+        rtr_msg_unref(m);
+        return;
+    }
+    if (!dlv && k->queued >= k->conn->listener->link_capacity) {
+        /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
+        rtr_msg_unref(m);
+        return;
+    }
+    rtr_out_t *o = base_calloc(1, sizeof(*o));
+    o->in = dlv;
+    o->msg = m;
+    o->prev = k->outs_tail;
+    if (k->outs_tail)
+        k->outs_tail->next = o;
+    else
+        k->outs = o;
+    k->outs_tail = o;
+    if (!k->next_send)
+        k->next_send = o;
+    k->queued++;
+    link_schedule_pump_WT(k);
+    conn_mark_dirty_WT(k->conn);
+}
+
+static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    rtr_msg_t *m = o->msg;
+    const codec_scan_t *scan = &m->scan;
+    codec_ra_out_t ra = {0};
+
+    if (!k->conn->strip_out) {
+        ra.write = true;
+        ra.ingress.ptr = (const uint8_t *)g_rtr.node_id;
+        ra.ingress.len = g_rtr.node_id_len;
+        if (m->ra_in) {
+            if (scan->ra.ingress.ptr)
+                ra.ingress = scan->ra.ingress;
+            if (scan->ra.trace.ptr) {
+                ra.trace = scan->ra.trace;
+                ra.trace_count = scan->ra.trace_count;
+            }
+            ra.to = scan->ra.to;
+            ra.phase = scan->ra.phase;
+        }
+        ra.trace_append.ptr = (const uint8_t *)g_rtr.node_id;
+        ra.trace_append.len = g_rtr.node_id_len;
+    }
+    if (!ra.write && scan->ma_router_count == 0) {
+        if (scan->body_off)
+            pn_link_send(k->pn, (const char *)m->data, scan->body_off);
+        return;
+    }
+    uint8_t scratch_stack[1024];
+    codec_iov_t iov_stack[16];
+    size_t scratch_len = 0;
+    int n_iov = 0;
+    codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
+    uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
+                                                            : base_malloc(scratch_len);
+    codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)
+                           ? iov_stack
+                           : base_malloc((size_t)n_iov * sizeof(*iov));
+    int n = codec_compose_prefix(m->data, scan, &ra, scratch,
+                                 scratch_len > sizeof(scratch_stack) ? scratch_len
+                                                                     : sizeof(scratch_stack),
+                                 iov, n_iov > 16 ? n_iov : 16);
+    BASE_BUG_ON(n < 0);
+    for (int i = 0; i < n; i++)
+        if (iov[i].len)
+            pn_link_send(k->pn, (const char *)iov[i].base, iov[i].len);
+    if (scratch != scratch_stack)
+        free(scratch);
+    if (iov != iov_stack)
+        free(iov);
+}
+
+/* Push queued copies into Proton while the receiver has credit and the session has room. */
+static void link_pump_WT(rtr_link_t *k)
+{
+    pn_link_t *pl = k->pn;
+    if (!pl || !k->open)
+        return;
+    pn_session_t *ssn = pn_link_session(pl);
+
+    while (k->next_send) {
+        rtr_out_t *o = k->next_send;
+        rtr_msg_t *m = o->msg;
+        if (!o->pn) {
+            if (pn_link_credit(pl) <= 0)
+                break;
+            uint64_t tag = ++k->tag;
+            o->pn = pn_delivery(pl, pn_dtag((const char *)&tag, sizeof(tag)));
+            pn_delivery_set_context(o->pn, o);
+        }
+        if (!o->prefix_done) {
+            out_send_prefix_WT(k, o);
+            o->prefix_done = true;
+        }
+        size_t body = m->len - m->scan.body_off;
+        while (o->sent < body) {
+            if (pn_session_outgoing_bytes(ssn) >= RTR_SESSION_OUT_MAX) {
+                if (!k->blocked) {
+                    k->blocked = true;
+                    k->conn->n_blocked++;
+                }
+                return; /* conn_process_WT() resumes it when the window has room */
+            }
+            size_t n = body - o->sent;
+            if (n > RTR_SEND_CHUNK)
+                n = RTR_SEND_CHUNK;
+            pn_link_send(pl, (const char *)m->data + m->scan.body_off + o->sent, n);
+            o->sent += n;
+        }
+        pn_link_advance(pl);
+        k->next_send = o->next;
+        k->queued--;
+        o->done_sending = true;
+        if (!o->in) {
+            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_settle(o->pn);
+            o->pn = NULL;
+            /* out_free_WT() must not touch next_send/queued again */
+            o->done_sending = true;
+            if (o->prev)
+                o->prev->next = o->next;
+            else
+                k->outs = o->next;
+            if (o->next)
+                o->next->prev = o->prev;
+            else
+                k->outs_tail = o->prev;
+            rtr_msg_unref(o->msg);
+            free(o);
+        }
+    }
+    if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
+        pn_link_drained(pl);
+}
+
+/* The receiver settled (or updated) an outgoing copy. */
+static void out_update_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_out_t *o = pn_delivery_get_context(d);
+    if (!o || !pn_delivery_settled(d))
+        return;
+    core_disposition_t disp = {0};
+    pn_disposition_t *remote = pn_delivery_remote(d);
+    switch (pn_delivery_remote_state(d)) {
+    case PN_REJECTED: {
+        disp.outcome = CORE_OUTCOME_REJECTED;
+        pn_condition_t *cond = pn_disposition_condition(remote);
+        if (cond && pn_condition_is_set(cond)) {
+            disp.cond_name = base_strdup(pn_condition_get_name(cond));
+            const char *desc = pn_condition_get_description(cond);
+            if (desc)
+                disp.cond_desc = base_strdup(desc);
+        }
+        break;
+    }
+    case PN_RELEASED:
+        disp.outcome = CORE_OUTCOME_RELEASED;
+        break;
+    case PN_MODIFIED:
+        disp.outcome = CORE_OUTCOME_MODIFIED;
+        disp.delivery_failed = pn_disposition_is_failed(remote);
+        disp.undeliverable_here = pn_disposition_is_undeliverable(remote);
+        break;
+    default: /* accepted, or settled with no outcome: the receiver consumed it */
+        disp.outcome = CORE_OUTCOME_ACCEPTED;
+        break;
+    }
+    if (o->in)
+        report_WT(k, o->in, &disp);
+    pn_delivery_set_context(d, NULL);
+    pn_delivery_settle(d);
+    o->pn = NULL;
+    if (k->next_send == o) {
+        /* settled before we finished sending it: stop there */
+        k->next_send = o->next;
+        k->queued--;
+    }
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        k->outs = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    else
+        k->outs_tail = o->prev;
+    rtr_msg_unref(o->msg);
+    free(o);
+}
+
+/* ---------------------------------------------------------------- core work */
+
+void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
+{
+    rtr_link_t *k = work->handle;
+    switch ((core_work_type_t)work->type) {
+    case CORE_W_LINK_ATTACHED:
+        on_link_attached_WT(k, work);
+        break;
+    case CORE_W_LINK_CREDIT:
+        on_link_credit_WT(k, work->u.credit.grant);
+        break;
+    case CORE_W_LINK_DETACHED:
+        k->at_core = false;
+        if (!k->pn)
+            link_unlink_WT(k);
+        break;
+    case CORE_W_SEND:
+        on_send_WT(w, k, work);
+        break;
+    case CORE_W_SETTLE:
+        on_settle_WT(w, work);
+        break;
+    case CORE_W_RELEASE:
+        on_release_WT(w, work);
+        break;
+    case CORE_W_EXTERNAL:
+        if (work->u.ext.kind == RTR_EXT_ACCEPT) {
+            rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
+        } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
+            w->stopping = true;
+            for (rtr_conn_t *c = w->conns; c; c = c->next)
+                rtr_conn_close_WT(c);
+        }
+        break;
+    }
+}
+
+/* Run after the whole inbox: process every connection that inbox work touched. */
+void rtr_conn_process_dirty_WT(rtr_worker_t *w)
+{
+    while (w->dirty) {
+        rtr_conn_t *c = w->dirty;
+        w->dirty = c->dirty_next;
+        c->dirty = false;
+        c->dirty_next = NULL;
+        conn_process_WT(c);
+    }
+}
+
+/* ---------------------------------------------------------------- Proton events */
+
+static void conn_init_WT(rtr_conn_t *c)
+{
+    pn_connection_t *pc = c->driver.connection;
+    pn_connection_set_container(pc, g_rtr.router_id);
+    pn_data_t *caps = pn_connection_offered_capabilities(pc);
+    pn_data_put_array(caps, false, PN_SYMBOL);
+    pn_data_enter(caps);
+    pn_data_put_symbol(caps, pn_bytes(strlen("ANONYMOUS-RELAY"), "ANONYMOUS-RELAY"));
+    pn_data_exit(caps);
+    pn_data_t *props = pn_connection_properties(pc);
+    pn_data_put_map(props);
+    pn_data_enter(props);
+    pn_data_put_symbol(props, pn_bytes(7, "product"));
+    pn_data_put_string(props, pn_bytes(8, "junction"));
+    pn_data_put_symbol(props, pn_bytes(7, "version"));
+    pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
+    pn_data_exit(props);
+}
+
+static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
+{
+    rtr_link_t *k = c->links;
+    while (k) {
+        rtr_link_t *next = k->next; /* cleanup may free k */
+        if (k->pn && (!s || pn_link_session(k->pn) == s))
+            link_cleanup_WT(k);
+        k = next;
+    }
+}
+
+static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
+{
+    switch (pn_event_type(e)) {
+    case PN_CONNECTION_INIT:
+        conn_init_WT(c);
+        break;
+    case PN_CONNECTION_REMOTE_OPEN: {
+        pn_connection_t *pc = pn_event_connection(e);
+        if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
+            pn_connection_open(pc);
+        LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
+             pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
+        break;
+    }
+    case PN_SESSION_REMOTE_OPEN: {
+        pn_session_t *s = pn_event_session(e);
+        if (pn_session_state(s) & PN_LOCAL_UNINIT) {
+            pn_session_set_incoming_capacity(s, SESSION_IN_CAPACITY);
+            pn_session_open(s);
+        }
+        break;
+    }
+    case PN_LINK_REMOTE_OPEN: {
+        pn_link_t *pl = pn_event_link(e);
+        if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl))
+            link_attach_WT(c, pl);
+        break;
+    }
+    case PN_LINK_FLOW: {
+        rtr_link_t *k = pn_link_get_context(pn_event_link(e));
+        if (k && k->out)
+            link_schedule_pump_WT(k);
+        break;
+    }
+    case PN_DELIVERY: {
+        pn_delivery_t *d = pn_event_delivery(e);
+        rtr_link_t *k = pn_link_get_context(pn_delivery_link(d));
+        if (!k)
+            break;
+        if (k->out)
+            out_update_WT(k, d);
+        else
+            in_delivery_WT(k, d);
+        break;
+    }
+    case PN_LINK_REMOTE_CLOSE:
+    case PN_LINK_REMOTE_DETACH: {
+        pn_link_t *pl = pn_event_link(e);
+        rtr_link_t *k = pn_link_get_context(pl);
+        if (k) {
+            LOGL(k, INFO, "Link detached by the peer");
+            link_cleanup_WT(k);
+        }
+        if (pn_event_type(e) == PN_LINK_REMOTE_CLOSE)
+            pn_link_close(pl);
+        else
+            pn_link_detach(pl);
+        pn_link_free(pl);
+        break;
+    }
+    case PN_SESSION_REMOTE_CLOSE: {
+        pn_session_t *s = pn_event_session(e);
+        links_cleanup_session_WT(c, s);
+        pn_session_close(s);
+        pn_session_free(s);
+        break;
+    }
+    case PN_CONNECTION_REMOTE_CLOSE: {
+        pn_connection_t *pc = pn_event_connection(e);
+        links_cleanup_session_WT(c, NULL);
+        pn_connection_close(pc);
+        break;
+    }
+    case PN_TRANSPORT_ERROR: {
+        pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
+             pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
+             pn_condition_get_description(cond) ? pn_condition_get_description(cond) : "");
+        break;
+    }
+    case PN_TRANSPORT_CLOSED:
+        links_cleanup_session_WT(c, NULL);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- socket I/O */
+
+static void handle_closed_cb(uv_handle_t *h)
+{
+    rtr_conn_t *c = h->data;
+    if (--c->handles > 0)
+        return;
+    links_cleanup_session_WT(c, NULL);
+    pn_connection_driver_destroy(&c->driver);
+    c->closed = true;
+    LOGC(c, INFO, "Connection from %s closed", c->peer);
+    if (!c->links)
+        conn_free_WT(c);
+}
+
+static void conn_close_socket_WT(rtr_conn_t *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, handle_closed_cb);
+    uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
+}
+
+static void write_cb(uv_write_t *req, int status);
+
+static void conn_write_WT(rtr_conn_t *c)
+{
+    while (!c->writing && !c->closing) {
+        pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
+        if (wb.size == 0)
+            break;
+        uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n > 0) {
+            pn_connection_driver_write_done(&c->driver, (size_t)n);
+            continue;
+        }
+        if (n == UV_EAGAIN) {
+            c->wbuf = base_realloc(c->wbuf, wb.size);
+            memcpy(c->wbuf, wb.start, wb.size);
+            c->wlen = wb.size;
+            uv_buf_t cb = uv_buf_init(c->wbuf, (unsigned)wb.size);
+            c->wreq.data = c;
+            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
+                c->writing = true;
+                break;
+            }
+        }
+        pn_connection_driver_write_close(&c->driver);
+        break;
+    }
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    rtr_conn_t *c = req->data;
+    c->writing = false;
+    if (c->closing)
+        return;
+    if (status < 0)
+        pn_connection_driver_write_close(&c->driver);
+    else
+        pn_connection_driver_write_done(&c->driver, c->wlen);
+    c->wlen = 0;
+    conn_process_WT(c);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    rtr_conn_t *c = h->data;
+    (void)suggested;
+    pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
+    buf->base = rb.start;
+    buf->len = rb.size;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    rtr_conn_t *c = s->data;
+    (void)buf;
+    if (c->closing)
+        return;
+    if (n > 0) {
+        pn_connection_driver_read_done(&c->driver, (size_t)n);
+    } else if (n == UV_ENOBUFS) {
+        uv_read_stop(s);
+        c->reading = false;
+    } else if (n < 0) {
+        uv_read_stop(s);
+        c->reading = false;
+        pn_connection_driver_read_close(&c->driver);
+    }
+    conn_process_WT(c);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    conn_process_WT(t->data);
+}
+
+static void conn_process_WT(rtr_conn_t *c)
+{
+    if (c->closing)
+        return;
+    pn_transport_t *t = c->driver.transport;
+    int64_t deadline = pn_transport_tick(t, (int64_t)uv_now(&c->worker->loop));
+    for (;;) {
+        pn_event_t *e;
+        while ((e = pn_connection_driver_next_event(&c->driver)) != NULL)
+            dispatch_WT(c, e);
+        while (c->pump) {
+            rtr_link_t *k = c->pump;
+            c->pump = k->pump_next;
+            k->in_pump = false;
+            k->pump_next = NULL;
+            link_pump_WT(k);
+        }
+        conn_write_WT(c);
+        /* Links that stopped on a full session window go on once Proton framed some bytes
+         * and the socket took them; while the socket is full, its write callback comes back. */
+        bool again = false;
+        if (c->n_blocked && !c->writing) {
+            for (rtr_link_t *k = c->links; k; k = k->next) {
+                if (k->blocked && k->pn &&
+                    pn_session_outgoing_bytes(pn_link_session(k->pn)) < RTR_SESSION_OUT_MAX) {
+                    k->blocked = false;
+                    c->n_blocked--;
+                    link_schedule_pump_WT(k);
+                    again = true;
+                }
+            }
+        }
+        if (!again && !pn_connection_driver_has_event(&c->driver))
+            break;
+    }
+    if (pn_connection_driver_finished(&c->driver)) {
+        conn_close_socket_WT(c);
+        return;
+    }
+    if (!c->reading && !pn_connection_driver_read_closed(&c->driver) &&
+        pn_connection_driver_read_buffer(&c->driver).size > 0) {
+        if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
+            c->reading = true;
+    }
+    if (deadline) {
+        int64_t now = (int64_t)uv_now(&c->worker->loop);
+        uv_timer_start(&c->timer, timer_cb, deadline > now ? (uint64_t)(deadline - now) : 0, 0);
+    }
+}
+
+void rtr_conn_close_WT(rtr_conn_t *c)
+{
+    if (c->closing)
+        return;
+    pn_connection_t *pc = c->driver.connection;
+    pn_condition_t *cond = pn_connection_condition(pc);
+    if (!pn_condition_is_set(cond))
+        pn_condition_set_name(cond, "amqp:connection:forced");
+    pn_condition_set_description(cond, "router shutting down");
+    pn_connection_close(pc);
+    conn_process_WT(c);
+    pn_connection_driver_read_close(&c->driver);
+    pn_connection_driver_write_close(&c->driver);
+    conn_process_WT(c);
+}
+
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
+{
+    if (w->stopping) {
+        close(fd);
+        return;
+    }
+    rtr_conn_t *c = base_calloc(1, sizeof(*c));
+    c->worker = w;
+    c->listener = l;
+    c->id = atomic_fetch_add(&g_rtr.next_conn_id, 1) + 1;
+    c->strip_in = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_IN;
+    c->strip_out = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_OUT;
+
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+            port = ntohs(a->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+            port = ntohs(a->sin6_port);
+        }
+    }
+    snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    uv_timer_init(&w->loop, &c->timer);
+    c->timer.data = c;
+    c->handles = 2;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->n_conns++;
+
+    pn_transport_t *t = pn_transport();
+    pn_transport_set_server(t);
+    pn_transport_set_max_frame(t, l->max_frame_size);
+    pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
+                                                                        : l->max_sessions - 1));
+    pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
+    pn_transport_require_auth(t, false);
+    pn_sasl_t *sasl = pn_sasl(t);
+    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
+    pn_sasl_set_allow_insecure_mechs(sasl, true);
+    pn_connection_driver_init(&c->driver, pn_connection(), t);
+
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd);
+        LOGC(c, WARNING, "Cannot take the connection from %s", c->peer);
+        pn_connection_driver_read_close(&c->driver);
+        pn_connection_driver_write_close(&c->driver);
+        conn_close_socket_WT(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    LOGC(c, INFO, "Accepted connection from %s", c->peer);
+    conn_process_WT(c);
+}

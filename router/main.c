@@ -1,0 +1,223 @@
+/* router/main.c: junctiond's command line - the same options as qdrouterd's.
+ *
+ *   junctiond [-c CONFIG] [-d] [-P PIDFILE] [-v] [-h]
+ *
+ * Loads and validates the configuration, applies the `log` entities, binds the listeners,
+ * daemonizes if asked (only after the listeners are bound, so that a bad configuration or a
+ * port in use is reported by the foreground process), then runs until a signal.
+ * Start-up failures print one line to stderr and exit 1.  Threads: main thread only.
+ */
+#include "router/router.h"
+
+#include "config/config.h"
+#include "core/base/base.h"
+#include "core/base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "junction_version.h"
+
+#define DEFAULT_CONFIG "/etc/junction/junction.json"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: junctiond [OPTIONS]\n"
+            "Junction: a standalone AMQP 1.0 message router (a drop-in for qdrouterd).\n"
+            "\n"
+            "  -c, --config PATH     configuration file, qdrouterd's JSON form\n"
+            "                        (default " DEFAULT_CONFIG ")\n"
+            "  -d, --daemon          run in the background\n"
+            "  -P, --pidfile PATH    write the process id to PATH\n"
+            "  -I, --include PATH    accepted for qdrouterd compatibility; ignored\n"
+            "  -v, --version         print the version and exit\n"
+            "  -h, --help            print this help and exit\n"
+            "\n"
+            "SIGTERM, SIGINT, SIGHUP or SIGQUIT close every connection and exit 0.\n");
+}
+
+static int apply_logs(const cfg_t *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->n_logs; i++) {
+        const cfg_log_t *l = &cfg->logs[i];
+        int mod = base_log_module_find(l->module);
+        if (mod < 0) {
+            snprintf(err, errlen, "%s: log module '%s' is unknown", cfg->path, l->module);
+            return -1;
+        }
+        if (l->enable) {
+            uint8_t mask;
+            if (base_log_parse_enable(l->enable, &mask) != 0) {
+                snprintf(err, errlen, "%s: log module %s: bad enable '%s'", cfg->path,
+                         l->module, l->enable);
+                return -1;
+            }
+            base_log_set_mask((base_log_module_t)mod, mask);
+        }
+        if (l->output_file) {
+            int rc = base_log_set_output((base_log_module_t)mod, l->output_file);
+            if (rc != 0) {
+                snprintf(err, errlen, "%s: log module %s: cannot open outputFile '%s': %s",
+                         cfg->path, l->module, l->output_file, strerror(-rc));
+                return -1;
+            }
+        }
+        if (mod == BASE_LOG_MOD_DEFAULT)
+            base_log_set_timestamps(l->include_timestamp);
+    }
+    base_log_finish_config();
+    return 0;
+}
+
+static int write_pidfile(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    fprintf(f, "%ld\n", (long)getpid());
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Fork into the background.  The parent waits on a pipe until the child reports that it is
+ * operational, then exits 0 (or 1 if the child failed).  Returns the write end of the pipe
+ * in the child. */
+static int daemonize(void)
+{
+    int p[2];
+    if (pipe(p) != 0) {
+        fprintf(stderr, "junctiond: cannot daemonize: %s\n", strerror(errno));
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "junctiond: cannot daemonize: %s\n", strerror(errno));
+        exit(1);
+    }
+    if (pid > 0) {
+        close(p[1]);
+        char ok = 0;
+        ssize_t n;
+        do
+            n = read(p[0], &ok, 1);
+        while (n < 0 && errno == EINTR);
+        _exit(n == 1 && ok == 'y' ? 0 : 1);
+    }
+    close(p[0]);
+    setsid();
+    if (chdir("/") != 0) {
+        /* not fatal: relative paths were resolved already */
+    }
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO)
+            close(null);
+    }
+    return p[1];
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},  {"daemon", no_argument, NULL, 'd'},
+        {"pidfile", required_argument, NULL, 'P'}, {"include", required_argument, NULL, 'I'},
+        {"version", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *config = DEFAULT_CONFIG;
+    const char *pidfile = NULL;
+    bool daemon = false;
+    int ch;
+
+    while ((ch = getopt_long(argc, argv, "c:dP:I:vh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'd':
+            daemon = true;
+            break;
+        case 'P':
+            pidfile = optarg;
+            break;
+        case 'I':
+            break;
+        case 'v':
+            printf("%s\n", JUNCTION_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "junctiond: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 1;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    base_thread_set_role(BASE_THREAD_MAIN, 0);
+
+    char err[1024];
+    cfg_t *cfg = NULL;
+    if (cfg_load_file(config, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "junctiond: %s\n", err);
+        return 1;
+    }
+    if (apply_logs(cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "junctiond: %s\n", err);
+        cfg_free(cfg);
+        return 1;
+    }
+    base_log(BASE_LOG_MOD_ROUTER, BASE_LOG_INFO, "Junction %s: router id %s, mode %s",
+             JUNCTION_VERSION, cfg->router.id, cfg->router.mode);
+    rtr_server_t *srv = rtr_server_new(cfg, err, sizeof(err));
+    if (!srv) {
+        fprintf(stderr, "junctiond: %s\n", err);
+        cfg_free(cfg);
+        return 1;
+    }
+
+    int ready_fd = daemon ? daemonize() : -1;
+    if (pidfile) {
+        int rc = write_pidfile(pidfile);
+        if (rc != 0) {
+            base_log(BASE_LOG_MOD_SERVER, BASE_LOG_ERROR, "Cannot write pidfile %s: %s",
+                     pidfile, strerror(-rc));
+            fprintf(stderr, "junctiond: cannot write pidfile %s: %s\n", pidfile, strerror(-rc));
+            rtr_server_free(srv);
+            cfg_free(cfg);
+            return 1;
+        }
+    }
+    int rc = rtr_server_start(srv);
+    if (rc != 0) {
+        fprintf(stderr, "junctiond: cannot start: %s\n", strerror(rc < 0 ? -rc : rc));
+        return 1;
+    }
+    if (ready_fd >= 0) {
+        char ok = 'y';
+        if (write(ready_fd, &ok, 1) != 1) {
+            /* the parent is gone; keep running */
+        }
+        close(ready_fd);
+    }
+    rc = rtr_server_run(srv);
+    rtr_server_free(srv);
+    if (pidfile)
+        unlink(pidfile);
+    cfg_free(cfg);
+    return rc == 0 ? 0 : 1;
+}

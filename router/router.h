@@ -1,0 +1,28 @@
+/* router/router.h: the daemon's process-wide entry points, called from main().
+ *
+ * The router module runs the worker threads (one libuv loop each, owning its connections
+ * and their Proton drivers), the listeners (main thread), and joins them to the core.
+ * Threads: every function here runs on the main thread.
+ */
+#ifndef JUNCTION_ROUTER_H
+#define JUNCTION_ROUTER_H
+
+#include "config/config.h"
+
+#include <stdbool.h>
+
+typedef struct rtr_server rtr_server_t;
+
+/* Bind every listener of cfg (logging `Listening on HOST:PORT`), without accepting yet.
+ * Returns NULL with a one-line reason in err when one cannot be bound. */
+rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen);
+/* Start the core and the workers and begin accepting. Returns 0 or a negative errno. */
+int rtr_server_start(rtr_server_t *s);
+/* Run the main loop until SIGTERM/SIGINT/SIGHUP/SIGQUIT, then close every connection and
+ * stop every thread.  Returns 0 on a clean stop. */
+int rtr_server_run(rtr_server_t *s);
+void rtr_server_free(rtr_server_t *s);
+/* Number of worker threads the server runs. */
+int rtr_server_workers(const rtr_server_t *s);
+
+#endif

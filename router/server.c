@@ -1,0 +1,289 @@
+/* router/server.c: the process's threads and listeners - binds the configured listeners,
+ * starts the core and the workers, accepts connections on the main thread and hands each
+ * socket to a worker (round-robin), and stops everything in order on a signal.
+ *
+ * Threads: every function here runs on the main thread (its own libuv loop: listeners and
+ * signals).  Shutdown order: stop accepting -> each worker closes its connections and waits
+ * until the core has answered for every link and delivery -> join workers -> stop the core.
+ */
+#include "router/router_int.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, __VA_ARGS__)
+
+rtr_globals_t g_rtr;
+
+typedef struct rtr_listener {
+    int                   fd;    /* listening socket */
+    uv_poll_t             poll;  /* readable = connections to accept */
+    const cfg_listener_t *cfg;   /* its configuration */
+    rtr_server_t         *srv;   /* back pointer */
+    bool                  polling; /* poll handle initialised */
+} rtr_listener_t;
+
+struct rtr_server {
+    const cfg_t    *cfg;          /* configuration, outlives the server */
+    uv_loop_t       loop;         /* main thread's loop */
+    uv_signal_t     sigs[4];      /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+    rtr_listener_t *listeners;    /* one per listener entity */
+    size_t          n_listeners;
+    int             n_workers;
+    rtr_worker_t   *workers;      /* array */
+    base_mpsc_t   **worker_q;     /* each worker's inbox, for the core */
+    core_t         *core;
+    int             next_worker;  /* round-robin */
+    bool            started;
+    bool            stopping;
+};
+
+static const char *port_service(const char *port)
+{
+    if (strcmp(port, "amqp") == 0)
+        return "5672";
+    if (strcmp(port, "amqps") == 0)
+        return "5671";
+    return port;
+}
+
+static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
+{
+    const cfg_listener_t *lc = l->cfg;
+    struct addrinfo hints = {0}, *res = NULL, *ai;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    const char *host = lc->host && *lc->host ? lc->host : NULL;
+    int rc = getaddrinfo(host, port_service(lc->port), &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "", lc->port,
+                 gai_strerror(rc));
+        return -1;
+    }
+    /* Prefer IPv4 when the name has both (an empty host means every IPv4 address, as
+     * qdrouterd's 0.0.0.0). */
+    struct addrinfo *pick = NULL;
+    for (ai = res; ai; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET && !pick)
+            pick = ai;
+    if (!pick)
+        pick = res;
+    int fd = socket(pick->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "0.0.0.0", lc->port,
+                 strerror(e));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    l->fd = fd;
+
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char name[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, name, sizeof(name));
+        port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, name, sizeof(name));
+        port = ntohs(a->sin6_port);
+    }
+    LOG(NOTICE, "Listening on %s:%d", name, port);
+    return 0;
+}
+
+static void accept_cb(uv_poll_t *p, int status, int events)
+{
+    rtr_listener_t *l = p->data;
+    rtr_server_t *s = l->srv;
+    (void)events;
+    if (status < 0 || s->stopping)
+        return;
+    for (int i = 0; i < 64; i++) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                LOG(WARNING, "Accept failed: %s", strerror(errno));
+            return;
+        }
+        rtr_worker_t *w = &s->workers[s->next_worker];
+        s->next_worker = (s->next_worker + 1) % s->n_workers;
+        rtr_worker_post_ext(w, RTR_EXT_ACCEPT, (void *)l->cfg, fd);
+    }
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    rtr_server_t *s = h->data;
+    if (s->stopping)
+        return;
+    s->stopping = true;
+    LOG(NOTICE, "Shut down on signal %d (%s)", signum, strsignal(signum));
+    for (size_t i = 0; i < s->n_listeners; i++)
+        if (s->listeners[i].polling)
+            uv_poll_stop(&s->listeners[i].poll);
+    uv_stop(&s->loop);
+}
+
+rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
+{
+    rtr_server_t *s = base_calloc(1, sizeof(*s));
+    s->cfg = cfg;
+    s->n_listeners = cfg->n_listeners;
+    s->listeners = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*s->listeners));
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        s->listeners[i].fd = -1;
+        s->listeners[i].cfg = &cfg->listeners[i];
+        s->listeners[i].srv = s;
+    }
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        if (listener_bind(&s->listeners[i], err, errlen) != 0) {
+            rtr_server_free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+int rtr_server_workers(const rtr_server_t *s)
+{
+    return s->n_workers;
+}
+
+int rtr_server_start(rtr_server_t *s)
+{
+    const cfg_t *cfg = s->cfg;
+    int rc = uv_loop_init(&s->loop);
+    if (rc)
+        return rc;
+
+    g_rtr.cfg = cfg;
+    g_rtr.router_id = cfg->router.id;
+    size_t idlen = strlen(cfg->router.id);
+    g_rtr.node_id = base_malloc(idlen + 3);
+    snprintf(g_rtr.node_id, idlen + 3, "0/%s", cfg->router.id);
+    g_rtr.node_id_len = idlen + 2;
+
+    int n = cfg->router.worker_threads;
+    if (n <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpus > 0 ? (int)cpus : 1;
+    }
+    if (n > 255)
+        n = 255;
+    s->n_workers = n;
+    s->workers = base_calloc((size_t)n, sizeof(*s->workers));
+    s->worker_q = base_calloc((size_t)n, sizeof(*s->worker_q));
+    for (int i = 0; i < n; i++)
+        s->worker_q[i] = &s->workers[i].inbox;
+    s->core = core_new(cfg, n, s->worker_q);
+    for (int i = 0; i < n; i++) {
+        rc = rtr_worker_init(&s->workers[i], i, s->core);
+        if (rc)
+            return rc;
+        s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
+    }
+    rc = core_start(s->core);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n; i++) {
+        rc = rtr_worker_start(&s->workers[i]);
+        if (rc)
+            return rc;
+    }
+    s->started = true;
+
+    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (int i = 0; i < 4; i++) {
+        uv_signal_init(&s->loop, &s->sigs[i]);
+        s->sigs[i].data = s;
+        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
+    }
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        rtr_listener_t *l = &s->listeners[i];
+        uv_poll_init(&s->loop, &l->poll, l->fd);
+        l->poll.data = l;
+        l->polling = true;
+        uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+    }
+    LOG(NOTICE, "Operational, %d Threads Running (process ID %ld)", n, (long)getpid());
+    return 0;
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+int rtr_server_run(rtr_server_t *s)
+{
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+
+    /* Every worker closes its connections and stops once the core answered for them. */
+    for (int i = 0; i < s->n_workers; i++)
+        rtr_worker_post_ext(&s->workers[i], RTR_EXT_SHUTDOWN, NULL, 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 15;
+    for (int i = 0; i < s->n_workers; i++) {
+        if (pthread_timedjoin_np(s->workers[i].thread, NULL, &deadline) != 0) {
+            base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL,
+                     "Worker %d did not stop within 15 seconds; exiting anyway", i);
+            _exit(1);
+        }
+    }
+    core_stop(s->core);
+    s->started = false;
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        if (s->listeners[i].fd >= 0) {
+            close(s->listeners[i].fd);
+            s->listeners[i].fd = -1;
+        }
+    }
+    uv_walk(&s->loop, close_walk_cb, NULL);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    LOG(NOTICE, "Stopped");
+    return 0;
+}
+
+void rtr_server_free(rtr_server_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_listeners; i++)
+        if (s->listeners[i].fd >= 0)
+            close(s->listeners[i].fd);
+    if (s->workers) {
+        for (int i = 0; i < s->n_workers; i++)
+            rtr_worker_fini(&s->workers[i]);
+    }
+    if (s->core)
+        core_free(s->core);
+    if (s->workers)
+        uv_loop_close(&s->loop);
+    free(s->workers);
+    free(s->worker_q);
+    free(s->listeners);
+    BASE_FREE(g_rtr.node_id);
+    free(s);
+}

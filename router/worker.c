@@ -1,0 +1,117 @@
+/* router/worker.c: a worker thread - one libuv loop that owns a set of connections.
+ *
+ * Thread suffixes: _WT = the owning worker only.  rtr_worker_init/start/join/fini run on the
+ * main thread; rtr_worker_post_ext() is thread-safe.
+ *
+ * DESIGN: the worker's inbox is an MPSC batch queue (core/base/mpsc.h) whose wake-up is the
+ * loop's uv_async_t, so any number of posts between two loop iterations cost one wake-up.
+ * Actions for the core are collected in `to_core` while callbacks run and pushed once per
+ * loop iteration from a uv_prepare_t (run right before the loop polls for I/O).
+ */
+#include "router/router_int.h"
+
+#include <string.h>
+
+static void wake_cb(void *ctx)
+{
+    rtr_worker_t *w = ctx;
+    uv_async_send(&w->wake);
+}
+
+core_action_t *rtr_worker_action_WT(rtr_worker_t *w)
+{
+    core_action_t *a = core_batch_add(&w->to_core);
+    a->worker = (uint8_t)w->index;
+    return a;
+}
+
+static void flush_cb(uv_prepare_t *h)
+{
+    rtr_worker_t *w = h->data;
+    rtr_conn_process_dirty_WT(w);
+    if (!base_mpsc_batch_empty(&w->to_core))
+        core_post(w->core, &w->to_core);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Stop the loop once shutdown was asked and nothing the core may still answer is alive. */
+void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
+{
+    if (!w->stopping || w->n_conns || w->n_ins || w->n_links)
+        return;
+    if (!base_mpsc_batch_empty(&w->to_core))
+        core_post(w->core, &w->to_core);
+    uv_walk(&w->loop, close_walk_cb, NULL);
+}
+
+static void async_cb(uv_async_t *h)
+{
+    rtr_worker_t *w = h->data;
+    base_mpsc_chunk_t *c = base_mpsc_take(&w->inbox);
+    while (c) {
+        base_mpsc_chunk_t *next = c->next;
+        for (uint32_t i = 0; i < c->count; i++)
+            rtr_conn_work_WT(w, base_mpsc_chunk_item(c, i));
+        base_mpsc_chunk_free(c);
+        c = next;
+    }
+    rtr_conn_process_dirty_WT(w);
+    rtr_worker_maybe_exit_WT(w);
+}
+
+static void worker_main(void *arg)
+{
+    rtr_worker_t *w = arg;
+    base_thread_set_role(BASE_THREAD_WORKER, w->index);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)
+{
+    memset(w, 0, sizeof(*w));
+    w->index = index;
+    w->core = core;
+    int rc = uv_loop_init(&w->loop);
+    if (rc)
+        return rc;
+    uv_async_init(&w->loop, &w->wake, async_cb);
+    w->wake.data = w;
+    uv_prepare_init(&w->loop, &w->flush);
+    w->flush.data = w;
+    uv_prepare_start(&w->flush, flush_cb);
+    base_mpsc_init(&w->inbox, wake_cb, w);
+    return 0;
+}
+
+int rtr_worker_start(rtr_worker_t *w)
+{
+    return uv_thread_create(&w->thread, worker_main, w);
+}
+
+void rtr_worker_join(rtr_worker_t *w)
+{
+    uv_thread_join(&w->thread);
+}
+
+void rtr_worker_fini(rtr_worker_t *w)
+{
+    uv_loop_close(&w->loop);
+    base_mpsc_fini(&w->inbox);
+}
+
+void rtr_worker_post_ext(rtr_worker_t *w, int kind, void *ptr, long arg)
+{
+    base_mpsc_batch_t b = {0};
+    core_work_t *work = base_mpsc_batch_add(&b, sizeof(core_work_t));
+    work->type = CORE_W_EXTERNAL;
+    work->u.ext.kind = kind;
+    work->u.ext.ptr = ptr;
+    work->u.ext.arg = arg;
+    base_mpsc_push(&w->inbox, &b);
+}
