@@ -63,10 +63,12 @@ typedef struct cfg_listener {
     bool        authenticate_peer;    /* only false accepted for now */
     char       *sasl_mechanisms;      /* default NULL = ANONYMOUS; only ANONYMOUS accepted */
     uint32_t    max_frame_size;       /* default 16384; >= 512 */
-    uint32_t    max_sessions;         /* default 32768; >= 1 */
+    uint32_t    max_sessions;         /* default 32768; 1-32768 (like qdrouterd, 0 or more
+                                         than 32768 in the file give 32768) */
     uint32_t    max_session_frames;   /* default 0 = let the router choose */
-    uint32_t    idle_timeout_seconds; /* default 16; 0 = none */
-    uint32_t    link_capacity;        /* default 250; >= 1 */
+    uint32_t    idle_timeout_seconds; /* default 16; 0 = none; at most 4294967 (the AMQP
+                                         idle-time-out is milliseconds in a uint) */
+    uint32_t    link_capacity;        /* default 250; >= 1 (0 in the file gives 250) */
     cfg_strip_t strip_annotations;    /* default CFG_STRIP_BOTH */
 } cfg_listener_t;
 
@@ -84,11 +86,14 @@ typedef struct cfg_address {
 
 /* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */
 typedef struct cfg_log {
-    char *module;            /* required */
-    char *enable;            /* e.g. "info+", "trace,debug", "none"; NULL = default */
-    bool  include_timestamp; /* default true */
-    bool  include_source;    /* default false (accepted, not used) */
-    char *output_file;       /* NULL = stderr */
+    char   *module;            /* required */
+    char   *enable;            /* e.g. "info+", "trace,debug", "none"; NULL = default */
+    bool    include_timestamp; /* default true */
+    bool    include_source;    /* default false (accepted, not used) */
+    char   *output_file;       /* NULL = stderr; "stdout", "stderr" or a file path */
+    int     module_id;         /* `module` as a base_log_module_t (core/base/log.h) */
+    uint8_t enable_mask;       /* `enable` parsed by base_log_parse_enable(); 0xff (follow
+                                  DEFAULT) when enable is NULL */
 } cfg_log_t;
 
 typedef struct cfg {
@@ -109,6 +114,15 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
 void cfg_free(cfg_t *cfg);
 
+/* qdrouterd's names for the enums ("balanced", "both", "inter-router"); "?" when out of range.
+ * Thread-safe. */
 const char *cfg_distribution_name(cfg_distribution_t d);
+const char *cfg_strip_name(cfg_strip_t s);
+const char *cfg_role_name(cfg_role_t r);
+
+/* A listener's `port` as a number: "amqp" is 5672, "amqps" 5671, digits are themselves, any
+ * other name is looked up in the services database (getservbyname(), not thread-safe: call it
+ * at start-up).  Returns 0-65535 (0 = ephemeral), or -1 when the port is not valid. */
+int cfg_port_number(const char *port);
 
 #endif

@@ -1,0 +1,1389 @@
+/* config/config.c: qdrouterd's JSON configuration -> cfg_t (see config.h for the format and
+ * config/DESIGN.md for the module).
+ *
+ * One pass over the cJSON tree: each entity's attributes are first collected into a table
+ * slot per known attribute (keys camelCased the way qdrouterd does it, unknown and repeated
+ * keys refused), then a builder per entity type reads the slots with typed getters that coerce
+ * like qdrouterd's schema and fill in its defaults.  The first problem found stops the load and
+ * becomes the one-line message; nothing is logged here.
+ *
+ * Threads: main thread, at start-up (no suffixes: nothing here touches shared state).
+ * Memory: every string in the result is the cfg_t's own (base_strdup); on an error path the
+ * partly built cfg_t and the cJSON tree are freed before returning.
+ */
+#include "config/config.h"
+
+#include "core/base/base.h"
+#include "core/base/log.h"
+#include "core/base/map.h"
+#include "core/base/pattern.h"
+
+#include <cjson/cJSON.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CFG_MAX_FILE_BYTES (16u << 20) /* a config this big is a mistake, not a config */
+#define CFG_MAX_ATTRS      40          /* more than any entity table below */
+#define CFG_SHOW_BYTES     48          /* how much of a bad value an error message quotes */
+
+/* -- attribute tables -- */
+
+typedef enum attr_type {
+    AT_STRING = 0, /* a JSON string, or an integral number (qdrouterd's str()) */
+    AT_INT,        /* a JSON integer, or a string of digits */
+    AT_BOOL,       /* true/false, 0/1, or yes/no/true/false/on/off in any case */
+    AT_ENUM,       /* one of tags by name, or its index like qdrouterd's EnumType */
+    AT_MAP,        /* a JSON object */
+} attr_type_t;
+
+/* One attribute of an entity type, in qdrouterd's camelCase spelling. */
+typedef struct attr_def {
+    const char        *name;     /* camelCase name */
+    attr_type_t        type;     /* how the value is coerced */
+    const char *const *tags;     /* AT_ENUM: names, NULL-terminated, in qdrouterd's order */
+    int                alias_of; /* deprecated spelling of attribute [alias_of]; 0 = none
+                                    (slot 0 is always `name`, which is nobody's alias) */
+    bool               ignored;  /* accepted and type-checked, but changes nothing here */
+} attr_def_t;
+
+// clang-format off
+static const char *const dist_tags[]   = {"multicast", "closest", "balanced", "unavailable", NULL};
+static const char *const mode_tags[]   = {"standalone", "interior", "edge", NULL};
+static const char *const role_tags[]   = {"normal", "inter-router", "route-container", "edge", NULL};
+static const char *const strip_tags[]  = {"in", "out", "both", "no", NULL}; /* qdrouterd order */
+static const char *const family_tags[] = {"IPv4", "IPv6", NULL};
+
+static const cfg_strip_t strip_by_tag[] = {CFG_STRIP_IN, CFG_STRIP_OUT, CFG_STRIP_BOTH, CFG_STRIP_NO};
+
+_Static_assert(CFG_DIST_MULTICAST == 0 && CFG_DIST_CLOSEST == 1 && CFG_DIST_BALANCED == 2 &&
+               CFG_DIST_UNAVAILABLE == 3, "cfg_distribution_t follows dist_tags");
+_Static_assert(CFG_ROLE_NORMAL == 0 && CFG_ROLE_INTER_ROUTER == 1 &&
+               CFG_ROLE_ROUTE_CONTAINER == 2 && CFG_ROLE_EDGE == 3, "cfg_role_t follows role_tags");
+
+enum {
+    R_NAME = 0, R_IDENTITY, R_TYPE, R_ID, R_ROUTER_ID, R_MODE, R_WORKER_THREADS,
+    R_DEFAULT_DISTRIBUTION, R_AREA, R_HELLO_INTERVAL, R_HELLO_MAX_AGE, R_RA_INTERVAL,
+    R_RA_INTERVAL_FLUX, R_REMOTE_LS_MAX_AGE, R_MOBILE_ADDR_MAX_AGE, R_DEBUG_DUMP_FILE,
+    R_SASL_CONFIG_DIR, R_SASL_CONFIG_NAME, R_ALLOW_RESUMABLE_LINK_ROUTE, R_TIMESTAMPS_IN_UTC,
+    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_N
+};
+static const attr_def_t router_attrs[R_N] = {
+    [R_NAME]                  = {"name", AT_STRING, .ignored = true},
+    [R_IDENTITY]              = {"identity", AT_STRING, .ignored = true},
+    [R_TYPE]                  = {"type", AT_STRING},
+    [R_ID]                    = {"id", AT_STRING},
+    [R_ROUTER_ID]             = {"routerId", AT_STRING, .alias_of = R_ID},
+    [R_MODE]                  = {"mode", AT_ENUM, mode_tags},
+    [R_WORKER_THREADS]        = {"workerThreads", AT_INT},
+    [R_DEFAULT_DISTRIBUTION]  = {"defaultDistribution", AT_ENUM, dist_tags},
+    /* inter-router protocol, SASL database, link routes, log format: nothing a standalone,
+     * ANONYMOUS-only router does differs with them */
+    [R_AREA]                  = {"area", AT_STRING, .ignored = true},
+    [R_HELLO_INTERVAL]        = {"helloIntervalSeconds", AT_INT, .ignored = true},
+    [R_HELLO_MAX_AGE]         = {"helloMaxAgeSeconds", AT_INT, .ignored = true},
+    [R_RA_INTERVAL]           = {"raIntervalSeconds", AT_INT, .ignored = true},
+    [R_RA_INTERVAL_FLUX]      = {"raIntervalFluxSeconds", AT_INT, .ignored = true},
+    [R_REMOTE_LS_MAX_AGE]     = {"remoteLsMaxAgeSeconds", AT_INT, .ignored = true},
+    [R_MOBILE_ADDR_MAX_AGE]   = {"mobileAddrMaxAgeSeconds", AT_INT, .ignored = true},
+    [R_DEBUG_DUMP_FILE]       = {"debugDumpFile", AT_STRING, .ignored = true},
+    [R_SASL_CONFIG_DIR]       = {"saslConfigDir", AT_STRING, .ignored = true},
+    [R_SASL_CONFIG_NAME]      = {"saslConfigName", AT_STRING, .ignored = true},
+    [R_ALLOW_RESUMABLE_LINK_ROUTE] = {"allowResumableLinkRoute", AT_BOOL, .ignored = true},
+    [R_TIMESTAMPS_IN_UTC]     = {"timestampsInUTC", AT_BOOL, .ignored = true},
+    [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING, .ignored = true},
+    [R_ALLOW_UNSETTLED_MULTICAST] = {"allowUnsettledMulticast", AT_BOOL, .ignored = true},
+    [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
+};
+
+enum {
+    L_NAME = 0, L_IDENTITY, L_TYPE, L_HOST, L_ADDR, L_PORT, L_SOCKET_ADDRESS_FAMILY,
+    L_PROTOCOL_FAMILY, L_ROLE, L_COST, L_SSL_PROFILE, L_SASL_MECHANISMS, L_AUTHENTICATE_PEER,
+    L_SASL_PLUGIN, L_REQUIRE_ENCRYPTION, L_REQUIRE_SSL, L_TRUSTED_CERTS_FILE, L_MAX_FRAME_SIZE,
+    L_MAX_SESSIONS, L_MAX_SESSION_FRAMES, L_IDLE_TIMEOUT, L_INITIAL_HANDSHAKE_TIMEOUT,
+    L_STRIP_ANNOTATIONS, L_LINK_CAPACITY, L_MULTI_TENANT, L_FAILOVER_URLS, L_HEALTHZ, L_METRICS,
+    L_WEBSOCKETS, L_HTTP, L_HTTP_ROOT_DIR, L_MESSAGE_LOGGING_COMPONENTS, L_POLICY_VHOST,
+    L_OPEN_PROPERTIES, L_N
+};
+static const attr_def_t listener_attrs[L_N] = {
+    [L_NAME]                  = {"name", AT_STRING},
+    [L_IDENTITY]              = {"identity", AT_STRING, .ignored = true},
+    [L_TYPE]                  = {"type", AT_STRING},
+    [L_HOST]                  = {"host", AT_STRING},
+    [L_ADDR]                  = {"addr", AT_STRING, .alias_of = L_HOST},
+    [L_PORT]                  = {"port", AT_STRING},
+    [L_SOCKET_ADDRESS_FAMILY] = {"socketAddressFamily", AT_ENUM, family_tags, .ignored = true},
+    [L_PROTOCOL_FAMILY]       = {"protocolFamily", AT_ENUM, family_tags,
+                                 .alias_of = L_SOCKET_ADDRESS_FAMILY},
+    [L_ROLE]                  = {"role", AT_ENUM, role_tags},
+    [L_COST]                  = {"cost", AT_INT, .ignored = true}, /* inter-router only */
+    [L_SSL_PROFILE]           = {"sslProfile", AT_STRING},
+    [L_SASL_MECHANISMS]       = {"saslMechanisms", AT_STRING},
+    [L_AUTHENTICATE_PEER]     = {"authenticatePeer", AT_BOOL},
+    [L_SASL_PLUGIN]           = {"saslPlugin", AT_STRING},
+    [L_REQUIRE_ENCRYPTION]    = {"requireEncryption", AT_BOOL},
+    [L_REQUIRE_SSL]           = {"requireSsl", AT_BOOL},
+    [L_TRUSTED_CERTS_FILE]    = {"trustedCertsFile", AT_STRING},
+    [L_MAX_FRAME_SIZE]        = {"maxFrameSize", AT_INT},
+    [L_MAX_SESSIONS]          = {"maxSessions", AT_INT},
+    [L_MAX_SESSION_FRAMES]    = {"maxSessionFrames", AT_INT},
+    [L_IDLE_TIMEOUT]          = {"idleTimeoutSeconds", AT_INT},
+    /* what a client sees does not depend on these (the HTTP ones only matter with http) */
+    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT, .ignored = true},
+    [L_STRIP_ANNOTATIONS]     = {"stripAnnotations", AT_ENUM, strip_tags},
+    [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
+    [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
+    [L_FAILOVER_URLS]         = {"failoverUrls", AT_STRING, .ignored = true},
+    [L_HEALTHZ]               = {"healthz", AT_BOOL, .ignored = true},
+    [L_METRICS]               = {"metrics", AT_BOOL, .ignored = true},
+    [L_WEBSOCKETS]            = {"websockets", AT_BOOL, .ignored = true},
+    [L_HTTP]                  = {"http", AT_BOOL},
+    [L_HTTP_ROOT_DIR]         = {"httpRootDir", AT_STRING},
+    [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING, .ignored = true},
+    [L_POLICY_VHOST]          = {"policyVhost", AT_STRING, .ignored = true}, /* no policy */
+    [L_OPEN_PROPERTIES]       = {"openProperties", AT_MAP},
+};
+
+enum {
+    A_NAME = 0, A_IDENTITY, A_TYPE, A_PREFIX, A_PATTERN, A_DISTRIBUTION, A_WAYPOINT,
+    A_INGRESS_PHASE, A_EGRESS_PHASE, A_PRIORITY, A_ENABLE_FALLBACK, A_N
+};
+static const attr_def_t address_attrs[A_N] = {
+    [A_NAME]          = {"name", AT_STRING},
+    [A_IDENTITY]      = {"identity", AT_STRING, .ignored = true},
+    [A_TYPE]          = {"type", AT_STRING},
+    [A_PREFIX]        = {"prefix", AT_STRING},
+    [A_PATTERN]       = {"pattern", AT_STRING},
+    [A_DISTRIBUTION]  = {"distribution", AT_ENUM, dist_tags},
+    [A_WAYPOINT]      = {"waypoint", AT_BOOL},
+    [A_INGRESS_PHASE] = {"ingressPhase", AT_INT},
+    [A_EGRESS_PHASE]  = {"egressPhase", AT_INT},
+    [A_PRIORITY]      = {"priority", AT_INT},
+    [A_ENABLE_FALLBACK] = {"enableFallback", AT_BOOL},
+};
+
+enum {
+    G_NAME = 0, G_IDENTITY, G_TYPE, G_MODULE, G_ENABLE, G_INCLUDE_TIMESTAMP, G_INCLUDE_SOURCE,
+    G_OUTPUT_FILE, G_N
+};
+static const attr_def_t log_attrs[G_N] = {
+    [G_NAME]              = {"name", AT_STRING, .ignored = true},
+    [G_IDENTITY]          = {"identity", AT_STRING, .ignored = true},
+    [G_TYPE]              = {"type", AT_STRING},
+    [G_MODULE]            = {"module", AT_STRING},
+    [G_ENABLE]            = {"enable", AT_STRING},
+    [G_INCLUDE_TIMESTAMP] = {"includeTimestamp", AT_BOOL},
+    [G_INCLUDE_SOURCE]    = {"includeSource", AT_BOOL},
+    [G_OUTPUT_FILE]       = {"outputFile", AT_STRING},
+};
+
+_Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
+               G_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
+
+/* qdrouterd entity types Junction knows but does not implement yet. */
+static const char *const unsupported_types[] = {
+    "connector", "linkRoute", "autoLink", "exchange", "binding", "sslProfile",
+    "authServicePlugin", "policy", "vhost", "vhostUserGroupSettings", "console",
+    "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
+    "proxyProfile", NULL,
+};
+/* qdrouterd entity types that exist only at run time (management), never in a file. */
+static const char *const operational_types[] = {
+    "connection", "router.link", "router.address", "router.node", "router.connection.linkRoute",
+    "allocator", "logStats", "vhostStats", "management", "org.amqp.management", "routerMetrics",
+    "tcpConnection", "httpRequestInfo", "dummy", "entity", "configurationEntity",
+    "operationalEntity", NULL,
+};
+// clang-format on
+
+/* -- load state and messages -- */
+
+/* Everything one load needs; lives on cfg_load_string()'s stack. */
+typedef struct load {
+    const char     *name;      /* file name for messages */
+    char           *err;       /* caller's buffer, or NULL */
+    size_t          errlen;    /* its size */
+    cfg_t          *cfg;       /* being built; freed by the caller on error */
+    int             router_at; /* index of the router entity, -1 if none yet */
+    int             log_at[BASE_LOG_N_MODULES]; /* index + 1 of each module's log entity */
+    base_pattern_t *patterns;  /* address patterns so far; value = entity index + 1 */
+    base_map_t      names;     /* `name` values so far; value = entity index + 1 */
+} load_t;
+
+/* One entity being read. */
+typedef struct ent {
+    load_t           *ld;                    /* the load it belongs to */
+    int               index;                 /* position in the file's list, from 0 */
+    const char       *type;                  /* canonical short type, for messages */
+    const attr_def_t *defs;                  /* its attribute table */
+    size_t            n_defs;                /* entries in defs */
+    const cJSON      *vals[CFG_MAX_ATTRS];   /* value per attribute slot, NULL = absent */
+    const char       *spelled[CFG_MAX_ATTRS]; /* which def name set the slot (aliases) */
+} ent_t;
+
+/* Write a string for a message: escaped so it stays on one line, cut at `max` bytes (never
+ * inside a UTF-8 sequence), quoted with `q` when q is not 0. */
+static void show_text(char *buf, size_t n, const char *s, size_t max, char q)
+{
+    size_t o = 0;
+    size_t i = 0;
+
+#define PUT(c)                                                                                     \
+    do {                                                                                           \
+        if (o + 1 < n)                                                                             \
+            buf[o++] = (c);                                                                        \
+    } while (0)
+    if (q)
+        PUT(q);
+    for (; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' || (q && c == (unsigned char)q)) {
+            PUT('\\');
+            PUT((char)c);
+        } else if (c < 0x20 || c == 0x7f) {
+            char hex[8];
+            snprintf(hex, sizeof(hex), "\\x%02x", c);
+            for (const char *h = hex; *h; h++)
+                PUT(*h);
+        } else {
+            PUT((char)c);
+        }
+    }
+    bool cut = s[i] != '\0';
+    if (cut) {
+        /* back off to the start of a UTF-8 sequence so the cut leaves valid text */
+        while (o > 1 && ((unsigned char)buf[o - 1] & 0xc0) == 0x80)
+            o--;
+        if (o > 1 && ((unsigned char)buf[o - 1] & 0xc0) == 0xc0)
+            o--;
+    }
+    if (q)
+        PUT(q);
+    if (cut) {
+        PUT('.');
+        PUT('.');
+        PUT('.');
+    }
+#undef PUT
+    if (n)
+        buf[o] = '\0'; /* PUT() kept o < n */
+}
+
+/* How a value reads in a message: "big", 12, 1.5, true, null, a list, a map. */
+static const char *show_value(const cJSON *v, char *buf, size_t n)
+{
+    if (cJSON_IsString(v) && v->valuestring)
+        show_text(buf, n, v->valuestring, CFG_SHOW_BYTES, '"');
+    else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+             fabs(v->valuedouble) < 1e15)
+        snprintf(buf, n, "%.0f", v->valuedouble);
+    else if (cJSON_IsNumber(v))
+        snprintf(buf, n, "%.17g", v->valuedouble);
+    else if (cJSON_IsTrue(v))
+        snprintf(buf, n, "true");
+    else if (cJSON_IsFalse(v))
+        snprintf(buf, n, "false");
+    else if (cJSON_IsArray(v))
+        snprintf(buf, n, "a list");
+    else if (cJSON_IsObject(v))
+        snprintf(buf, n, "a map");
+    else
+        snprintf(buf, n, "null");
+    return buf;
+}
+
+static int vfail(load_t *ld, const ent_t *e, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    int o = 0;
+
+    if (e)
+        o = snprintf(msg, sizeof(msg), "entity %d (%s): ", e->index, e->type);
+    vsnprintf(msg + o, sizeof(msg) - (size_t)o, fmt, ap);
+    if (ld->err && ld->errlen)
+        snprintf(ld->err, ld->errlen, "%s: %s", ld->name, msg);
+    return -1;
+}
+
+/* "<file>: <message>"; returns -1. */
+__attribute__((format(printf, 2, 3))) static int fail(load_t *ld, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* "<file>: entity <i> (<type>): <message>"; returns -1. */
+__attribute__((format(printf, 2, 3))) static int ent_fail(const ent_t *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(e->ld, e, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const char *attr_name(const ent_t *e, int a)
+{
+    return e->spelled[a] ? e->spelled[a] : e->defs[a].name;
+}
+
+/* "... attribute '<a>': expected <what>, got <value>"; returns -1. */
+__attribute__((format(printf, 3, 4))) static int expect(const ent_t *e, int a, const char *fmt,
+                                                        ...)
+{
+    char what[512];
+    char got[CFG_SHOW_BYTES * 4 + 16];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return ent_fail(e, "attribute '%s': expected %s, got %s", attr_name(e, a), what,
+                    show_value(e->vals[a], got, sizeof(got)));
+}
+
+/* "... attribute '<a>': Junction does not support <what> yet"; returns -1. */
+static int unsupported(const ent_t *e, int a, const char *what)
+{
+    return ent_fail(e, "attribute '%s': Junction does not support %s yet", attr_name(e, a), what);
+}
+
+/* -- typed getters: an absent slot gives the default -- */
+
+static bool int_from_double(double d, long long *out)
+{
+    if (!isfinite(d) || d != floor(d) || d < -9.2e18 || d > 9.2e18)
+        return false;
+    *out = (long long)d;
+    return true;
+}
+
+/* Python's int() on a string: blanks around, an optional sign, decimal digits. */
+static bool int_from_string(const char *s, long long *out)
+{
+    const char *p = s;
+    while (isspace((unsigned char)*p))
+        p++;
+    const char *start = p;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    const char *stop = p;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p)
+        return false;
+    char digits[32];
+    if ((size_t)(stop - start) >= sizeof(digits))
+        return false;
+    memcpy(digits, start, (size_t)(stop - start));
+    digits[stop - start] = '\0';
+    errno = 0;
+    *out = strtoll(digits, NULL, 10);
+    return errno == 0;
+}
+
+static void int_range_text(char *buf, size_t n, long long min, long long max, bool full)
+{
+    if (min == LLONG_MIN && max == LLONG_MAX)
+        snprintf(buf, n, "an integer");
+    else if (!full && max >= (long long)UINT32_MAX)
+        snprintf(buf, n, "an integer >= %lld", min);
+    else
+        snprintf(buf, n, "an integer from %lld to %lld", min, max);
+}
+
+static int get_int(const ent_t *e, int a, long long min, long long max, long long dflt,
+                   long long *out)
+{
+    const cJSON *v = e->vals[a];
+    long long x;
+    char what[96];
+
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    bool ok = (cJSON_IsNumber(v) && int_from_double(v->valuedouble, &x)) ||
+              (cJSON_IsString(v) && v->valuestring && int_from_string(v->valuestring, &x));
+    if (!ok) {
+        int_range_text(what, sizeof(what), min, max, false);
+        return expect(e, a, "%s", what);
+    }
+    if (x < min || x > max) {
+        /* "from 512 to 4294967295" only when the upper bound is the problem */
+        int_range_text(what, sizeof(what), min, max, x > max);
+        return expect(e, a, "%s", what);
+    }
+    *out = x;
+    return 0;
+}
+
+static int get_u32(const ent_t *e, int a, long long min, long long max, uint32_t dflt,
+                   uint32_t *out)
+{
+    long long x;
+    if (get_int(e, a, min, max, dflt, &x) < 0)
+        return -1;
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int get_bool(const ent_t *e, int a, bool dflt, bool *out)
+{
+    static const char *const yes[] = {"yes", "true", "on"};
+    static const char *const no[] = {"no", "false", "off"};
+    const cJSON *v = e->vals[a];
+
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v);
+        return 0;
+    }
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
+        *out = v->valuedouble == 1;
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        for (size_t i = 0; i < BASE_ARRAY_LEN(yes); i++) {
+            if (strcasecmp(v->valuestring, yes[i]) == 0) {
+                *out = true;
+                return 0;
+            }
+            if (strcasecmp(v->valuestring, no[i]) == 0) {
+                *out = false;
+                return 0;
+            }
+        }
+    }
+    return expect(e, a, "a boolean (true/false, yes/no, on/off)");
+}
+
+/* A new copy of the string value in *out, or dflt (copied; may be NULL) when absent. */
+static int get_str(const ent_t *e, int a, const char *dflt, char **out)
+{
+    const cJSON *v = e->vals[a];
+    long long x;
+
+    if (!v) {
+        *out = dflt ? base_strdup(dflt) : NULL;
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        *out = base_strdup(v->valuestring);
+        return 0;
+    }
+    if (cJSON_IsNumber(v) && int_from_double(v->valuedouble, &x)) {
+        char num[32];
+        snprintf(num, sizeof(num), "%lld", x);
+        *out = base_strdup(num);
+        return 0;
+    }
+    return expect(e, a, "a string");
+}
+
+/* Index of the value in the slot's tags; by name (exact, like qdrouterd) or by index. */
+static int get_enum(const ent_t *e, int a, int dflt, int *out)
+{
+    const char *const *tags = e->defs[a].tags;
+    const cJSON *v = e->vals[a];
+    int n = 0;
+    long long x;
+
+    while (tags[n])
+        n++;
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        for (int i = 0; i < n; i++) {
+            if (strcmp(v->valuestring, tags[i]) == 0) {
+                *out = i;
+                return 0;
+            }
+        }
+    } else if (cJSON_IsNumber(v) && int_from_double(v->valuedouble, &x) && x >= 0 && x < n) {
+        *out = (int)x;
+        return 0;
+    }
+    char list[256];
+    size_t o = 0;
+    for (int i = 0; i < n && o < sizeof(list); i++)
+        o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", tags[i]);
+    return expect(e, a, "one of %s", list);
+}
+
+/* Type-check an attribute that is accepted but not used. */
+static int check_ignored(const ent_t *e, int a)
+{
+    long long x;
+    bool b;
+    int i;
+    char *s = NULL;
+    int rc = 0;
+
+    switch (e->defs[a].type) {
+    case AT_STRING:
+        rc = get_str(e, a, NULL, &s);
+        free(s);
+        break;
+    case AT_INT:
+        rc = get_int(e, a, LLONG_MIN, LLONG_MAX, 0, &x);
+        break;
+    case AT_BOOL:
+        rc = get_bool(e, a, false, &b);
+        break;
+    case AT_ENUM:
+        rc = get_enum(e, a, 0, &i);
+        break;
+    case AT_MAP:
+        if (!cJSON_IsObject(e->vals[a]))
+            rc = expect(e, a, "a map");
+        break;
+    }
+    return rc;
+}
+
+/* -- names -- */
+
+/* qdrouterd's camelcase(): split on ' ', '_', '-', '.'; keep the first word; capitalize the
+ * others (first letter upper, the rest lower, as Python's str.capitalize()). */
+static char *camelcase(const char *s)
+{
+    char *out = base_malloc(strlen(s) + 1);
+    size_t o = 0;
+    bool first_word = true;
+    bool word_start = false;
+
+    for (const char *p = s; *p; p++) {
+        if (*p == ' ' || *p == '_' || *p == '-' || *p == '.') {
+            first_word = false;
+            word_start = true;
+            continue;
+        }
+        if (first_word)
+            out[o++] = *p;
+        else if (word_start)
+            out[o++] = (char)toupper((unsigned char)*p);
+        else
+            out[o++] = (char)tolower((unsigned char)*p);
+        word_start = false;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0)
+            return true;
+    return false;
+}
+
+typedef enum type_kind {
+    TK_UNKNOWN = 0,
+    TK_ROUTER,
+    TK_LISTENER,
+    TK_ADDRESS,
+    TK_LOG,
+    TK_UNSUPPORTED, /* a qdrouterd configuration type Junction does not implement yet */
+    TK_OPERATIONAL, /* a qdrouterd run-time type: never in a file */
+    TK_REMOVED,     /* `container`: gone from qdrouterd since 1.0 */
+} type_kind_t;
+
+/* Classify an entity type as written: short (`address`), `router.config.address`, or either
+ * with `org.apache.qpid.dispatch.` before it; short names may be kebab/snake case.  *canon
+ * gets a new string with the canonical short name (or the name as written when unknown). */
+static type_kind_t type_resolve(const char *written, char **canon)
+{
+    static const char org[] = "org.apache.qpid.dispatch.";
+    static const char rcfg[] = "router.config.";
+    const char *s = written;
+    char *c;
+
+    if (strncmp(s, org, sizeof(org) - 1) == 0)
+        s += sizeof(org) - 1;
+    if (in_list(operational_types, s) || strcmp(written, "org.amqp.management") == 0) {
+        *canon = base_strdup(s);
+        return TK_OPERATIONAL;
+    }
+    if (strncmp(s, rcfg, sizeof(rcfg) - 1) == 0) {
+        static const char *const config_types[] = {"address", "linkRoute", "autoLink",
+                                                   "exchange", "binding", NULL};
+        s += sizeof(rcfg) - 1;
+        if (!in_list(config_types, s)) {
+            *canon = base_strdup(written);
+            return TK_UNKNOWN;
+        }
+        c = base_strdup(s);
+    } else if (s != written) {
+        c = base_strdup(s); /* long names are spelled exactly */
+    } else {
+        c = camelcase(s);
+    }
+    *canon = c;
+    if (strcmp(c, "router") == 0)
+        return TK_ROUTER;
+    if (strcmp(c, "listener") == 0)
+        return TK_LISTENER;
+    if (strcmp(c, "address") == 0)
+        return TK_ADDRESS;
+    if (strcmp(c, "log") == 0)
+        return TK_LOG;
+    if (in_list(unsupported_types, c))
+        return TK_UNSUPPORTED;
+    if (strcmp(c, "container") == 0)
+        return TK_REMOVED;
+    free(c);
+    *canon = base_strdup(written);
+    return TK_UNKNOWN;
+}
+
+/* -- collecting an entity's attributes -- */
+
+static int collect(ent_t *e, const cJSON *attrs)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, attrs)
+    {
+        char *key = camelcase(c->string ? c->string : "");
+        int a = -1;
+        for (size_t i = 0; i < e->n_defs; i++) {
+            if (strcmp(key, e->defs[i].name) == 0) {
+                a = (int)i;
+                break;
+            }
+        }
+        free(key);
+        if (a < 0) {
+            char shown[CFG_SHOW_BYTES * 4 + 8];
+            show_text(shown, sizeof(shown), c->string ? c->string : "", CFG_SHOW_BYTES, 0);
+            return ent_fail(e, "attribute '%s': unknown attribute", shown);
+        }
+        if (cJSON_IsNull(c))
+            continue; /* null is absent, as in qdrouterd */
+        int slot = e->defs[a].alias_of ? e->defs[a].alias_of : a;
+        if (e->vals[slot]) {
+            if (e->spelled[slot] != e->defs[a].name)
+                return ent_fail(e, "attribute '%s': given twice, as '%s' and '%s'",
+                                e->defs[slot].name, e->spelled[slot], e->defs[a].name);
+            return ent_fail(e, "attribute '%s': given twice", e->defs[a].name);
+        }
+        e->vals[slot] = c;
+        e->spelled[slot] = e->defs[a].name;
+    }
+    for (size_t i = 0; i < e->n_defs; i++)
+        if (e->defs[i].ignored && e->vals[i] && check_ignored(e, (int)i) < 0)
+            return -1;
+    return 0;
+}
+
+/* `type` inside the attributes: accepted when it names this entity's own type. */
+static int check_type_attr(const ent_t *e, int a)
+{
+    const cJSON *v = e->vals[a];
+    if (!v)
+        return 0;
+    char *canon = NULL;
+    bool same = cJSON_IsString(v) && v->valuestring &&
+                type_resolve(v->valuestring, &canon) != TK_UNKNOWN &&
+                strcmp(canon, e->type) == 0;
+    free(canon);
+    if (!same)
+        return expect(e, a, "\"%s\" (the entity's own type)", e->type);
+    return 0;
+}
+
+/* `name`: unique over the whole file (qdrouterd's names are unique across entities). */
+static int check_name(ent_t *e, int a, const char *name)
+{
+    if (!name)
+        return 0;
+    uintptr_t other = (uintptr_t)base_map_get(&e->ld->names, name, strlen(name));
+    if (other)
+        return ent_fail(e, "attribute '%s': entity %d has the name \"%s\" already",
+                        attr_name(e, a), (int)(other - 1), name);
+    base_map_put(&e->ld->names, name, strlen(name), (void *)(uintptr_t)(e->index + 1));
+    return 0;
+}
+
+/* Common to every entity: the `type` and `name` checks. */
+static int check_common(ent_t *e, int type_slot, int name_slot, char **name_out)
+{
+    char *name = NULL;
+
+    if (check_type_attr(e, type_slot) < 0)
+        return -1;
+    if (get_str(e, name_slot, NULL, &name) < 0)
+        return -1;
+    if (check_name(e, name_slot, name) < 0) {
+        free(name);
+        return -1;
+    }
+    if (name_out)
+        *name_out = name;
+    else
+        free(name);
+    return 0;
+}
+
+/* -- entity builders -- */
+
+static char *random_router_id(void)
+{
+    uint32_t r = 0;
+    char id[32];
+
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec ^ ((uint32_t)getpid() << 16);
+    }
+    snprintf(id, sizeof(id), "Junction.%08x", r);
+    return base_strdup(id);
+}
+
+static int build_router(ent_t *e)
+{
+    cfg_router_t *r = &e->ld->cfg->router;
+    long long x;
+    int i;
+
+    if (e->ld->router_at >= 0)
+        return ent_fail(e, "a second router entity (entity %d is the router already)",
+                        e->ld->router_at);
+    e->ld->router_at = e->index;
+    if (check_common(e, R_TYPE, R_NAME, NULL) < 0)
+        return -1;
+
+    char *id = NULL;
+    if (get_str(e, R_ID, NULL, &id) < 0)
+        return -1;
+    if (id && *id == '\0')
+        BASE_FREE(id); /* qdrouterd treats an empty id as none */
+    for (const char *p = id; p && *p; p++) {
+        if (isspace((unsigned char)*p)) {
+            free(id);
+            return expect(e, R_ID, "a router id without whitespace");
+        }
+    }
+    if (id) {
+        free(r->id);
+        r->id = id;
+    }
+
+    if (get_enum(e, R_MODE, 0, &i) < 0)
+        return -1;
+    if (i != 0)
+        return unsupported(e, R_MODE, i == 1 ? "mode \"interior\"" : "mode \"edge\"");
+
+    if (get_int(e, R_WORKER_THREADS, 1, 1024, 0, &x) < 0)
+        return -1;
+    r->worker_threads = (int)x;
+
+    if (get_enum(e, R_DEFAULT_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
+        return -1;
+    r->default_distribution = (cfg_distribution_t)i;
+    return 0;
+}
+
+static void listener_fini(cfg_listener_t *l)
+{
+    BASE_FREE(l->name);
+    BASE_FREE(l->host);
+    BASE_FREE(l->port);
+    BASE_FREE(l->sasl_mechanisms);
+}
+
+/* saslMechanisms: a blank-separated list; only ANONYMOUS (any case) for now. */
+static int check_sasl(const ent_t *e, const char *mechs)
+{
+    const char *p = mechs;
+    bool any = false;
+
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        size_t n = strcspn(p, " \t,");
+        if (n != 9 || strncasecmp(p, "ANONYMOUS", 9) != 0) {
+            char shown[CFG_SHOW_BYTES * 4 + 8];
+            show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
+            return ent_fail(e, "attribute '%s': Junction does not support SASL mechanisms other "
+                               "than ANONYMOUS yet, got %s",
+                            attr_name(e, L_SASL_MECHANISMS), shown);
+        }
+        any = true;
+        p += n;
+    }
+    if (!any)
+        return expect(e, L_SASL_MECHANISMS, "ANONYMOUS");
+    return 0;
+}
+
+static int listener_fill(ent_t *e, cfg_listener_t *l)
+{
+    bool b;
+    int i;
+    char *s = NULL;
+
+    if (check_common(e, L_TYPE, L_NAME, &l->name) < 0)
+        return -1;
+    if (get_str(e, L_HOST, "", &l->host) < 0 || get_str(e, L_PORT, "amqp", &l->port) < 0)
+        return -1;
+    if (cfg_port_number(l->port) < 0)
+        return expect(e, L_PORT, "a port number from 0 to 65535 or a service name");
+
+    if (get_enum(e, L_ROLE, CFG_ROLE_NORMAL, &i) < 0)
+        return -1;
+    if (i != CFG_ROLE_NORMAL) {
+        char what[64];
+        snprintf(what, sizeof(what), "role \"%s\"", role_tags[i]);
+        return unsupported(e, L_ROLE, what);
+    }
+    l->role = CFG_ROLE_NORMAL;
+
+    /* TLS, authentication, HTTP, multi-tenancy: refused rather than silently ignored, since
+     * a client would see the difference */
+    if (e->vals[L_SSL_PROFILE] || e->vals[L_TRUSTED_CERTS_FILE])
+        return unsupported(e, e->vals[L_SSL_PROFILE] ? L_SSL_PROFILE : L_TRUSTED_CERTS_FILE,
+                           "TLS");
+    static const struct {
+        int         slot;
+        const char *what;
+    } refused_true[] = {
+        {L_AUTHENTICATE_PEER, "authenticatePeer: true (authentication)"},
+        {L_REQUIRE_SSL, "requireSsl: true (TLS)"},
+        {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
+        {L_MULTI_TENANT, "multiTenant: true"},
+        {L_HTTP, "http: true (HTTP/WebSocket listeners)"},
+    };
+    for (size_t k = 0; k < BASE_ARRAY_LEN(refused_true); k++) {
+        if (get_bool(e, refused_true[k].slot, false, &b) < 0)
+            return -1;
+        if (b)
+            return unsupported(e, refused_true[k].slot, refused_true[k].what);
+    }
+    l->authenticate_peer = false;
+    if (e->vals[L_HTTP_ROOT_DIR]) {
+        if (get_str(e, L_HTTP_ROOT_DIR, NULL, &s) < 0)
+            return -1;
+        BASE_FREE(s);
+        /* qdrouterd: httpRootDir implies http */
+        return unsupported(e, L_HTTP_ROOT_DIR, "httpRootDir (HTTP listeners)");
+    }
+    if (e->vals[L_SASL_PLUGIN]) {
+        if (get_str(e, L_SASL_PLUGIN, NULL, &s) < 0)
+            return -1;
+        BASE_FREE(s);
+        return unsupported(e, L_SASL_PLUGIN, "saslPlugin (authentication services)");
+    }
+    if (get_str(e, L_SASL_MECHANISMS, NULL, &s) < 0)
+        return -1;
+    if (s) {
+        int rc = check_sasl(e, s);
+        BASE_FREE(s);
+        if (rc < 0)
+            return -1;
+        l->sasl_mechanisms = base_strdup("ANONYMOUS");
+    }
+    if (e->vals[L_OPEN_PROPERTIES]) {
+        const cJSON *op = e->vals[L_OPEN_PROPERTIES];
+        if (!cJSON_IsObject(op))
+            return expect(e, L_OPEN_PROPERTIES, "a map");
+        if (op->child)
+            return unsupported(e, L_OPEN_PROPERTIES, "openProperties (extra open properties)");
+    }
+
+    if (get_u32(e, L_MAX_FRAME_SIZE, 512, UINT32_MAX, 16384, &l->max_frame_size) < 0 ||
+        get_u32(e, L_MAX_SESSIONS, 0, UINT32_MAX, 32768, &l->max_sessions) < 0 ||
+        get_u32(e, L_MAX_SESSION_FRAMES, 0, UINT32_MAX, 0, &l->max_session_frames) < 0 ||
+        get_u32(e, L_IDLE_TIMEOUT, 0, UINT32_MAX / 1000, 16, &l->idle_timeout_seconds) < 0 ||
+        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0)
+        return -1;
+    /* qdrouterd (connection_manager.c): Proton allows at most 32768 sessions; 0 means that */
+    if (l->max_sessions == 0 || l->max_sessions > 32768)
+        l->max_sessions = 32768;
+    if (l->link_capacity == 0)
+        l->link_capacity = 250;
+
+    if (get_enum(e, L_STRIP_ANNOTATIONS, 2 /* both */, &i) < 0)
+        return -1;
+    l->strip_annotations = strip_by_tag[i];
+    return 0;
+}
+
+static int build_listener(ent_t *e)
+{
+    cfg_t *cfg = e->ld->cfg;
+    cfg_listener_t l = {0};
+
+    if (listener_fill(e, &l) < 0) {
+        listener_fini(&l);
+        return -1;
+    }
+    cfg->listeners = base_realloc(cfg->listeners, (cfg->n_listeners + 1) * sizeof(l));
+    cfg->listeners[cfg->n_listeners++] = l;
+    return 0;
+}
+
+static void address_fini(cfg_address_t *a)
+{
+    BASE_FREE(a->name);
+    BASE_FREE(a->prefix);
+    BASE_FREE(a->pattern);
+}
+
+static int address_fill(ent_t *e, cfg_address_t *ad)
+{
+    load_t *ld = e->ld;
+    long long x;
+    bool b;
+    int i;
+
+    if (check_common(e, A_TYPE, A_NAME, &ad->name) < 0)
+        return -1;
+    if (e->vals[A_PREFIX] && e->vals[A_PATTERN])
+        return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got both");
+    if (!e->vals[A_PREFIX] && !e->vals[A_PATTERN])
+        return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got neither");
+    int slot = e->vals[A_PREFIX] ? A_PREFIX : A_PATTERN;
+    char **text = slot == A_PREFIX ? &ad->prefix : &ad->pattern;
+    if (get_str(e, slot, NULL, text) < 0)
+        return -1;
+    char *norm = base_pattern_normalize(*text, slot == A_PREFIX);
+    if (!norm)
+        return expect(e, slot,
+                      "%s of 1 to %d tokens separated by '.' or '/'",
+                      slot == A_PREFIX ? "a prefix" : "a pattern", BASE_PATTERN_MAX_TOKENS);
+    int rc = base_pattern_add(ld->patterns, norm, (void *)(uintptr_t)(e->index + 1));
+    if (rc == -EEXIST) {
+        uintptr_t other = (uintptr_t)base_pattern_get(ld->patterns, norm);
+        char shown[CFG_SHOW_BYTES * 4 + 8];
+        show_text(shown, sizeof(shown), norm, CFG_SHOW_BYTES, '"');
+        free(norm);
+        return ent_fail(e, "attribute '%s': entity %d configures the same pattern (%s) already",
+                        attr_name(e, slot), (int)other - 1, shown);
+    }
+    free(norm);
+    BASE_BUG_ON(rc != 0);
+
+    if (get_enum(e, A_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
+        return -1;
+    ad->distribution = (cfg_distribution_t)i;
+    if (get_bool(e, A_WAYPOINT, false, &ad->waypoint) < 0)
+        return -1;
+    if (get_int(e, A_INGRESS_PHASE, 0, 9, 0, &x) < 0)
+        return -1;
+    ad->ingress_phase = (int)x;
+    if (get_int(e, A_EGRESS_PHASE, 0, 9, ad->waypoint ? 1 : 0, &x) < 0)
+        return -1;
+    ad->egress_phase = (int)x;
+    if (get_int(e, A_PRIORITY, 0, 9, -1, &x) < 0)
+        return -1;
+    ad->priority = (int)x;
+    if (get_bool(e, A_ENABLE_FALLBACK, false, &b) < 0)
+        return -1;
+    if (b)
+        return unsupported(e, A_ENABLE_FALLBACK, "enableFallback: true (fallback destinations)");
+    return 0;
+}
+
+static int build_address(ent_t *e)
+{
+    cfg_t *cfg = e->ld->cfg;
+    cfg_address_t a = {0};
+
+    if (address_fill(e, &a) < 0) {
+        address_fini(&a);
+        return -1;
+    }
+    cfg->addresses = base_realloc(cfg->addresses, (cfg->n_addresses + 1) * sizeof(a));
+    cfg->addresses[cfg->n_addresses++] = a;
+    return 0;
+}
+
+static void log_fini(cfg_log_t *g)
+{
+    BASE_FREE(g->module);
+    BASE_FREE(g->enable);
+    BASE_FREE(g->output_file);
+}
+
+static int log_fill(ent_t *e, cfg_log_t *g)
+{
+    load_t *ld = e->ld;
+
+    if (check_common(e, G_TYPE, G_NAME, NULL) < 0)
+        return -1;
+    if (!e->vals[G_MODULE])
+        return ent_fail(e, "attribute 'module': required, but not given");
+    if (get_str(e, G_MODULE, NULL, &g->module) < 0)
+        return -1;
+    int m = base_log_module_find(g->module);
+    if (m < 0) {
+        char list[512];
+        size_t o = 0;
+        for (int k = 0; k < BASE_LOG_N_MODULES && o < sizeof(list); k++)
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", k ? ", " : "",
+                                  base_log_module_name((base_log_module_t)k));
+        return expect(e, G_MODULE, "one of %s", list);
+    }
+    if (ld->log_at[m])
+        return ent_fail(e, "attribute 'module': entity %d configures module %s already",
+                        ld->log_at[m] - 1, g->module);
+    ld->log_at[m] = e->index + 1;
+    g->module_id = m;
+
+    g->enable_mask = 0xff;
+    if (get_str(e, G_ENABLE, NULL, &g->enable) < 0)
+        return -1;
+    if (g->enable && base_log_parse_enable(g->enable, &g->enable_mask) < 0)
+        return expect(e, G_ENABLE,
+                      "a list of levels (trace, debug, info, notice, warning, error, critical; "
+                      "`+` after one means \"and above\"), \"none\" or \"default\"");
+    if (get_bool(e, G_INCLUDE_TIMESTAMP, true, &g->include_timestamp) < 0 ||
+        get_bool(e, G_INCLUDE_SOURCE, false, &g->include_source) < 0 ||
+        get_str(e, G_OUTPUT_FILE, NULL, &g->output_file) < 0)
+        return -1;
+    if (g->output_file && strcmp(g->output_file, "syslog") == 0)
+        return unsupported(e, G_OUTPUT_FILE, "outputFile \"syslog\"");
+    if (g->output_file && *g->output_file == '\0')
+        return expect(e, G_OUTPUT_FILE, "\"stderr\", \"stdout\" or a file path");
+    return 0;
+}
+
+static int build_log(ent_t *e)
+{
+    cfg_t *cfg = e->ld->cfg;
+    cfg_log_t g = {0};
+
+    if (log_fill(e, &g) < 0) {
+        log_fini(&g);
+        return -1;
+    }
+    cfg->logs = base_realloc(cfg->logs, (cfg->n_logs + 1) * sizeof(g));
+    cfg->logs[cfg->n_logs++] = g;
+    return 0;
+}
+
+/* -- the file -- */
+
+static int load_entity(load_t *ld, int index, const cJSON *item)
+{
+    char got[CFG_SHOW_BYTES * 4 + 16];
+    char shown[CFG_SHOW_BYTES * 4 + 8];
+    ent_t e = {.ld = ld, .index = index};
+
+    if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2)
+        return fail(ld, "entity %d: expected a [type, {attributes}] pair, got %s", index,
+                    cJSON_IsArray(item) ? "a list that is not a pair"
+                                        : show_value(item, got, sizeof(got)));
+    const cJSON *t = item->child;
+    const cJSON *attrs = t->next;
+    if (!cJSON_IsString(t) || !t->valuestring)
+        return fail(ld, "entity %d: expected the entity type as a string, got %s", index,
+                    show_value(t, got, sizeof(got)));
+
+    char *canon = NULL;
+    type_kind_t kind = type_resolve(t->valuestring, &canon);
+    show_text(shown, sizeof(shown), canon, CFG_SHOW_BYTES, 0);
+    free(canon);
+    e.type = shown;
+
+    switch (kind) {
+    case TK_UNKNOWN:
+        return fail(ld, "entity %d: unknown entity type '%s'", index, shown);
+    case TK_UNSUPPORTED:
+        return ent_fail(&e, "Junction does not support the '%s' entity yet", shown);
+    case TK_OPERATIONAL:
+        return ent_fail(&e, "'%s' is not a configuration entity (it exists only at run time)",
+                        shown);
+    case TK_REMOVED:
+        return ent_fail(&e, "the 'container' entity was removed in qdrouterd 1.0; its "
+                            "attributes (workerThreads...) belong to 'router' now");
+    case TK_ROUTER:
+        e.defs = router_attrs;
+        e.n_defs = R_N;
+        break;
+    case TK_LISTENER:
+        e.defs = listener_attrs;
+        e.n_defs = L_N;
+        break;
+    case TK_ADDRESS:
+        e.defs = address_attrs;
+        e.n_defs = A_N;
+        break;
+    case TK_LOG:
+        e.defs = log_attrs;
+        e.n_defs = G_N;
+        break;
+    }
+    if (!cJSON_IsObject(attrs))
+        return ent_fail(&e, "expected the attributes as a map, got %s",
+                        show_value(attrs, got, sizeof(got)));
+    if (collect(&e, attrs) < 0)
+        return -1;
+
+    switch (kind) {
+    case TK_ROUTER:
+        return build_router(&e);
+    case TK_LISTENER:
+        return build_listener(&e);
+    case TK_ADDRESS:
+        return build_address(&e);
+    case TK_LOG:
+        return build_log(&e);
+    default:
+        BASE_BUG_ON(true);
+    }
+    return -1;
+}
+
+/* Blank out (with spaces, so line and column numbers stay true) each line whose first
+ * non-blank character is `#`, like qdrouterd does before handing the text to json.loads. */
+static void strip_comments(char *text)
+{
+    char *line = text;
+
+    while (*line) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v')
+            p++;
+        char *eol = strchr(p, '\n');
+        if (!eol)
+            eol = p + strlen(p);
+        if (*p == '#')
+            memset(line, ' ', (size_t)(eol - line));
+        line = *eol ? eol + 1 : eol;
+    }
+}
+
+static int parse_json(load_t *ld, const char *text, cJSON **out)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, true);
+
+    if (root) {
+        *out = root;
+        return 0;
+    }
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p)
+        return fail(ld, "expected a JSON list of [type, {attributes}] pairs, got an empty file");
+    if (!end || end < text)
+        end = text;
+    int line = 1;
+    const char *bol = text;
+    for (const char *q = text; q < end && *q; q++) {
+        if (*q == '\n') {
+            line++;
+            bol = q + 1;
+        }
+    }
+    char near[64];
+    size_t n = strcspn(end, "\n");
+    char frag[32];
+    if (n >= sizeof(frag))
+        n = sizeof(frag) - 1;
+    memcpy(frag, end, n);
+    frag[n] = '\0';
+    show_text(near, sizeof(near), frag, sizeof(frag), '\'');
+    bool conf_syntax = isalpha((unsigned char)*p);
+    return fail(ld, "line %d, column %d: invalid JSON near %s%s", line, (int)(end - bol) + 1,
+                *end ? near : "the end of the file",
+                conf_syntax ? " (qdrouterd's .conf syntax is not supported: use its JSON form)"
+                            : "");
+}
+
+int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen)
+{
+    load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1};
+    cJSON *root = NULL;
+    int rc = -1;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!text)
+        return fail(&ld, "no configuration text");
+
+    char *buf = base_strdup(text);
+    strip_comments(buf);
+    ld.cfg = base_calloc(1, sizeof(*ld.cfg));
+    ld.cfg->path = base_strdup(ld.name);
+    ld.cfg->router.default_distribution = CFG_DIST_BALANCED; /* a file may have no router */
+    ld.patterns = base_pattern_new();
+    base_map_init(&ld.names);
+
+    if (parse_json(&ld, buf, &root) < 0)
+        goto out;
+    if (!cJSON_IsArray(root)) {
+        char got[CFG_SHOW_BYTES * 4 + 16];
+        fail(&ld, "expected a JSON list of [type, {attributes}] pairs, got %s",
+             show_value(root, got, sizeof(got)));
+        goto out;
+    }
+    int index = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root)
+    {
+        if (load_entity(&ld, index++, item) < 0)
+            goto out;
+    }
+    if (!ld.cfg->router.id)
+        ld.cfg->router.id = random_router_id();
+    if (!ld.cfg->router.mode)
+        ld.cfg->router.mode = base_strdup("standalone");
+    rc = 0;
+
+out:
+    cJSON_Delete(root);
+    base_map_fini(&ld.names);
+    base_pattern_free(ld.patterns);
+    free(buf);
+    if (rc < 0) {
+        cfg_free(ld.cfg);
+        return -1;
+    }
+    *out = ld.cfg;
+    return 0;
+}
+
+int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen)
+{
+    load_t ld = {.name = path ? path : "config", .err = err, .errlen = errlen};
+    FILE *f = path ? fopen(path, "rb") : NULL;
+
+    if (!f)
+        return fail(&ld, "cannot open: %s", path ? strerror(errno) : "no file name");
+    size_t cap = 4096;
+    size_t len = 0;
+    char *buf = base_malloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > CFG_MAX_FILE_BYTES) {
+                fclose(f);
+                free(buf);
+                return fail(&ld, "larger than %u MiB: not a configuration file",
+                            CFG_MAX_FILE_BYTES >> 20);
+            }
+            cap *= 2;
+            buf = base_realloc(buf, cap);
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    bool bad = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return fail(&ld, "cannot read: %s", strerror(saved));
+    }
+    buf[len] = '\0';
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        int line = 1;
+        for (const char *q = buf; q < nul; q++)
+            line += *q == '\n';
+        free(buf);
+        return fail(&ld, "line %d: a NUL byte: not a text file", line);
+    }
+    int rc = cfg_load_string(buf, path, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void cfg_free(cfg_t *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->path);
+    free(cfg->router.id);
+    free(cfg->router.mode);
+    for (size_t i = 0; i < cfg->n_listeners; i++)
+        listener_fini(&cfg->listeners[i]);
+    free(cfg->listeners);
+    for (size_t i = 0; i < cfg->n_addresses; i++)
+        address_fini(&cfg->addresses[i]);
+    free(cfg->addresses);
+    for (size_t i = 0; i < cfg->n_logs; i++)
+        log_fini(&cfg->logs[i]);
+    free(cfg->logs);
+    free(cfg);
+}
+
+/* -- small helpers -- */
+
+const char *cfg_distribution_name(cfg_distribution_t d)
+{
+    return (unsigned)d < BASE_ARRAY_LEN(dist_tags) - 1 ? dist_tags[d] : "?";
+}
+
+const char *cfg_strip_name(cfg_strip_t s)
+{
+    for (size_t i = 0; i < BASE_ARRAY_LEN(strip_by_tag); i++)
+        if (strip_by_tag[i] == s)
+            return strip_tags[i];
+    return "?";
+}
+
+const char *cfg_role_name(cfg_role_t r)
+{
+    return (unsigned)r < BASE_ARRAY_LEN(role_tags) - 1 ? role_tags[r] : "?";
+}
+
+int cfg_port_number(const char *port)
+{
+    if (!port || !*port)
+        return -1;
+    if (strcmp(port, "amqp") == 0)
+        return 5672;
+    if (strcmp(port, "amqps") == 0)
+        return 5671;
+    if (isdigit((unsigned char)port[0])) {
+        long v = 0;
+        for (const char *p = port; *p; p++) {
+            if (!isdigit((unsigned char)*p))
+                return -1;
+            v = v * 10 + (*p - '0');
+            if (v > 65535)
+                return -1;
+        }
+        return (int)v;
+    }
+    /* only what a service name can look like goes to the services database */
+    size_t n = strspn(port, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+    if (port[n] || n > 64)
+        return -1;
+    struct servent *se = getservbyname(port, "tcp");
+    return se ? ntohs((uint16_t)se->s_port) : -1;
+}

@@ -1,0 +1,1140 @@
+/* tests/unit/config/config_test.c: config/config.c - qdrouterd's JSON config format, its
+ * coercions and defaults, and the exact shape of every error message.
+ *
+ * Inputs are written with ' for " (q() swaps them) to keep the JSON readable here. */
+#include "config/config.h"
+
+#include "core/base/log.h"
+
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifndef SRCDIR
+#error "SRCDIR must name the source tree (set by tests/unit/config/meson.build)"
+#endif
+
+static char errbuf[1024];
+
+/* The text with every ' turned into ". Static buffer: one input at a time. */
+static const char *q(const char *text)
+{
+    static char buf[8192];
+    size_t n = strlen(text);
+    assert_true(n < sizeof(buf));
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    return buf;
+}
+
+static cfg_t *load_ok(const char *text)
+{
+    cfg_t *cfg = NULL;
+    errbuf[0] = '\0';
+    int rc = cfg_load_string(q(text), "t.json", &cfg, errbuf, sizeof(errbuf));
+    if (rc != 0)
+        print_error("unexpected error: %s\n", errbuf);
+    assert_int_equal(rc, 0);
+    assert_non_null(cfg);
+    assert_string_equal(errbuf, "");
+    return cfg;
+}
+
+static void load_err(const char *text, const char *want)
+{
+    cfg_t *cfg = (cfg_t *)(uintptr_t)0x1; /* must stay untouched on error */
+    int rc = cfg_load_string(q(text), "t.json", &cfg, errbuf, sizeof(errbuf));
+    assert_int_equal(rc, -1);
+    assert_ptr_equal(cfg, (cfg_t *)(uintptr_t)0x1);
+    assert_null(strchr(errbuf, '\n')); /* one line */
+    assert_string_equal(errbuf, want);
+}
+
+/* One listener with the given attributes, and its error for attribute checks. */
+static cfg_t *listener_ok(const char *attrs)
+{
+    char text[4096];
+    snprintf(text, sizeof(text), "[['listener', {%s}]]", attrs);
+    cfg_t *cfg = load_ok(text);
+    assert_int_equal(cfg->n_listeners, 1);
+    return cfg;
+}
+
+static void listener_err(const char *attrs, const char *want_after_prefix)
+{
+    char text[4096];
+    char want[2048];
+    snprintf(text, sizeof(text), "[['listener', {%s}]]", attrs);
+    snprintf(want, sizeof(want), "t.json: entity 0 (listener): %s", want_after_prefix);
+    load_err(text, want);
+}
+
+static void router_err(const char *attrs, const char *want_after_prefix)
+{
+    char text[4096];
+    char want[2048];
+    snprintf(text, sizeof(text), "[['router', {%s}]]", attrs);
+    snprintf(want, sizeof(want), "t.json: entity 0 (router): %s", want_after_prefix);
+    load_err(text, want);
+}
+
+static void address_err(const char *attrs, const char *want_after_prefix)
+{
+    char text[4096];
+    char want[2048];
+    snprintf(text, sizeof(text), "[['address', {%s}]]", attrs);
+    snprintf(want, sizeof(want), "t.json: entity 0 (address): %s", want_after_prefix);
+    load_err(text, want);
+}
+
+static void log_err(const char *attrs, const char *want_after_prefix)
+{
+    char text[4096];
+    char want[2048];
+    snprintf(text, sizeof(text), "[['log', {%s}]]", attrs);
+    snprintf(want, sizeof(want), "t.json: entity 0 (log): %s", want_after_prefix);
+    load_err(text, want);
+}
+
+/* -- defaults -- */
+
+static void test_empty_list_defaults(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[]");
+    assert_string_equal(cfg->path, "t.json");
+    assert_non_null(cfg->router.id);
+    /* random id: Junction.<8 hex> */
+    assert_int_equal(strlen(cfg->router.id), strlen("Junction.") + 8);
+    assert_memory_equal(cfg->router.id, "Junction.", 9);
+    for (const char *p = cfg->router.id + 9; *p; p++)
+        assert_true(isxdigit((unsigned char)*p));
+    assert_string_equal(cfg->router.mode, "standalone");
+    assert_int_equal(cfg->router.worker_threads, 0);
+    assert_int_equal(cfg->router.default_distribution, CFG_DIST_BALANCED);
+    assert_int_equal(cfg->n_listeners, 0);
+    assert_int_equal(cfg->n_addresses, 0);
+    assert_int_equal(cfg->n_logs, 0);
+    cfg_free(cfg);
+
+    cfg = load_ok("[['router', {}]]");
+    assert_memory_equal(cfg->router.id, "Junction.", 9);
+    assert_string_equal(cfg->router.mode, "standalone");
+    cfg_free(cfg);
+
+    cfg_free(NULL);
+}
+
+static void test_listener_defaults(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("");
+    const cfg_listener_t *l = &cfg->listeners[0];
+    assert_null(l->name);
+    assert_string_equal(l->host, "");
+    assert_string_equal(l->port, "amqp");
+    assert_int_equal(l->role, CFG_ROLE_NORMAL);
+    assert_false(l->authenticate_peer);
+    assert_null(l->sasl_mechanisms);
+    assert_int_equal(l->max_frame_size, 16384);
+    assert_int_equal(l->max_sessions, 32768);
+    assert_int_equal(l->max_session_frames, 0);
+    assert_int_equal(l->idle_timeout_seconds, 16);
+    assert_int_equal(l->link_capacity, 250);
+    assert_int_equal(l->strip_annotations, CFG_STRIP_BOTH);
+    cfg_free(cfg);
+}
+
+static void test_address_defaults(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['address', {'prefix': 'p'}], ['address', {'pattern': 'a.*', "
+                         "'waypoint': true}]]");
+    assert_int_equal(cfg->n_addresses, 2);
+    const cfg_address_t *a = &cfg->addresses[0];
+    assert_null(a->name);
+    assert_string_equal(a->prefix, "p");
+    assert_null(a->pattern);
+    assert_int_equal(a->distribution, CFG_DIST_BALANCED);
+    assert_false(a->waypoint);
+    assert_int_equal(a->ingress_phase, 0);
+    assert_int_equal(a->egress_phase, 0);
+    assert_int_equal(a->priority, -1);
+    a = &cfg->addresses[1];
+    assert_null(a->prefix);
+    assert_string_equal(a->pattern, "a.*");
+    assert_true(a->waypoint);
+    assert_int_equal(a->ingress_phase, 0);
+    assert_int_equal(a->egress_phase, 1); /* waypoint ? 1 : 0 */
+    cfg_free(cfg);
+}
+
+static void test_log_defaults(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['log', {'module': 'ROUTER_CORE'}]]");
+    assert_int_equal(cfg->n_logs, 1);
+    const cfg_log_t *g = &cfg->logs[0];
+    assert_string_equal(g->module, "ROUTER_CORE");
+    assert_int_equal(g->module_id, BASE_LOG_MOD_ROUTER_CORE);
+    assert_null(g->enable);
+    assert_int_equal(g->enable_mask, 0xff);
+    assert_true(g->include_timestamp);
+    assert_false(g->include_source);
+    assert_null(g->output_file);
+    cfg_free(cfg);
+}
+
+/* -- coercions -- */
+
+static void test_bool_coercion(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool        want;
+    } ok[] = {
+        {"true", true},    {"false", false},  {"'yes'", true},  {"'no'", false},
+        {"'true'", true},  {"'false'", false}, {"'on'", true},  {"'off'", false},
+        {"'YES'", true},   {"'Off'", false},  {"'TRUE'", true}, {"1", true},
+        {"0", false},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char attrs[128];
+        snprintf(attrs, sizeof(attrs), "'module': 'DEFAULT', 'includeSource': %s", ok[i].text);
+        char text[256];
+        snprintf(text, sizeof(text), "[['log', {%s}]]", attrs);
+        cfg_t *cfg = load_ok(text);
+        assert_int_equal(cfg->logs[0].include_source, ok[i].want);
+        cfg_free(cfg);
+    }
+    static const struct {
+        const char *text;
+        const char *got;
+    } bad[] = {
+        {"'maybe'", "\"maybe\""}, {"2", "2"},         {"''", "\"\""},    {"[]", "a list"},
+        {"{}", "a map"},          {"0.5", "0.5"},     {"' yes'", "\" yes\""},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char attrs[128];
+        char want[256];
+        snprintf(attrs, sizeof(attrs), "'module': 'DEFAULT', 'includeSource': %s", bad[i].text);
+        snprintf(want, sizeof(want),
+                 "attribute 'includeSource': expected a boolean (true/false, yes/no, on/off), "
+                 "got %s",
+                 bad[i].got);
+        log_err(attrs, want);
+    }
+}
+
+static void test_int_coercion(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"1024", "'1024'", "' 1024 '", "'+1024'", "1024.0"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char attrs[64];
+        snprintf(attrs, sizeof(attrs), "'maxFrameSize': %s", ok[i]);
+        cfg_t *cfg = listener_ok(attrs);
+        assert_int_equal(cfg->listeners[0].max_frame_size, 1024);
+        cfg_free(cfg);
+    }
+    listener_err("'maxFrameSize': 'big'",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got \"big\"");
+    listener_err("'maxFrameSize': 1.5",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got 1.5");
+    listener_err("'maxFrameSize': '1.5'",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got \"1.5\"");
+    listener_err("'maxFrameSize': '0x400'",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got \"0x400\"");
+    listener_err("'maxFrameSize': ''",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got \"\"");
+    listener_err("'maxFrameSize': true",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got true");
+    listener_err("'maxFrameSize': [1]",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got a list");
+    listener_err("'maxFrameSize': 511",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got 511");
+    listener_err("'maxFrameSize': -1",
+                 "attribute 'maxFrameSize': expected an integer >= 512, got -1");
+    listener_err("'maxFrameSize': 4294967296",
+                 "attribute 'maxFrameSize': expected an integer from 512 to 4294967295, "
+                 "got 4294967296");
+    listener_err("'maxFrameSize': '99999999999999999999999'",
+                 "attribute 'maxFrameSize': expected an integer >= 512, "
+                 "got \"99999999999999999999999\"");
+    listener_err("'maxFrameSize': 1e300",
+                 "attribute 'maxFrameSize': expected an integer >= 512, "
+                 "got 1.0000000000000001e+300");
+    cfg_t *cfg = listener_ok("'maxFrameSize': 512");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 512);
+    cfg_free(cfg);
+    cfg = listener_ok("'maxFrameSize': '4294967295'");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 4294967295u);
+    cfg_free(cfg);
+}
+
+static void test_enum_coercion(void **state)
+{
+    (void)state;
+    static const struct {
+        const char        *text;
+        cfg_distribution_t want;
+    } ok[] = {
+        {"'multicast'", CFG_DIST_MULTICAST}, {"'closest'", CFG_DIST_CLOSEST},
+        {"'balanced'", CFG_DIST_BALANCED},   {"'unavailable'", CFG_DIST_UNAVAILABLE},
+        {"0", CFG_DIST_MULTICAST},           {"'1'", CFG_DIST_MULTICAST}, /* see below */
+        {"3", CFG_DIST_UNAVAILABLE},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "[['address', {'prefix': 'x', 'distribution': %s}]]",
+                 ok[i].text);
+        if (strcmp(ok[i].text, "'1'") == 0) {
+            /* an index must be a number, as in qdrouterd; "1" is a (bad) name */
+            address_err("'prefix': 'x', 'distribution': '1'",
+                        "attribute 'distribution': expected one of multicast, closest, "
+                        "balanced, unavailable, got \"1\"");
+            continue;
+        }
+        cfg_t *cfg = load_ok(text);
+        assert_int_equal(cfg->addresses[0].distribution, ok[i].want);
+        cfg_free(cfg);
+    }
+    address_err("'prefix': 'x', 'distribution': 'Closest'",
+                "attribute 'distribution': expected one of multicast, closest, balanced, "
+                "unavailable, got \"Closest\"");
+    address_err("'prefix': 'x', 'distribution': 4",
+                "attribute 'distribution': expected one of multicast, closest, balanced, "
+                "unavailable, got 4");
+    address_err("'prefix': 'x', 'distribution': true",
+                "attribute 'distribution': expected one of multicast, closest, balanced, "
+                "unavailable, got true");
+    router_err("'defaultDistribution': 'flood'",
+               "attribute 'defaultDistribution': expected one of multicast, closest, balanced, "
+               "unavailable, got \"flood\"");
+    cfg_t *cfg = load_ok("[['router', {'defaultDistribution': 'unavailable'}]]");
+    assert_int_equal(cfg->router.default_distribution, CFG_DIST_UNAVAILABLE);
+    cfg_free(cfg);
+}
+
+static void test_string_coercion(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['router', {'id': 42}]]");
+    assert_string_equal(cfg->router.id, "42"); /* qdrouterd's str() */
+    cfg_free(cfg);
+    cfg = listener_ok("'port': 5672, 'host': '::1'");
+    assert_string_equal(cfg->listeners[0].port, "5672");
+    assert_string_equal(cfg->listeners[0].host, "::1");
+    cfg_free(cfg);
+    router_err("'id': true", "attribute 'id': expected a string, got true");
+    router_err("'id': 1.5", "attribute 'id': expected a string, got 1.5");
+    router_err("'id': ['a']", "attribute 'id': expected a string, got a list");
+    router_err("'id': {'a': 1}", "attribute 'id': expected a string, got a map");
+}
+
+static void test_null_is_absent(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("'port': null, 'maxFrameSize': null, 'sslProfile': null");
+    assert_string_equal(cfg->listeners[0].port, "amqp");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 16384);
+    cfg_free(cfg);
+    log_err("'module': null", "attribute 'module': required, but not given");
+}
+
+/* -- names of keys and types -- */
+
+static void test_key_spellings(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"workerThreads", "worker-threads", "worker_threads",
+                                       "worker threads", "worker.threads", "worker-THREADS",
+                                       "worker--threads"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "[['router', {'%s': 3}]]", keys[i]);
+        cfg_t *cfg = load_ok(text);
+        assert_int_equal(cfg->router.worker_threads, 3);
+        cfg_free(cfg);
+    }
+    cfg_t *cfg = listener_ok("'max-frame-size': 600, 'idle_timeout_seconds': '7', "
+                             "'link capacity': 9, 'strip.annotations': 'in'");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 600);
+    assert_int_equal(cfg->listeners[0].idle_timeout_seconds, 7);
+    assert_int_equal(cfg->listeners[0].link_capacity, 9);
+    assert_int_equal(cfg->listeners[0].strip_annotations, CFG_STRIP_IN);
+    cfg_free(cfg);
+    /* qdrouterd keeps the first word as written: these are not workerThreads */
+    router_err("'WorkerThreads': 3", "attribute 'WorkerThreads': unknown attribute");
+    router_err("'WORKER-THREADS': 3", "attribute 'WORKER-THREADS': unknown attribute");
+    router_err("'workerthreads': 3", "attribute 'workerthreads': unknown attribute");
+}
+
+static void test_type_names(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['org.apache.qpid.dispatch.router', {'id': 'R'}],"
+                         " ['org.apache.qpid.dispatch.listener', {}],"
+                         " ['address', {'prefix': 'a'}],"
+                         " ['router.config.address', {'prefix': 'b'}],"
+                         " ['org.apache.qpid.dispatch.router.config.address', {'prefix': 'c'}],"
+                         " ['org.apache.qpid.dispatch.address', {'prefix': 'd'}],"
+                         " ['log', {'module': 'DEFAULT'}],"
+                         " ['org.apache.qpid.dispatch.log', {'module': 'SERVER'}]]");
+    assert_string_equal(cfg->router.id, "R");
+    assert_int_equal(cfg->n_listeners, 1);
+    assert_int_equal(cfg->n_addresses, 4);
+    assert_string_equal(cfg->addresses[3].prefix, "d");
+    assert_int_equal(cfg->n_logs, 2);
+    cfg_free(cfg);
+
+    load_err("[['frobnicator', {}]]", "t.json: entity 0: unknown entity type 'frobnicator'");
+    load_err("[['Listener', {}]]", "t.json: entity 0: unknown entity type 'Listener'");
+    load_err("[['router.config.listener', {}]]",
+             "t.json: entity 0: unknown entity type 'router.config.listener'");
+    load_err("[['org.apache.qpid.dispatch.bogus', {}]]",
+             "t.json: entity 0: unknown entity type 'org.apache.qpid.dispatch.bogus'");
+    load_err("[['', {}]]", "t.json: entity 0: unknown entity type ''");
+    load_err("[['a\\nb', {}]]", "t.json: entity 0: unknown entity type 'a\\x0ab'");
+}
+
+static void test_unsupported_types(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *written;
+        const char *canon;
+    } types[] = {
+        {"connector", "connector"},
+        {"linkRoute", "linkRoute"},
+        {"link-route", "linkRoute"},
+        {"router.config.linkRoute", "linkRoute"},
+        {"org.apache.qpid.dispatch.router.config.autoLink", "autoLink"},
+        {"autoLink", "autoLink"},
+        {"sslProfile", "sslProfile"},
+        {"ssl_profile", "sslProfile"},
+        {"policy", "policy"},
+        {"vhost", "vhost"},
+        {"exchange", "exchange"},
+        {"binding", "binding"},
+        {"authServicePlugin", "authServicePlugin"},
+        {"console", "console"},
+        {"httpListener", "httpListener"},
+        {"tcpConnector", "tcpConnector"},
+    };
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        char text[256];
+        char want[256];
+        snprintf(text, sizeof(text), "[['listener', {}], ['%s', {}]]", types[i].written);
+        snprintf(want, sizeof(want),
+                 "t.json: entity 1 (%s): Junction does not support the '%s' entity yet",
+                 types[i].canon, types[i].canon);
+        load_err(text, want);
+    }
+    load_err("[['connection', {}]]", "t.json: entity 0 (connection): 'connection' is not a "
+                                     "configuration entity (it exists only at run time)");
+    load_err("[['org.apache.qpid.dispatch.router.link', {}]]",
+             "t.json: entity 0 (router.link): 'router.link' is not a configuration entity (it "
+             "exists only at run time)");
+    load_err("[['container', {'workerThreads': 4}]]",
+             "t.json: entity 0 (container): the 'container' entity was removed in qdrouterd "
+             "1.0; its attributes (workerThreads...) belong to 'router' now");
+}
+
+static void test_name_identity_type(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['router', {'name': 'r', 'identity': 'router/1', 'type': 'router'}],"
+                         " ['listener', {'name': 'l1', 'identity': 'x', "
+                         "'type': 'org.apache.qpid.dispatch.listener'}],"
+                         " ['address', {'name': 'a1', 'prefix': 'p', 'type': "
+                         "'router.config.address'}],"
+                         " ['log', {'name': 'g', 'module': 'DEFAULT', 'type': 'log'}]]");
+    assert_string_equal(cfg->listeners[0].name, "l1");
+    assert_string_equal(cfg->addresses[0].name, "a1");
+    cfg_free(cfg);
+    listener_err("'type': 'router'",
+                 "attribute 'type': expected \"listener\" (the entity's own type), got "
+                 "\"router\"");
+    listener_err("'type': 5",
+                 "attribute 'type': expected \"listener\" (the entity's own type), got 5");
+    listener_err("'identity': []", "attribute 'identity': expected a string, got a list");
+    load_err("[['listener', {'name': 'x'}], ['address', {'name': 'y', 'prefix': 'p'}],"
+             " ['address', {'name': 'x', 'prefix': 'q'}]]",
+             "t.json: entity 2 (address): attribute 'name': entity 0 has the name \"x\" "
+             "already");
+}
+
+/* -- comments, JSON and file structure -- */
+
+static void test_comments(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("# a comment\n"
+                         "[\n"
+                         "   # indented comment with 'quotes' and [brackets\n"
+                         "\t# tab-indented\n"
+                         "    ['address', {'pattern': 'a.#'}],\n"
+                         "#['listener', {}],\n"
+                         "    ['address', {'pattern':\n"
+                         "        '#.b'}]\n"
+                         "]\n"
+                         "# trailing comment without newline");
+    assert_int_equal(cfg->n_listeners, 0);
+    assert_int_equal(cfg->n_addresses, 2);
+    assert_string_equal(cfg->addresses[0].pattern, "a.#");
+    assert_string_equal(cfg->addresses[1].pattern, "#.b");
+    cfg_free(cfg);
+}
+
+static void test_comment_after_json_is_error(void **state)
+{
+    (void)state;
+    /* only whole lines are comments, as in qdrouterd: a # after JSON on a line is an error */
+    load_err("[\n  ['listener', {}]  # listener\n]",
+             "t.json: line 2, column 21: invalid JSON near '# listener'");
+}
+
+static void test_json_errors(void **state)
+{
+    (void)state;
+    /* line numbers count the comment lines too */
+    load_err("# one\n# two\n[\n  ['listener', {'port': }]\n]",
+             "t.json: line 4, column 25: invalid JSON near '}]'");
+    load_err("[['listener', {}]", "t.json: line 1, column 18: invalid JSON near the end of the "
+                                  "file");
+    load_err("[['listener', {}]] extra",
+             "t.json: line 1, column 20: invalid JSON near 'extra'");
+    load_err("", "t.json: expected a JSON list of [type, {attributes}] pairs, got an empty file");
+    load_err("  \n# only a comment\n",
+             "t.json: expected a JSON list of [type, {attributes}] pairs, got an empty file");
+    load_err("router {\n  mode: standalone\n}\n",
+             "t.json: line 1, column 1: invalid JSON near 'router {' (qdrouterd's .conf syntax "
+             "is not supported: use its JSON form)");
+}
+
+static void test_structure_errors(void **state)
+{
+    (void)state;
+    load_err("{'router': {}}",
+             "t.json: expected a JSON list of [type, {attributes}] pairs, got a map");
+    load_err("'router'",
+             "t.json: expected a JSON list of [type, {attributes}] pairs, got \"router\"");
+    load_err("[['router']]",
+             "t.json: entity 0: expected a [type, {attributes}] pair, got a list that is not a "
+             "pair");
+    load_err("[['router', {}, {}]]",
+             "t.json: entity 0: expected a [type, {attributes}] pair, got a list that is not a "
+             "pair");
+    load_err("[['listener', {}], 5]",
+             "t.json: entity 1: expected a [type, {attributes}] pair, got 5");
+    load_err("[['listener', {}], {'router': {}}]",
+             "t.json: entity 1: expected a [type, {attributes}] pair, got a map");
+    load_err("[[5, {}]]", "t.json: entity 0: expected the entity type as a string, got 5");
+    load_err("[['router', []]]",
+             "t.json: entity 0 (router): expected the attributes as a map, got a list");
+    load_err("[['router', 'mode']]",
+             "t.json: entity 0 (router): expected the attributes as a map, got \"mode\"");
+}
+
+static void test_entity_index_in_messages(void **state)
+{
+    (void)state;
+    load_err("[['router', {}], ['address', {'prefix': 'a'}], ['listener', {'port': 1}],"
+             " ['listener', {'maxFrameSize': 'big'}]]",
+             "t.json: entity 3 (listener): attribute 'maxFrameSize': expected an integer >= 512, "
+             "got \"big\"");
+}
+
+static void test_unknown_and_repeated_attributes(void **state)
+{
+    (void)state;
+    listener_err("'fooBar': 1", "attribute 'fooBar': unknown attribute");
+    listener_err("'foo-bar': 1", "attribute 'foo-bar': unknown attribute");
+    listener_err("'a\\tb': 1", "attribute 'a\\x09b': unknown attribute");
+    listener_err("'verifyHostname': true", "attribute 'verifyHostname': unknown attribute");
+    listener_err("'maxFrameSize': 600, 'max-frame-size': 600",
+                 "attribute 'maxFrameSize': given twice");
+    listener_err("'port': 1, 'port': 2", "attribute 'port': given twice");
+    listener_err("'host': 'a', 'addr': 'b'", "attribute 'host': given twice, as 'host' and 'addr'");
+    /* a long key is cut in the message */
+    char attrs[512];
+    char want[512];
+    char key[201];
+    memset(key, 'k', 200);
+    key[200] = '\0';
+    snprintf(attrs, sizeof(attrs), "'%s': 1", key);
+    snprintf(want, sizeof(want), "attribute '%.48s...': unknown attribute", key);
+    listener_err(attrs, want);
+}
+
+/* -- router -- */
+
+static void test_router(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['router', {'id': 'Junction.A', 'mode': 'standalone', "
+                         "'workerThreads': '8', 'defaultDistribution': 'closest'}]]");
+    assert_string_equal(cfg->router.id, "Junction.A");
+    assert_string_equal(cfg->router.mode, "standalone");
+    assert_int_equal(cfg->router.worker_threads, 8);
+    assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
+    cfg_free(cfg);
+
+    cfg = load_ok("[['router', {'routerId': 'Old.Name'}]]"); /* deprecated spelling */
+    assert_string_equal(cfg->router.id, "Old.Name");
+    cfg_free(cfg);
+
+    cfg = load_ok("[['router', {'id': ''}]]"); /* empty = absent, as in qdrouterd */
+    assert_memory_equal(cfg->router.id, "Junction.", 9);
+    cfg_free(cfg);
+
+    router_err("'id': 'a b'", "attribute 'id': expected a router id without whitespace, got "
+                              "\"a b\"");
+    router_err("'id': 'a\\tb'", "attribute 'id': expected a router id without whitespace, got "
+                                "\"a\\x09b\"");
+    router_err("'id': 'x', 'routerId': 'y'", "attribute 'id': given twice, as 'id' and "
+                                             "'routerId'");
+    router_err("'mode': 'interior'",
+               "attribute 'mode': Junction does not support mode \"interior\" yet");
+    router_err("'mode': 'edge'", "attribute 'mode': Junction does not support mode \"edge\" yet");
+    router_err("'mode': 'solo'",
+               "attribute 'mode': expected one of standalone, interior, edge, got \"solo\"");
+    router_err("'workerThreads': 0",
+               "attribute 'workerThreads': expected an integer from 1 to 1024, got 0");
+    router_err("'workerThreads': 'many'",
+               "attribute 'workerThreads': expected an integer from 1 to 1024, got \"many\"");
+    load_err("[['router', {}], ['listener', {}], ['router', {'id': 'B'}]]",
+             "t.json: entity 2 (router): a second router entity (entity 0 is the router "
+             "already)");
+}
+
+static void test_router_ignored(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok(
+        "[['router', {'area': '0', 'helloIntervalSeconds': 1, 'helloMaxAgeSeconds': '3',"
+        " 'raIntervalSeconds': 30, 'raIntervalFluxSeconds': 4, 'remoteLsMaxAgeSeconds': 60,"
+        " 'mobileAddrMaxAgeSeconds': 60, 'debugDumpFile': '/tmp/qdrouterd.core',"
+        " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
+        " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
+        " 'timestampFormat': '%Y', 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
+    cfg_free(cfg);
+    /* ignored, but still type-checked like qdrouterd's schema does */
+    router_err("'helloIntervalSeconds': 'often'",
+               "attribute 'helloIntervalSeconds': expected an integer, got \"often\"");
+    router_err("'timestampsInUTC': 'sometimes'",
+               "attribute 'timestampsInUTC': expected a boolean (true/false, yes/no, on/off), "
+               "got \"sometimes\"");
+    router_err("'saslConfigDir': false", "attribute 'saslConfigDir': expected a string, got "
+                                         "false");
+}
+
+/* -- listener -- */
+
+static void test_listener_port(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"'amqp'", "'amqps'", "'0'", "0", "'65535'", "5672"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char attrs[64];
+        snprintf(attrs, sizeof(attrs), "'port': %s", ok[i]);
+        cfg_free(listener_ok(attrs));
+    }
+    listener_err("'port': 65536", "attribute 'port': expected a port number from 0 to 65535 or a "
+                                  "service name, got 65536");
+    listener_err("'port': -1", "attribute 'port': expected a port number from 0 to 65535 or a "
+                               "service name, got -1");
+    listener_err("'port': '12ab'", "attribute 'port': expected a port number from 0 to 65535 or "
+                                   "a service name, got \"12ab\"");
+    listener_err("'port': 'no-such-service-xyz'",
+                 "attribute 'port': expected a port number from 0 to 65535 or a service name, "
+                 "got \"no-such-service-xyz\"");
+    listener_err("'port': ''", "attribute 'port': expected a port number from 0 to 65535 or a "
+                               "service name, got \"\"");
+    listener_err("'port': true", "attribute 'port': expected a string, got true");
+
+    assert_int_equal(cfg_port_number("amqp"), 5672);
+    assert_int_equal(cfg_port_number("amqps"), 5671);
+    assert_int_equal(cfg_port_number("0"), 0);
+    assert_int_equal(cfg_port_number("20000"), 20000);
+    assert_int_equal(cfg_port_number("99999"), -1);
+    assert_int_equal(cfg_port_number(""), -1);
+    assert_int_equal(cfg_port_number(NULL), -1);
+    assert_int_equal(cfg_port_number("a b"), -1);
+}
+
+static void test_listener_values(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("'name': 'main', 'host': '127.0.0.1', 'port': '5672', "
+                             "'role': 'normal', 'authenticatePeer': 'no', "
+                             "'saslMechanisms': 'anonymous', 'maxFrameSize': 65536, "
+                             "'maxSessions': 10, 'maxSessionFrames': 100, "
+                             "'idleTimeoutSeconds': 0, 'linkCapacity': 1, "
+                             "'stripAnnotations': 'out'");
+    const cfg_listener_t *l = &cfg->listeners[0];
+    assert_string_equal(l->name, "main");
+    assert_string_equal(l->host, "127.0.0.1");
+    assert_string_equal(l->port, "5672");
+    assert_string_equal(l->sasl_mechanisms, "ANONYMOUS");
+    assert_int_equal(l->max_frame_size, 65536);
+    assert_int_equal(l->max_sessions, 10);
+    assert_int_equal(l->max_session_frames, 100);
+    assert_int_equal(l->idle_timeout_seconds, 0);
+    assert_int_equal(l->link_capacity, 1);
+    assert_int_equal(l->strip_annotations, CFG_STRIP_OUT);
+    cfg_free(cfg);
+
+    cfg = listener_ok("'addr': '0.0.0.0'"); /* deprecated spelling of host */
+    assert_string_equal(cfg->listeners[0].host, "0.0.0.0");
+    cfg_free(cfg);
+
+    /* qdrouterd's silent fix-ups */
+    cfg = listener_ok("'maxSessions': 0, 'linkCapacity': 0");
+    assert_int_equal(cfg->listeners[0].max_sessions, 32768);
+    assert_int_equal(cfg->listeners[0].link_capacity, 250);
+    cfg_free(cfg);
+    cfg = listener_ok("'maxSessions': 100000");
+    assert_int_equal(cfg->listeners[0].max_sessions, 32768);
+    cfg_free(cfg);
+
+    static const struct {
+        const char *text;
+        cfg_strip_t want;
+    } strip[] = {{"'in'", CFG_STRIP_IN}, {"'out'", CFG_STRIP_OUT}, {"'both'", CFG_STRIP_BOTH},
+                 {"'no'", CFG_STRIP_NO}, {"0", CFG_STRIP_IN},      {"3", CFG_STRIP_NO}};
+    for (size_t i = 0; i < sizeof(strip) / sizeof(strip[0]); i++) {
+        char attrs[64];
+        snprintf(attrs, sizeof(attrs), "'stripAnnotations': %s", strip[i].text);
+        cfg = listener_ok(attrs);
+        assert_int_equal(cfg->listeners[0].strip_annotations, strip[i].want);
+        cfg_free(cfg);
+    }
+    listener_err("'stripAnnotations': 'yes'",
+                 "attribute 'stripAnnotations': expected one of in, out, both, no, got \"yes\"");
+    listener_err("'idleTimeoutSeconds': 4294968",
+                 "attribute 'idleTimeoutSeconds': expected an integer from 0 to 4294967, got "
+                 "4294968");
+    listener_err("'maxSessions': -5", "attribute 'maxSessions': expected an integer >= 0, got -5");
+    listener_err("'linkCapacity': 'lots'",
+                 "attribute 'linkCapacity': expected an integer >= 0, got \"lots\"");
+    listener_err("'maxSessionFrames': 1.25",
+                 "attribute 'maxSessionFrames': expected an integer >= 0, got 1.25");
+}
+
+static void test_listener_unsupported(void **state)
+{
+    (void)state;
+    listener_err("'role': 'inter-router'",
+                 "attribute 'role': Junction does not support role \"inter-router\" yet");
+    listener_err("'role': 'route-container'",
+                 "attribute 'role': Junction does not support role \"route-container\" yet");
+    listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
+    listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
+                                        "route-container, edge, got \"on-demand\"");
+    listener_err("'authenticatePeer': 'yes'",
+                 "attribute 'authenticatePeer': Junction does not support authenticatePeer: true "
+                 "(authentication) yet");
+    listener_err("'sslProfile': 'tls'", "attribute 'sslProfile': Junction does not support TLS "
+                                        "yet");
+    listener_err("'trustedCertsFile': '/ca.pem'",
+                 "attribute 'trustedCertsFile': Junction does not support TLS yet");
+    listener_err("'requireSsl': true",
+                 "attribute 'requireSsl': Junction does not support requireSsl: true (TLS) yet");
+    listener_err("'requireEncryption': 'on'",
+                 "attribute 'requireEncryption': Junction does not support requireEncryption: "
+                 "true yet");
+    listener_err("'multiTenant': true",
+                 "attribute 'multiTenant': Junction does not support multiTenant: true yet");
+    listener_err("'http': true", "attribute 'http': Junction does not support http: true "
+                                 "(HTTP/WebSocket listeners) yet");
+    listener_err("'httpRootDir': '/var/www'",
+                 "attribute 'httpRootDir': Junction does not support httpRootDir (HTTP listeners) "
+                 "yet");
+    listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
+                                         "saslPlugin (authentication services) yet");
+    listener_err("'saslMechanisms': 'PLAIN'",
+                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
+                 "than ANONYMOUS yet, got \"PLAIN\"");
+    listener_err("'saslMechanisms': 'ANONYMOUS PLAIN'",
+                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
+                 "than ANONYMOUS yet, got \"ANONYMOUS PLAIN\"");
+    listener_err("'saslMechanisms': ' '",
+                 "attribute 'saslMechanisms': expected ANONYMOUS, got \" \"");
+    listener_err("'openProperties': {'x': 1}",
+                 "attribute 'openProperties': Junction does not support openProperties (extra "
+                 "open properties) yet");
+    listener_err("'openProperties': 'x'", "attribute 'openProperties': expected a map, got \"x\"");
+
+    /* the harmless values of those attributes are fine */
+    cfg_t *cfg = listener_ok("'authenticatePeer': false, 'requireSsl': 'no', "
+                             "'requireEncryption': false, 'multiTenant': 'off', 'http': false, "
+                             "'saslMechanisms': 'ANONYMOUS anonymous', 'openProperties': {}");
+    assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
+    cfg_free(cfg);
+}
+
+static void test_listener_ignored(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("'cost': 1, 'socketAddressFamily': 'IPv4', 'healthz': true, "
+                             "'metrics': 'no', 'websockets': true, 'failoverUrls': 'a:1', "
+                             "'messageLoggingComponents': 'all', 'policyVhost': 'v', "
+                             "'initialHandshakeTimeoutSeconds': '5', 'identity': 'listener/1'");
+    cfg_free(cfg);
+    cfg = listener_ok("'protocolFamily': 'IPv6'");
+    cfg_free(cfg);
+    listener_err("'socketAddressFamily': 'IPv5'",
+                 "attribute 'socketAddressFamily': expected one of IPv4, IPv6, got \"IPv5\"");
+    listener_err("'cost': 'cheap'", "attribute 'cost': expected an integer, got \"cheap\"");
+    listener_err("'healthz': 'sure'", "attribute 'healthz': expected a boolean (true/false, "
+                                      "yes/no, on/off), got \"sure\"");
+}
+
+/* -- address -- */
+
+static void test_address(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['address', {'name': 'q', 'prefix': 'queue', 'distribution': "
+                         "'closest', 'waypoint': 'yes', 'ingressPhase': 3, 'egressPhase': '9', "
+                         "'priority': 5, 'enableFallback': false}]]");
+    const cfg_address_t *a = &cfg->addresses[0];
+    assert_string_equal(a->name, "q");
+    assert_string_equal(a->prefix, "queue");
+    assert_int_equal(a->distribution, CFG_DIST_CLOSEST);
+    assert_true(a->waypoint);
+    assert_int_equal(a->ingress_phase, 3);
+    assert_int_equal(a->egress_phase, 9);
+    assert_int_equal(a->priority, 5);
+    cfg_free(cfg);
+
+    cfg = load_ok("[['address', {'pattern': 'a.b', 'egressPhase': 2}]]");
+    assert_int_equal(cfg->addresses[0].ingress_phase, 0);
+    assert_int_equal(cfg->addresses[0].egress_phase, 2);
+    cfg_free(cfg);
+
+    address_err("'prefix': 'a', 'pattern': 'b'",
+                "attributes 'prefix' and 'pattern': expected one of them, got both");
+    address_err("'distribution': 'closest'",
+                "attributes 'prefix' and 'pattern': expected one of them, got neither");
+    address_err("'prefix': ''", "attribute 'prefix': expected a prefix of 1 to 256 tokens "
+                                "separated by '.' or '/', got \"\"");
+    address_err("'pattern': './/'", "attribute 'pattern': expected a pattern of 1 to 256 tokens "
+                                    "separated by '.' or '/', got \".//\"");
+    address_err("'prefix': true", "attribute 'prefix': expected a string, got true");
+    cfg = load_ok("[['address', {'prefix': 7}]]"); /* qdrouterd's str(): a number is a name */
+    assert_string_equal(cfg->addresses[0].prefix, "7");
+    cfg_free(cfg);
+    address_err("'prefix': 'a', 'ingressPhase': 10",
+                "attribute 'ingressPhase': expected an integer from 0 to 9, got 10");
+    address_err("'prefix': 'a', 'egressPhase': -1",
+                "attribute 'egressPhase': expected an integer from 0 to 9, got -1");
+    address_err("'prefix': 'a', 'priority': 10",
+                "attribute 'priority': expected an integer from 0 to 9, got 10");
+    address_err("'prefix': 'a', 'waypoint': 'maybe'",
+                "attribute 'waypoint': expected a boolean (true/false, yes/no, on/off), got "
+                "\"maybe\"");
+    address_err("'prefix': 'a', 'enableFallback': true",
+                "attribute 'enableFallback': Junction does not support enableFallback: true "
+                "(fallback destinations) yet");
+    address_err("'prefix': 'a', 'containerId': 'b'", "attribute 'containerId': unknown attribute");
+}
+
+static void test_address_duplicates(void **state)
+{
+    (void)state;
+    load_err("[['address', {'prefix': 'closest'}], ['address', {'prefix': 'x'}],"
+             " ['address', {'prefix': '/closest/'}]]",
+             "t.json: entity 2 (address): attribute 'prefix': entity 0 configures the same "
+             "pattern (\"closest/#\") already");
+    load_err("[['address', {'prefix': 'closest'}], ['address', {'pattern': 'closest.#'}]]",
+             "t.json: entity 1 (address): attribute 'pattern': entity 0 configures the same "
+             "pattern (\"closest.#\") already");
+    load_err("[['address', {'pattern': '#.*'}], ['address', {'pattern': '*/#'}]]",
+             "t.json: entity 1 (address): attribute 'pattern': entity 0 configures the same "
+             "pattern (\"*/#\") already");
+    /* a prefix and the same text as a pattern are different patterns */
+    cfg_t *cfg = load_ok("[['address', {'prefix': 'a'}], ['address', {'pattern': 'a'}]]");
+    assert_int_equal(cfg->n_addresses, 2);
+    cfg_free(cfg);
+}
+
+/* -- log -- */
+
+static void test_log(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['log', {'module': 'SERVER', 'enable': 'trace,debug,warning+', "
+                         "'includeTimestamp': 'no', 'includeSource': 'yes', "
+                         "'outputFile': '/tmp/junction.log'}],"
+                         " ['log', {'module': 'DEFAULT', 'enable': 'none', 'output-file': "
+                         "'stdout'}]]");
+    const cfg_log_t *g = &cfg->logs[0];
+    uint8_t mask;
+    assert_int_equal(base_log_parse_enable("trace,debug,warning+", &mask), 0);
+    assert_string_equal(g->module, "SERVER");
+    assert_int_equal(g->module_id, BASE_LOG_MOD_SERVER);
+    assert_string_equal(g->enable, "trace,debug,warning+");
+    assert_int_equal(g->enable_mask, mask);
+    assert_false(g->include_timestamp);
+    assert_true(g->include_source);
+    assert_string_equal(g->output_file, "/tmp/junction.log");
+    g = &cfg->logs[1];
+    assert_int_equal(g->module_id, BASE_LOG_MOD_DEFAULT);
+    assert_int_equal(g->enable_mask, 0);
+    assert_string_equal(g->output_file, "stdout");
+    cfg_free(cfg);
+
+    log_err("", "attribute 'module': required, but not given");
+    log_err("'enable': 'info+'", "attribute 'module': required, but not given");
+    log_err("'module': 'router'",
+            "attribute 'module': expected one of DEFAULT, ROUTER, ROUTER_CORE, ROUTER_HELLO, "
+            "ROUTER_LS, ROUTER_MA, MESSAGE, SERVER, AGENT, AUTHSERVICE, CONTAINER, ERROR, "
+            "POLICY, HTTP, CONN_MGR, PYTHON, PROTOCOL, got \"router\"");
+    log_err("'module': 'DEFAULT', 'enable': 'loud'",
+            "attribute 'enable': expected a list of levels (trace, debug, info, notice, warning, "
+            "error, critical; `+` after one means \"and above\"), \"none\" or \"default\", got "
+            "\"loud\"");
+    log_err("'module': 'DEFAULT', 'outputFile': 'syslog'",
+            "attribute 'outputFile': Junction does not support outputFile \"syslog\" yet");
+    log_err("'module': 'DEFAULT', 'outputFile': ''",
+            "attribute 'outputFile': expected \"stderr\", \"stdout\" or a file path, got \"\"");
+    log_err("'module': 'DEFAULT', 'includeTimestamp': 'always'",
+            "attribute 'includeTimestamp': expected a boolean (true/false, yes/no, on/off), got "
+            "\"always\"");
+    load_err("[['log', {'module': 'SERVER'}], ['log', {'module': 'SERVER', 'enable': 'debug'}]]",
+             "t.json: entity 1 (log): attribute 'module': entity 0 configures module SERVER "
+             "already");
+}
+
+/* -- files -- */
+
+static void test_examples_load(void **state)
+{
+    (void)state;
+    cfg_t *cfg = NULL;
+
+    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/standalone.json", &cfg, errbuf,
+                                   sizeof(errbuf)),
+                     0);
+    assert_string_equal(cfg->router.id, "Junction.A");
+    assert_int_equal(cfg->n_listeners, 1);
+    assert_string_equal(cfg->listeners[0].host, "127.0.0.1");
+    assert_int_equal(cfg_port_number(cfg->listeners[0].port), 5672);
+    assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
+    assert_false(cfg->listeners[0].authenticate_peer);
+    assert_int_equal(cfg->n_addresses, 5);
+    static const struct {
+        const char        *prefix;
+        cfg_distribution_t dist;
+    } want[] = {{"closest", CFG_DIST_CLOSEST},     {"exclusive", CFG_DIST_CLOSEST},
+                {"unicast", CFG_DIST_CLOSEST},     {"multicast", CFG_DIST_MULTICAST},
+                {"broadcast", CFG_DIST_MULTICAST}};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(cfg->addresses[i].prefix, want[i].prefix);
+        assert_int_equal(cfg->addresses[i].distribution, want[i].dist);
+    }
+    cfg_free(cfg);
+
+    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/ephemeral.json", &cfg, errbuf,
+                                   sizeof(errbuf)),
+                     0);
+    assert_string_equal(cfg->listeners[0].port, "0");
+    assert_int_equal(cfg->router.worker_threads, 2);
+    assert_int_equal(cfg->n_logs, 2);
+    cfg_free(cfg);
+
+    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/patterns.json", &cfg, errbuf,
+                                   sizeof(errbuf)),
+                     0);
+    assert_int_equal(cfg->n_addresses, 4);
+    assert_string_equal(cfg->addresses[0].pattern, "sensors.#");
+    assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
+    cfg_free(cfg);
+}
+
+static char *write_temp(const char *content, size_t len)
+{
+    static char path[64];
+    snprintf(path, sizeof(path), "/tmp/junction-cfg-XXXXXX.json");
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+static void test_file_errors(void **state)
+{
+    (void)state;
+    cfg_t *cfg = (cfg_t *)(uintptr_t)0x1;
+    char want[256];
+
+    assert_int_equal(cfg_load_file("/nonexistent/junction.json", &cfg, errbuf, sizeof(errbuf)),
+                     -1);
+    assert_string_equal(errbuf, "/nonexistent/junction.json: cannot open: No such file or "
+                                "directory");
+    assert_ptr_equal(cfg, (cfg_t *)(uintptr_t)0x1);
+
+    char *path = write_temp("[\n[\"router\", {}],\n\0]", 20);
+    assert_int_equal(cfg_load_file(path, &cfg, errbuf, sizeof(errbuf)), -1);
+    snprintf(want, sizeof(want), "%s: line 3: a NUL byte: not a text file", path);
+    assert_string_equal(errbuf, want);
+    unlink(path);
+
+    static const char bad_port[] = "[[\"listener\", {\"port\": \"x y\"}]]";
+    path = write_temp(bad_port, strlen(bad_port));
+    assert_int_equal(cfg_load_file(path, &cfg, errbuf, sizeof(errbuf)), -1);
+    snprintf(want, sizeof(want),
+             "%s: entity 0 (listener): attribute 'port': expected a port number from 0 to "
+             "65535 or a service name, got \"x y\"",
+             path);
+    assert_string_equal(errbuf, want);
+    unlink(path);
+
+    path = write_temp("[]", 2);
+    assert_int_equal(cfg_load_file(path, &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_string_equal(cfg->path, path);
+    cfg_free(cfg);
+    unlink(path);
+}
+
+static void test_small_error_buffer(void **state)
+{
+    (void)state;
+    cfg_t *cfg = NULL;
+    char small[12];
+    memset(small, 'x', sizeof(small));
+    assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", "t.json", &cfg, small, sizeof(small)),
+                     -1);
+    assert_string_equal(small, "t.json: ent"); /* cut, but terminated */
+    assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", "t.json", &cfg, NULL, 0), -1);
+    assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", NULL, &cfg, errbuf, sizeof(errbuf)),
+                     -1);
+    assert_string_equal(errbuf, "config: entity 0: unknown entity type 'bogus'");
+}
+
+static void test_enum_names(void **state)
+{
+    (void)state;
+    assert_string_equal(cfg_distribution_name(CFG_DIST_MULTICAST), "multicast");
+    assert_string_equal(cfg_distribution_name(CFG_DIST_CLOSEST), "closest");
+    assert_string_equal(cfg_distribution_name(CFG_DIST_BALANCED), "balanced");
+    assert_string_equal(cfg_distribution_name(CFG_DIST_UNAVAILABLE), "unavailable");
+    assert_string_equal(cfg_distribution_name((cfg_distribution_t)17), "?");
+    assert_string_equal(cfg_strip_name(CFG_STRIP_BOTH), "both");
+    assert_string_equal(cfg_strip_name(CFG_STRIP_IN), "in");
+    assert_string_equal(cfg_strip_name(CFG_STRIP_OUT), "out");
+    assert_string_equal(cfg_strip_name(CFG_STRIP_NO), "no");
+    assert_string_equal(cfg_strip_name((cfg_strip_t)9), "?");
+    assert_string_equal(cfg_role_name(CFG_ROLE_NORMAL), "normal");
+    assert_string_equal(cfg_role_name(CFG_ROLE_ROUTE_CONTAINER), "route-container");
+    assert_string_equal(cfg_role_name((cfg_role_t)-1), "?");
+}
+
+/* Cheap fuzzing: mutations of a valid file must load or fail cleanly (ASan checks leaks and
+ * overruns; the one-line rule is checked here). */
+static void test_mutations(void **state)
+{
+    (void)state;
+    static const char base[] =
+        "# c\n[[\"router\", {\"id\": \"R\", \"worker-threads\": \"2\"}],\n"
+        " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": 5672, \"saslMechanisms\": "
+        "\"ANONYMOUS\", \"maxFrameSize\": \"1024\", \"stripAnnotations\": \"in\"}],\n"
+        " [\"address\", {\"prefix\": \"closest\", \"distribution\": \"closest\"}],\n"
+        " [\"address\", {\"pattern\": \"a.*.#\", \"waypoint\": \"yes\"}],\n"
+        " [\"log\", {\"module\": \"DEFAULT\", \"enable\": \"info+\"}]]\n";
+    static const char alphabet[] = "[]{}\",:#.*/ \n\\0123456789aeyonTRUEfalse-_";
+    char text[sizeof(base) + 8];
+    uint32_t seed = 12345;
+    int ok = 0;
+
+    for (int round = 0; round < 20000; round++) {
+        memcpy(text, base, sizeof(base));
+        size_t len = sizeof(base) - 1;
+        int edits = 1 + round % 4;
+        for (int k = 0; k < edits; k++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t pos = (seed >> 8) % len;
+            seed = seed * 1103515245u + 12345u;
+            char c = alphabet[(seed >> 8) % (sizeof(alphabet) - 1)];
+            switch ((seed >> 20) % 3) {
+            case 0: /* replace */
+                text[pos] = c;
+                break;
+            case 1: /* delete */
+                memmove(text + pos, text + pos + 1, len - pos);
+                len--;
+                break;
+            default: /* insert */
+                if (len + 1 < sizeof(text)) {
+                    memmove(text + pos + 1, text + pos, len - pos + 1);
+                    text[pos] = c;
+                    len++;
+                }
+                break;
+            }
+        }
+        cfg_t *cfg = NULL;
+        errbuf[0] = '\0';
+        if (cfg_load_string(text, "m.json", &cfg, errbuf, sizeof(errbuf)) == 0) {
+            ok++;
+            cfg_free(cfg);
+        } else {
+            assert_memory_equal(errbuf, "m.json: ", 8);
+            assert_null(strchr(errbuf, '\n'));
+        }
+    }
+    assert_true(ok > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_list_defaults),
+        cmocka_unit_test(test_listener_defaults),
+        cmocka_unit_test(test_address_defaults),
+        cmocka_unit_test(test_log_defaults),
+        cmocka_unit_test(test_bool_coercion),
+        cmocka_unit_test(test_int_coercion),
+        cmocka_unit_test(test_enum_coercion),
+        cmocka_unit_test(test_string_coercion),
+        cmocka_unit_test(test_null_is_absent),
+        cmocka_unit_test(test_key_spellings),
+        cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_unsupported_types),
+        cmocka_unit_test(test_name_identity_type),
+        cmocka_unit_test(test_comments),
+        cmocka_unit_test(test_comment_after_json_is_error),
+        cmocka_unit_test(test_json_errors),
+        cmocka_unit_test(test_structure_errors),
+        cmocka_unit_test(test_entity_index_in_messages),
+        cmocka_unit_test(test_unknown_and_repeated_attributes),
+        cmocka_unit_test(test_router),
+        cmocka_unit_test(test_router_ignored),
+        cmocka_unit_test(test_listener_port),
+        cmocka_unit_test(test_listener_values),
+        cmocka_unit_test(test_listener_unsupported),
+        cmocka_unit_test(test_listener_ignored),
+        cmocka_unit_test(test_address),
+        cmocka_unit_test(test_address_duplicates),
+        cmocka_unit_test(test_log),
+        cmocka_unit_test(test_examples_load),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_small_error_buffer),
+        cmocka_unit_test(test_enum_names),
+        cmocka_unit_test(test_mutations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
