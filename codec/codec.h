@@ -79,6 +79,8 @@ typedef struct codec_scan {
                                  qdrouterd writes them); len 0 with ma_user_count 0 */
     bool          ma_user_split; /* user pairs are interleaved with router keys, so ma_user is
                                     not set: codec_compose_prefix() walks the map instead */
+    uint32_t      ma_user_bytes; /* total encoded bytes of the user pairs, split or not (sizes
+                                    the outgoing map header before the pairs are copied) */
     codec_ra_t    ra;         /* router annotations (only meaningful with ma_router_count) */
     codec_bytes_t to;         /* properties.to (str8/str32/sym bytes), ptr NULL if absent/null */
     codec_bytes_t reply_to;   /* properties.reply-to, likewise */
@@ -103,6 +105,7 @@ typedef struct codec_ra_out {
     codec_bytes_t trace_append;   /* one more router id appended to the trace, or ptr NULL */
     codec_bytes_t to;             /* x-opt-qd.to value, or ptr NULL for none */
     int32_t       phase;          /* x-opt-qd.phase, written only when non-zero */
+    int32_t       stream;         /* x-opt-qd.stream, written (after phase) only when non-zero */
 } codec_ra_out_t;
 
 typedef struct codec_iov {

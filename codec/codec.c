@@ -1,0 +1,1093 @@
+/* codec/codec.c: the message section scanner (codec_scan) and the message-annotations
+ * rewriter (codec_compose_prefix).
+ *
+ * Threads: none of its own; every function is thread-safe (no state, no allocation, no
+ * logging), so this file uses no _CT/_WT suffixes.  It owns nothing: it reads the caller's
+ * message bytes and writes only into the caller's scan struct, scratch buffer and iov array.
+ * It must never read outside msg[0, len), never allocate, and never do per-pair work for a
+ * user annotation beyond finding where the pair ends.
+ *
+ * DESIGN: one forward pass over the leading sections.  Each section's bounds come from its
+ * list/map header, so a section that is not fully present is recognised before any of its
+ * elements are read (CODEC_PARTIAL, or CODEC_INVALID when the input is complete); inside a
+ * section every read is bounded by the section's end, and overrunning it is CODEC_INVALID.
+ * User values are skipped by their encoded size (codec__value_skip, O(1) per value); only
+ * the router's keys (symbols starting "x-opt-qd.") have their values decoded.
+ */
+#include "codec/codec_int.h"
+
+#include <assert.h>
+#include <string.h>
+
+// clang-format off
+const uint8_t codec__class[256] = {
+    [CODEC_CODE_DESCRIBED]  = CODEC_CLASS_DESCRIBED,
+    [CODEC_CODE_NULL]       = CODEC_CLASS_W0,
+    [CODEC_CODE_TRUE]       = CODEC_CLASS_W0,
+    [CODEC_CODE_FALSE]      = CODEC_CLASS_W0,
+    [CODEC_CODE_UINT0]      = CODEC_CLASS_W0,
+    [CODEC_CODE_ULONG0]     = CODEC_CLASS_W0,
+    [CODEC_CODE_LIST0]      = CODEC_CLASS_W0,
+    [CODEC_CODE_UBYTE]      = CODEC_CLASS_W1,
+    [CODEC_CODE_BYTE]       = CODEC_CLASS_W1,
+    [CODEC_CODE_SMALLUINT]  = CODEC_CLASS_W1,
+    [CODEC_CODE_SMALLULONG] = CODEC_CLASS_W1,
+    [CODEC_CODE_SMALLINT]   = CODEC_CLASS_W1,
+    [CODEC_CODE_SMALLLONG]  = CODEC_CLASS_W1,
+    [CODEC_CODE_BOOLEAN]    = CODEC_CLASS_W1,
+    [CODEC_CODE_USHORT]     = CODEC_CLASS_W2,
+    [CODEC_CODE_SHORT]      = CODEC_CLASS_W2,
+    [CODEC_CODE_UINT]       = CODEC_CLASS_W4,
+    [CODEC_CODE_INT]        = CODEC_CLASS_W4,
+    [CODEC_CODE_FLOAT]      = CODEC_CLASS_W4,
+    [CODEC_CODE_CHAR]       = CODEC_CLASS_W4,
+    [CODEC_CODE_DECIMAL32]  = CODEC_CLASS_W4,
+    [CODEC_CODE_ULONG]      = CODEC_CLASS_W8,
+    [CODEC_CODE_LONG]       = CODEC_CLASS_W8,
+    [CODEC_CODE_DOUBLE]     = CODEC_CLASS_W8,
+    [CODEC_CODE_TIMESTAMP]  = CODEC_CLASS_W8,
+    [CODEC_CODE_DECIMAL64]  = CODEC_CLASS_W8,
+    [CODEC_CODE_DECIMAL128] = CODEC_CLASS_W16,
+    [CODEC_CODE_UUID]       = CODEC_CLASS_W16,
+    [CODEC_CODE_VBIN8]      = CODEC_CLASS_VAR1,
+    [CODEC_CODE_STR8]       = CODEC_CLASS_VAR1,
+    [CODEC_CODE_SYM8]       = CODEC_CLASS_VAR1,
+    [CODEC_CODE_VBIN32]     = CODEC_CLASS_VAR4,
+    [CODEC_CODE_STR32]      = CODEC_CLASS_VAR4,
+    [CODEC_CODE_SYM32]      = CODEC_CLASS_VAR4,
+    [CODEC_CODE_LIST8]      = CODEC_CLASS_COMPOUND1,
+    [CODEC_CODE_MAP8]       = CODEC_CLASS_COMPOUND1,
+    [CODEC_CODE_LIST32]     = CODEC_CLASS_COMPOUND4,
+    [CODEC_CODE_MAP32]      = CODEC_CLASS_COMPOUND4,
+    [CODEC_CODE_ARRAY8]     = CODEC_CLASS_ARRAY1,
+    [CODEC_CODE_ARRAY32]    = CODEC_CLASS_ARRAY4,
+};
+
+/* Bytes after the code of a fixed-width class; also the smallest element of an array of that
+ * class (the array's elements carry no code), used to check an array's count against its size. */
+static const uint8_t class_width[] = {
+    [CODEC_CLASS_W0] = 0,  [CODEC_CLASS_W1] = 1,  [CODEC_CLASS_W2] = 2,   [CODEC_CLASS_W4] = 4,
+    [CODEC_CLASS_W8] = 8,  [CODEC_CLASS_W16] = 16,
+    [CODEC_CLASS_VAR1] = 1,      /* size:1 */
+    [CODEC_CLASS_VAR4] = 4,      /* size:4 */
+    [CODEC_CLASS_COMPOUND1] = 2, /* size:1 count:1 */
+    [CODEC_CLASS_COMPOUND4] = 8, /* size:4 count:4 */
+    [CODEC_CLASS_ARRAY1] = 3,    /* size:1 count:1 ctor */
+    [CODEC_CLASS_ARRAY4] = 9,    /* size:4 count:4 ctor */
+};
+
+/* Symbolic section descriptors, indexed by code - 0x70 (part 3, 3.2). */
+static const char *const section_names[] = {
+    "amqp:header:list",
+    "amqp:delivery-annotations:map",
+    "amqp:message-annotations:map",
+    "amqp:properties:list",
+    "amqp:application-properties:map",
+    "amqp:data:binary",
+    "amqp:amqp-sequence:list",
+    "amqp:amqp-value:*",
+    "amqp:footer:map",
+};
+#define SECTION_NAME_MAX 31 /* strlen("amqp:application-properties:map") */
+
+#define CODEC__WHY_TEXT(id, p, text) p ": " text,
+#define CODEC__WHY_ROW(id, name)     {CODEC_ERRORS(CODEC__WHY_TEXT, name)},
+static const char *const why_texts[CODEC_PART_COUNT][CODEC_ERR_COUNT] = {
+    CODEC_PARTS(CODEC__WHY_ROW)
+};
+// clang-format on
+
+static_assert(sizeof(section_names) / sizeof(section_names[0]) == 9, "one name per section");
+static_assert(CODEC_CODE_MAP8 == (CODEC_CODE_LIST8 | 1) &&
+                  CODEC_CODE_MAP32 == (CODEC_CODE_LIST32 | 1),
+              "maps are lists with the low bit set");
+
+const char *codec__why(codec_part_t part, codec_err_t err)
+{
+    if (part >= CODEC_PART_COUNT || err >= CODEC_ERR_COUNT)
+        return "codec: unknown error";
+    return why_texts[part][err];
+}
+
+static inline uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t be64(const uint8_t *p)
+{
+    return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static inline const uint8_t *fail(codec_err_t *err, codec_err_t e)
+{
+    *err = e;
+    return NULL;
+}
+
+/* Check an array's element constructor and that `count` elements can fit in [q, e): exactly
+ * for fixed-width elements, as a lower bound for the others.  Returns e, or NULL with *err. */
+static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
+                                  codec_err_t *err);
+
+/* Skip one value that is not described (the code at p is not 0x00).  p < end. */
+static inline const uint8_t *plain_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    size_t   avail = (size_t)(end - p);
+    uint32_t size;
+    uint32_t count;
+    uint8_t  cls = codec__class[*p];
+
+    switch (cls) {
+    case CODEC_CLASS_W0:
+    case CODEC_CLASS_W1:
+    case CODEC_CLASS_W2:
+    case CODEC_CLASS_W4:
+    case CODEC_CLASS_W8:
+    case CODEC_CLASS_W16:
+        if (avail - 1 < class_width[cls])
+            return fail(err, CODEC_ERR_OVERRUN);
+        return p + 1 + class_width[cls];
+    case CODEC_CLASS_VAR1:
+        if (avail < 2 || p[1] > avail - 2)
+            return fail(err, CODEC_ERR_OVERRUN);
+        return p + 2 + p[1];
+    case CODEC_CLASS_VAR4:
+        if (avail < 5 || (size = be32(p + 1)) > avail - 5)
+            return fail(err, CODEC_ERR_OVERRUN);
+        return p + 5 + size;
+    case CODEC_CLASS_COMPOUND1:
+        if (avail < 2 || (size = p[1]) > avail - 2)
+            return fail(err, CODEC_ERR_OVERRUN);
+        if (size < 1)
+            return fail(err, CODEC_ERR_COMPOUND_SIZE);
+        count = p[2];
+        goto compound;
+    case CODEC_CLASS_COMPOUND4:
+        if (avail < 5 || (size = be32(p + 1)) > avail - 5)
+            return fail(err, CODEC_ERR_OVERRUN);
+        if (size < 4)
+            return fail(err, CODEC_ERR_COMPOUND_SIZE);
+        count = be32(p + 5);
+        /* each element takes at least one byte */
+        if (count > size - 4)
+            return fail(err, CODEC_ERR_COMPOUND_COUNT);
+        if ((*p & 1) && (count & 1))
+            return fail(err, CODEC_ERR_MAP_ODD);
+        return p + 5 + size;
+    case CODEC_CLASS_ARRAY1:
+        if (avail < 2 || (size = p[1]) > avail - 2)
+            return fail(err, CODEC_ERR_OVERRUN);
+        if (size < 1)
+            return fail(err, CODEC_ERR_COMPOUND_SIZE);
+        return array_check(p + 3, p + 2 + size, p[2], err);
+    case CODEC_CLASS_ARRAY4:
+        if (avail < 5 || (size = be32(p + 1)) > avail - 5)
+            return fail(err, CODEC_ERR_OVERRUN);
+        if (size < 4)
+            return fail(err, CODEC_ERR_COMPOUND_SIZE);
+        return array_check(p + 9, p + 5 + size, be32(p + 5), err);
+    case CODEC_CLASS_DESCRIBED:
+        return fail(err, CODEC_ERR_DESC_DESCRIBED);
+    default:
+        return fail(err, CODEC_ERR_BAD_CODE);
+    }
+compound:
+    if (count > size - 1)
+        return fail(err, CODEC_ERR_COMPOUND_COUNT);
+    if ((*p & 1) && (count & 1))
+        return fail(err, CODEC_ERR_MAP_ODD);
+    return p + 2 + size;
+}
+
+static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
+                                  codec_err_t *err)
+{
+    uint8_t  cls;
+    uint64_t room;
+
+    if (q >= e)
+        return fail(err, CODEC_ERR_ARRAY_CTOR);
+    if (*q == CODEC_CODE_DESCRIBED) {
+        /* described element constructor: 0x00 descriptor code */
+        if (++q >= e)
+            return fail(err, CODEC_ERR_ARRAY_CTOR);
+        if (*q == CODEC_CODE_DESCRIBED)
+            return fail(err, CODEC_ERR_DESC_DESCRIBED);
+        if (!(q = plain_skip(q, e, err)))
+            return NULL;
+        if (q >= e || *q == CODEC_CODE_DESCRIBED)
+            return fail(err, CODEC_ERR_ARRAY_CTOR);
+    }
+    cls = codec__class[*q++];
+    room = (uint64_t)(e - q);
+    switch (cls) {
+    case CODEC_CLASS_W0:
+    case CODEC_CLASS_W1:
+    case CODEC_CLASS_W2:
+    case CODEC_CLASS_W4:
+    case CODEC_CLASS_W8:
+    case CODEC_CLASS_W16:
+        if ((uint64_t)count * class_width[cls] != room)
+            return fail(err, CODEC_ERR_ARRAY_COUNT);
+        return e;
+    case CODEC_CLASS_VAR1:
+    case CODEC_CLASS_VAR4:
+    case CODEC_CLASS_COMPOUND1:
+    case CODEC_CLASS_COMPOUND4:
+    case CODEC_CLASS_ARRAY1:
+    case CODEC_CLASS_ARRAY4:
+        if ((uint64_t)count * class_width[cls] > room)
+            return fail(err, CODEC_ERR_ARRAY_COUNT);
+        return e;
+    default:
+        return fail(err, CODEC_ERR_ARRAY_CTOR);
+    }
+}
+
+const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    if (p >= end)
+        return fail(err, CODEC_ERR_OVERRUN);
+    /* A described value is a descriptor then a value, which may itself be described: loop
+     * rather than recurse so that nesting costs no stack. */
+    while (*p == CODEC_CODE_DESCRIBED) {
+        if (++p >= end)
+            return fail(err, CODEC_ERR_OVERRUN);
+        if (*p == CODEC_CODE_DESCRIBED)
+            return fail(err, CODEC_ERR_DESC_DESCRIBED);
+        if (!(p = plain_skip(p, end, err)))
+            return NULL;
+        if (p >= end)
+            return fail(err, CODEC_ERR_OVERRUN);
+    }
+    return plain_skip(p, end, err);
+}
+
+int codec__descriptor_read(const uint8_t *msg, size_t len, int *code, size_t *desc_len,
+                           codec_err_t *err)
+{
+    uint64_t v;
+    size_t   h;
+    size_t   n;
+
+    if (len < 1)
+        return CODEC_PARTIAL;
+    if (msg[0] != CODEC_CODE_DESCRIBED)
+        return *err = CODEC_ERR_NOT_SECTION, CODEC_INVALID;
+    if (len < 2)
+        return CODEC_PARTIAL;
+    switch (msg[1]) {
+    case CODEC_CODE_SMALLULONG:
+        if (len < 3)
+            return CODEC_PARTIAL;
+        v = msg[2];
+        *desc_len = 3;
+        break;
+    case CODEC_CODE_ULONG:
+        if (len < 10)
+            return CODEC_PARTIAL;
+        v = be64(msg + 2);
+        *desc_len = 10;
+        break;
+    case CODEC_CODE_SYM8:
+    case CODEC_CODE_SYM32:
+        h = msg[1] == CODEC_CODE_SYM8 ? 3 : 6;
+        if (len < h)
+            return CODEC_PARTIAL;
+        n = h == 3 ? msg[2] : be32(msg + 2);
+        /* known names are short: reject a long one now rather than wait for it to arrive */
+        if (n > SECTION_NAME_MAX)
+            return *err = CODEC_ERR_UNKNOWN_SECTION, CODEC_INVALID;
+        if (len - h < n)
+            return CODEC_PARTIAL;
+        v = 0;
+        for (size_t i = 0; i < sizeof(section_names) / sizeof(section_names[0]); i++) {
+            if (strlen(section_names[i]) == n && memcmp(section_names[i], msg + h, n) == 0) {
+                v = CODEC_SECTION_HEADER + i;
+                break;
+            }
+        }
+        *desc_len = h + n;
+        break;
+    default:
+        return *err = CODEC_ERR_DESCRIPTOR, CODEC_INVALID;
+    }
+    if (v < CODEC_SECTION_HEADER || v > CODEC_SECTION_FOOTER)
+        return *err = CODEC_ERR_UNKNOWN_SECTION, CODEC_INVALID;
+    *code = (int)v;
+    return 0;
+}
+
+/* Open the list or map that is a section's value, at msg[off, len).  On success returns 0 with
+ * *body the offset of its first element, *count its element count and *end the offset just
+ * past it.  CODEC_PARTIAL when the value is not wholly present; CODEC_INVALID with *err. */
+static int section_value_open(const uint8_t *msg, size_t len, size_t off, bool map, size_t *body,
+                              uint32_t *count, size_t *end, codec_err_t *err)
+{
+    const uint8_t *p = msg + off;
+    size_t         avail = len - off;
+    size_t         size;
+    size_t         cw; /* width of the size and count fields */
+
+    if (avail < 1)
+        return CODEC_PARTIAL;
+    switch (p[0]) {
+    case CODEC_CODE_LIST0:
+        if (map)
+            break;
+        *body = *end = off + 1;
+        *count = 0;
+        return 0;
+    case CODEC_CODE_LIST8:
+    case CODEC_CODE_MAP8:
+    case CODEC_CODE_LIST32:
+    case CODEC_CODE_MAP32:
+        if ((p[0] & 1) != map)
+            break;
+        cw = (p[0] & 0xf0) == 0xc0 ? 1 : 4;
+        if (avail < 1 + cw)
+            return CODEC_PARTIAL;
+        size = cw == 1 ? p[1] : be32(p + 1);
+        if (size < cw)
+            return *err = CODEC_ERR_COMPOUND_SIZE, CODEC_INVALID;
+        if (avail < 1 + 2 * cw)
+            return CODEC_PARTIAL;
+        *count = cw == 1 ? p[2] : be32(p + 5);
+        /* each element takes at least one byte: reject an impossible count before waiting
+         * for the rest of the section */
+        if (*count > size - cw)
+            return *err = CODEC_ERR_COMPOUND_COUNT, CODEC_INVALID;
+        if (size > avail - 1 - cw)
+            return CODEC_PARTIAL;
+        *body = off + 1 + 2 * cw;
+        *end = off + 1 + cw + size;
+        if (*end > UINT32_MAX)
+            return *err = CODEC_ERR_TOO_LARGE, CODEC_INVALID;
+        return 0;
+    default:
+        break;
+    }
+    *err = map ? CODEC_ERR_NOT_MAP : CODEC_ERR_NOT_LIST;
+    return CODEC_INVALID;
+}
+
+/* Skip `count` elements from p; they must end exactly at end. */
+static const uint8_t *elements_skip(const uint8_t *p, const uint8_t *end, uint32_t count,
+                                    codec_err_t *err)
+{
+    while (count--) {
+        if (!(p = codec__value_skip(p, end, err)))
+            return NULL;
+    }
+    return p == end ? p : fail(err, CODEC_ERR_COMPOUND_FILL);
+}
+
+/* An annotations-map key (symbol or ulong): returns its end, or NULL with *err. */
+static inline const uint8_t *key_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    if (p >= end)
+        return fail(err, CODEC_ERR_OVERRUN);
+    switch (*p) {
+    case CODEC_CODE_SYM8:
+    case CODEC_CODE_SYM32:
+    case CODEC_CODE_ULONG0:
+    case CODEC_CODE_SMALLULONG:
+    case CODEC_CODE_ULONG:
+        return plain_skip(p, end, err);
+    default:
+        return fail(err, CODEC_ERR_KEY_TYPE);
+    }
+}
+
+/* Walk a delivery-annotations map: keys symbol or ulong, values skipped. */
+static const uint8_t *annotations_skip(const uint8_t *p, const uint8_t *end, uint32_t count,
+                                       codec_err_t *err)
+{
+    if (count & 1)
+        return fail(err, CODEC_ERR_MAP_ODD);
+    for (count /= 2; count; count--) {
+        if (!(p = key_skip(p, end, err)) || !(p = codec__value_skip(p, end, err)))
+            return NULL;
+    }
+    return p == end ? p : fail(err, CODEC_ERR_COMPOUND_FILL);
+}
+
+/* A string or symbol value [v, e) (already bounds-checked) as a view; false for other types. */
+static inline bool string_view(const uint8_t *v, const uint8_t *e, bool symbol_ok,
+                               codec_bytes_t *out)
+{
+    switch (*v) {
+    case CODEC_CODE_SYM8:
+        if (!symbol_ok)
+            return false;
+        /* fall through */
+    case CODEC_CODE_STR8:
+        out->ptr = v + 2;
+        break;
+    case CODEC_CODE_SYM32:
+        if (!symbol_ok)
+            return false;
+        /* fall through */
+    case CODEC_CODE_STR32:
+        out->ptr = v + 5;
+        break;
+    default:
+        return false;
+    }
+    out->len = (size_t)(e - out->ptr);
+    return true;
+}
+
+/* An integer value [v, e) in int32 range; false for other types or out of range. */
+static bool int_value(const uint8_t *v, int32_t *out)
+{
+    int64_t  x;
+    uint64_t u;
+
+    switch (*v) {
+    case CODEC_CODE_UINT0:
+    case CODEC_CODE_ULONG0:
+        x = 0;
+        break;
+    case CODEC_CODE_UBYTE:
+    case CODEC_CODE_SMALLUINT:
+    case CODEC_CODE_SMALLULONG:
+        x = v[1];
+        break;
+    case CODEC_CODE_BYTE:
+    case CODEC_CODE_SMALLINT:
+    case CODEC_CODE_SMALLLONG:
+        x = (int8_t)v[1];
+        break;
+    case CODEC_CODE_USHORT:
+        x = (uint16_t)(v[1] << 8 | v[2]);
+        break;
+    case CODEC_CODE_SHORT:
+        x = (int16_t)(uint16_t)(v[1] << 8 | v[2]);
+        break;
+    case CODEC_CODE_UINT:
+        x = be32(v + 1);
+        break;
+    case CODEC_CODE_INT:
+        x = (int32_t)be32(v + 1);
+        break;
+    case CODEC_CODE_ULONG:
+        u = be64(v + 1);
+        if (u > INT32_MAX)
+            return false;
+        x = (int64_t)u;
+        break;
+    case CODEC_CODE_LONG:
+        x = (int64_t)be64(v + 1);
+        break;
+    default:
+        return false;
+    }
+    if (x < INT32_MIN || x > INT32_MAX)
+        return false;
+    *out = (int32_t)x;
+    return true;
+}
+
+/* x-opt-qd.trace: a list of strings or symbols; records the elements as one view. */
+static bool trace_value(const uint8_t *v, const uint8_t *e, codec_ra_t *ra, codec_err_t *err)
+{
+    const uint8_t *p;
+    uint32_t       count;
+
+    switch (*v) {
+    case CODEC_CODE_LIST0:
+        p = v + 1;
+        count = 0;
+        break;
+    case CODEC_CODE_LIST8:
+        p = v + 3;
+        count = v[2];
+        break;
+    case CODEC_CODE_LIST32:
+        p = v + 9;
+        count = be32(v + 5);
+        break;
+    default:
+        *err = CODEC_ERR_RA_TRACE;
+        return false;
+    }
+    ra->trace.ptr = p;
+    ra->trace.len = (size_t)(e - p);
+    ra->trace_count = count;
+    for (; count; count--) {
+        if (p >= e || (*p != CODEC_CODE_STR8 && *p != CODEC_CODE_STR32 && *p != CODEC_CODE_SYM8 &&
+                       *p != CODEC_CODE_SYM32)) {
+            *err = p >= e ? CODEC_ERR_OVERRUN : CODEC_ERR_RA_TRACE_ELEM;
+            return false;
+        }
+        if (!(p = plain_skip(p, e, err)))
+            return false;
+    }
+    if (p != e) {
+        *err = CODEC_ERR_COMPOUND_FILL;
+        return false;
+    }
+    return true;
+}
+
+enum {
+    RA_SEEN_TO = 1 << 0,
+    RA_SEEN_TRACE = 1 << 1,
+    RA_SEEN_PHASE = 1 << 2,
+    RA_SEEN_STREAM = 1 << 3,
+    RA_SEEN_INGRESS = 1 << 4,
+};
+
+/* Decode the value [v, e) of router key "x-opt-qd.<name>" (name[0, n)).  Keys the router does
+ * not use (x-opt-qd.class, anything else in the namespace) are accepted and ignored. */
+static bool ra_value(const uint8_t *name, size_t n, const uint8_t *v, const uint8_t *e,
+                     codec_ra_t *ra, unsigned *seen, codec_err_t *err)
+{
+    unsigned bit = 0;
+    bool     ok = true;
+
+    if (n == 2 && memcmp(name, "to", 2) == 0) {
+        bit = RA_SEEN_TO;
+        ok = string_view(v, e, false, &ra->to) || (*err = CODEC_ERR_RA_TO, false);
+    } else if (n == 7 && memcmp(name, "ingress", 7) == 0) {
+        bit = RA_SEEN_INGRESS;
+        ok = string_view(v, e, false, &ra->ingress) || (*err = CODEC_ERR_RA_INGRESS, false);
+    } else if (n == 5 && memcmp(name, "trace", 5) == 0) {
+        bit = RA_SEEN_TRACE;
+        ok = trace_value(v, e, ra, err);
+    } else if (n == 5 && memcmp(name, "phase", 5) == 0) {
+        bit = RA_SEEN_PHASE;
+        ok = int_value(v, &ra->phase) || (*err = CODEC_ERR_RA_PHASE, false);
+    } else if (n == 6 && memcmp(name, "stream", 6) == 0) {
+        bit = RA_SEEN_STREAM;
+        ok = int_value(v, &ra->stream) || (*err = CODEC_ERR_RA_STREAM, false);
+    }
+    if (*seen & bit) {
+        *err = CODEC_ERR_RA_DUP;
+        return false;
+    }
+    *seen |= bit;
+    return ok;
+}
+
+/* The message-annotations map: the hot loop.  Per pair: look at the key's code and, for a
+ * symbol, its first 9 bytes; skip the value by its size.  Router values are decoded; user
+ * pairs only extend the current run. */
+static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uint32_t count,
+                   codec_scan_t *s, codec_err_t *err)
+{
+    const uint8_t *run_start = NULL;
+    const uint8_t *run_end = NULL;
+    const uint8_t *v;
+    const uint8_t *e;
+    const uint8_t *name;
+    size_t         n;
+    unsigned       seen = 0;
+    uint32_t       user = 0;
+    uint32_t       router = 0;
+    size_t         user_bytes = 0;
+    bool           split = false;
+
+    if (count & 1)
+        return *err = CODEC_ERR_MAP_ODD, CODEC_INVALID;
+    for (uint32_t i = count / 2; i; i--) {
+        if (p >= end)
+            return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
+        switch (*p) {
+        case CODEC_CODE_SYM8:
+            if (end - p < 2 || p[1] > (size_t)(end - p) - 2)
+                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
+            n = p[1];
+            name = p + 2;
+            break;
+        case CODEC_CODE_SYM32:
+            if (end - p < 5 || be32(p + 1) > (size_t)(end - p) - 5)
+                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
+            n = be32(p + 1);
+            name = p + 5;
+            break;
+        case CODEC_CODE_ULONG0:
+        case CODEC_CODE_SMALLULONG:
+        case CODEC_CODE_ULONG:
+            if (!(v = plain_skip(p, end, err)))
+                return CODEC_INVALID;
+            n = 0;
+            name = v;
+            break;
+        default:
+            return *err = CODEC_ERR_KEY_TYPE, CODEC_INVALID;
+        }
+        v = name + n;
+        if (!(e = codec__value_skip(v, end, err)))
+            return CODEC_INVALID;
+        if (n >= CODEC_RA_PREFIX_LEN && memcmp(name, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0) {
+            if (!ra_value(name + CODEC_RA_PREFIX_LEN, n - CODEC_RA_PREFIX_LEN, v, e, &s->ra, &seen,
+                          err))
+                return CODEC_INVALID;
+            router++;
+        } else {
+            if (user++ == 0)
+                run_start = p;
+            else if (p != run_end)
+                split = true; /* a router pair came between two user pairs */
+            run_end = e;
+            user_bytes += (size_t)(e - p);
+        }
+        p = e;
+    }
+    if (p != end)
+        return *err = CODEC_ERR_COMPOUND_FILL, CODEC_INVALID;
+    s->ma_count = count / 2;
+    s->ma_user_count = user;
+    s->ma_router_count = router;
+    s->ma_user_bytes = (uint32_t)user_bytes;
+    s->ma_user_split = split;
+    if (user && !split) {
+        s->ma_user.off = (uint32_t)(run_start - msg);
+        s->ma_user.len = (uint32_t)(run_end - run_start);
+    }
+    return 0;
+}
+
+/* properties: walk every field; to (2) and reply-to (4) must be string, symbol or null. */
+static int properties_scan(const uint8_t *p, const uint8_t *end, uint32_t count, codec_scan_t *s,
+                           codec_err_t *err)
+{
+    const uint8_t *e;
+
+    for (uint32_t i = 0; i < count; i++, p = e) {
+        if (!(e = codec__value_skip(p, end, err)))
+            return CODEC_INVALID;
+        if (i != 2 && i != 4)
+            continue;
+        codec_bytes_t *out = i == 2 ? &s->to : &s->reply_to;
+        if (*p != CODEC_CODE_NULL && !string_view(p, e, true, out))
+            return *err = i == 2 ? CODEC_ERR_PROP_TO : CODEC_ERR_PROP_REPLY_TO, CODEC_INVALID;
+    }
+    if (p != end)
+        return *err = CODEC_ERR_COMPOUND_FILL, CODEC_INVALID;
+    return 0;
+}
+
+static int scan_fail(int rc, bool complete, codec_part_t part, codec_err_t err, const char **why)
+{
+    if (rc == CODEC_PARTIAL && complete) {
+        rc = CODEC_INVALID;
+        part = CODEC_PART_MESSAGE;
+        err = CODEC_ERR_TRUNCATED;
+    } else if (rc == CODEC_PARTIAL) {
+        err = CODEC_ERR_TRUNCATED;
+    }
+    if (why)
+        *why = codec__why(part, err);
+    return rc;
+}
+
+int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan, const char **why)
+{
+    size_t      off = 0;
+    int         last = CODEC_SECTION_HEADER - 1;
+    codec_err_t err = CODEC_ERR_NONE;
+
+    memset(scan, 0, sizeof(*scan));
+    for (;;) {
+        int            code;
+        int            rc;
+        size_t         dlen;
+        size_t         body;
+        size_t         end;
+        uint32_t       count;
+        codec_part_t   part;
+        codec_range_t *range;
+        const uint8_t *done = NULL;
+
+        if (off == len) {
+            if (!complete)
+                return scan_fail(CODEC_PARTIAL, false, CODEC_PART_MESSAGE, err, why);
+            break; /* a message may end without a body */
+        }
+        rc = codec__descriptor_read(msg + off, len - off, &code, &dlen, &err);
+        if (rc < 0)
+            return scan_fail(rc, complete, CODEC_PART_MESSAGE, err, why);
+        if (code >= CODEC_SECTION_DATA)
+            break;
+        if (code <= last)
+            return scan_fail(CODEC_INVALID, complete, CODEC_PART_MESSAGE, CODEC_ERR_ORDER, why);
+        last = code;
+        part = (codec_part_t)(CODEC_PART_HEADER + (code - CODEC_SECTION_HEADER));
+        rc = section_value_open(msg, len, off + dlen,
+                                code != CODEC_SECTION_HEADER && code != CODEC_SECTION_PROPERTIES,
+                                &body, &count, &end, &err);
+        if (rc < 0)
+            return scan_fail(rc, complete, part, err, why);
+        switch (code) {
+        case CODEC_SECTION_HEADER:
+            range = &scan->header;
+            done = elements_skip(msg + body, msg + end, count, &err);
+            break;
+        case CODEC_SECTION_DELIVERY_ANNOTATIONS:
+            range = &scan->delivery_annotations;
+            done = annotations_skip(msg + body, msg + end, count, &err);
+            break;
+        case CODEC_SECTION_MESSAGE_ANNOTATIONS:
+            range = &scan->message_annotations;
+            if (ma_scan(msg, msg + body, msg + end, count, scan, &err) == 0)
+                done = msg + end;
+            break;
+        case CODEC_SECTION_PROPERTIES:
+            range = &scan->properties;
+            if (properties_scan(msg + body, msg + end, count, scan, &err) == 0)
+                done = msg + end;
+            break;
+        default:
+            /* application-properties: forwarded as is, so skipped by its size; the map's
+             * own header was checked by section_value_open() */
+            range = &scan->application_properties;
+            done = (count & 1) ? fail(&err, CODEC_ERR_MAP_ODD) : msg + end;
+            break;
+        }
+        if (!done)
+            return scan_fail(CODEC_INVALID, complete, part, err, why);
+        range->off = (uint32_t)off;
+        range->len = (uint32_t)(end - off);
+        off = end;
+    }
+    if (off > UINT32_MAX)
+        return scan_fail(CODEC_INVALID, complete, CODEC_PART_MESSAGE, CODEC_ERR_TOO_LARGE, why);
+    scan->body_off = (uint32_t)off;
+    if (why)
+        *why = NULL;
+    return 0;
+}
+
+/* ---- composing ---------------------------------------------------------------------------- */
+
+/* Output under construction.  With `counting` set it writes nothing and only counts, which is
+ * how codec_compose_need() gets exactly the numbers codec_compose_prefix() will use. */
+typedef struct out {
+    bool           counting;    /* write nothing, count entries and bytes */
+    codec_iov_t   *iov;         /* entries (unused when counting) */
+    int            max_iov;     /* capacity of iov */
+    int            n;           /* entries used (or needed) */
+    uint8_t       *scratch;     /* fresh bytes (unused when counting) */
+    size_t         scratch_len; /* capacity of scratch */
+    size_t         used;        /* scratch bytes used (or needed) */
+    size_t         pending;     /* start of the scratch bytes not yet in an iov */
+    const uint8_t *next;        /* end of the last iov if it points into the message, else NULL */
+    bool           overflow;    /* iov or scratch too small */
+} out_t;
+
+static void out_iov(out_t *o, const uint8_t *base, size_t len)
+{
+    if (!o->counting) {
+        if (o->n < o->max_iov) {
+            o->iov[o->n].base = base;
+            o->iov[o->n].len = len;
+        } else {
+            o->overflow = true;
+        }
+    }
+    o->n++;
+}
+
+/* Close the run of scratch bytes written since the last iov into one iov. */
+static void out_flush(out_t *o)
+{
+    if (o->used == o->pending)
+        return;
+    /* no scratch pointer arithmetic once a write has failed: scratch may be NULL */
+    out_iov(o, o->counting || o->overflow ? NULL : o->scratch + o->pending, o->used - o->pending);
+    o->pending = o->used;
+    o->next = NULL;
+}
+
+/* Bytes of the message, merged into the previous iov when they follow it. */
+static void out_msg(out_t *o, const uint8_t *p, size_t len)
+{
+    if (len == 0)
+        return;
+    out_flush(o);
+    if (o->next == p) {
+        if (!o->counting && o->n <= o->max_iov)
+            o->iov[o->n - 1].len += len;
+    } else {
+        out_iov(o, p, len);
+    }
+    o->next = p + len;
+}
+
+static void out_put(out_t *o, const void *src, size_t len)
+{
+    if (!o->counting) {
+        if (len <= o->scratch_len && o->used <= o->scratch_len - len)
+            memcpy(o->scratch + o->used, src, len);
+        else
+            o->overflow = true;
+    }
+    o->used += len;
+}
+
+static void out_u8(out_t *o, uint8_t b)
+{
+    out_put(o, &b, 1);
+}
+
+static void out_be32(out_t *o, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+
+    out_put(o, b, 4);
+}
+
+static inline size_t str_size(size_t len)
+{
+    return (len <= 255 ? 2 : 5) + len;
+}
+
+static inline size_t int_size(int32_t v)
+{
+    return v >= -128 && v <= 127 ? 2 : 5;
+}
+
+static void out_key(out_t *o, const char *key)
+{
+    size_t n = strlen(key);
+
+    out_u8(o, CODEC_CODE_SYM8);
+    out_u8(o, (uint8_t)n);
+    out_put(o, key, n);
+}
+
+static void out_str(out_t *o, codec_bytes_t b)
+{
+    if (b.len <= 255) {
+        out_u8(o, CODEC_CODE_STR8);
+        out_u8(o, (uint8_t)b.len);
+    } else {
+        out_u8(o, CODEC_CODE_STR32);
+        out_be32(o, (uint32_t)b.len);
+    }
+    out_put(o, b.ptr, b.len);
+}
+
+static void out_int(out_t *o, int32_t v)
+{
+    if (int_size(v) == 2) {
+        out_u8(o, CODEC_CODE_SMALLINT);
+        out_u8(o, (uint8_t)(int8_t)v);
+    } else {
+        out_u8(o, CODEC_CODE_INT);
+        out_be32(o, (uint32_t)v);
+    }
+}
+
+#define KEY_TO      CODEC_RA_PREFIX "to"
+#define KEY_PHASE   CODEC_RA_PREFIX "phase"
+#define KEY_STREAM  CODEC_RA_PREFIX "stream"
+#define KEY_INGRESS CODEC_RA_PREFIX "ingress"
+#define KEY_TRACE   CODEC_RA_PREFIX "trace"
+#define KEY_SIZE(k) (2 + sizeof(k) - 1)
+
+/* The router trailer's size: pairs and bytes.  Fails (returns false) when a value is too long
+ * to encode in a map32. */
+typedef struct trailer {
+    uint32_t pairs;       /* router pairs to write */
+    uint64_t bytes;       /* their encoded size */
+    uint64_t trace_elems; /* bytes of the trace list's elements */
+    uint64_t trace_count; /* trace list count */
+    bool     trace;       /* write x-opt-qd.trace */
+} trailer_t;
+
+static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (!ra || !ra->write)
+        return true;
+    if (ra->to.len > UINT32_MAX || ra->ingress.len > UINT32_MAX || ra->trace.len > UINT32_MAX ||
+        ra->trace_append.len > UINT32_MAX)
+        return false;
+    if (ra->to.ptr) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_TO) + str_size(ra->to.len);
+    }
+    if (ra->phase) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_PHASE) + int_size(ra->phase);
+    }
+    if (ra->stream) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_STREAM) + int_size(ra->stream);
+    }
+    if (ra->ingress.ptr) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_INGRESS) + str_size(ra->ingress.len);
+    }
+    if (ra->trace.ptr || ra->trace_append.ptr) {
+        t->trace = true;
+        t->pairs++;
+        t->trace_elems = (ra->trace.ptr ? ra->trace.len : 0) +
+                         (ra->trace_append.ptr ? str_size(ra->trace_append.len) : 0);
+        t->trace_count = (ra->trace.ptr ? ra->trace_count : 0) + (ra->trace_append.ptr ? 1 : 0);
+        bool small = t->trace_elems + 1 <= 255 && t->trace_count <= 255;
+        t->bytes += KEY_SIZE(KEY_TRACE) + (small ? 3 : 9) + t->trace_elems;
+        if (t->trace_elems + 4 > UINT32_MAX || t->trace_count > UINT32_MAX)
+            return false;
+    }
+    return true;
+}
+
+static void trailer_put(out_t *o, const codec_ra_out_t *ra, const trailer_t *t)
+{
+    if (!t->pairs)
+        return;
+    if (ra->to.ptr) {
+        out_key(o, KEY_TO);
+        out_str(o, ra->to);
+    }
+    if (ra->phase) {
+        out_key(o, KEY_PHASE);
+        out_int(o, ra->phase);
+    }
+    if (ra->stream) {
+        out_key(o, KEY_STREAM);
+        out_int(o, ra->stream);
+    }
+    if (ra->ingress.ptr) {
+        out_key(o, KEY_INGRESS);
+        out_str(o, ra->ingress);
+    }
+    if (t->trace) {
+        out_key(o, KEY_TRACE);
+        if (t->trace_elems + 1 <= 255 && t->trace_count <= 255) {
+            out_u8(o, CODEC_CODE_LIST8);
+            out_u8(o, (uint8_t)(t->trace_elems + 1));
+            out_u8(o, (uint8_t)t->trace_count);
+        } else {
+            out_u8(o, CODEC_CODE_LIST32);
+            out_be32(o, (uint32_t)(t->trace_elems + 4));
+            out_be32(o, (uint32_t)t->trace_count);
+        }
+        if (ra->trace.ptr)
+            out_put(o, ra->trace.ptr, ra->trace.len);
+        if (ra->trace_append.ptr)
+            out_str(o, ra->trace_append);
+    }
+}
+
+/* ma_user_split: walk the input map again and copy each run of user pairs. */
+static bool user_runs_put(out_t *o, const uint8_t *msg, const codec_scan_t *s)
+{
+    const uint8_t *ma = msg + s->message_annotations.off;
+    size_t         len = s->message_annotations.len;
+    const uint8_t *p;
+    const uint8_t *end;
+    const uint8_t *k;
+    int            code;
+    size_t         dlen;
+    size_t         body;
+    size_t         mend;
+    uint32_t       count;
+    codec_err_t    err;
+
+    if (codec__descriptor_read(ma, len, &code, &dlen, &err) != 0 ||
+        section_value_open(ma, len, dlen, true, &body, &count, &mend, &err) != 0)
+        return false;
+    p = ma + body;
+    end = ma + mend;
+    for (count /= 2; count; count--) {
+        if (!(k = key_skip(p, end, &err)))
+            return false;
+        bool router = (*p == CODEC_CODE_SYM8 && p[1] >= CODEC_RA_PREFIX_LEN &&
+                       memcmp(p + 2, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0) ||
+                      (*p == CODEC_CODE_SYM32 && be32(p + 1) >= CODEC_RA_PREFIX_LEN &&
+                       memcmp(p + 5, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0);
+        if (!(k = codec__value_skip(k, end, &err)))
+            return false;
+        if (!router)
+            out_msg(o, p, (size_t)(k - p));
+        p = k;
+    }
+    return true;
+}
+
+/* The one implementation behind codec_compose_prefix() and codec_compose_need(). */
+static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out_t *ra, out_t *o)
+{
+    trailer_t t;
+    size_t    ins;
+    size_t    ins_end;
+
+    if (!trailer_plan(ra, &t))
+        return CODEC_INVALID;
+    if (s->ma_router_count == 0 && t.pairs == 0) {
+        /* nothing to drop, nothing to add: the prefix goes out as it came */
+        out_msg(o, msg, s->body_off);
+        return o->overflow ? CODEC_INVALID : o->n;
+    }
+    if (s->message_annotations.len) {
+        ins = s->message_annotations.off;
+        ins_end = ins + s->message_annotations.len;
+    } else {
+        ins = s->properties.len               ? s->properties.off
+              : s->application_properties.len ? s->application_properties.off
+                                              : s->body_off;
+        ins_end = ins;
+    }
+    out_msg(o, msg, ins);
+    if (s->ma_user_count + (uint64_t)t.pairs) {
+        uint64_t content = s->ma_user_bytes + t.bytes;
+        uint64_t count = 2 * ((uint64_t)s->ma_user_count + t.pairs);
+
+        if (content + 4 > UINT32_MAX || count > UINT32_MAX)
+            return CODEC_INVALID;
+        out_u8(o, CODEC_CODE_DESCRIBED);
+        out_u8(o, CODEC_CODE_SMALLULONG);
+        out_u8(o, CODEC_SECTION_MESSAGE_ANNOTATIONS);
+        if (content + 1 <= 255 && count <= 255) {
+            out_u8(o, CODEC_CODE_MAP8);
+            out_u8(o, (uint8_t)(content + 1));
+            out_u8(o, (uint8_t)count);
+        } else {
+            out_u8(o, CODEC_CODE_MAP32);
+            out_be32(o, (uint32_t)(content + 4));
+            out_be32(o, (uint32_t)count);
+        }
+        if (!s->ma_user_split)
+            out_msg(o, msg + s->ma_user.off, s->ma_user.len);
+        else if (!user_runs_put(o, msg, s))
+            return CODEC_INVALID;
+        trailer_put(o, ra, &t);
+    }
+    out_msg(o, msg + ins_end, s->body_off - ins_end);
+    out_flush(o);
+    return o->overflow ? CODEC_INVALID : o->n;
+}
+
+int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
+                         uint8_t *scratch, size_t scratch_len, codec_iov_t *iov, int max_iov)
+{
+    out_t o = {
+        .iov = iov,
+        .max_iov = iov && max_iov > 0 ? max_iov : 0,
+        .scratch = scratch,
+        .scratch_len = scratch ? scratch_len : 0,
+    };
+
+    return compose(msg, scan, ra, &o);
+}
+
+void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
+                        size_t *scratch_len, int *n_iov)
+{
+    out_t o = {.counting = true};
+
+    if (compose(msg, scan, ra, &o) < 0) {
+        *scratch_len = 0;
+        *n_iov = 0;
+        return;
+    }
+    *scratch_len = o.used;
+    *n_iov = o.n;
+}
