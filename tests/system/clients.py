@@ -590,3 +590,53 @@ class ServiceThread(threading.Thread):
     def stop(self):
         self.stop_flag.set()
         self.join(10)
+
+
+# ---- comparing messages ---------------------------------------------------------------------
+
+MESSAGE_FIELDS = (
+    "durable", "priority", "ttl", "first_acquirer", "delivery_count",
+    "id", "user_id", "address", "subject", "reply_to", "correlation_id", "content_type",
+    "content_encoding", "expiry_time", "creation_time", "group_id", "group_sequence",
+    "reply_to_group_id", "inferred", "instructions", "annotations", "properties", "body",
+)
+
+
+def message_fields(m, skip=()):
+    """Every field of a Proton Message as a dict (for comparing a sent and a received one)."""
+    out = {}
+    for f in MESSAGE_FIELDS:
+        if f in skip:
+            continue
+        v = getattr(m, f)
+        if isinstance(v, dict):
+            v = dict(v)
+        out[f] = v
+    return out
+
+
+def user_annotations(m):
+    """A received message's annotations without the router's own x-opt-qd.* keys."""
+    return {k: v for k, v in dict(m.annotations or {}).items()
+            if not str(k).startswith("x-opt-qd.")}
+
+
+def router_annotations(m):
+    return {str(k): v for k, v in dict(m.annotations or {}).items()
+            if str(k).startswith("x-opt-qd.")}
+
+
+def check_router_works(url, address=None, timeout=None):
+    """A fresh client can still send a message through the router at `url` (asserts)."""
+    address = address or "health.%d.%d" % (os.getpid(), int(time.monotonic() * 1e6))
+    c = Client(timeout=timeout or DEFAULT_TIMEOUT)
+    try:
+        conn = c.connect(url)
+        rcv = conn.receiver(address, settle="accept")
+        snd = conn.sender(address)
+        dlv = snd.send(Message(body="still alive"))
+        got = rcv.get()
+        assert got.body == "still alive"
+        assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+    finally:
+        c.close()
