@@ -18,9 +18,8 @@
 #include "core/base/map.h"
 #include "core/base/pattern.h"
 
-#include <cjson/cJSON.h>
-
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -48,24 +47,29 @@ typedef enum attr_type {
     AT_MAP,        /* a JSON object */
 } attr_type_t;
 
-/* One attribute of an entity type, in qdrouterd's camelCase spelling. */
+/* One attribute of an entity type, in qdrouterd's camelCase spelling.  An alias (a deprecated
+ * spelling) fills the slot of the attribute it stands for; alias_of 0 means none, since slot 0
+ * is always `name`, which is nobody's alias. */
 typedef struct attr_def {
     const char        *name;     /* camelCase name */
     attr_type_t        type;     /* how the value is coerced */
     const char *const *tags;     /* AT_ENUM: names, NULL-terminated, in qdrouterd's order */
-    int                alias_of; /* deprecated spelling of attribute [alias_of]; 0 = none
-                                    (slot 0 is always `name`, which is nobody's alias) */
+    int                alias_of; /* deprecated spelling of attribute [alias_of]; 0 = none */
     bool               ignored;  /* accepted and type-checked, but changes nothing here */
 } attr_def_t;
 
 // clang-format off
-static const char *const dist_tags[]   = {"multicast", "closest", "balanced", "unavailable", NULL};
+static const char *const dist_tags[]   = {"multicast", "closest", "balanced", "unavailable",
+                                          NULL};
 static const char *const mode_tags[]   = {"standalone", "interior", "edge", NULL};
-static const char *const role_tags[]   = {"normal", "inter-router", "route-container", "edge", NULL};
+static const char *const role_tags[]   = {"normal", "inter-router", "route-container", "edge",
+                                          NULL};
 static const char *const strip_tags[]  = {"in", "out", "both", "no", NULL}; /* qdrouterd order */
 static const char *const family_tags[] = {"IPv4", "IPv6", NULL};
 
-static const cfg_strip_t strip_by_tag[] = {CFG_STRIP_IN, CFG_STRIP_OUT, CFG_STRIP_BOTH, CFG_STRIP_NO};
+/* strip_tags index -> cfg_strip_t */
+static const cfg_strip_t strip_by_tag[] = {CFG_STRIP_IN, CFG_STRIP_OUT, CFG_STRIP_BOTH,
+                                           CFG_STRIP_NO};
 
 _Static_assert(CFG_DIST_MULTICAST == 0 && CFG_DIST_CLOSEST == 1 && CFG_DIST_BALANCED == 2 &&
                CFG_DIST_UNAVAILABLE == 3, "cfg_distribution_t follows dist_tags");
@@ -211,24 +215,24 @@ static const char *const operational_types[] = {
 
 /* Everything one load needs; lives on cfg_load_string()'s stack. */
 typedef struct load {
-    const char     *name;      /* file name for messages */
-    char           *err;       /* caller's buffer, or NULL */
-    size_t          errlen;    /* its size */
-    cfg_t          *cfg;       /* being built; freed by the caller on error */
-    int             router_at; /* index of the router entity, -1 if none yet */
-    int             log_at[BASE_LOG_N_MODULES]; /* index + 1 of each module's log entity */
-    base_pattern_t *patterns;  /* address patterns so far; value = entity index + 1 */
-    base_map_t      names;     /* `name` values so far; value = entity index + 1 */
+    const char     *name;                       /* file name for messages */
+    char           *err;                        /* caller's buffer, or NULL */
+    size_t          errlen;                     /* its size */
+    cfg_t          *cfg;                        /* being built; freed by the caller on error */
+    int             router_at;                  /* index of the router entity, -1 if none yet */
+    int             log_at[BASE_LOG_N_MODULES]; /* index+1 of each module's log entity */
+    base_pattern_t *patterns;                   /* address patterns so far; value = index + 1 */
+    base_map_t      names;                      /* `name`s so far; value = entity index + 1 */
 } load_t;
 
 /* One entity being read. */
 typedef struct ent {
-    load_t           *ld;                    /* the load it belongs to */
-    int               index;                 /* position in the file's list, from 0 */
-    const char       *type;                  /* canonical short type, for messages */
-    const attr_def_t *defs;                  /* its attribute table */
-    size_t            n_defs;                /* entries in defs */
-    const cJSON      *vals[CFG_MAX_ATTRS];   /* value per attribute slot, NULL = absent */
+    load_t           *ld;                     /* the load it belongs to */
+    int               index;                  /* position in the file's list, from 0 */
+    const char       *type;                   /* canonical short type, for messages */
+    const attr_def_t *defs;                   /* its attribute table */
+    size_t            n_defs;                 /* entries in defs */
+    const cJSON      *vals[CFG_MAX_ATTRS];    /* value per attribute slot, NULL = absent */
     const char       *spelled[CFG_MAX_ATTRS]; /* which def name set the slot (aliases) */
 } ent_t;
 
@@ -306,7 +310,7 @@ static const char *show_value(const cJSON *v, char *buf, size_t n)
 static int vfail(load_t *ld, const ent_t *e, const char *fmt, va_list ap)
 {
     char msg[1024];
-    int o = 0;
+    int  o = 0;
 
     if (e)
         o = snprintf(msg, sizeof(msg), "entity %d (%s): ", e->index, e->type);
@@ -342,11 +346,10 @@ static const char *attr_name(const ent_t *e, int a)
 }
 
 /* "... attribute '<a>': expected <what>, got <value>"; returns -1. */
-__attribute__((format(printf, 3, 4))) static int expect(const ent_t *e, int a, const char *fmt,
-                                                        ...)
+__attribute__((format(printf, 3, 4))) static int expect(const ent_t *e, int a, const char *fmt, ...)
 {
-    char what[512];
-    char got[CFG_SHOW_BYTES * 4 + 16];
+    char    what[512];
+    char    got[CFG_SHOW_BYTES * 4 + 16];
     va_list ap;
 
     va_start(ap, fmt);
@@ -414,8 +417,8 @@ static int get_int(const ent_t *e, int a, long long min, long long max, long lon
                    long long *out)
 {
     const cJSON *v = e->vals[a];
-    long long x;
-    char what[96];
+    long long    x;
+    char         what[96];
 
     if (!v) {
         *out = dflt;
@@ -450,7 +453,7 @@ static int get_bool(const ent_t *e, int a, bool dflt, bool *out)
 {
     static const char *const yes[] = {"yes", "true", "on"};
     static const char *const no[] = {"no", "false", "off"};
-    const cJSON *v = e->vals[a];
+    const cJSON             *v = e->vals[a];
 
     if (!v) {
         *out = dflt;
@@ -483,7 +486,7 @@ static int get_bool(const ent_t *e, int a, bool dflt, bool *out)
 static int get_str(const ent_t *e, int a, const char *dflt, char **out)
 {
     const cJSON *v = e->vals[a];
-    long long x;
+    long long    x;
 
     if (!v) {
         *out = dflt ? base_strdup(dflt) : NULL;
@@ -506,9 +509,9 @@ static int get_str(const ent_t *e, int a, const char *dflt, char **out)
 static int get_enum(const ent_t *e, int a, int dflt, int *out)
 {
     const char *const *tags = e->defs[a].tags;
-    const cJSON *v = e->vals[a];
-    int n = 0;
-    long long x;
+    const cJSON       *v = e->vals[a];
+    int                n = 0;
+    long long          x;
 
     while (tags[n])
         n++;
@@ -527,7 +530,7 @@ static int get_enum(const ent_t *e, int a, int dflt, int *out)
         *out = (int)x;
         return 0;
     }
-    char list[256];
+    char   list[256];
     size_t o = 0;
     for (int i = 0; i < n && o < sizeof(list); i++)
         o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", tags[i]);
@@ -538,10 +541,10 @@ static int get_enum(const ent_t *e, int a, int dflt, int *out)
 static int check_ignored(const ent_t *e, int a)
 {
     long long x;
-    bool b;
-    int i;
-    char *s = NULL;
-    int rc = 0;
+    bool      b;
+    int       i;
+    char     *s = NULL;
+    int       rc = 0;
 
     switch (e->defs[a].type) {
     case AT_STRING:
@@ -571,10 +574,10 @@ static int check_ignored(const ent_t *e, int a)
  * others (first letter upper, the rest lower, as Python's str.capitalize()). */
 static char *camelcase(const char *s)
 {
-    char *out = base_malloc(strlen(s) + 1);
+    char  *out = base_malloc(strlen(s) + 1);
     size_t o = 0;
-    bool first_word = true;
-    bool word_start = false;
+    bool   first_word = true;
+    bool   word_start = false;
 
     for (const char *p = s; *p; p++) {
         if (*p == ' ' || *p == '_' || *p == '-' || *p == '.') {
@@ -620,18 +623,18 @@ static type_kind_t type_resolve(const char *written, char **canon)
 {
     static const char org[] = "org.apache.qpid.dispatch.";
     static const char rcfg[] = "router.config.";
-    const char *s = written;
-    char *c;
+    const char       *s = written;
+    char             *c;
 
     if (strncmp(s, org, sizeof(org) - 1) == 0)
         s += sizeof(org) - 1;
-    if (in_list(operational_types, s) || strcmp(written, "org.amqp.management") == 0) {
+    if (in_list(operational_types, s)) {
         *canon = base_strdup(s);
         return TK_OPERATIONAL;
     }
     if (strncmp(s, rcfg, sizeof(rcfg) - 1) == 0) {
-        static const char *const config_types[] = {"address", "linkRoute", "autoLink",
-                                                   "exchange", "binding", NULL};
+        static const char *const config_types[] = {"address",  "linkRoute", "autoLink",
+                                                   "exchange", "binding",   NULL};
         s += sizeof(rcfg) - 1;
         if (!in_list(config_types, s)) {
             *canon = base_strdup(written);
@@ -670,7 +673,7 @@ static int collect(ent_t *e, const cJSON *attrs)
     cJSON_ArrayForEach(c, attrs)
     {
         char *key = camelcase(c->string ? c->string : "");
-        int a = -1;
+        int   a = -1;
         for (size_t i = 0; i < e->n_defs; i++) {
             if (strcmp(key, e->defs[i].name) == 0) {
                 a = (int)i;
@@ -708,9 +711,8 @@ static int check_type_attr(const ent_t *e, int a)
     if (!v)
         return 0;
     char *canon = NULL;
-    bool same = cJSON_IsString(v) && v->valuestring &&
-                type_resolve(v->valuestring, &canon) != TK_UNKNOWN &&
-                strcmp(canon, e->type) == 0;
+    bool  same = cJSON_IsString(v) && v->valuestring &&
+                type_resolve(v->valuestring, &canon) != TK_UNKNOWN && strcmp(canon, e->type) == 0;
     free(canon);
     if (!same)
         return expect(e, a, "\"%s\" (the entity's own type)", e->type);
@@ -724,8 +726,8 @@ static int check_name(ent_t *e, int a, const char *name)
         return 0;
     uintptr_t other = (uintptr_t)base_map_get(&e->ld->names, name, strlen(name));
     if (other)
-        return ent_fail(e, "attribute '%s': entity %d has the name \"%s\" already",
-                        attr_name(e, a), (int)(other - 1), name);
+        return ent_fail(e, "attribute '%s': entity %d has the name \"%s\" already", attr_name(e, a),
+                        (int)(other - 1), name);
     base_map_put(&e->ld->names, name, strlen(name), (void *)(uintptr_t)(e->index + 1));
     return 0;
 }
@@ -755,7 +757,7 @@ static int check_common(ent_t *e, int type_slot, int name_slot, char **name_out)
 static char *random_router_id(void)
 {
     uint32_t r = 0;
-    char id[32];
+    char     id[32];
 
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
         struct timespec ts;
@@ -769,8 +771,8 @@ static char *random_router_id(void)
 static int build_router(ent_t *e)
 {
     cfg_router_t *r = &e->ld->cfg->router;
-    long long x;
-    int i;
+    long long     x;
+    int           i;
 
     if (e->ld->router_at >= 0)
         return ent_fail(e, "a second router entity (entity %d is the router already)",
@@ -822,7 +824,7 @@ static void listener_fini(cfg_listener_t *l)
 static int check_sasl(const ent_t *e, const char *mechs)
 {
     const char *p = mechs;
-    bool any = false;
+    bool        any = false;
 
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
@@ -833,8 +835,9 @@ static int check_sasl(const ent_t *e, const char *mechs)
         if (n != 9 || strncasecmp(p, "ANONYMOUS", 9) != 0) {
             char shown[CFG_SHOW_BYTES * 4 + 8];
             show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
-            return ent_fail(e, "attribute '%s': Junction does not support SASL mechanisms other "
-                               "than ANONYMOUS yet, got %s",
+            return ent_fail(e,
+                            "attribute '%s': Junction does not support SASL mechanisms other "
+                            "than ANONYMOUS yet, got %s",
                             attr_name(e, L_SASL_MECHANISMS), shown);
         }
         any = true;
@@ -847,8 +850,8 @@ static int check_sasl(const ent_t *e, const char *mechs)
 
 static int listener_fill(ent_t *e, cfg_listener_t *l)
 {
-    bool b;
-    int i;
+    bool  b;
+    int   i;
     char *s = NULL;
 
     if (check_common(e, L_TYPE, L_NAME, &l->name) < 0)
@@ -870,8 +873,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     /* TLS, authentication, HTTP, multi-tenancy: refused rather than silently ignored, since
      * a client would see the difference */
     if (e->vals[L_SSL_PROFILE] || e->vals[L_TRUSTED_CERTS_FILE])
-        return unsupported(e, e->vals[L_SSL_PROFILE] ? L_SSL_PROFILE : L_TRUSTED_CERTS_FILE,
-                           "TLS");
+        return unsupported(e, e->vals[L_SSL_PROFILE] ? L_SSL_PROFILE : L_TRUSTED_CERTS_FILE, "TLS");
     static const struct {
         int         slot;
         const char *what;
@@ -939,7 +941,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
 
 static int build_listener(ent_t *e)
 {
-    cfg_t *cfg = e->ld->cfg;
+    cfg_t         *cfg = e->ld->cfg;
     cfg_listener_t l = {0};
 
     if (listener_fill(e, &l) < 0) {
@@ -960,10 +962,10 @@ static void address_fini(cfg_address_t *a)
 
 static int address_fill(ent_t *e, cfg_address_t *ad)
 {
-    load_t *ld = e->ld;
+    load_t   *ld = e->ld;
     long long x;
-    bool b;
-    int i;
+    bool      b;
+    int       i;
 
     if (check_common(e, A_TYPE, A_NAME, &ad->name) < 0)
         return -1;
@@ -971,19 +973,18 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
         return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got both");
     if (!e->vals[A_PREFIX] && !e->vals[A_PATTERN])
         return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got neither");
-    int slot = e->vals[A_PREFIX] ? A_PREFIX : A_PATTERN;
+    int    slot = e->vals[A_PREFIX] ? A_PREFIX : A_PATTERN;
     char **text = slot == A_PREFIX ? &ad->prefix : &ad->pattern;
     if (get_str(e, slot, NULL, text) < 0)
         return -1;
     char *norm = base_pattern_normalize(*text, slot == A_PREFIX);
     if (!norm)
-        return expect(e, slot,
-                      "%s of 1 to %d tokens separated by '.' or '/'",
+        return expect(e, slot, "%s of 1 to %d tokens separated by '.' or '/'",
                       slot == A_PREFIX ? "a prefix" : "a pattern", BASE_PATTERN_MAX_TOKENS);
     int rc = base_pattern_add(ld->patterns, norm, (void *)(uintptr_t)(e->index + 1));
     if (rc == -EEXIST) {
         uintptr_t other = (uintptr_t)base_pattern_get(ld->patterns, norm);
-        char shown[CFG_SHOW_BYTES * 4 + 8];
+        char      shown[CFG_SHOW_BYTES * 4 + 8];
         show_text(shown, sizeof(shown), norm, CFG_SHOW_BYTES, '"');
         free(norm);
         return ent_fail(e, "attribute '%s': entity %d configures the same pattern (%s) already",
@@ -1015,7 +1016,7 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
 
 static int build_address(ent_t *e)
 {
-    cfg_t *cfg = e->ld->cfg;
+    cfg_t        *cfg = e->ld->cfg;
     cfg_address_t a = {0};
 
     if (address_fill(e, &a) < 0) {
@@ -1046,7 +1047,7 @@ static int log_fill(ent_t *e, cfg_log_t *g)
         return -1;
     int m = base_log_module_find(g->module);
     if (m < 0) {
-        char list[512];
+        char   list[512];
         size_t o = 0;
         for (int k = 0; k < BASE_LOG_N_MODULES && o < sizeof(list); k++)
             o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", k ? ", " : "",
@@ -1079,7 +1080,7 @@ static int log_fill(ent_t *e, cfg_log_t *g)
 
 static int build_log(ent_t *e)
 {
-    cfg_t *cfg = e->ld->cfg;
+    cfg_t    *cfg = e->ld->cfg;
     cfg_log_t g = {0};
 
     if (log_fill(e, &g) < 0) {
@@ -1095,8 +1096,8 @@ static int build_log(ent_t *e)
 
 static int load_entity(load_t *ld, int index, const cJSON *item)
 {
-    char got[CFG_SHOW_BYTES * 4 + 16];
-    char shown[CFG_SHOW_BYTES * 4 + 8];
+    char  got[CFG_SHOW_BYTES * 4 + 16];
+    char  shown[CFG_SHOW_BYTES * 4 + 8];
     ent_t e = {.ld = ld, .index = index};
 
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2)
@@ -1109,7 +1110,7 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return fail(ld, "entity %d: expected the entity type as a string, got %s", index,
                     show_value(t, got, sizeof(got)));
 
-    char *canon = NULL;
+    char       *canon = NULL;
     type_kind_t kind = type_resolve(t->valuestring, &canon);
     show_text(shown, sizeof(shown), canon, CFG_SHOW_BYTES, 0);
     free(canon);
@@ -1186,7 +1187,7 @@ static void strip_comments(char *text)
 static int parse_json(load_t *ld, const char *text, cJSON **out)
 {
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, true);
+    cJSON      *root = cJSON_ParseWithOpts(text, &end, true);
 
     if (root) {
         *out = root;
@@ -1199,7 +1200,7 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
         return fail(ld, "expected a JSON list of [type, {attributes}] pairs, got an empty file");
     if (!end || end < text)
         end = text;
-    int line = 1;
+    int         line = 1;
     const char *bol = text;
     for (const char *q = text; q < end && *q; q++) {
         if (*q == '\n') {
@@ -1207,9 +1208,9 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
             bol = q + 1;
         }
     }
-    char near[64];
+    char   near[64];
     size_t n = strcspn(end, "\n");
-    char frag[32];
+    char   frag[32];
     if (n >= sizeof(frag))
         n = sizeof(frag) - 1;
     memcpy(frag, end, n);
@@ -1226,7 +1227,7 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
 {
     load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1};
     cJSON *root = NULL;
-    int rc = -1;
+    int    rc = -1;
 
     if (err && errlen)
         err[0] = '\0';
@@ -1234,6 +1235,8 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
         return fail(&ld, "no configuration text");
 
     char *buf = base_strdup(text);
+    if (strncmp(buf, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte-order mark: blank it */
+        memset(buf, ' ', 3);
     strip_comments(buf);
     ld.cfg = base_calloc(1, sizeof(*ld.cfg));
     ld.cfg->path = base_strdup(ld.name);
@@ -1249,7 +1252,7 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
              show_value(root, got, sizeof(got)));
         goto out;
     }
-    int index = 0;
+    int          index = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, root)
     {
@@ -1278,13 +1281,13 @@ out:
 int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen)
 {
     load_t ld = {.name = path ? path : "config", .err = err, .errlen = errlen};
-    FILE *f = path ? fopen(path, "rb") : NULL;
+    FILE  *f = path ? fopen(path, "rb") : NULL;
 
     if (!f)
         return fail(&ld, "cannot open: %s", path ? strerror(errno) : "no file name");
     size_t cap = 4096;
     size_t len = 0;
-    char *buf = base_malloc(cap);
+    char  *buf = base_malloc(cap);
     for (;;) {
         if (len + 1 >= cap) {
             if (cap > CFG_MAX_FILE_BYTES) {
@@ -1302,7 +1305,7 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen)
             break;
     }
     bool bad = ferror(f);
-    int saved = errno;
+    int  saved = errno;
     fclose(f);
     if (bad) {
         free(buf);

@@ -108,11 +108,11 @@ static bool tok_is(const char *p, size_t n, char c)
 
 /* The normalized pattern being written: tokens are appended with emit(). */
 typedef struct norm_out {
-    char       *buf;     /* output, sized by the caller so it cannot overflow */
-    size_t      len;     /* bytes written */
-    size_t      n_tok;   /* tokens written */
-    const char *seps;    /* next place to look for an input separator */
-    const char *end;     /* end of the input */
+    char       *buf;   /* output, sized by the caller so it cannot overflow */
+    size_t      len;   /* bytes written */
+    size_t      n_tok; /* tokens written */
+    const char *seps;  /* next place to look for an input separator */
+    const char *end;   /* end of the input */
 } norm_out_t;
 
 /* Output token i (i >= 1) is preceded by the i-th separator of the input, or `/` when the
@@ -121,7 +121,7 @@ static void emit(norm_out_t *o, const char *tok, size_t tlen)
 {
     if (o->n_tok > 0) {
         const char *q = find_sep(o->seps, o->end);
-        char sep = '/';
+        char        sep = '/';
         if (q < o->end) {
             sep = *q;
             o->seps = q + 1;
@@ -150,7 +150,7 @@ char *base_pattern_normalize(const char *text, bool is_prefix)
      * qdrouterd's rewrites `#.#` -> `#` and `#.*` -> `*.#` end up.  The output is never
      * longer than the input plus the prefix's `/#`. */
     norm_out_t o = {.buf = base_malloc((size_t)(end - s) + 3), .seps = s, .end = end};
-    bool glob_pending = false;
+    bool       glob_pending = false;
     tok_iter_t it;
 
     tok_init(&it, s, end);
@@ -207,7 +207,7 @@ static void pnode_free(pnode_t *n)
 static int token_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     size_t m = alen < blen ? alen : blen;
-    int c = m ? memcmp(a, b, m) : 0;
+    int    c = m ? memcmp(a, b, m) : 0;
     if (c)
         return c;
     return (alen > blen) - (alen < blen);
@@ -219,9 +219,9 @@ static size_t kid_search(const pnode_t *n, const char *tok, size_t tlen, bool *f
     size_t lo = 0;
     size_t hi = n->n_kids;
     while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
+        size_t         mid = lo + (hi - lo) / 2;
         const pnode_t *k = n->kids[mid];
-        int c = token_cmp(tok, tlen, k->token, k->tlen);
+        int            c = token_cmp(tok, tlen, k->token, k->tlen);
         if (c == 0) {
             *found = true;
             return mid;
@@ -237,7 +237,7 @@ static size_t kid_search(const pnode_t *n, const char *tok, size_t tlen, bool *f
 
 static pnode_t *kid_find(const pnode_t *n, const char *tok, size_t tlen)
 {
-    bool found;
+    bool   found;
     size_t i = kid_search(n, tok, tlen, &found);
     return found ? n->kids[i] : NULL;
 }
@@ -255,7 +255,7 @@ static pnode_t *child_step(pnode_t *n, const char *tok, size_t tlen, bool create
             n->glob = pnode_new(n, PNODE_GLOB, NULL, 0);
         return n->glob;
     }
-    bool found;
+    bool   found;
     size_t i = kid_search(n, tok, tlen, &found);
     if (found)
         return n->kids[i];
@@ -276,7 +276,7 @@ static pnode_t *child_step(pnode_t *n, const char *tok, size_t tlen, bool create
 static pnode_t *path_walk(pnode_t *root, const char *norm, bool create)
 {
     tok_iter_t it;
-    pnode_t *n = root;
+    pnode_t   *n = root;
 
     tok_init(&it, norm, norm + strlen(norm));
     while (n && !tok_done(&it)) {
@@ -301,7 +301,7 @@ static void prune(pnode_t *n)
         } else if (n->kind == PNODE_GLOB) {
             p->glob = NULL;
         } else {
-            bool found;
+            bool   found;
             size_t i = kid_search(p, n->token, n->tlen, &found);
             BASE_BUG_ON(!found || p->kids[i] != n);
             memmove(&p->kids[i], &p->kids[i + 1], (p->n_kids - i - 1) * sizeof(*p->kids));

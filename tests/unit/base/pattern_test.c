@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+// clang-format off: cmocka.h needs the headers above first
 #include <cmocka.h>
+// clang-format on
 
 /* The value stored for a pattern is the pattern text itself, so a match names its winner. */
 static void add(base_pattern_t *t, const char *p)
@@ -47,16 +49,16 @@ static void test_normalize(void **state)
     (void)state;
     assert_norm("a.b", false, "a.b");
     assert_norm("a/b", false, "a/b");
-    assert_norm("/a/b/", false, "a/b");    /* leading and trailing separators dropped */
+    assert_norm("/a/b/", false, "a/b"); /* leading and trailing separators dropped */
     assert_norm("..a..", false, "a");
-    assert_norm("a..b", false, "a..b");    /* an empty token in the middle is a token */
-    assert_norm("#.#", false, "#");        /* qdrouterd's #.# -> # */
+    assert_norm("a..b", false, "a..b"); /* an empty token in the middle is a token */
+    assert_norm("#.#", false, "#");     /* qdrouterd's #.# -> # */
     assert_norm("a.#.#.#.b", false, "a.#.b");
-    assert_norm("#.*", false, "*.#");      /* qdrouterd's #.* -> *.# */
+    assert_norm("#.*", false, "*.#"); /* qdrouterd's #.* -> *.# */
     assert_norm("a.#.*.b", false, "a.*.#.b");
     assert_norm("#.*.#.*", false, "*.*.#");
-    assert_norm("x.#/*", false, "x.*/#");  /* separators stay where they were */
-    assert_norm("a*.b#", false, "a*.b#");  /* wildcards only as whole tokens */
+    assert_norm("x.#/*", false, "x.*/#"); /* separators stay where they were */
+    assert_norm("a*.b#", false, "a*.b#"); /* wildcards only as whole tokens */
     assert_norm("", false, NULL);
     assert_norm("/", false, NULL);
     assert_norm("./.", false, NULL);
@@ -64,7 +66,7 @@ static void test_normalize(void **state)
     assert_norm("closest", true, "closest/#");
     assert_norm("/closest/", true, "closest/#");
     assert_norm("a.b", true, "a.b/#");
-    assert_norm("a.#", true, "a.#");       /* the implied # merges with a trailing # */
+    assert_norm("a.#", true, "a.#"); /* the implied # merges with a trailing # */
     assert_norm("a.*", true, "a.*/#");
     assert_norm("", true, NULL);
     assert_norm("..", true, NULL);
@@ -74,7 +76,7 @@ static void test_token_limit(void **state)
 {
     (void)state;
     size_t n = BASE_PATTERN_MAX_TOKENS;
-    char *p = malloc(n * 4 + 8);
+    char  *p = malloc(n * 4 + 8);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         p[o++] = 'a';
@@ -114,10 +116,10 @@ static void test_exact(void **state)
     base_pattern_t *t = base_pattern_new();
     add(t, "a.b.c");
     assert_string_equal(match(t, "a.b.c"), "a.b.c");
-    assert_string_equal(match(t, "a/b/c"), "a.b.c");  /* either separator */
+    assert_string_equal(match(t, "a/b/c"), "a.b.c"); /* either separator */
     assert_string_equal(match(t, "a.b/c"), "a.b.c");
-    assert_string_equal(match(t, "/a.b.c"), "a.b.c"); /* leading separators skipped */
-    assert_string_equal(match(t, "a.b.c/"), "a.b.c"); /* one trailing separator is nothing */
+    assert_string_equal(match(t, "/a.b.c"), "a.b.c");   /* leading separators skipped */
+    assert_string_equal(match(t, "a.b.c/"), "a.b.c");   /* one trailing separator is nothing */
     assert_string_equal(match(t, "a.b.c//"), "(none)"); /* ...but a second ends an empty token */
     assert_string_equal(match(t, "a.b"), "(none)");
     assert_string_equal(match(t, "a.b.c.d"), "(none)");
@@ -191,9 +193,9 @@ static void test_literal_wildcard_chars(void **state)
 static void test_precedence_chain(void **state)
 {
     (void)state;
-    static const char *const order[] = {"a.b.c", "a.b.*", "a.b.#", "a.*.c", "a.#",
-                                        "*.b.c", "#.c",   "#"};
-    const size_t n = sizeof(order) / sizeof(order[0]);
+    static const char *const order[] = {"a.b.c", "a.b.*", "a.b.#", "a.*.c",
+                                        "a.#",   "*.b.c", "#.c",   "#"};
+    const size_t             n = sizeof(order) / sizeof(order[0]);
 
     /* add in reverse (and shuffled) order: insertion order must not matter */
     for (size_t first = 0; first < n; first++) {
@@ -311,17 +313,17 @@ static void test_duplicates(void **state)
 {
     (void)state;
     base_pattern_t *t = base_pattern_new();
-    int v = 0;
+    int             v = 0;
     add(t, "a.b");
     assert_int_equal(base_pattern_add(t, "a.b", &v), -EEXIST);
-    assert_int_equal(base_pattern_add(t, "a/b", &v), -EEXIST);  /* separators are equal */
+    assert_int_equal(base_pattern_add(t, "a/b", &v), -EEXIST); /* separators are equal */
     assert_int_equal(base_pattern_add(t, "/a.b/", &v), -EEXIST);
     add_prefix(t, "c");
-    assert_int_equal(base_pattern_add(t, "c/#", &v), -EEXIST);  /* prefix c is c/# */
+    assert_int_equal(base_pattern_add(t, "c/#", &v), -EEXIST); /* prefix c is c/# */
     assert_int_equal(base_pattern_add(t, "c.#.#", &v), -EEXIST);
     assert_int_equal(base_pattern_add_prefix(t, "c.#", &v), -EEXIST);
     add(t, "*.#");
-    assert_int_equal(base_pattern_add(t, "#.*", &v), -EEXIST);  /* same after normalizing */
+    assert_int_equal(base_pattern_add(t, "#.*", &v), -EEXIST); /* same after normalizing */
     assert_int_equal(base_pattern_count(t), 3);
     /* the first value stays */
     assert_string_equal((const char *)base_pattern_get(t, "a/b"), "a.b");
@@ -332,7 +334,7 @@ static void test_invalid(void **state)
 {
     (void)state;
     base_pattern_t *t = base_pattern_new();
-    int v = 0;
+    int             v = 0;
     assert_int_equal(base_pattern_add(t, "", &v), -EINVAL);
     assert_int_equal(base_pattern_add(t, "/./", &v), -EINVAL);
     assert_int_equal(base_pattern_add_prefix(t, "", &v), -EINVAL);
@@ -417,7 +419,7 @@ static void test_long_address(void **state)
     add(t, "#.y");
     /* a long address: the # loops instead of recursing, so no deep stack */
     size_t n = 200000;
-    char *addr = malloc(n * 2 + 3);
+    char  *addr = malloc(n * 2 + 3);
     size_t o = 0;
     addr[o++] = 'a';
     for (size_t i = 0; i < n; i++) {

@@ -3,7 +3,6 @@
  *
  * Inputs are written with ' for " (q() swaps them) to keep the JSON readable here. */
 #include "config/config.h"
-
 #include "core/base/log.h"
 
 #include <ctype.h>
@@ -16,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+// clang-format off: cmocka.h needs the headers above first
 #include <cmocka.h>
+// clang-format on
 
 #ifndef SRCDIR
 #error "SRCDIR must name the source tree (set by tests/unit/config/meson.build)"
@@ -28,7 +29,7 @@ static char errbuf[1024];
 static const char *q(const char *text)
 {
     static char buf[8192];
-    size_t n = strlen(text);
+    size_t      n = strlen(text);
     assert_true(n < sizeof(buf));
     for (size_t i = 0; i <= n; i++)
         buf[i] = text[i] == '\'' ? '"' : text[i];
@@ -51,7 +52,7 @@ static cfg_t *load_ok(const char *text)
 static void load_err(const char *text, const char *want)
 {
     cfg_t *cfg = (cfg_t *)(uintptr_t)0x1; /* must stay untouched on error */
-    int rc = cfg_load_string(q(text), "t.json", &cfg, errbuf, sizeof(errbuf));
+    int    rc = cfg_load_string(q(text), "t.json", &cfg, errbuf, sizeof(errbuf));
     assert_int_equal(rc, -1);
     assert_ptr_equal(cfg, (cfg_t *)(uintptr_t)0x1);
     assert_null(strchr(errbuf, '\n')); /* one line */
@@ -136,7 +137,7 @@ static void test_empty_list_defaults(void **state)
 static void test_listener_defaults(void **state)
 {
     (void)state;
-    cfg_t *cfg = listener_ok("");
+    cfg_t                *cfg = listener_ok("");
     const cfg_listener_t *l = &cfg->listeners[0];
     assert_null(l->name);
     assert_string_equal(l->host, "");
@@ -202,10 +203,9 @@ static void test_bool_coercion(void **state)
         const char *text;
         bool        want;
     } ok[] = {
-        {"true", true},    {"false", false},  {"'yes'", true},  {"'no'", false},
-        {"'true'", true},  {"'false'", false}, {"'on'", true},  {"'off'", false},
-        {"'YES'", true},   {"'Off'", false},  {"'TRUE'", true}, {"1", true},
-        {"0", false},
+        {"true", true},     {"false", false}, {"'yes'", true},  {"'no'", false}, {"'true'", true},
+        {"'false'", false}, {"'on'", true},   {"'off'", false}, {"'YES'", true}, {"'Off'", false},
+        {"'TRUE'", true},   {"1", true},      {"0", false},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char attrs[128];
@@ -220,8 +220,8 @@ static void test_bool_coercion(void **state)
         const char *text;
         const char *got;
     } bad[] = {
-        {"'maybe'", "\"maybe\""}, {"2", "2"},         {"''", "\"\""},    {"[]", "a list"},
-        {"{}", "a map"},          {"0.5", "0.5"},     {"' yes'", "\" yes\""},
+        {"'maybe'", "\"maybe\""}, {"2", "2"},     {"''", "\"\""},         {"[]", "a list"},
+        {"{}", "a map"},          {"0.5", "0.5"}, {"' yes'", "\" yes\""},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char attrs[128];
@@ -270,9 +270,8 @@ static void test_int_coercion(void **state)
     listener_err("'maxFrameSize': '99999999999999999999999'",
                  "attribute 'maxFrameSize': expected an integer >= 512, "
                  "got \"99999999999999999999999\"");
-    listener_err("'maxFrameSize': 1e300",
-                 "attribute 'maxFrameSize': expected an integer >= 512, "
-                 "got 1.0000000000000001e+300");
+    listener_err("'maxFrameSize': 1e300", "attribute 'maxFrameSize': expected an integer >= 512, "
+                                          "got 1.0000000000000001e+300");
     cfg_t *cfg = listener_ok("'maxFrameSize': 512");
     assert_int_equal(cfg->listeners[0].max_frame_size, 512);
     cfg_free(cfg);
@@ -356,7 +355,7 @@ static void test_null_is_absent(void **state)
 static void test_key_spellings(void **state)
 {
     (void)state;
-    static const char *const keys[] = {"workerThreads", "worker-threads", "worker_threads",
+    static const char *const keys[] = {"workerThreads",  "worker-threads", "worker_threads",
                                        "worker threads", "worker.threads", "worker-THREADS",
                                        "worker--threads"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -496,6 +495,15 @@ static void test_comments(void **state)
     cfg_free(cfg);
 }
 
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("\xef\xbb\xbf# saved by an editor that writes a BOM\n[['listener', {}]]");
+    assert_int_equal(cfg->n_listeners, 1);
+    cfg_free(cfg);
+    load_err("\xef\xbb\xbf[}", "t.json: line 1, column 5: invalid JSON near '}'");
+}
+
 static void test_comment_after_json_is_error(void **state)
 {
     (void)state;
@@ -512,8 +520,7 @@ static void test_json_errors(void **state)
              "t.json: line 4, column 25: invalid JSON near '}]'");
     load_err("[['listener', {}]", "t.json: line 1, column 18: invalid JSON near the end of the "
                                   "file");
-    load_err("[['listener', {}]] extra",
-             "t.json: line 1, column 20: invalid JSON near 'extra'");
+    load_err("[['listener', {}]] extra", "t.json: line 1, column 20: invalid JSON near 'extra'");
     load_err("", "t.json: expected a JSON list of [type, {attributes}] pairs, got an empty file");
     load_err("  \n# only a comment\n",
              "t.json: expected a JSON list of [type, {attributes}] pairs, got an empty file");
@@ -621,13 +628,13 @@ static void test_router(void **state)
 static void test_router_ignored(void **state)
 {
     (void)state;
-    cfg_t *cfg = load_ok(
-        "[['router', {'area': '0', 'helloIntervalSeconds': 1, 'helloMaxAgeSeconds': '3',"
-        " 'raIntervalSeconds': 30, 'raIntervalFluxSeconds': 4, 'remoteLsMaxAgeSeconds': 60,"
-        " 'mobileAddrMaxAgeSeconds': 60, 'debugDumpFile': '/tmp/qdrouterd.core',"
-        " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
-        " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
-        " 'timestampFormat': '%Y', 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
+    cfg_t *cfg =
+        load_ok("[['router', {'area': '0', 'helloIntervalSeconds': 1, 'helloMaxAgeSeconds': '3',"
+                " 'raIntervalSeconds': 30, 'raIntervalFluxSeconds': 4, 'remoteLsMaxAgeSeconds': 60,"
+                " 'mobileAddrMaxAgeSeconds': 60, 'debugDumpFile': '/tmp/qdrouterd.core',"
+                " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
+                " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
+                " 'timestampFormat': '%Y', 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
     cfg_free(cfg);
     /* ignored, but still type-checked like qdrouterd's schema does */
     router_err("'helloIntervalSeconds': 'often'",
@@ -676,12 +683,12 @@ static void test_listener_port(void **state)
 static void test_listener_values(void **state)
 {
     (void)state;
-    cfg_t *cfg = listener_ok("'name': 'main', 'host': '127.0.0.1', 'port': '5672', "
-                             "'role': 'normal', 'authenticatePeer': 'no', "
-                             "'saslMechanisms': 'anonymous', 'maxFrameSize': 65536, "
-                             "'maxSessions': 10, 'maxSessionFrames': 100, "
-                             "'idleTimeoutSeconds': 0, 'linkCapacity': 1, "
-                             "'stripAnnotations': 'out'");
+    cfg_t                *cfg = listener_ok("'name': 'main', 'host': '127.0.0.1', 'port': '5672', "
+                                                           "'role': 'normal', 'authenticatePeer': 'no', "
+                                                           "'saslMechanisms': 'anonymous', 'maxFrameSize': 65536, "
+                                                           "'maxSessions': 10, 'maxSessionFrames': 100, "
+                                                           "'idleTimeoutSeconds': 0, 'linkCapacity': 1, "
+                                                           "'stripAnnotations': 'out'");
     const cfg_listener_t *l = &cfg->listeners[0];
     assert_string_equal(l->name, "main");
     assert_string_equal(l->host, "127.0.0.1");
@@ -881,7 +888,7 @@ static void test_log(void **state)
                          " ['log', {'module': 'DEFAULT', 'enable': 'none', 'output-file': "
                          "'stdout'}]]");
     const cfg_log_t *g = &cfg->logs[0];
-    uint8_t mask;
+    uint8_t          mask;
     assert_int_equal(base_log_parse_enable("trace,debug,warning+", &mask), 0);
     assert_string_equal(g->module, "SERVER");
     assert_int_equal(g->module_id, BASE_LOG_MOD_SERVER);
@@ -925,9 +932,8 @@ static void test_examples_load(void **state)
     (void)state;
     cfg_t *cfg = NULL;
 
-    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/standalone.json", &cfg, errbuf,
-                                   sizeof(errbuf)),
-                     0);
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/standalone.json", &cfg, errbuf, sizeof(errbuf)), 0);
     assert_string_equal(cfg->router.id, "Junction.A");
     assert_int_equal(cfg->n_listeners, 1);
     assert_string_equal(cfg->listeners[0].host, "127.0.0.1");
@@ -938,8 +944,10 @@ static void test_examples_load(void **state)
     static const struct {
         const char        *prefix;
         cfg_distribution_t dist;
-    } want[] = {{"closest", CFG_DIST_CLOSEST},     {"exclusive", CFG_DIST_CLOSEST},
-                {"unicast", CFG_DIST_CLOSEST},     {"multicast", CFG_DIST_MULTICAST},
+    } want[] = {{"closest", CFG_DIST_CLOSEST},
+                {"exclusive", CFG_DIST_CLOSEST},
+                {"unicast", CFG_DIST_CLOSEST},
+                {"multicast", CFG_DIST_MULTICAST},
                 {"broadcast", CFG_DIST_MULTICAST}};
     for (size_t i = 0; i < 5; i++) {
         assert_string_equal(cfg->addresses[i].prefix, want[i].prefix);
@@ -947,17 +955,15 @@ static void test_examples_load(void **state)
     }
     cfg_free(cfg);
 
-    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/ephemeral.json", &cfg, errbuf,
-                                   sizeof(errbuf)),
-                     0);
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/ephemeral.json", &cfg, errbuf, sizeof(errbuf)), 0);
     assert_string_equal(cfg->listeners[0].port, "0");
     assert_int_equal(cfg->router.worker_threads, 2);
     assert_int_equal(cfg->n_logs, 2);
     cfg_free(cfg);
 
-    assert_int_equal(cfg_load_file(SRCDIR "/config/examples/patterns.json", &cfg, errbuf,
-                                   sizeof(errbuf)),
-                     0);
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/patterns.json", &cfg, errbuf, sizeof(errbuf)), 0);
     assert_int_equal(cfg->n_addresses, 4);
     assert_string_equal(cfg->addresses[0].pattern, "sensors.#");
     assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
@@ -979,10 +985,9 @@ static void test_file_errors(void **state)
 {
     (void)state;
     cfg_t *cfg = (cfg_t *)(uintptr_t)0x1;
-    char want[256];
+    char   want[256];
 
-    assert_int_equal(cfg_load_file("/nonexistent/junction.json", &cfg, errbuf, sizeof(errbuf)),
-                     -1);
+    assert_int_equal(cfg_load_file("/nonexistent/junction.json", &cfg, errbuf, sizeof(errbuf)), -1);
     assert_string_equal(errbuf, "/nonexistent/junction.json: cannot open: No such file or "
                                 "directory");
     assert_ptr_equal(cfg, (cfg_t *)(uintptr_t)0x1);
@@ -1014,14 +1019,13 @@ static void test_small_error_buffer(void **state)
 {
     (void)state;
     cfg_t *cfg = NULL;
-    char small[12];
+    char   small[12];
     memset(small, 'x', sizeof(small));
     assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", "t.json", &cfg, small, sizeof(small)),
                      -1);
     assert_string_equal(small, "t.json: ent"); /* cut, but terminated */
     assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", "t.json", &cfg, NULL, 0), -1);
-    assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", NULL, &cfg, errbuf, sizeof(errbuf)),
-                     -1);
+    assert_int_equal(cfg_load_string("[[\"bogus\", {}]]", NULL, &cfg, errbuf, sizeof(errbuf)), -1);
     assert_string_equal(errbuf, "config: entity 0: unknown entity type 'bogus'");
 }
 
@@ -1056,14 +1060,14 @@ static void test_mutations(void **state)
         " [\"address\", {\"pattern\": \"a.*.#\", \"waypoint\": \"yes\"}],\n"
         " [\"log\", {\"module\": \"DEFAULT\", \"enable\": \"info+\"}]]\n";
     static const char alphabet[] = "[]{}\",:#.*/ \n\\0123456789aeyonTRUEfalse-_";
-    char text[sizeof(base) + 8];
-    uint32_t seed = 12345;
-    int ok = 0;
+    char              text[sizeof(base) + 8];
+    uint32_t          seed = 12345;
+    int               ok = 0;
 
     for (int round = 0; round < 20000; round++) {
         memcpy(text, base, sizeof(base));
         size_t len = sizeof(base) - 1;
-        int edits = 1 + round % 4;
+        int    edits = 1 + round % 4;
         for (int k = 0; k < edits; k++) {
             seed = seed * 1103515245u + 12345u;
             size_t pos = (seed >> 8) % len;
@@ -1116,6 +1120,7 @@ int main(void)
         cmocka_unit_test(test_unsupported_types),
         cmocka_unit_test(test_name_identity_type),
         cmocka_unit_test(test_comments),
+        cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_comment_after_json_is_error),
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_structure_errors),
