@@ -331,7 +331,8 @@ static core_link_t *pick_balanced_CT(core_addr_t *addr)
     return best;
 }
 
-static void deliver_CT(core_t *core, core_action_t *a)
+/* Route one delivery; returns the number of copies made. */
+static unsigned deliver_CT(core_t *core, core_action_t *a)
 {
     core_delivery_t *dlv = a->u.dlv;
     core_link_t *in = base_map_uget(&core->links, a->link_id);
@@ -349,7 +350,7 @@ static void deliver_CT(core_t *core, core_action_t *a)
             work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
         else
             settle_in_CT(core, owner, dlv, &d);
-        return;
+        return 0;
     }
     in->delivered++;
     if (in->addr) {
@@ -359,14 +360,14 @@ static void deliver_CT(core_t *core, core_action_t *a)
         if (!dlv->to) {
             reject_in_CT(core, owner, dlv, "amqp:precondition-failed",
                          "Routing failure: no address present");
-            return;
+            return 0;
         }
         addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist);
     }
     if (dist == CFG_DIST_UNAVAILABLE) {
         reject_in_CT(core, owner, dlv, "amqp:not-found",
                      "Deliveries cannot be sent to an unavailable address");
-        return;
+        return 0;
     }
 
     size_t n = addr ? addr->consumers.count : 0;
@@ -378,7 +379,7 @@ static void deliver_CT(core_t *core, core_action_t *a)
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
             settle_in_CT(core, owner, dlv, &d);
         }
-        return;
+        return 0;
     }
     addr->ingress++;
     if (dist == CFG_DIST_MULTICAST) {
@@ -396,11 +397,13 @@ static void deliver_CT(core_t *core, core_action_t *a)
         dlv->_copies = 1;
         addr->egress++;
     }
+    unsigned copies = dlv->_copies;
     if (dlv->presettled) {
         /* at-most-once: nothing will come back; the owner may recycle it now */
         dlv->_copies = 0;
         work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
     }
+    return copies;
 }
 
 /* Multicast aggregation: Rejected > Accepted > Modified > Released (qdrouterd's rule). */
@@ -455,10 +458,14 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_LINK_DETACH:
         link_detach_CT(core, a);
         break;
-    case CORE_A_DELIVER:
-        a->u.dlv->_owner = a->worker;
-        deliver_CT(core, a);
+    case CORE_A_DELIVER: {
+        core_delivery_t *dlv = a->u.dlv;
+        core_content_t *content = dlv->content;
+        dlv->_owner = a->worker;
+        unsigned copies = deliver_CT(core, a);
+        core_content_routed(content, copies);
         break;
+    }
     case CORE_A_DISPOSITION:
         disposition_CT(core, a);
         break;

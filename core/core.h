@@ -42,12 +42,26 @@ typedef struct core core_t;
 /* The reference-counted head of a message's content; the router embeds it first in its
  * message type.  The core only adds references (one per outgoing copy). */
 typedef struct core_content {
-    atomic_uint refs; /* owners: the receiving worker's delivery + one per outgoing copy */
+    atomic_uint refs;      /* owners: the receiving worker's delivery + one per outgoing copy */
+    bool        streaming; /* set by the receiving worker before CORE_A_DELIVER: the message
+                              is routed before it is complete (it is large) */
+    atomic_uint readers;   /* streaming only: copies the core made (written by the core) */
+    atomic_bool routed;    /* streaming only: `readers` is final (written by the core) */
 } core_content_t;
 
 static inline void core_content_ref(core_content_t *c, unsigned n)
 {
     atomic_fetch_add_explicit(&c->refs, n, memory_order_relaxed);
+}
+
+/* The core has decided every copy of a streaming message (n may be 0): the receiving worker
+ * may now free bytes that every copy has sent. */
+static inline void core_content_routed(core_content_t *c, unsigned n)
+{
+    if (!c->streaming)
+        return;
+    atomic_fetch_add_explicit(&c->readers, n, memory_order_relaxed);
+    atomic_store_explicit(&c->routed, true, memory_order_release);
 }
 
 /* Delivery outcomes, with the AMQP descriptor codes of their states. */

@@ -73,6 +73,7 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
 static void conn_process_WT(rtr_conn_t *c);
 static void link_cleanup_WT(rtr_link_t *k);
 static void link_pump_WT(rtr_link_t *k);
+static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in);
 
 static void conn_mark_dirty_WT(rtr_conn_t *c)
 {
@@ -139,8 +140,20 @@ static void report_WT(rtr_link_t *k, core_delivery_t *dlv, core_disposition_t *d
     a->u.disposition.disp = *disp;
 }
 
+/* Take a copy off its link and its message (a streamed message's reader list) and free it. */
 static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
 {
+    rtr_worker_t *w = k->conn->worker;
+    if (o->on_wait) {
+        if (o->wprev)
+            o->wprev->wnext = o->wnext;
+        else
+            w->waiters = o->wnext;
+        if (o->wnext)
+            o->wnext->wprev = o->wprev;
+    }
+    if (o->msg->c.streaming)
+        rtr_msg_reader_del(o->msg, o);
     if (o->prev)
         o->prev->next = o->next;
     else
@@ -227,13 +240,27 @@ static void link_cleanup_WT(rtr_link_t *k)
             k->receiving = NULL;
             if (in->pn)
                 pn_delivery_set_context(in->pn, NULL);
-            in_free_WT(w, in);
+            if (in->at_core) {
+                /* a stream cut short: its copies abort, the core still answers for it */
+                rtr_msg_stream_end_WT(in->msg, true);
+            } else {
+                in_free_WT(w, in);
+            }
+        }
+        if (k->q2) {
+            rtr_link_t **pp = &w->q2_links;
+            while (*pp != k)
+                pp = &(*pp)->q2_next;
+            *pp = k->q2_next;
+            k->q2 = false;
         }
         while ((in = k->ins) != NULL) {
             if (in->pn)
                 pn_delivery_set_context(in->pn, NULL);
             in->pn = NULL;
             in_unlink_WT(in);
+            if (in->core_done)
+                in_finish_WT(w, in); /* answered while its last bytes were awaited */
         }
     }
     pn_link_set_context(k->pn, NULL);
@@ -339,123 +366,16 @@ static void in_reject_WT(pn_delivery_t *d, const char *cond, const char *desc)
     pn_delivery_settle(d);
 }
 
-/* The whole message is here: scan it and hand it to the core. */
-static void in_complete_WT(rtr_link_t *k, rtr_in_t *in)
+/* Give the sender the core's outcome, settle, return the credit, and free the delivery.
+ * Runs once the core answered and the last byte arrived (or the link is gone). */
+static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
 {
-    rtr_conn_t *c = k->conn;
-    rtr_msg_t *m = in->msg;
     pn_delivery_t *d = in->pn;
-    const char *why = NULL;
-
-    k->receiving = NULL;
-    pn_delivery_set_context(d, NULL);
-    bool presettled = pn_delivery_settled(d);
-    if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
-        if (presettled) {
-            LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", why);
-            pn_delivery_settle(d);
-        } else {
-            LOGL(k, INFO, "Rejected a message that cannot be decoded: %s", why);
-            in_reject_WT(d, "amqp:decode-error", why ? why : "malformed message");
-        }
-        in->pn = NULL;
-        in_free_WT(c->worker, in);
-        link_credit_back_WT(k);
-        return;
-    }
-    m->ra_in = !c->strip_in && m->scan.ma_router_count > 0;
-    in->dlv.content = &m->c;
-    in->dlv.link_id = k->id;
-    in->dlv.presettled = presettled;
-    const codec_bytes_t *to = (m->ra_in && m->scan.ra.to.ptr) ? &m->scan.ra.to : &m->scan.to;
-    if (to->ptr) {
-        in->dlv.to = (const char *)to->ptr;
-        in->dlv.to_len = (uint32_t)to->len;
-    }
-    if (presettled) {
-        pn_delivery_settle(d);
-        in->pn = NULL;
-    } else {
-        pn_delivery_set_context(d, in);
-    }
-    in->link = k;
-    in->next = k->ins;
-    if (k->ins)
-        k->ins->prev = in;
-    k->ins = in;
-    in->at_core = true;
-    core_action_t *a = rtr_worker_action_WT(c->worker);
-    a->type = CORE_A_DELIVER;
-    a->link_id = k->id;
-    a->u.dlv = &in->dlv;
-}
-
-static void msg_reserve(rtr_msg_t *m, size_t more)
-{
-    if (m->cap - m->len >= more)
-        return;
-    size_t cap = m->cap ? m->cap : 256;
-    while (cap - m->len < more)
-        cap *= 2;
-    m->data = base_realloc(m->data, cap);
-    m->cap = cap;
-}
-
-static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
-{
-    rtr_worker_t *w = k->conn->worker;
-    pn_link_t *pl = k->pn;
-    rtr_in_t *in = pn_delivery_get_context(d);
-
-    if (!in) {
-        if (d != pn_link_current(pl) || k->receiving)
-            return; /* an update on a delivery the router already handed on: nothing to do */
-        in = base_calloc(1, sizeof(*in));
-        in->pn = d;
-        in->msg = rtr_msg_new();
-        w->n_ins++;
-        k->receiving = in;
-        k->held++;
-        pn_delivery_set_context(d, in);
-    } else if (in != k->receiving) {
-        return; /* the sender changed a routed delivery (e.g. settled it first) */
-    }
-
-    if (pn_delivery_aborted(d)) {
-        k->receiving = NULL;
-        pn_delivery_set_context(d, NULL);
-        pn_delivery_settle(d);
-        in->pn = NULL;
-        in_free_WT(w, in);
-        link_credit_back_WT(k);
-        return;
-    }
-    rtr_msg_t *m = in->msg;
-    for (;;) {
-        size_t pending = pn_delivery_pending(d);
-        if (pending == 0)
-            break;
-        msg_reserve(m, pending);
-        ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, m->cap - m->len);
-        if (n <= 0)
-            break;
-        m->len += (size_t)n;
-    }
-    if (pn_delivery_partial(d))
-        return;
-    pn_link_advance(pl);
-    in_complete_WT(k, in);
-}
-
-static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
-{
-    rtr_in_t *in = (rtr_in_t *)work->u.settle.dlv;
-    core_disposition_t *disp = &work->u.settle.disp;
-    pn_delivery_t *d = in->pn;
+    core_disposition_t *disp = &in->final;
 
     if (d) {
         pn_disposition_t *local = pn_delivery_local(d);
-        uint64_t state = PN_ACCEPTED;
+        uint64_t state = PN_RELEASED;
         switch (disp->outcome) {
         case CORE_OUTCOME_ACCEPTED:
             state = PN_ACCEPTED;
@@ -475,16 +395,16 @@ static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
             pn_disposition_set_undeliverable(local, disp->undeliverable_here);
             break;
         default:
-            state = PN_RELEASED;
             break;
         }
-        pn_delivery_update(d, state);
+        if (in->has_final)
+            pn_delivery_update(d, state);
         pn_delivery_set_context(d, NULL);
         pn_delivery_settle(d);
         in->pn = NULL;
     }
-    free(disp->cond_name);
-    free(disp->cond_desc);
+    BASE_FREE(disp->cond_name);
+    BASE_FREE(disp->cond_desc);
     rtr_link_t *k = in->link;
     if (k) {
         in_unlink_WT(in);
@@ -494,21 +414,219 @@ static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
     in_free_WT(w, in);
 }
 
-static void on_release_WT(rtr_worker_t *w, core_work_t *work)
+/* Hand a delivery whose sections up to the body are here to the core. */
+static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
 {
-    rtr_in_t *in = (rtr_in_t *)work->u.release;
-    rtr_link_t *k = in->link;
-    if (in->pn) {
-        /* unsettled but dropped without an outcome cannot happen: the core settles those */
+    rtr_conn_t *c = k->conn;
+    rtr_msg_t *m = in->msg;
+
+    m->ra_in = !c->strip_in && m->scan.ma_router_count > 0;
+    in->dlv.content = &m->c;
+    in->dlv.link_id = k->id;
+    in->dlv.presettled = pn_delivery_settled(in->pn);
+    const codec_bytes_t *to = (m->ra_in && m->scan.ra.to.ptr) ? &m->scan.ra.to : &m->scan.to;
+    if (to->ptr) {
+        in->dlv.to = (const char *)to->ptr;
+        in->dlv.to_len = (uint32_t)to->len;
+    }
+    in->link = k;
+    in->next = k->ins;
+    if (k->ins)
+        k->ins->prev = in;
+    k->ins = in;
+    in->at_core = true;
+    core_action_t *a = rtr_worker_action_WT(c->worker);
+    a->type = CORE_A_DELIVER;
+    a->link_id = k->id;
+    a->u.dlv = &in->dlv;
+}
+
+/* The last byte of a routed delivery arrived (already advanced past). */
+static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    if (k->receiving == in)
+        k->receiving = NULL;
+    if (in->dlv.presettled) {
         pn_delivery_set_context(in->pn, NULL);
         pn_delivery_settle(in->pn);
         in->pn = NULL;
     }
-    if (k) {
-        in_unlink_WT(in);
-        link_credit_back_WT(k);
+    if (in->core_done)
+        in_finish_WT(k->conn->worker, in);
+}
+
+/* Bytes of a delivery the router refuses: read and drop them, then reject once complete. */
+static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
+{
+    char sink[16384];
+    while (pn_delivery_pending(d) > 0 && pn_link_recv(k->pn, sink, sizeof(sink)) > 0)
+        ;
+    if (pn_delivery_partial(d))
+        return;
+    pn_link_advance(k->pn);
+    k->receiving = NULL;
+    pn_delivery_set_context(d, NULL);
+    if (pn_delivery_settled(d)) {
+        LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", in->discard_why);
+        pn_delivery_settle(d);
+    } else {
+        LOGL(k, INFO, "Rejected a message that cannot be decoded: %s", in->discard_why);
+        in_reject_WT(d, "amqp:decode-error", in->discard_why);
     }
-    in_free_WT(w, in);
+    in->pn = NULL;
+    in_free_WT(k->conn->worker, in);
+    link_credit_back_WT(k);
+}
+
+static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_worker_t *w = k->conn->worker;
+    pn_link_t *pl = k->pn;
+    rtr_in_t *in = pn_delivery_get_context(d);
+
+    if (!in) {
+        if (d != pn_link_current(pl) || k->receiving)
+            return; /* an update on a delivery the router already handed on: nothing to do */
+        in = base_calloc(1, sizeof(*in));
+        in->pn = d;
+        in->msg = rtr_msg_new();
+        in->head_limit = RTR_STREAM_THRESHOLD;
+        w->n_ins++;
+        k->receiving = in;
+        k->held++;
+        pn_delivery_set_context(d, in);
+    } else if (in != k->receiving) {
+        return; /* the sender changed a routed delivery (e.g. settled it first) */
+    }
+    if (k->q2)
+        return; /* resumed by RTR_EXT_STREAM once the copies caught up */
+
+    rtr_msg_t *m = in->msg;
+    if (pn_delivery_aborted(d)) {
+        k->receiving = NULL;
+        pn_delivery_set_context(d, NULL);
+        pn_delivery_settle(d);
+        in->pn = NULL;
+        if (in->at_core) {
+            rtr_msg_stream_end_WT(m, true);
+            if (in->core_done)
+                in_finish_WT(w, in);
+        } else {
+            in_free_WT(w, in);
+            link_credit_back_WT(k);
+        }
+        return;
+    }
+    for (;;) {
+        if (in->discard) {
+            in_discard_WT(k, in, d);
+            return;
+        }
+        if (m->c.streaming) {
+            if (rtr_msg_stream_recv_WT(m, pl, d)) {
+                k->q2 = true;
+                k->q2_next = w->q2_links;
+                w->q2_links = k;
+                return;
+            }
+            if (pn_delivery_partial(d) || pn_delivery_pending(d) > 0)
+                return;
+            rtr_msg_stream_end_WT(m, false);
+            pn_link_advance(pl);
+            in_received_WT(k, in);
+            return;
+        }
+        for (;;) {
+            size_t pending = pn_delivery_pending(d);
+            if (pending == 0 || m->len >= in->head_limit)
+                break;
+            if (pending > in->head_limit - m->len)
+                pending = in->head_limit - m->len;
+            rtr_msg_reserve(m, pending);
+            ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, pending);
+            if (n <= 0)
+                break;
+            m->len += (size_t)n;
+        }
+        const char *why = NULL;
+        if (!pn_delivery_partial(d) && pn_delivery_pending(d) == 0) {
+            pn_link_advance(pl);
+            if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
+                in->discard = true;
+                in->discard_why = why ? why : "malformed message";
+                continue;
+            }
+            in_route_WT(k, in);
+            in_received_WT(k, in);
+            return;
+        }
+        if (m->len < in->head_limit)
+            return; /* more bytes to come */
+        /* A large message: route it as soon as its sections before the body are here. */
+        int rc = codec_scan(m->data, m->len, false, &m->scan, &why);
+        if (rc == CODEC_PARTIAL && in->head_limit < RTR_PREFIX_MAX) {
+            in->head_limit = RTR_PREFIX_MAX;
+            continue;
+        }
+        if (rc != 0) {
+            in->discard = true;
+            in->discard_why = rc == CODEC_PARTIAL
+                                  ? "the sections before the body exceed 1 MiB"
+                                  : (why ? why : "malformed message");
+            continue;
+        }
+        rtr_msg_stream_start_WT(m, w->index);
+        in_route_WT(k, in);
+    }
+}
+
+/* The core's answer for an incoming delivery: applied now, or once its last byte arrived. */
+static void on_core_done_WT(rtr_worker_t *w, rtr_in_t *in)
+{
+    in->core_done = true;
+    if (in->link && in->link->receiving == in)
+        return; /* still streaming in: in_received_WT() finishes it */
+    in_finish_WT(w, in);
+}
+
+static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
+{
+    rtr_in_t *in = (rtr_in_t *)work->u.settle.dlv;
+    in->final = work->u.settle.disp;
+    in->has_final = true;
+    on_core_done_WT(w, in);
+}
+
+static void on_release_WT(rtr_worker_t *w, core_work_t *work)
+{
+    on_core_done_WT(w, (rtr_in_t *)work->u.release);
+}
+
+/* RTR_EXT_STREAM: a streamed message this worker sends or receives has changed. */
+static void on_stream_wake_WT(rtr_worker_t *w)
+{
+    rtr_out_t *o = w->waiters;
+    w->waiters = NULL;
+    while (o) {
+        rtr_out_t *next = o->wnext;
+        o->on_wait = false;
+        o->wnext = o->wprev = NULL;
+        link_schedule_pump_WT(o->link);
+        conn_mark_dirty_WT(o->link->conn);
+        o = next;
+    }
+    rtr_link_t *k = w->q2_links;
+    w->q2_links = NULL;
+    while (k) {
+        rtr_link_t *next = k->q2_next;
+        k->q2 = false;
+        k->q2_next = NULL;
+        if (k->pn && k->receiving && k->receiving->pn) {
+            in_delivery_WT(k, k->receiving->pn);
+            conn_mark_dirty_WT(k->conn);
+        }
+        k = next;
+    }
 }
 
 /* ---------------------------------------------------------------- outgoing copies */
@@ -517,24 +635,31 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
 {
     rtr_msg_t *m = (rtr_msg_t *)work->u.send.content;
     core_delivery_t *dlv = work->u.send.dlv;
-    (void)w;
 
     if (!k->pn) {
         if (dlv) {
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
             report_WT(k, dlv, &d);
         }
+        if (m->c.streaming)
+            rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
         return;
     }
     if (!dlv && k->queued >= k->conn->listener->link_capacity) {
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
+        if (m->c.streaming)
+            rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
         return;
     }
     rtr_out_t *o = base_calloc(1, sizeof(*o));
     o->in = dlv;
     o->msg = m;
+    o->link = k;
+    o->worker = w->index;
+    if (m->c.streaming)
+        rtr_msg_reader_add(m, o);
     o->prev = k->outs_tail;
     if (k->outs_tail)
         k->outs_tail->next = o;
@@ -600,6 +725,55 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
         free(iov);
 }
 
+/* Send what has arrived of a streamed message.  Returns 1 when every byte was sent, 0 when
+ * the sender aborted (the copy is aborted and freed), -1 when it must wait for more bytes
+ * (o is on the worker's waiters) or for room in the session window. */
+static int out_stream_WT(rtr_link_t *k, rtr_out_t *o, pn_session_t *ssn)
+{
+    rtr_msg_t *m = o->msg;
+    for (;;) {
+        if (pn_session_outgoing_bytes(ssn) >= RTR_SESSION_OUT_MAX) {
+            if (!k->blocked) {
+                k->blocked = true;
+                k->conn->n_blocked++;
+            }
+            return -1;
+        }
+        bool complete, aborted;
+        codec_bytes_t b = rtr_msg_reader_peek(m, o, RTR_SEND_CHUNK, &complete, &aborted);
+        if (aborted) {
+            if (o->in) {
+                core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
+                report_WT(k, o->in, &d);
+            }
+            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_abort(o->pn);
+            o->pn = NULL;
+            out_free_WT(k, o);
+            return 0;
+        }
+        if (b.len) {
+            pn_link_send(k->pn, (const char *)b.ptr, b.len);
+            rtr_msg_reader_advance(m, o, b.len);
+            continue;
+        }
+        if (complete)
+            return 1;
+        if (rtr_msg_reader_wait(m, o)) {
+            rtr_worker_t *w = k->conn->worker;
+            if (!o->on_wait) {
+                o->on_wait = true;
+                o->wprev = NULL;
+                o->wnext = w->waiters;
+                if (w->waiters)
+                    w->waiters->wprev = o;
+                w->waiters = o;
+            }
+            return -1;
+        }
+    }
+}
+
 /* Push queued copies into Proton while the receiver has credit and the session has room. */
 static void link_pump_WT(rtr_link_t *k)
 {
@@ -622,6 +796,14 @@ static void link_pump_WT(rtr_link_t *k)
             out_send_prefix_WT(k, o);
             o->prefix_done = true;
         }
+        if (m->c.streaming) {
+            int r = out_stream_WT(k, o, ssn);
+            if (r < 0)
+                return; /* waiting for bytes or for the session window */
+            if (r == 0)
+                continue; /* aborted: o is gone */
+            goto sent;
+        }
         size_t body = m->len - m->scan.body_off;
         while (o->sent < body) {
             if (pn_session_outgoing_bytes(ssn) >= RTR_SESSION_OUT_MAX) {
@@ -637,6 +819,7 @@ static void link_pump_WT(rtr_link_t *k)
             pn_link_send(pl, (const char *)m->data + m->scan.body_off + o->sent, n);
             o->sent += n;
         }
+    sent:
         pn_link_advance(pl);
         k->next_send = o->next;
         k->queued--;
@@ -645,18 +828,7 @@ static void link_pump_WT(rtr_link_t *k)
             pn_delivery_set_context(o->pn, NULL);
             pn_delivery_settle(o->pn);
             o->pn = NULL;
-            /* out_free_WT() must not touch next_send/queued again */
-            o->done_sending = true;
-            if (o->prev)
-                o->prev->next = o->next;
-            else
-                k->outs = o->next;
-            if (o->next)
-                o->next->prev = o->prev;
-            else
-                k->outs_tail = o->prev;
-            rtr_msg_unref(o->msg);
-            free(o);
+            out_free_WT(k, o);
         }
     }
     if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
@@ -700,21 +872,7 @@ static void out_update_WT(rtr_link_t *k, pn_delivery_t *d)
     pn_delivery_set_context(d, NULL);
     pn_delivery_settle(d);
     o->pn = NULL;
-    if (k->next_send == o) {
-        /* settled before we finished sending it: stop there */
-        k->next_send = o->next;
-        k->queued--;
-    }
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        k->outs = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
-    else
-        k->outs_tail = o->prev;
-    rtr_msg_unref(o->msg);
-    free(o);
+    out_free_WT(k, o); /* settled before we finished sending it: that stops there */
 }
 
 /* ---------------------------------------------------------------- core work */
@@ -746,6 +904,8 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     case CORE_W_EXTERNAL:
         if (work->u.ext.kind == RTR_EXT_ACCEPT) {
             rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
+        } else if (work->u.ext.kind == RTR_EXT_STREAM) {
+            on_stream_wake_WT(w);
         } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
             w->stopping = true;
             for (rtr_conn_t *c = w->conns; c; c = c->next)

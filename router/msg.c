@@ -1,11 +1,22 @@
-/* router/msg.c: message content - the bytes of one received message, shared by its copies.
- * Thread-safe reference counting: any worker may drop a reference; the last one frees. */
+/* router/msg.c: message content - the bytes of one received message, shared by its copies,
+ * and the streaming of large messages (see the DESIGN note on rtr_msg_t in router_int.h).
+ *
+ * Thread suffixes: _WT = the receiving worker; the rest is thread-safe (the reader functions
+ * are called by the worker of each copy).  One lock per streamed message (m->lock); never
+ * held while calling into Proton or posting to a queue.
+ */
 #include "router/router_int.h"
+
+#include <proton/delivery.h>
+#include <proton/link.h>
+#include <string.h>
 
 rtr_msg_t *rtr_msg_new(void)
 {
     rtr_msg_t *m = base_calloc(1, sizeof(*m));
     atomic_init(&m->c.refs, 1);
+    atomic_init(&m->c.readers, 0);
+    atomic_init(&m->c.routed, false);
     return m;
 }
 
@@ -13,6 +24,250 @@ void rtr_msg_unref(rtr_msg_t *m)
 {
     if (atomic_fetch_sub_explicit(&m->c.refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (m->c.streaming) {
+        rtr_buf_t *b = m->chain;
+        while (b) {
+            rtr_buf_t *next = b->next;
+            free(b);
+            b = next;
+        }
+        pthread_mutex_destroy(&m->lock);
+    }
     free(m->data);
     free(m);
+}
+
+void rtr_msg_reserve(rtr_msg_t *m, size_t more)
+{
+    if (m->cap - m->len >= more)
+        return;
+    size_t cap = m->cap ? m->cap : 256;
+    while (cap - m->len < more)
+        cap *= 2;
+    m->data = base_realloc(m->data, cap);
+    m->cap = cap;
+}
+
+/* ---- streaming ---- */
+
+static uint32_t registered_total(const rtr_msg_t *m)
+{
+    return m->n_readers + m->_readers_gone;
+}
+
+/* The smallest position of any copy, or 0 while some copy may still register. */
+static size_t min_pos_LH(const rtr_msg_t *m)
+{
+    if (!atomic_load_explicit(&m->c.routed, memory_order_acquire) ||
+        registered_total(m) < atomic_load_explicit(&m->c.readers, memory_order_relaxed))
+        return 0;
+    size_t min = m->total;
+    for (const rtr_out_t *o = m->readers; o; o = o->rnext)
+        if (o->pos < min)
+            min = o->pos;
+    return min;
+}
+
+/* Bytes held that the slowest copy has not sent. */
+static size_t lag_LH(const rtr_msg_t *m)
+{
+    size_t min = min_pos_LH(m);
+    if (min < m->len)
+        min = m->len; /* the head is never freed early; it does not count */
+    return m->total - min;
+}
+
+/* Collect the workers of copies waiting for bytes (clearing their requests). */
+static void take_waiters_LH(rtr_msg_t *m, uint8_t *wake, int n_workers)
+{
+    for (rtr_out_t *o = m->readers; o; o = o->rnext) {
+        if (o->waiting) {
+            o->waiting = false;
+            if (o->worker >= 0 && o->worker < n_workers)
+                wake[o->worker] = 1;
+        }
+    }
+}
+
+static void post_wakes(const uint8_t *wake)
+{
+    for (int i = 0; i < g_rtr.n_workers; i++)
+        if (wake[i])
+            rtr_worker_post_ext(&g_rtr.workers[i], RTR_EXT_STREAM, NULL, 0);
+}
+
+void rtr_msg_stream_start_WT(rtr_msg_t *m, int owner)
+{
+    m->c.streaming = true;
+    m->owner = owner;
+    pthread_mutex_init(&m->lock, NULL);
+    m->total = m->len;
+}
+
+bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
+{
+    uint8_t wake[256] = {0};
+    bool blocked = false;
+
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        /* free every buffer all copies have passed */
+        size_t min = min_pos_LH(m);
+        while (m->chain && m->chain->off + RTR_BUF_SIZE <= min) {
+            rtr_buf_t *b = m->chain;
+            m->chain = b->next;
+            if (m->chain_tail == b)
+                m->chain_tail = NULL;
+            free(b);
+        }
+        if (lag_LH(m) >= RTR_Q2_HIGH) {
+            m->q2_blocked = true;
+            blocked = true;
+        }
+        rtr_buf_t *tail = m->chain_tail;
+        size_t total = m->total;
+        pthread_mutex_unlock(&m->lock);
+        if (blocked)
+            break;
+
+        size_t pending = pn_delivery_pending(d);
+        if (pending == 0)
+            break;
+        size_t room = tail ? tail->off + RTR_BUF_SIZE - total : 0;
+        if (room == 0) {
+            rtr_buf_t *b = base_malloc(sizeof(*b));
+            b->next = NULL;
+            b->off = total;
+            pthread_mutex_lock(&m->lock);
+            if (m->chain_tail)
+                m->chain_tail->next = b;
+            else
+                m->chain = b;
+            m->chain_tail = b;
+            pthread_mutex_unlock(&m->lock);
+            tail = b;
+            room = RTR_BUF_SIZE;
+        }
+        ssize_t n = pn_link_recv(pl, (char *)tail->data + (total - tail->off),
+                                 room < pending ? room : pending);
+        if (n <= 0)
+            break;
+        pthread_mutex_lock(&m->lock);
+        m->total += (size_t)n;
+        take_waiters_LH(m, wake, g_rtr.n_workers);
+        pthread_mutex_unlock(&m->lock);
+    }
+    post_wakes(wake);
+    return blocked;
+}
+
+void rtr_msg_stream_end_WT(rtr_msg_t *m, bool aborted)
+{
+    uint8_t wake[256] = {0};
+    pthread_mutex_lock(&m->lock);
+    if (aborted)
+        m->aborted = true;
+    else
+        m->complete = true;
+    take_waiters_LH(m, wake, g_rtr.n_workers);
+    pthread_mutex_unlock(&m->lock);
+    post_wakes(wake);
+}
+
+void rtr_msg_reader_add(rtr_msg_t *m, rtr_out_t *o)
+{
+    pthread_mutex_lock(&m->lock);
+    o->pos = m->scan.body_off;
+    o->rprev = NULL;
+    o->rnext = m->readers;
+    if (m->readers)
+        m->readers->rprev = o;
+    m->readers = o;
+    m->n_readers++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* After the set of positions moved forward: wake the receiving worker if it waits on Q2. */
+static bool q2_release_LH(rtr_msg_t *m)
+{
+    if (m->q2_blocked && lag_LH(m) < RTR_Q2_LOW) {
+        m->q2_blocked = false;
+        return true;
+    }
+    return false;
+}
+
+static void wake_owner(const rtr_msg_t *m)
+{
+    if (m->owner >= 0 && m->owner < g_rtr.n_workers)
+        rtr_worker_post_ext(&g_rtr.workers[m->owner], RTR_EXT_STREAM, NULL, 0);
+}
+
+void rtr_msg_reader_del(rtr_msg_t *m, rtr_out_t *o)
+{
+    pthread_mutex_lock(&m->lock);
+    if (o) {
+        if (o->rprev)
+            o->rprev->rnext = o->rnext;
+        else
+            m->readers = o->rnext;
+        if (o->rnext)
+            o->rnext->rprev = o->rprev;
+        m->n_readers--;
+    }
+    m->_readers_gone++;
+    bool wake = q2_release_LH(m);
+    pthread_mutex_unlock(&m->lock);
+    if (wake)
+        wake_owner(m);
+}
+
+codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_out_t *o, size_t max, bool *complete,
+                                  bool *aborted)
+{
+    codec_bytes_t b = {NULL, 0};
+    pthread_mutex_lock(&m->lock);
+    *complete = m->complete;
+    *aborted = m->aborted;
+    size_t pos = o->pos;
+    size_t avail = m->total - pos;
+    if (avail > 0) {
+        if (pos < m->len) {
+            b.ptr = m->data + pos;
+            b.len = m->len - pos;
+        } else {
+            rtr_buf_t *buf = m->chain;
+            while (buf && buf->off + RTR_BUF_SIZE <= pos)
+                buf = buf->next;
+            BASE_BUG_ON(!buf || buf->off > pos);
+            b.ptr = buf->data + (pos - buf->off);
+            b.len = buf->off + RTR_BUF_SIZE - pos;
+        }
+        if (b.len > avail)
+            b.len = avail;
+        if (b.len > max)
+            b.len = max;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return b;
+}
+
+void rtr_msg_reader_advance(rtr_msg_t *m, rtr_out_t *o, size_t n)
+{
+    pthread_mutex_lock(&m->lock);
+    o->pos += n;
+    bool wake = q2_release_LH(m);
+    pthread_mutex_unlock(&m->lock);
+    if (wake)
+        wake_owner(m);
+}
+
+bool rtr_msg_reader_wait(rtr_msg_t *m, rtr_out_t *o)
+{
+    pthread_mutex_lock(&m->lock);
+    bool wait = o->pos >= m->total && !m->complete && !m->aborted;
+    if (wait)
+        o->waiting = true;
+    pthread_mutex_unlock(&m->lock);
+    return wait;
 }

@@ -32,6 +32,7 @@ typedef struct rtr_out rtr_out_t;
 enum {
     RTR_EXT_ACCEPT = 0, /* arg = socket fd, ptr = the listener's cfg_listener_t */
     RTR_EXT_SHUTDOWN,   /* close every connection, then stop */
+    RTR_EXT_STREAM,     /* a streamed message changed: re-check waiters and Q2 links */
 };
 
 /* Largest message prefix (sections before the body) the router accepts. */
@@ -40,16 +41,51 @@ enum {
 #define RTR_SESSION_OUT_MAX (1u << 20)
 /* Bytes handed to pn_link_send() at a time. */
 #define RTR_SEND_CHUNK (64u << 10)
+/* A message still arriving after this many bytes is routed at once and streamed. */
+#define RTR_STREAM_THRESHOLD (256u << 10)
+/* Size of each buffer a streamed message's later bytes arrive in. */
+#define RTR_BUF_SIZE (64u << 10)
+/* Q2: a streamed message stops being read when it holds this many bytes that some copy has
+ * not sent yet, and goes on below RTR_Q2_LOW. */
+#define RTR_Q2_HIGH (1u << 20)
+#define RTR_Q2_LOW  (512u << 10)
+
+/* A buffer of a streamed message's bytes after the head. */
+typedef struct rtr_buf rtr_buf_t;
+struct rtr_buf {
+    rtr_buf_t *next;               /* next buffer (written under the message lock) */
+    size_t     off;                /* message offset of data[0]; immutable */
+    uint8_t    data[RTR_BUF_SIZE]; /* bytes; valid up to the message's `total` */
+};
 
 /* rtr_msg_t: one received message's bytes and what the codec found in them.
- * Written only by the receiving worker until the message is routed; read-only afterwards. */
+ * The head (`data`) is written only by the receiving worker until the message is routed and
+ * is read-only afterwards.  A streamed message (c.streaming) keeps arriving after it is
+ * routed: its later bytes go to `chain` and the fields marked [lock] are guarded by `lock`.
+ * DESIGN: copies register as readers; each reader's position says what it has sent, and the
+ * receiving worker frees chain buffers every reader has passed (once the core has said how
+ * many readers there will be), and stops reading (Q2) while the slowest reader lags by
+ * RTR_Q2_HIGH bytes.  Whoever changes what the other side waits for posts RTR_EXT_STREAM to
+ * the other's worker; workers then re-check their waiting lists, so a wake carries no
+ * pointer that could outlive its object. */
 struct rtr_msg {
-    core_content_t c;         /* first: reference count shared with the core */
-    uint8_t       *data;      /* the encoded message, contiguous (heap) */
-    size_t         len;       /* bytes received */
-    size_t         cap;       /* bytes allocated */
-    codec_scan_t   scan;      /* sections, valid once routed */
-    bool           ra_in;     /* scan.ra came from a client whose annotations are kept */
+    core_content_t  c;          /* first: reference count shared with the core */
+    uint8_t        *data;       /* the encoded message's head, contiguous (heap) */
+    size_t          len;        /* head bytes */
+    size_t          cap;        /* head bytes allocated */
+    codec_scan_t    scan;       /* sections, valid once routed */
+    bool            ra_in;      /* scan.ra came from a client whose annotations are kept */
+    int             owner;      /* streaming: the receiving worker's index */
+    pthread_mutex_t lock;       /* streaming: guards the [lock] fields */
+    rtr_buf_t      *chain;      /* [lock] buffers after the head, oldest kept first */
+    rtr_buf_t      *chain_tail; /* [lock] newest buffer (receiving worker only) */
+    size_t          total;      /* [lock] bytes received: head + chain */
+    bool            complete;   /* [lock] the last byte arrived */
+    bool            aborted;    /* [lock] the sender aborted the delivery */
+    bool            q2_blocked; /* [lock] the receiving worker waits for readers */
+    rtr_out_t      *readers;    /* [lock] registered copies */
+    uint32_t        n_readers;  /* [lock] their count */
+    uint32_t        _readers_gone; /* [lock] copies that deregistered (or never could) */
 };
 
 /* rtr_in_t: an incoming delivery (the client's transfer to the router). Owner: the worker
@@ -62,7 +98,13 @@ struct rtr_in {
     rtr_msg_t      *msg;      /* our content reference */
     rtr_in_t       *prev;     /* in link->ins */
     rtr_in_t       *next;     /* in link->ins */
-    bool            at_core;  /* posted to the core, no answer yet */
+    bool            at_core;  /* posted to the core */
+    bool            core_done; /* the core answered (CORE_W_SETTLE / CORE_W_RELEASE) */
+    bool            has_final; /* `final` holds the outcome to give the sender */
+    bool            discard;  /* drop the rest of the bytes, then reject (or drop) */
+    const char     *discard_why; /* static reason for the rejection */
+    size_t          head_limit; /* bytes to gather before routing it as a stream */
+    core_disposition_t final; /* the core's outcome, kept until the last byte arrived */
 };
 
 /* rtr_out_t: one outgoing copy on a link toward a client. Owner: that link's worker. */
@@ -75,6 +117,17 @@ struct rtr_out {
     size_t           sent;     /* bytes of the message body part sent (from body_off) */
     bool             prefix_done; /* composed prefix sent */
     bool             done_sending; /* all bytes sent and the delivery advanced */
+    int              worker;   /* owning worker index (read by the receiving worker) */
+    /* streaming only */
+    size_t           pos;      /* [msg lock] message offset sent up to */
+    rtr_buf_t       *buf;      /* chain buffer holding pos (never freed under a reader) */
+    bool             waiting;  /* [msg lock] wants RTR_EXT_STREAM when bytes arrive */
+    bool             on_wait;  /* on worker->waiters */
+    rtr_out_t       *rnext;    /* [msg lock] in msg->readers */
+    rtr_out_t       *rprev;    /* [msg lock] in msg->readers */
+    rtr_out_t       *wnext;    /* on worker->waiters */
+    rtr_out_t       *wprev;    /* on worker->waiters */
+    rtr_link_t      *link;     /* its link */
 };
 
 /* rtr_link_t: one link. Owner: its connection's worker. Lives until the core confirmed the
@@ -100,6 +153,8 @@ struct rtr_link {
     uint32_t     queued;     /* OUT: copies not completely sent */
     rtr_link_t  *pump_next;  /* OUT: on conn->pump */
     uint64_t     tag;        /* OUT: delivery tag counter */
+    bool         q2;         /* IN: reading stopped until readers catch up */
+    rtr_link_t  *q2_next;    /* IN: on worker->q2_links */
 };
 
 /* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
@@ -143,6 +198,8 @@ struct rtr_worker {
     core_t           *core;      /* the core */
     rtr_conn_t       *conns;     /* live connections */
     rtr_conn_t       *dirty;     /* connections touched by inbox work, to process */
+    rtr_out_t        *waiters;   /* streamed copies waiting for more bytes */
+    rtr_link_t       *q2_links;  /* incoming links stopped by Q2 */
     size_t            n_conns;   /* their count */
     size_t            n_ins;     /* rtr_in_t alive (shutdown waits for zero) */
     size_t            n_links;   /* rtr_link_t alive */
@@ -159,6 +216,8 @@ typedef struct rtr_globals {
     size_t         node_id_enc_len;
     _Atomic uint64_t next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t next_link_id; /* link id counter (any worker) */
+    rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
+    int            n_workers;    /* their count */
 } rtr_globals_t;
 extern rtr_globals_t g_rtr;
 
@@ -177,8 +236,29 @@ void rtr_conn_close_WT(rtr_conn_t *c);
 void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_conn_process_dirty_WT(rtr_worker_t *w);
 
-/* msg.c */
+/* msg.c: thread-safe except where marked _WT (the receiving worker) */
 rtr_msg_t *rtr_msg_new(void);
 void rtr_msg_unref(rtr_msg_t *m);
+/* Head: make room for `more` bytes. Receiving worker, before routing. */
+void rtr_msg_reserve(rtr_msg_t *m, size_t more);
+/* Switch a partly received message to streaming (before CORE_A_DELIVER). */
+void rtr_msg_stream_start_WT(rtr_msg_t *m, int owner);
+/* Receiving worker: read everything Proton holds for d into the chain, unless Q2 says stop.
+ * Returns true when reading stopped on Q2.  Wakes waiting readers. */
+bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d);
+/* Receiving worker: the last byte arrived, or the sender aborted. Wakes waiting readers. */
+void rtr_msg_stream_end_WT(rtr_msg_t *m, bool aborted);
+/* Readers (any worker): register / deregister a copy; o NULL deregisters a copy that could
+ * not register (its link was gone), so the receiving worker stops waiting for it. */
+void rtr_msg_reader_add(rtr_msg_t *m, rtr_out_t *o);
+void rtr_msg_reader_del(rtr_msg_t *m, rtr_out_t *o);
+/* Reader: the next bytes for o at o->pos (up to max), or len 0 when none are there yet;
+ * *complete / *aborted report the message's state. */
+codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_out_t *o, size_t max, bool *complete,
+                                  bool *aborted);
+/* Reader: o sent n more bytes; returns true if o must wait (no more bytes yet, and it asked
+ * to be woken). Frees nothing (the receiving worker frees). Wakes the owner on Q2 low. */
+void rtr_msg_reader_advance(rtr_msg_t *m, rtr_out_t *o, size_t n);
+bool rtr_msg_reader_wait(rtr_msg_t *m, rtr_out_t *o);
 
 #endif

@@ -194,6 +194,8 @@ int rtr_server_start(rtr_server_t *s)
     s->worker_q = base_calloc((size_t)n, sizeof(*s->worker_q));
     for (int i = 0; i < n; i++)
         s->worker_q[i] = &s->workers[i].inbox;
+    g_rtr.workers = s->workers;
+    g_rtr.n_workers = n;
     s->core = core_new(cfg, n, s->worker_q);
     for (int i = 0; i < n; i++) {
         rc = rtr_worker_init(&s->workers[i], i, s->core);
