@@ -130,8 +130,9 @@ static inline const uint8_t *fail(codec_err_t *err, codec_err_t e)
 static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
                                   codec_err_t *err);
 
-/* Skip one value that is not described (the code at p is not 0x00).  p < end. */
-static inline const uint8_t *plain_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+/* plain_skip() for what its fast path leaves: the wider and compound encodings, and errors. */
+__attribute__((noinline)) static const uint8_t *
+plain_skip_slow(const uint8_t *p, const uint8_t *end, codec_err_t *err)
 {
     size_t   avail = (size_t)(end - p);
     uint32_t size;
@@ -200,6 +201,26 @@ compound:
     return p + 2 + size;
 }
 
+/* Skip one value that is not described (the code at p is not 0x00); p < end.  The encodings
+ * annotations are made of (str8/sym8/vbin8 and the fixed widths) are handled inline. */
+static inline const uint8_t *plain_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    size_t  avail = (size_t)(end - p);
+    uint8_t cls = codec__class[*p];
+
+    if (__builtin_expect(cls == CODEC_CLASS_VAR1, 1)) {
+        if (avail < 2 || p[1] > avail - 2)
+            return fail(err, CODEC_ERR_OVERRUN);
+        return p + 2 + p[1];
+    }
+    if ((unsigned)(cls - CODEC_CLASS_W0) <= (unsigned)(CODEC_CLASS_W16 - CODEC_CLASS_W0)) {
+        if (avail - 1 < class_width[cls])
+            return fail(err, CODEC_ERR_OVERRUN);
+        return p + 1 + class_width[cls];
+    }
+    return plain_skip_slow(p, end, err);
+}
+
 static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
                                   codec_err_t *err)
 {
@@ -214,7 +235,7 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
             return fail(err, CODEC_ERR_ARRAY_CTOR);
         if (*q == CODEC_CODE_DESCRIBED)
             return fail(err, CODEC_ERR_DESC_DESCRIBED);
-        if (!(q = plain_skip(q, e, err)))
+        if (!(q = plain_skip_slow(q, e, err)))
             return NULL;
         if (q >= e || *q == CODEC_CODE_DESCRIBED)
             return fail(err, CODEC_ERR_ARRAY_CTOR);
@@ -245,10 +266,10 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
     }
 }
 
-const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+/* value_skip() of a described value. */
+__attribute__((noinline)) static const uint8_t *described_skip(const uint8_t *p, const uint8_t *end,
+                                                               codec_err_t *err)
 {
-    if (p >= end)
-        return fail(err, CODEC_ERR_OVERRUN);
     /* A described value is a descriptor then a value, which may itself be described: loop
      * rather than recurse so that nesting costs no stack. */
     while (*p == CODEC_CODE_DESCRIBED) {
@@ -262,6 +283,21 @@ const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err
             return fail(err, CODEC_ERR_OVERRUN);
     }
     return plain_skip(p, end, err);
+}
+
+/* codec__value_skip(), inlined into the loops of this file. */
+static inline const uint8_t *value_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    if (p >= end)
+        return fail(err, CODEC_ERR_OVERRUN);
+    if (__builtin_expect(*p != CODEC_CODE_DESCRIBED, 1))
+        return plain_skip(p, end, err);
+    return described_skip(p, end, err);
+}
+
+const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err)
+{
+    return value_skip(p, end, err);
 }
 
 int codec__descriptor_read(const uint8_t *msg, size_t len, int *code, size_t *desc_len,
@@ -377,7 +413,7 @@ static const uint8_t *elements_skip(const uint8_t *p, const uint8_t *end, uint32
                                     codec_err_t *err)
 {
     while (count--) {
-        if (!(p = codec__value_skip(p, end, err)))
+        if (!(p = value_skip(p, end, err)))
             return NULL;
     }
     return p == end ? p : fail(err, CODEC_ERR_COMPOUND_FILL);
@@ -407,7 +443,7 @@ static const uint8_t *annotations_skip(const uint8_t *p, const uint8_t *end, uin
     if (count & 1)
         return fail(err, CODEC_ERR_MAP_ODD);
     for (count /= 2; count; count--) {
-        if (!(p = key_skip(p, end, err)) || !(p = codec__value_skip(p, end, err)))
+        if (!(p = key_skip(p, end, err)) || !(p = value_skip(p, end, err)))
             return NULL;
     }
     return p == end ? p : fail(err, CODEC_ERR_COMPOUND_FILL);
@@ -620,7 +656,7 @@ static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uin
             return *err = CODEC_ERR_KEY_TYPE, CODEC_INVALID;
         }
         v = name + n;
-        if (!(e = codec__value_skip(v, end, err)))
+        if (!(e = value_skip(v, end, err)))
             return CODEC_INVALID;
         if (n >= CODEC_RA_PREFIX_LEN && memcmp(name, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0) {
             if (!ra_value(name + CODEC_RA_PREFIX_LEN, n - CODEC_RA_PREFIX_LEN, v, e, &s->ra, &seen,
@@ -658,7 +694,7 @@ static int properties_scan(const uint8_t *p, const uint8_t *end, uint32_t count,
     const uint8_t *e;
 
     for (uint32_t i = 0; i < count; i++, p = e) {
-        if (!(e = codec__value_skip(p, end, err)))
+        if (!(e = value_skip(p, end, err)))
             return CODEC_INVALID;
         if (i != 2 && i != 4)
             continue;
@@ -691,7 +727,7 @@ int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan
     int         last = CODEC_SECTION_HEADER - 1;
     codec_err_t err = CODEC_ERR_NONE;
 
-    memset(scan, 0, sizeof(*scan));
+    *scan = (codec_scan_t){0};
     for (;;) {
         int            code;
         int            rc;
@@ -792,12 +828,12 @@ static void out_iov(out_t *o, const uint8_t *base, size_t len)
     o->n++;
 }
 
-/* Close the run of scratch bytes written since the last iov into one iov. */
+/* Close the run of scratch bytes reserved since the last iov into one iov. */
 static void out_flush(out_t *o)
 {
     if (o->used == o->pending)
         return;
-    /* no scratch pointer arithmetic once a write has failed: scratch may be NULL */
+    /* no scratch pointer arithmetic once a reservation has failed: scratch may be NULL */
     out_iov(o, o->counting || o->overflow ? NULL : o->scratch + o->pending, o->used - o->pending);
     o->pending = o->used;
     o->next = NULL;
@@ -818,27 +854,27 @@ static void out_msg(out_t *o, const uint8_t *p, size_t len)
     o->next = p + len;
 }
 
-static void out_put(out_t *o, const void *src, size_t len)
+/* Reserve len scratch bytes for fresh encodings; returns where to write them, or NULL when
+ * counting or when scratch is too small (then the call fails at the end). */
+static uint8_t *out_reserve(out_t *o, size_t len)
 {
-    if (!o->counting) {
-        if (len <= o->scratch_len && o->used <= o->scratch_len - len)
-            memcpy(o->scratch + o->used, src, len);
-        else
-            o->overflow = true;
-    }
+    uint8_t *w = NULL;
+
+    if (!o->counting && !o->overflow && len <= o->scratch_len - o->used)
+        w = o->scratch + o->used;
+    else if (!o->counting)
+        o->overflow = true;
     o->used += len;
+    return w;
 }
 
-static void out_u8(out_t *o, uint8_t b)
+static inline uint8_t *put_be32(uint8_t *w, uint32_t v)
 {
-    out_put(o, &b, 1);
-}
-
-static void out_be32(out_t *o, uint32_t v)
-{
-    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
-
-    out_put(o, b, 4);
+    w[0] = (uint8_t)(v >> 24);
+    w[1] = (uint8_t)(v >> 16);
+    w[2] = (uint8_t)(v >> 8);
+    w[3] = (uint8_t)v;
+    return w + 4;
 }
 
 static inline size_t str_size(size_t len)
@@ -851,55 +887,57 @@ static inline size_t int_size(int32_t v)
     return v >= -128 && v <= 127 ? 2 : 5;
 }
 
-static void out_key(out_t *o, const char *key)
-{
-    size_t n = strlen(key);
-
-    out_u8(o, CODEC_CODE_SYM8);
-    out_u8(o, (uint8_t)n);
-    out_put(o, key, n);
-}
-
-static void out_str(out_t *o, codec_bytes_t b)
+/* str8 when it fits, else str32 */
+static uint8_t *put_str(uint8_t *w, codec_bytes_t b)
 {
     if (b.len <= 255) {
-        out_u8(o, CODEC_CODE_STR8);
-        out_u8(o, (uint8_t)b.len);
+        *w++ = CODEC_CODE_STR8;
+        *w++ = (uint8_t)b.len;
     } else {
-        out_u8(o, CODEC_CODE_STR32);
-        out_be32(o, (uint32_t)b.len);
+        *w++ = CODEC_CODE_STR32;
+        w = put_be32(w, (uint32_t)b.len);
     }
-    out_put(o, b.ptr, b.len);
+    if (b.len)
+        memcpy(w, b.ptr, b.len);
+    return w + b.len;
 }
 
-static void out_int(out_t *o, int32_t v)
+/* smallint when it fits, else int */
+static uint8_t *put_int(uint8_t *w, int32_t v)
 {
     if (int_size(v) == 2) {
-        out_u8(o, CODEC_CODE_SMALLINT);
-        out_u8(o, (uint8_t)(int8_t)v);
-    } else {
-        out_u8(o, CODEC_CODE_INT);
-        out_be32(o, (uint32_t)v);
+        *w++ = CODEC_CODE_SMALLINT;
+        *w++ = (uint8_t)(int8_t)v;
+        return w;
     }
+    *w++ = CODEC_CODE_INT;
+    return put_be32(w, (uint32_t)v);
 }
 
-#define KEY_TO      CODEC_RA_PREFIX "to"
-#define KEY_PHASE   CODEC_RA_PREFIX "phase"
-#define KEY_STREAM  CODEC_RA_PREFIX "stream"
-#define KEY_INGRESS CODEC_RA_PREFIX "ingress"
-#define KEY_TRACE   CODEC_RA_PREFIX "trace"
-#define KEY_SIZE(k) (2 + sizeof(k) - 1)
+/* The router keys, pre-encoded as sym8. */
+#define KEY_TO      "\xa3\x0b" CODEC_RA_PREFIX "to"
+#define KEY_PHASE   "\xa3\x0e" CODEC_RA_PREFIX "phase"
+#define KEY_STREAM  "\xa3\x0f" CODEC_RA_PREFIX "stream"
+#define KEY_INGRESS "\xa3\x10" CODEC_RA_PREFIX "ingress"
+#define KEY_TRACE   "\xa3\x0e" CODEC_RA_PREFIX "trace"
+#define KEY_SIZE(k) (sizeof(k) - 1)
+static_assert(KEY_SIZE(KEY_TO) == 2 + 11 && KEY_SIZE(KEY_PHASE) == 2 + 14 &&
+                  KEY_SIZE(KEY_STREAM) == 2 + 15 && KEY_SIZE(KEY_INGRESS) == 2 + 16 &&
+                  KEY_SIZE(KEY_TRACE) == 2 + 14,
+              "sym8 length bytes match the key names");
+#define PUT_KEY(w, k) (memcpy((w), (k), KEY_SIZE(k)), (w) + KEY_SIZE(k))
 
-/* The router trailer's size: pairs and bytes.  Fails (returns false) when a value is too long
- * to encode in a map32. */
+/* The router trailer's shape, computed before anything is written. */
 typedef struct trailer {
     uint32_t pairs;       /* router pairs to write */
     uint64_t bytes;       /* their encoded size */
     uint64_t trace_elems; /* bytes of the trace list's elements */
     uint64_t trace_count; /* trace list count */
     bool     trace;       /* write x-opt-qd.trace */
+    bool     trace8;      /* as list8 (else list32) */
 } trailer_t;
 
+/* Size the trailer for ra; false when a value is too long to encode in a map32. */
 static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
 {
     memset(t, 0, sizeof(*t));
@@ -930,50 +968,55 @@ static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
         t->trace_elems = (ra->trace.ptr ? ra->trace.len : 0) +
                          (ra->trace_append.ptr ? str_size(ra->trace_append.len) : 0);
         t->trace_count = (ra->trace.ptr ? ra->trace_count : 0) + (ra->trace_append.ptr ? 1 : 0);
-        bool small = t->trace_elems + 1 <= 255 && t->trace_count <= 255;
-        t->bytes += KEY_SIZE(KEY_TRACE) + (small ? 3 : 9) + t->trace_elems;
+        t->trace8 = t->trace_elems + 1 <= 255 && t->trace_count <= 255;
+        t->bytes += KEY_SIZE(KEY_TRACE) + (t->trace8 ? 3 : 9) + t->trace_elems;
         if (t->trace_elems + 4 > UINT32_MAX || t->trace_count > UINT32_MAX)
             return false;
     }
     return true;
 }
 
-static void trailer_put(out_t *o, const codec_ra_out_t *ra, const trailer_t *t)
+/* Write the trailer planned by trailer_plan() at w (exactly t->bytes). */
+static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t)
 {
-    if (!t->pairs)
-        return;
+    uint8_t *start = w;
+
     if (ra->to.ptr) {
-        out_key(o, KEY_TO);
-        out_str(o, ra->to);
+        w = PUT_KEY(w, KEY_TO);
+        w = put_str(w, ra->to);
     }
     if (ra->phase) {
-        out_key(o, KEY_PHASE);
-        out_int(o, ra->phase);
+        w = PUT_KEY(w, KEY_PHASE);
+        w = put_int(w, ra->phase);
     }
     if (ra->stream) {
-        out_key(o, KEY_STREAM);
-        out_int(o, ra->stream);
+        w = PUT_KEY(w, KEY_STREAM);
+        w = put_int(w, ra->stream);
     }
     if (ra->ingress.ptr) {
-        out_key(o, KEY_INGRESS);
-        out_str(o, ra->ingress);
+        w = PUT_KEY(w, KEY_INGRESS);
+        w = put_str(w, ra->ingress);
     }
     if (t->trace) {
-        out_key(o, KEY_TRACE);
-        if (t->trace_elems + 1 <= 255 && t->trace_count <= 255) {
-            out_u8(o, CODEC_CODE_LIST8);
-            out_u8(o, (uint8_t)(t->trace_elems + 1));
-            out_u8(o, (uint8_t)t->trace_count);
+        w = PUT_KEY(w, KEY_TRACE);
+        if (t->trace8) {
+            *w++ = CODEC_CODE_LIST8;
+            *w++ = (uint8_t)(t->trace_elems + 1);
+            *w++ = (uint8_t)t->trace_count;
         } else {
-            out_u8(o, CODEC_CODE_LIST32);
-            out_be32(o, (uint32_t)(t->trace_elems + 4));
-            out_be32(o, (uint32_t)t->trace_count);
+            *w++ = CODEC_CODE_LIST32;
+            w = put_be32(w, (uint32_t)(t->trace_elems + 4));
+            w = put_be32(w, (uint32_t)t->trace_count);
         }
-        if (ra->trace.ptr)
-            out_put(o, ra->trace.ptr, ra->trace.len);
+        if (ra->trace.ptr && ra->trace.len) {
+            memcpy(w, ra->trace.ptr, ra->trace.len);
+            w += ra->trace.len;
+        }
         if (ra->trace_append.ptr)
-            out_str(o, ra->trace_append);
+            w = put_str(w, ra->trace_append);
     }
+    assert((uint64_t)(w - start) == t->bytes);
+    (void)start;
 }
 
 /* ma_user_split: walk the input map again and copy each run of user pairs. */
@@ -1003,7 +1046,7 @@ static bool user_runs_put(out_t *o, const uint8_t *msg, const codec_scan_t *s)
                        memcmp(p + 2, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0) ||
                       (*p == CODEC_CODE_SYM32 && be32(p + 1) >= CODEC_RA_PREFIX_LEN &&
                        memcmp(p + 5, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0);
-        if (!(k = codec__value_skip(k, end, &err)))
+        if (!(k = value_skip(k, end, &err)))
             return false;
         if (!router)
             out_msg(o, p, (size_t)(k - p));
@@ -1039,26 +1082,31 @@ static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out
     if (s->ma_user_count + (uint64_t)t.pairs) {
         uint64_t content = s->ma_user_bytes + t.bytes;
         uint64_t count = 2 * ((uint64_t)s->ma_user_count + t.pairs);
+        bool     map8 = content + 1 <= 255 && count <= 255;
+        uint8_t *w;
 
         if (content + 4 > UINT32_MAX || count > UINT32_MAX)
             return CODEC_INVALID;
-        out_u8(o, CODEC_CODE_DESCRIBED);
-        out_u8(o, CODEC_CODE_SMALLULONG);
-        out_u8(o, CODEC_SECTION_MESSAGE_ANNOTATIONS);
-        if (content + 1 <= 255 && count <= 255) {
-            out_u8(o, CODEC_CODE_MAP8);
-            out_u8(o, (uint8_t)(content + 1));
-            out_u8(o, (uint8_t)count);
-        } else {
-            out_u8(o, CODEC_CODE_MAP32);
-            out_be32(o, (uint32_t)(content + 4));
-            out_be32(o, (uint32_t)count);
+        if ((w = out_reserve(o, map8 ? 6 : 12))) {
+            *w++ = CODEC_CODE_DESCRIBED;
+            *w++ = CODEC_CODE_SMALLULONG;
+            *w++ = CODEC_SECTION_MESSAGE_ANNOTATIONS;
+            if (map8) {
+                *w++ = CODEC_CODE_MAP8;
+                *w++ = (uint8_t)(content + 1);
+                *w++ = (uint8_t)count;
+            } else {
+                *w++ = CODEC_CODE_MAP32;
+                w = put_be32(w, (uint32_t)(content + 4));
+                put_be32(w, (uint32_t)count);
+            }
         }
         if (!s->ma_user_split)
             out_msg(o, msg + s->ma_user.off, s->ma_user.len);
         else if (!user_runs_put(o, msg, s))
             return CODEC_INVALID;
-        trailer_put(o, ra, &t);
+        if (t.pairs && (w = out_reserve(o, (size_t)t.bytes)))
+            trailer_put(w, ra, &t);
     }
     out_msg(o, msg + ins_end, s->body_off - ins_end);
     out_flush(o);

@@ -92,7 +92,15 @@ typedef struct codec_scan {
  * type symbol or ulong, known router keys of the right types) and the properties list.
  * Returns 0; CODEC_PARTIAL when !complete and the input ends before the body starts;
  * CODEC_INVALID when malformed, with *why (may be NULL) set to a static explanation such as
- * "message-annotations: map count is odd". */
+ * "message-annotations: map count is odd".
+ *
+ * Details: on success *why is set to NULL; on CODEC_PARTIAL it says where the input ended.  The
+ * header and properties lists and both annotation maps are walked element by element (each
+ * must fill its compound exactly); values nested inside a user value (a list, map or array
+ * annotation) are bounds-checked through their size and count fields in O(1) but not walked,
+ * and the application-properties map and the body are skipped by size (codec/DESIGN.md).
+ * A duplicate x-opt-qd.to/.ingress/.trace/.phase/.stream key is invalid.  Views in `scan`
+ * point into msg. */
 int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan,
                const char **why);
 
@@ -121,10 +129,28 @@ typedef struct codec_iov {
  * kept as is, so the whole prefix is one iov.  Fresh encodings (map header, router
  * annotations) are written into scratch[scratch_len]; codec_compose_need() says how much
  * scratch and how many iov entries a call needs.
- * Returns the number of iov entries used, or CODEC_INVALID if iov or scratch is too small. */
+ * Returns the number of iov entries used, or CODEC_INVALID if iov or scratch is too small.
+ *
+ * Details: `scan` must be codec_scan()'s result for these very bytes (it is trusted).  `ra`
+ * NULL means write nothing.  The router trailer is written in this order, each pair only when
+ * it has a value: x-opt-qd.to, .phase, .stream, .ingress, .trace (codec_int.h has the byte
+ * layouts); the map is a map8 when it fits, else a map32.  When nothing is left to put in
+ * the section (no user pairs, nothing to write) it is omitted.  Adjacent byte ranges are
+ * merged, so without ma_user_split at most CODEC_COMPOSE_IOV_MAX entries are used (one more
+ * per extra run of user pairs with it).  Zero-length entries are never produced; an empty
+ * prefix returns 0.  Writes nothing but scratch[0, need) and iov[0, n); on CODEC_INVALID
+ * their contents are unspecified. */
 int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
                          uint8_t *scratch, size_t scratch_len, codec_iov_t *iov, int max_iov);
+
+/* Exactly the scratch bytes and iov entries codec_compose_prefix() will use for the same
+ * arguments (0 and 0 when it would fail whatever the buffers, i.e. a value in `ra` is too
+ * long for any AMQP encoding).  Costs about as much as the compose itself. */
 void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
                         size_t *scratch_len, int *n_iov);
+
+/* The iov entries codec_compose_prefix() needs at most when !scan->ma_user_split: header and
+ * delivery annotations, MA header, user pairs, router trailer, properties and app-props. */
+#define CODEC_COMPOSE_IOV_MAX 5
 
 #endif
