@@ -1596,6 +1596,130 @@ static void test_compose_map_sizes(void **state)
     }
 }
 
+/* Every shape of MA (absent, empty, users only, router keys before/between/after users, sym32
+ * and ulong keys, map8 and map32) against every kind of router-annotation output. */
+static void test_compose_matrix(void **state)
+{
+    enc_t         *e = enc_new();
+    codec_scan_t   s;
+    const uint8_t *m;
+    size_t         at;
+    int            shapes = 0;
+
+    (void)state;
+    for (int shape = 0; shape < 9; shape++) {
+        for (int wide = 0; wide < 2; wide++) {
+            e->n = 0;
+            section(e, 0x70);
+            RAW(e, 0x45);
+            if (shape > 0) {
+                section(e, 0x72);
+                at = compound_open(e, wide ? 0xd1 : 0xc1);
+                uint32_t count = 0;
+                if (shape == 2 || shape == 4 || shape == 5) { /* router keys first */
+                    sym32(e, "x-opt-qd.to");
+                    str(e, "old");
+                    count += 2;
+                }
+                if (shape >= 2) {
+                    user_pairs(e, shape == 8 ? (wide ? 20 : 15) : 2, 5);
+                    count += shape == 8 ? (wide ? 40 : 30) : 4;
+                }
+                if (shape == 3 || shape == 5 || shape == 6) { /* between */
+                    sym32(e, "x-opt-qd.class");
+                    RAW(e, 0x40);
+                    RAW(e, 0x80, 0, 0, 0, 0, 0, 0, 0, 1); /* ulong user key */
+                    str32(e, "u");
+                    count += 4;
+                }
+                if (shape >= 4 && shape != 8) { /* after */
+                    sym(e, "x-opt-qd.trace");
+                    RAW(e, 0xc0, 0x04, 0x01, 0xa1, 0x01, 'A');
+                    sym(e, "x-opt-qd.phase");
+                    RAW(e, 0x54, 0x07);
+                    count += 4;
+                }
+                if (shape == 7) { /* router keys only */
+                    e->n = at + (wide ? 9 : 3);
+                    sym(e, "x-opt-qd.ingress");
+                    str(e, "i");
+                    count = 2;
+                }
+                compound_close(e, at, count);
+            }
+            section(e, 0x73);
+            RAW(e, 0x45);
+            body_value(e);
+            assert_scan_ok(e->b, e->n, &s, &m);
+            const codec_ra_out_t ras[] = {
+                {.write = false},
+                {.write = true},
+                {.write = true, .to = BYTES("t")},
+                {.write = true,
+                 .trace = s.ra.trace,
+                 .trace_count = s.ra.trace_count,
+                 .trace_append = BYTES("me"),
+                 .ingress = BYTES("0/X"),
+                 .phase = s.ra.phase,
+                 .stream = 1},
+            };
+            for (size_t i = 0; i < sizeof(ras) / sizeof(ras[0]); i++) {
+                int            n_iov;
+                const uint8_t *out;
+                size_t         out_len;
+                codec_scan_t   o = compose_check(m, e->n, &s, &ras[i], &out, &out_len, &n_iov);
+                assert_true(n_iov <= CODEC_COMPOSE_IOV_MAX || s.ma_user_split);
+                if (s.ma_router_count == 0 && (i < 2))
+                    assert_int_equal(n_iov, 1);
+                if (i == 0 || i == 1)
+                    assert_int_equal(o.message_annotations.len > 0,
+                                     s.ma_user_count > 0 ||
+                                         (s.message_annotations.len > 0 && !s.ma_router_count));
+                shapes++;
+            }
+        }
+    }
+    assert_int_equal(shapes, 9 * 2 * 4);
+    free(e);
+}
+
+/* Incomplete input: wait for a section that is only partly there, but reject what can never
+ * become valid at once. */
+static void test_partial_vs_invalid(void **state)
+{
+    codec_scan_t s;
+    const char  *why;
+
+    (void)state;
+    /* MA map32 claims 1000 bytes, 4 present */
+    static const uint8_t big[] = {0x00, 0x53, 0x72, 0xd1, 0, 0, 0x03, 0xe8, 0, 0, 0, 2, 0xa3, 0x01};
+    assert_int_equal(scan_g(big, sizeof(big), false, &s, &why, NULL), CODEC_PARTIAL);
+    assert_non_null(why);
+    assert_int_equal(scan_g(big, sizeof(big), true, &s, &why, NULL), CODEC_INVALID);
+    assert_string_equal(why, "message: input ends inside a section");
+    /* a count that cannot fit the size is invalid before the bytes arrive */
+    static const uint8_t count[] = {0x00, 0x53, 0x72, 0xd1, 0, 0, 0x03, 0xe8, 0, 0, 0x10, 0};
+    assert_int_equal(scan_g(count, sizeof(count), false, &s, &why, NULL), CODEC_INVALID);
+    assert_string_equal(why, "message-annotations: compound count does not fit its size");
+    /* wrong type: invalid at once */
+    static const uint8_t type[] = {0x00, 0x53, 0x72, 0xc0};
+    assert_int_equal(scan_g(type, sizeof(type), false, &s, &why, NULL), CODEC_INVALID);
+    /* the header done, nothing after yet: partial; complete: a message without a body */
+    static const uint8_t hdr[] = {0x00, 0x53, 0x70, 0x45};
+    assert_int_equal(scan_g(hdr, sizeof(hdr), false, &s, &why, NULL), CODEC_PARTIAL);
+    assert_int_equal(scan_g(hdr, sizeof(hdr), true, &s, &why, NULL), 0);
+    assert_int_equal(s.body_off, 4);
+    /* the body descriptor complete: done, even though the body's value is not there */
+    static const uint8_t body[] = {0x00, 0x53, 0x70, 0x45, 0x00, 0x53, 0x75};
+    assert_int_equal(scan_g(body, sizeof(body), false, &s, &why, NULL), 0);
+    assert_int_equal(s.body_off, 4);
+    assert_null(why);
+    /* an ulong descriptor cut short */
+    static const uint8_t ul[] = {0x00, 0x80, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(scan_g(ul, sizeof(ul), false, &s, &why, NULL), CODEC_PARTIAL);
+    assert_int_equal(scan_g(ul, sizeof(ul), true, &s, &why, NULL), CODEC_INVALID);
+}
+
 static void test_compose_need_and_errors(void **state)
 {
     codec_scan_t   s;
@@ -1659,6 +1783,7 @@ int main(void)
         cmocka_unit_test(test_compose_strip),      cmocka_unit_test(test_compose_write),
         cmocka_unit_test(test_compose_trace),      cmocka_unit_test(test_compose_ma_created),
         cmocka_unit_test(test_compose_map_sizes),  cmocka_unit_test(test_compose_need_and_errors),
+        cmocka_unit_test(test_compose_matrix),     cmocka_unit_test(test_partial_vs_invalid),
         cmocka_unit_test(test_why_texts),
     };
 
