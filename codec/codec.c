@@ -608,80 +608,100 @@ static bool ra_value(const uint8_t *name, size_t n, const uint8_t *v, const uint
     return ok;
 }
 
-/* The message-annotations map: the hot loop.  Per pair: look at the key's code and, for a
- * symbol, its first 9 bytes; skip the value by its size.  Router values are decoded; user
- * pairs only extend the current run. */
+/* The message-annotations map: the hot loop.  Per pair: the key's code and length, for a
+ * symbol its first 9 bytes, and the value's code and length; nothing is recorded for a user
+ * pair.  Router pairs are decoded, and their positions tell where the user pairs are: the
+ * user pairs are whatever lies outside the router pairs.  Offsets (not pointers) are used so
+ * that lengths read from the input can be added without any risk of overflow. */
 static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uint32_t count,
                    codec_scan_t *s, codec_err_t *err)
 {
-    const uint8_t *run_start = NULL;
-    const uint8_t *run_end = NULL;
-    const uint8_t *v;
-    const uint8_t *e;
-    const uint8_t *name;
-    size_t         n;
-    unsigned       seen = 0;
-    uint32_t       user = 0;
-    uint32_t       router = 0;
-    size_t         user_bytes = 0;
-    bool           split = false;
+    const size_t len = (size_t)(end - p);
+    size_t       i = 0;            /* the pair being read */
+    size_t       rs = 0;           /* first router pair's start */
+    size_t       re = 0;           /* last router pair's end */
+    size_t       gap_start = 0;    /* the last run of user pairs between two router pairs */
+    size_t       gap_end = 0;      /* (its end) */
+    uint32_t     gaps = 0;         /* runs of user pairs between router pairs */
+    size_t       router_bytes = 0; /* encoded size of the router pairs */
+    uint32_t     router = 0;       /* router pairs */
+    unsigned     seen = 0;         /* RA_SEEN_* bits of the known router keys met */
 
     if (count & 1)
         return *err = CODEC_ERR_MAP_ODD, CODEC_INVALID;
-    for (uint32_t i = count / 2; i; i--) {
-        if (p >= end)
+    for (uint32_t left = count / 2; left; left--) {
+        size_t  k = i; /* key */
+        size_t  n = 0; /* symbol length, 0 for a ulong key */
+        size_t  v;     /* value */
+        size_t  e;     /* end of the pair */
+        uint8_t c;
+
+        /* a pair takes at least 2 bytes (ulong0 key, null value) */
+        if (len - i < 2)
             return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-        switch (*p) {
-        case CODEC_CODE_SYM8:
-            if (end - p < 2 || p[1] > (size_t)(end - p) - 2)
+        c = p[i];
+        if (__builtin_expect(c == CODEC_CODE_SYM8, 1)) {
+            n = p[i + 1];
+            v = i + 2 + n;
+        } else if (c == CODEC_CODE_SYM32) {
+            if (len - i < 5 || (n = be32(p + i + 1)) > len - i - 5)
                 return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-            n = p[1];
-            name = p + 2;
-            break;
-        case CODEC_CODE_SYM32:
-            if (end - p < 5 || be32(p + 1) > (size_t)(end - p) - 5)
-                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-            n = be32(p + 1);
-            name = p + 5;
-            break;
-        case CODEC_CODE_ULONG0:
-        case CODEC_CODE_SMALLULONG:
-        case CODEC_CODE_ULONG:
-            if (!(v = plain_skip(p, end, err)))
-                return CODEC_INVALID;
-            n = 0;
-            name = v;
-            break;
-        default:
+            v = i + 5 + n;
+        } else if (c == CODEC_CODE_ULONG0) {
+            v = i + 1;
+        } else if (c == CODEC_CODE_SMALLULONG) {
+            v = i + 2;
+        } else if (c == CODEC_CODE_ULONG) {
+            v = i + 9;
+        } else {
             return *err = CODEC_ERR_KEY_TYPE, CODEC_INVALID;
         }
-        v = name + n;
-        if (!(e = value_skip(v, end, err)))
-            return CODEC_INVALID;
-        if (n >= CODEC_RA_PREFIX_LEN && memcmp(name, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0) {
-            if (!ra_value(name + CODEC_RA_PREFIX_LEN, n - CODEC_RA_PREFIX_LEN, v, e, &s->ra, &seen,
-                          err))
-                return CODEC_INVALID;
-            router++;
+        /* the key fits and the value has at least its code */
+        if (v >= len)
+            return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
+        if (__builtin_expect(codec__class[p[v]] == CODEC_CLASS_VAR1, 1)) {
+            if (len - v < 2 || (e = v + 2 + p[v + 1]) > len)
+                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
         } else {
-            if (user++ == 0)
-                run_start = p;
-            else if (p != run_end)
-                split = true; /* a router pair came between two user pairs */
-            run_end = e;
-            user_bytes += (size_t)(e - p);
+            const uint8_t *q = value_skip(p + v, end, err);
+            if (!q)
+                return CODEC_INVALID;
+            e = (size_t)(q - p);
         }
-        p = e;
+        if (n >= CODEC_RA_PREFIX_LEN) {
+            const uint8_t *name = p + v - n;
+            if (__builtin_expect(memcmp(name, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0, 0)) {
+                if (!ra_value(name + CODEC_RA_PREFIX_LEN, n - CODEC_RA_PREFIX_LEN, p + v, p + e,
+                              &s->ra, &seen, err))
+                    return CODEC_INVALID;
+                if (router++ == 0) {
+                    rs = k;
+                } else if (k != re) {
+                    gaps++;
+                    gap_start = re;
+                    gap_end = k;
+                }
+                re = e;
+                router_bytes += e - k;
+            }
+        }
+        i = e;
     }
-    if (p != end)
+    if (i != len)
         return *err = CODEC_ERR_COMPOUND_FILL, CODEC_INVALID;
+
+    /* the user pairs: before the first router pair, between router pairs, after the last */
+    uint32_t runs = router ? (rs > 0) + gaps + (re < len) : (len > 0);
+    size_t   run_start = router == 0 ? 0 : rs > 0 ? 0 : gaps ? gap_start : re;
+    size_t   run_end = router == 0 ? len : rs > 0 ? rs : gaps ? gap_end : len;
+
     s->ma_count = count / 2;
-    s->ma_user_count = user;
     s->ma_router_count = router;
-    s->ma_user_bytes = (uint32_t)user_bytes;
-    s->ma_user_split = split;
-    if (user && !split) {
-        s->ma_user.off = (uint32_t)(run_start - msg);
+    s->ma_user_count = count / 2 - router;
+    s->ma_user_bytes = (uint32_t)(len - router_bytes);
+    s->ma_user_split = runs > 1;
+    if (runs == 1) {
+        s->ma_user.off = (uint32_t)(p + run_start - msg);
         s->ma_user.len = (uint32_t)(run_end - run_start);
     }
     return 0;
@@ -744,7 +764,16 @@ int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan
                 return scan_fail(CODEC_PARTIAL, false, CODEC_PART_MESSAGE, err, why);
             break; /* a message may end without a body */
         }
-        rc = codec__descriptor_read(msg + off, len - off, &code, &dlen, &err);
+        if (len - off >= 3 && msg[off] == CODEC_CODE_DESCRIBED &&
+            msg[off + 1] == CODEC_CODE_SMALLULONG && msg[off + 2] >= CODEC_SECTION_HEADER &&
+            msg[off + 2] <= CODEC_SECTION_FOOTER) {
+            /* the form every client writes, inline */
+            code = msg[off + 2];
+            dlen = 3;
+            rc = 0;
+        } else {
+            rc = codec__descriptor_read(msg + off, len - off, &code, &dlen, &err);
+        }
         if (rc < 0)
             return scan_fail(rc, complete, CODEC_PART_MESSAGE, err, why);
         if (code >= CODEC_SECTION_DATA)
