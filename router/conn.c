@@ -550,12 +550,12 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         }
         const char *why = NULL;
         if (!pn_delivery_partial(d) && pn_delivery_pending(d) == 0) {
-            pn_link_advance(pl);
             if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
-                in->discard = true;
+                in->discard = true; /* in_discard_WT() advances and rejects */
                 in->discard_why = why ? why : "malformed message";
                 continue;
             }
+            pn_link_advance(pl);
             in_route_WT(k, in);
             in_received_WT(k, in);
             return;
@@ -646,6 +646,8 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         rtr_msg_unref(m);
         return;
     }
+    if (!dlv && k->queued >= k->conn->listener->link_capacity)
+        link_pump_WT(k); /* send what the receiver's credit allows before judging */
     if (!dlv && k->queued >= k->conn->listener->link_capacity) {
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
         if (m->c.streaming)
