@@ -1035,6 +1035,49 @@ static void test_user_runs(void **state)
     assert_int_equal(s.ma_user.off, 0);
     assert_int_equal(s.ma_user_count, 2);
     assert_int_equal(s.ma_user_bytes, (2 + 5 + 2 + 5) + (2 + 5 + 1));
+
+    /* router, users, router: one run, between them */
+    e->n = 0;
+    section(e, 0x72);
+    at = compound_open(e, 0xc1);
+    sym(e, "x-opt-qd.to");
+    str(e, "t");
+    first = e->n;
+    user_pairs(e, 2, 3);
+    last = e->n;
+    sym(e, "x-opt-qd.ingress");
+    str(e, "i");
+    sym(e, "x-opt-qd.phase");
+    RAW(e, 0x54, 0x02);
+    compound_close(e, at, 10);
+    assert_scan_ok(e->b, e->n, &s, NULL);
+    assert_false(s.ma_user_split);
+    assert_int_equal(s.ma_user.off, first);
+    assert_int_equal(s.ma_user.len, last - first);
+    assert_int_equal(s.ma_user_count, 2);
+    assert_int_equal(s.ma_router_count, 3);
+
+    /* users, two adjacent router pairs, users: split; and users, router, router, no users */
+    for (int tail = 1; tail >= 0; tail--) {
+        e->n = 0;
+        section(e, 0x72);
+        at = compound_open(e, 0xc1);
+        first = e->n;
+        user_pairs(e, 1, 3);
+        last = e->n;
+        sym(e, "x-opt-qd.to");
+        str(e, "t");
+        sym(e, "x-opt-qd.class");
+        RAW(e, 0x40);
+        if (tail)
+            user_pairs(e, 1, 4);
+        compound_close(e, at, tail ? 8 : 6);
+        assert_scan_ok(e->b, e->n, &s, NULL);
+        assert_int_equal(s.ma_user_split, tail);
+        assert_int_equal(s.ma_user.len, tail ? 0 : last - first);
+        assert_int_equal(s.ma_user.off, tail ? 0 : first);
+        assert_int_equal(s.ma_user_bytes, (last - first) + (tail ? 2 + 5 + 2 + 4 : 0));
+    }
     free(e);
 }
 
@@ -1754,8 +1797,8 @@ static void test_compose_need_and_errors(void **state)
     free(v);
 }
 
-/* Scanning 200 pairs must not depend on anything but the pairs' sizes: a sanity check that
- * the why texts are all distinct per part (a table typo would show here). */
+/* The *why texts are "<part>: <problem>" and all distinct within a part (a typo in the X-macro
+ * tables would show here). */
 static void test_why_texts(void **state)
 {
     (void)state;
