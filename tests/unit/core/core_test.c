@@ -1,0 +1,533 @@
+/* tests/unit/core/core_test.c: the core thread's routing decisions, driven through its real
+ * queues.  The test plays the workers: it posts core_action_t batches and reads the
+ * core_work_t batches the core hands back to each "worker" queue (plain MPSC queues with no
+ * wake-up, read with base_mpsc_wait()).  The core runs on its own thread, as in the router. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "config/config.h"
+#include "core/base/mpsc.h"
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_WORKERS 2
+
+typedef struct fixture {
+    cfg_t       *cfg;
+    core_t      *core;
+    base_mpsc_t  q[N_WORKERS];
+    base_mpsc_t *qp[N_WORKERS];
+    /* work taken from the queues and not yet consumed by the test */
+    core_work_t  pending[N_WORKERS][4096];
+    size_t       n_pending[N_WORKERS];
+    uint64_t     next_link;
+    int          handles[64]; /* fake worker link handles: &handles[i] */
+} fixture_t;
+
+static fixture_t *fx_new(const char *json)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+    char err[512];
+    if (cfg_load_string(json, "test.json", &f->cfg, err, sizeof(err)) != 0)
+        fail_msg("config: %s", err);
+    for (int i = 0; i < N_WORKERS; i++) {
+        base_mpsc_init(&f->q[i], NULL, NULL);
+        f->qp[i] = &f->q[i];
+    }
+    f->core = core_new(f->cfg, N_WORKERS, f->qp);
+    assert_int_equal(core_start(f->core), 0);
+    return f;
+}
+
+static void fx_free(fixture_t *f)
+{
+    core_stop(f->core);
+    core_free(f->core);
+    for (int i = 0; i < N_WORKERS; i++)
+        base_mpsc_fini(&f->q[i]);
+    cfg_free(f->cfg);
+    free(f);
+}
+
+static void post(fixture_t *f, core_action_t *a)
+{
+    base_mpsc_batch_t b = {0};
+    *core_batch_add(&b) = *a;
+    core_post(f->core, &b);
+}
+
+/* Pull whatever the core queued for worker w within timeout_ms. */
+static void drain(fixture_t *f, int w, int timeout_ms)
+{
+    base_mpsc_wait(&f->q[w], timeout_ms);
+    base_mpsc_chunk_t *c = base_mpsc_take(&f->q[w]);
+    while (c) {
+        base_mpsc_chunk_t *next = c->next;
+        for (uint32_t i = 0; i < c->count; i++) {
+            assert_true(f->n_pending[w] < 4096);
+            f->pending[w][f->n_pending[w]++] = *(core_work_t *)base_mpsc_chunk_item(c, i);
+        }
+        base_mpsc_chunk_free(c);
+        c = next;
+    }
+}
+
+/* The next work item of `type` for worker w (waiting up to a second); fails if none. */
+static core_work_t expect(fixture_t *f, int w, core_work_type_t type)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        for (size_t i = 0; i < f->n_pending[w]; i++) {
+            if (f->pending[w][i].type == type) {
+                core_work_t got = f->pending[w][i];
+                memmove(&f->pending[w][i], &f->pending[w][i + 1],
+                        (f->n_pending[w] - i - 1) * sizeof(core_work_t));
+                f->n_pending[w]--;
+                return got;
+            }
+        }
+        drain(f, w, 10);
+    }
+    fail_msg("worker %d: no work of type %d", w, (int)type);
+    core_work_t none = {0};
+    return none;
+}
+
+/* Fail if worker w gets work of `type` within 50 ms. */
+static void expect_none(fixture_t *f, int w, core_work_type_t type)
+{
+    drain(f, w, 50);
+    for (size_t i = 0; i < f->n_pending[w]; i++)
+        if (f->pending[w][i].type == type)
+            fail_msg("worker %d: unexpected work of type %d", w, (int)type);
+}
+
+static uint64_t attach(fixture_t *f, int w, core_link_dir_t dir, const char *addr, bool dynamic)
+{
+    uint64_t id = ++f->next_link;
+    core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = (uint8_t)w, .link_id = id};
+    a.u.attach.conn_id = 1;
+    a.u.attach.handle = &f->handles[id];
+    a.u.attach.address = addr ? strdup(addr) : NULL;
+    a.u.attach.capacity = 250;
+    a.u.attach.dir = (uint8_t)dir;
+    a.u.attach.dynamic = dynamic;
+    post(f, &a);
+    core_work_t r = expect(f, w, CORE_W_LINK_ATTACHED);
+    assert_ptr_equal(r.handle, &f->handles[id]);
+    free(r.u.attached.address);
+    free(r.u.attached.cond_desc);
+    return id;
+}
+
+static void detach(fixture_t *f, int w, uint64_t id)
+{
+    core_action_t a = {.type = CORE_A_LINK_DETACH, .worker = (uint8_t)w, .link_id = id};
+    post(f, &a);
+    core_work_t r = expect(f, w, CORE_W_LINK_DETACHED);
+    assert_ptr_equal(r.handle, &f->handles[id]);
+}
+
+typedef struct test_dlv {
+    core_delivery_t dlv;
+    core_content_t  content;
+} test_dlv_t;
+
+static test_dlv_t *deliver(fixture_t *f, int w, uint64_t link, const char *to, bool presettled)
+{
+    test_dlv_t *t = calloc(1, sizeof(*t));
+    atomic_init(&t->content.refs, 1);
+    t->dlv.content = &t->content;
+    t->dlv.link_id = link;
+    t->dlv.presettled = presettled;
+    if (to) {
+        t->dlv.to = to;
+        t->dlv.to_len = (uint32_t)strlen(to);
+    }
+    core_action_t a = {.type = CORE_A_DELIVER, .worker = (uint8_t)w, .link_id = link};
+    a.u.dlv = &t->dlv;
+    post(f, &a);
+    return t;
+}
+
+static void settle_copy(fixture_t *f, int w, uint64_t out_link, core_delivery_t *dlv,
+                        core_outcome_t outcome)
+{
+    core_action_t a = {.type = CORE_A_DISPOSITION, .worker = (uint8_t)w, .link_id = out_link};
+    a.u.disposition.dlv = dlv;
+    a.u.disposition.disp.outcome = (uint8_t)outcome;
+    if (outcome == CORE_OUTCOME_REJECTED) {
+        a.u.disposition.disp.cond_name = strdup("app:bad");
+        a.u.disposition.disp.cond_desc = strdup("no thanks");
+    }
+    post(f, &a);
+}
+
+static core_disposition_t expect_settle(fixture_t *f, int w, core_delivery_t *dlv)
+{
+    core_work_t r = expect(f, w, CORE_W_SETTLE);
+    assert_ptr_equal(r.u.settle.dlv, dlv);
+    return r.u.settle.disp;
+}
+
+static void free_disp(core_disposition_t *d)
+{
+    free(d->cond_name);
+    free(d->cond_desc);
+}
+
+static const char *CONFIG =
+    "[[\"router\", {\"id\": \"T1\", \"workerThreads\": 2}],"
+    " [\"address\", {\"prefix\": \"mc\", \"distribution\": \"multicast\"}],"
+    " [\"address\", {\"prefix\": \"cl\", \"distribution\": \"closest\"}],"
+    " [\"address\", {\"pattern\": \"a.*.c\", \"distribution\": \"multicast\"}],"
+    " [\"address\", {\"prefix\": \"gone\", \"distribution\": \"unavailable\"}]]";
+
+/* ---- credit ---- */
+
+static void test_credit_follows_consumers(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "q", false);
+    expect_none(f, 0, CORE_W_LINK_CREDIT); /* no consumer: no credit */
+    uint64_t rcv = attach(f, 1, CORE_LINK_OUT, "q", false);
+    core_work_t c = expect(f, 0, CORE_W_LINK_CREDIT);
+    assert_ptr_equal(c.handle, &f->handles[snd]);
+    assert_true(c.u.credit.grant);
+    uint64_t rcv2 = attach(f, 1, CORE_LINK_OUT, "q", false);
+    expect_none(f, 0, CORE_W_LINK_CREDIT); /* already granted */
+    detach(f, 1, rcv);
+    expect_none(f, 0, CORE_W_LINK_CREDIT); /* a consumer remains */
+    detach(f, 1, rcv2);
+    c = expect(f, 0, CORE_W_LINK_CREDIT);
+    assert_false(c.u.credit.grant); /* drained with the last consumer */
+    uint64_t snd2 = attach(f, 0, CORE_LINK_IN, "q", false);
+    attach(f, 1, CORE_LINK_OUT, "q", false);
+    /* both senders get credit back */
+    core_work_t c1 = expect(f, 0, CORE_W_LINK_CREDIT);
+    core_work_t c2 = expect(f, 0, CORE_W_LINK_CREDIT);
+    assert_true(c1.u.credit.grant && c2.u.credit.grant);
+    assert_true((c1.handle == &f->handles[snd] && c2.handle == &f->handles[snd2]) ||
+                (c2.handle == &f->handles[snd] && c1.handle == &f->handles[snd2]));
+    fx_free(f);
+}
+
+static void test_anonymous_sender_gets_credit_at_once(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t anon = attach(f, 0, CORE_LINK_IN, NULL, false);
+    core_work_t c = expect(f, 0, CORE_W_LINK_CREDIT);
+    assert_ptr_equal(c.handle, &f->handles[anon]);
+    assert_true(c.u.credit.grant);
+    fx_free(f);
+}
+
+/* ---- distribution ---- */
+
+static void test_balanced_picks_fewest_unsettled(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t a = attach(f, 1, CORE_LINK_OUT, "bal", false);
+    uint64_t b = attach(f, 1, CORE_LINK_OUT, "bal", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "bal", false);
+    expect(f, 0, CORE_W_LINK_CREDIT);
+    test_dlv_t *d[4];
+    int on_a = 0, on_b = 0;
+    core_work_t sends[4];
+    for (int i = 0; i < 4; i++) {
+        d[i] = deliver(f, 0, snd, NULL, false);
+        sends[i] = expect(f, 1, CORE_W_SEND);
+        assert_ptr_equal(sends[i].u.send.dlv, &d[i]->dlv);
+        assert_ptr_equal(sends[i].u.send.content, &d[i]->content);
+        assert_false(sends[i].u.send.presettled);
+        assert_int_equal(atomic_load(&d[i]->content.refs), 2); /* one per copy */
+        if (sends[i].handle == &f->handles[a])
+            on_a++;
+        else
+            on_b++;
+    }
+    assert_int_equal(on_a, 2);
+    assert_int_equal(on_b, 2);
+    /* settle both copies on `a`: the next two deliveries both go to `a` (0 vs 2 unsettled) */
+    for (int i = 0; i < 4; i++) {
+        if (sends[i].handle == &f->handles[a]) {
+            settle_copy(f, 1, a, &d[i]->dlv, CORE_OUTCOME_ACCEPTED);
+            core_disposition_t r = expect_settle(f, 0, &d[i]->dlv);
+            assert_int_equal(r.outcome, CORE_OUTCOME_ACCEPTED);
+        }
+    }
+    test_dlv_t *e1 = deliver(f, 0, snd, NULL, false);
+    assert_ptr_equal(expect(f, 1, CORE_W_SEND).handle, &f->handles[a]);
+    test_dlv_t *e2 = deliver(f, 0, snd, NULL, false);
+    assert_ptr_equal(expect(f, 1, CORE_W_SEND).handle, &f->handles[a]);
+    (void)b;
+    for (int i = 0; i < 4; i++)
+        free(d[i]);
+    free(e1);
+    free(e2);
+    fx_free(f);
+}
+
+static void test_closest_rotates(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t a = attach(f, 1, CORE_LINK_OUT, "cl.x", false);
+    uint64_t b = attach(f, 1, CORE_LINK_OUT, "cl.x", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "cl.x", false);
+    int on_a = 0, on_b = 0;
+    test_dlv_t *d[6];
+    for (int i = 0; i < 6; i++) {
+        d[i] = deliver(f, 0, snd, NULL, true);
+        core_work_t s = expect(f, 1, CORE_W_SEND);
+        assert_true(s.u.send.presettled);
+        assert_null(s.u.send.dlv); /* presettled: the core keeps no pointer */
+        if (s.handle == &f->handles[a])
+            on_a++;
+        else if (s.handle == &f->handles[b])
+            on_b++;
+        /* presettled: the owner gets it back at once */
+        core_work_t r = expect(f, 0, CORE_W_RELEASE);
+        assert_ptr_equal(r.u.release, &d[i]->dlv);
+    }
+    assert_int_equal(on_a, 3);
+    assert_int_equal(on_b, 3);
+    for (int i = 0; i < 6; i++)
+        free(d[i]);
+    fx_free(f);
+}
+
+static void mcast_case(core_outcome_t o1, core_outcome_t o2, core_outcome_t o3,
+                       core_outcome_t want)
+{
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = attach(f, 1, CORE_LINK_OUT, "mc/news", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "mc/news", false);
+    test_dlv_t *d = deliver(f, 0, snd, NULL, false);
+    for (int i = 0; i < 3; i++)
+        expect(f, 1, CORE_W_SEND);
+    assert_int_equal(atomic_load(&d->content.refs), 4);
+    core_outcome_t outs[3] = {o1, o2, o3};
+    for (int i = 0; i < 3; i++) {
+        settle_copy(f, 1, r[i], &d->dlv, outs[i]);
+        if (i < 2)
+            expect_none(f, 0, CORE_W_SETTLE); /* waits for every copy */
+    }
+    core_disposition_t res = expect_settle(f, 0, &d->dlv);
+    assert_int_equal(res.outcome, want);
+    if (want == CORE_OUTCOME_REJECTED)
+        assert_string_equal(res.cond_name, "app:bad");
+    free_disp(&res);
+    free(d);
+    fx_free(f);
+}
+
+static void test_multicast_outcomes(void **state)
+{
+    (void)state;
+    mcast_case(CORE_OUTCOME_ACCEPTED, CORE_OUTCOME_ACCEPTED, CORE_OUTCOME_ACCEPTED,
+               CORE_OUTCOME_ACCEPTED);
+    mcast_case(CORE_OUTCOME_ACCEPTED, CORE_OUTCOME_REJECTED, CORE_OUTCOME_ACCEPTED,
+               CORE_OUTCOME_REJECTED);
+    mcast_case(CORE_OUTCOME_RELEASED, CORE_OUTCOME_ACCEPTED, CORE_OUTCOME_MODIFIED,
+               CORE_OUTCOME_ACCEPTED);
+    mcast_case(CORE_OUTCOME_RELEASED, CORE_OUTCOME_MODIFIED, CORE_OUTCOME_RELEASED,
+               CORE_OUTCOME_MODIFIED);
+    mcast_case(CORE_OUTCOME_RELEASED, CORE_OUTCOME_RELEASED, CORE_OUTCOME_RELEASED,
+               CORE_OUTCOME_RELEASED);
+}
+
+static void test_pattern_and_default_distribution(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    /* a.*.c is multicast: two consumers both get a copy */
+    attach(f, 1, CORE_LINK_OUT, "a.b.c", false);
+    attach(f, 1, CORE_LINK_OUT, "a.b.c", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "a.b.c", false);
+    test_dlv_t *d = deliver(f, 0, snd, NULL, true);
+    expect(f, 1, CORE_W_SEND);
+    expect(f, 1, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+
+    f = fx_new("[[\"router\", {\"id\": \"T2\", \"defaultDistribution\": \"multicast\"}]]");
+    attach(f, 1, CORE_LINK_OUT, "anything", false);
+    attach(f, 1, CORE_LINK_OUT, "anything", false);
+    snd = attach(f, 0, CORE_LINK_IN, "anything", false);
+    d = deliver(f, 0, snd, NULL, true);
+    expect(f, 1, CORE_W_SEND);
+    expect(f, 1, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+}
+
+/* ---- no route, unavailable, anonymous ---- */
+
+static void test_no_consumer(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t anon = attach(f, 0, CORE_LINK_IN, NULL, false);
+    test_dlv_t *d = deliver(f, 0, anon, "nobody", false);
+    core_disposition_t r = expect_settle(f, 0, &d->dlv);
+    assert_int_equal(r.outcome, CORE_OUTCOME_RELEASED);
+    test_dlv_t *p = deliver(f, 0, anon, "nobody", true);
+    assert_ptr_equal(expect(f, 0, CORE_W_RELEASE).u.release, &p->dlv);
+    test_dlv_t *n = deliver(f, 0, anon, NULL, false);
+    r = expect_settle(f, 0, &n->dlv);
+    assert_int_equal(r.outcome, CORE_OUTCOME_REJECTED);
+    assert_string_equal(r.cond_name, "amqp:precondition-failed");
+    free_disp(&r);
+    free(d);
+    free(p);
+    free(n);
+    fx_free(f);
+}
+
+static void test_unavailable(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t id = ++f->next_link;
+    core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = 1, .link_id = id};
+    a.u.attach.handle = &f->handles[id];
+    a.u.attach.address = strdup("gone/x");
+    a.u.attach.dir = CORE_LINK_OUT;
+    post(f, &a);
+    core_work_t r = expect(f, 1, CORE_W_LINK_ATTACHED);
+    assert_non_null(r.u.attached.cond_name);
+    assert_string_equal(r.u.attached.cond_name, "amqp:not-found");
+    free(r.u.attached.cond_desc);
+    detach(f, 1, id);
+
+    uint64_t anon = attach(f, 0, CORE_LINK_IN, NULL, false);
+    test_dlv_t *d = deliver(f, 0, anon, "amqp:/gone/y", false);
+    core_disposition_t res = expect_settle(f, 0, &d->dlv);
+    assert_int_equal(res.outcome, CORE_OUTCOME_REJECTED);
+    assert_string_equal(res.cond_name, "amqp:not-found");
+    free_disp(&res);
+    free(d);
+    fx_free(f);
+}
+
+static void test_anonymous_routes_by_to(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t rcv = attach(f, 1, CORE_LINK_OUT, "q2", false);
+    uint64_t anon = attach(f, 0, CORE_LINK_IN, NULL, false);
+    /* amqp:/ and amqp://host/ forms reach the same address */
+    const char *forms[] = {"q2", "amqp:/q2", "amqp://somehost/q2", "/q2"};
+    for (int i = 0; i < 4; i++) {
+        test_dlv_t *d = deliver(f, 0, anon, forms[i], false);
+        core_work_t s = expect(f, 1, CORE_W_SEND);
+        assert_ptr_equal(s.handle, &f->handles[rcv]);
+        settle_copy(f, 1, rcv, &d->dlv, CORE_OUTCOME_ACCEPTED);
+        core_disposition_t r = expect_settle(f, 0, &d->dlv);
+        assert_int_equal(r.outcome, CORE_OUTCOME_ACCEPTED);
+        free(d);
+    }
+    fx_free(f);
+}
+
+static void test_dynamic_address(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t id = ++f->next_link;
+    core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = 1, .link_id = id};
+    a.u.attach.handle = &f->handles[id];
+    a.u.attach.dir = CORE_LINK_OUT;
+    a.u.attach.dynamic = true;
+    post(f, &a);
+    core_work_t r = expect(f, 1, CORE_W_LINK_ATTACHED);
+    assert_null(r.u.attached.cond_name);
+    assert_non_null(r.u.attached.address);
+    assert_int_equal(strncmp(r.u.attached.address, "amqp:/_topo/0/T1/temp.", 22), 0);
+    char addr[256];
+    snprintf(addr, sizeof(addr), "%s", r.u.attached.address);
+    free(r.u.attached.address);
+
+    uint64_t anon = attach(f, 0, CORE_LINK_IN, NULL, false);
+    test_dlv_t *d = deliver(f, 0, anon, addr, false);
+    core_work_t s = expect(f, 1, CORE_W_SEND);
+    assert_ptr_equal(s.handle, &f->handles[id]);
+    /* a second dynamic address differs */
+    uint64_t id2 = ++f->next_link;
+    a.link_id = id2;
+    a.u.attach.handle = &f->handles[id2];
+    post(f, &a);
+    r = expect(f, 1, CORE_W_LINK_ATTACHED);
+    assert_string_not_equal(r.u.attached.address, addr);
+    free(r.u.attached.address);
+    settle_copy(f, 1, id, &d->dlv, CORE_OUTCOME_ACCEPTED);
+    expect_settle(f, 0, &d->dlv);
+    free(d);
+    fx_free(f);
+}
+
+static void test_consumer_detach_reports_then_forgets(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t rcv = attach(f, 1, CORE_LINK_OUT, "q3", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "q3", false);
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    test_dlv_t *d = deliver(f, 0, snd, NULL, false);
+    expect(f, 1, CORE_W_SEND);
+    /* the worker reports the unsent copy released, then detaches */
+    settle_copy(f, 1, rcv, &d->dlv, CORE_OUTCOME_RELEASED);
+    detach(f, 1, rcv);
+    core_disposition_t r = expect_settle(f, 0, &d->dlv);
+    assert_int_equal(r.outcome, CORE_OUTCOME_RELEASED);
+    core_work_t c = expect(f, 0, CORE_W_LINK_CREDIT);
+    assert_false(c.u.credit.grant);
+    free(d);
+    fx_free(f);
+}
+
+static void test_addr_normalize(void **state)
+{
+    (void)state;
+    size_t n;
+    const char *p = core_addr_normalize("amqp://h:5672/x/y", 17, &n);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "x/y", 3);
+    p = core_addr_normalize("amqp:/x", 7, &n);
+    assert_int_equal(n, 1);
+    assert_memory_equal(p, "x", 1);
+    p = core_addr_normalize("//x", 3, &n);
+    assert_int_equal(n, 1);
+    p = core_addr_normalize("plain", 5, &n);
+    assert_int_equal(n, 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_credit_follows_consumers),
+        cmocka_unit_test(test_anonymous_sender_gets_credit_at_once),
+        cmocka_unit_test(test_balanced_picks_fewest_unsettled),
+        cmocka_unit_test(test_closest_rotates),
+        cmocka_unit_test(test_multicast_outcomes),
+        cmocka_unit_test(test_pattern_and_default_distribution),
+        cmocka_unit_test(test_no_consumer),
+        cmocka_unit_test(test_unavailable),
+        cmocka_unit_test(test_anonymous_routes_by_to),
+        cmocka_unit_test(test_dynamic_address),
+        cmocka_unit_test(test_consumer_detach_reports_then_forgets),
+        cmocka_unit_test(test_addr_normalize),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
