@@ -43,26 +43,16 @@ static void usage(FILE *f)
             "SIGTERM, SIGINT, SIGHUP or SIGQUIT close every connection and exit 0.\n");
 }
 
+/* Apply the `log` entities (validated by the config loader). */
 static int apply_logs(const cfg_t *cfg, char *err, size_t errlen)
 {
     for (size_t i = 0; i < cfg->n_logs; i++) {
         const cfg_log_t *l = &cfg->logs[i];
-        int mod = base_log_module_find(l->module);
-        if (mod < 0) {
-            snprintf(err, errlen, "%s: log module '%s' is unknown", cfg->path, l->module);
-            return -1;
-        }
-        if (l->enable) {
-            uint8_t mask;
-            if (base_log_parse_enable(l->enable, &mask) != 0) {
-                snprintf(err, errlen, "%s: log module %s: bad enable '%s'", cfg->path,
-                         l->module, l->enable);
-                return -1;
-            }
-            base_log_set_mask((base_log_module_t)mod, mask);
-        }
+        base_log_module_t mod = (base_log_module_t)l->module_id;
+        if (l->enable_mask != 0xff)
+            base_log_set_mask(mod, l->enable_mask);
         if (l->output_file) {
-            int rc = base_log_set_output((base_log_module_t)mod, l->output_file);
+            int rc = base_log_set_output(mod, l->output_file);
             if (rc != 0) {
                 snprintf(err, errlen, "%s: log module %s: cannot open outputFile '%s': %s",
                          cfg->path, l->module, l->output_file, strerror(-rc));
