@@ -476,6 +476,7 @@ static void *core_thread_main(void *arg)
 {
     core_t *core = arg;
     base_thread_set_role(BASE_THREAD_CORE, 0);
+    pthread_setname_np(pthread_self(), "junction-core");
     LOG(INFO, "Core thread started");
     for (;;) {
         base_mpsc_chunk_t *c = base_mpsc_take(&core->in);

@@ -10,6 +10,8 @@
  */
 #include "router/router_int.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 static void wake_cb(void *ctx)
@@ -69,6 +71,9 @@ static void worker_main(void *arg)
 {
     rtr_worker_t *w = arg;
     base_thread_set_role(BASE_THREAD_WORKER, w->index);
+    char name[16];
+    snprintf(name, sizeof(name), "junction-w%d", w->index);
+    pthread_setname_np(pthread_self(), name);
     uv_run(&w->loop, UV_RUN_DEFAULT);
 }
 
