@@ -211,6 +211,13 @@ class Client:
         self._keepalive = self.container.schedule(24 * 3600, _KeepAlive())
         self.connections = []
         self._closed = False
+        self._n_links = 0
+
+    def link_name(self, kind, address):
+        """A link name unique within this client (Proton's default name is the same for two
+        links to one address, and AMQP does not allow that on one connection)."""
+        self._n_links += 1
+        return "%s-%s-%d" % (kind, address, self._n_links)
 
     # ---- pumping ----
     def flush(self):
@@ -328,6 +335,7 @@ class Conn:
                options=None):
         """Attach a sender. `address` None makes an anonymous sender (null target address)."""
         opts = list(options or [])
+        name = name or self.client.link_name("snd", address)
         if presettled:
             opts.append(AtMostOnce())
         pn = self.client.container.create_sender(self.pn, address, name=name, handler=None,
@@ -344,6 +352,7 @@ class Conn:
         settle: None (the test settles), "accept", "reject", "release".
         auto_credit: grant one more credit for every message that arrives (a window).
         """
+        name = name or self.client.link_name("rcv", address or "dynamic")
         pn = self.client.container.create_receiver(self.pn, address, name=name,
                                                    dynamic=dynamic, handler=None,
                                                    options=options)

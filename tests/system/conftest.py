@@ -310,6 +310,7 @@ def router_entities(router=None, listener=None, listeners=None, addresses=None, 
 def make_router(request, tmp_path):
     """make_router(entities=None, name=..., args=(), start=True, **router_entities kwargs)."""
     made = []
+    request.node.jn_routers = made  # for the failure report (pytest_runtest_makereport)
 
     def make(entities=None, name=None, args=(), start=True, env=None, **kw):
         if entities is None:
@@ -343,6 +344,19 @@ def client():
     c = Client()
     yield c
     c.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Show the tail of every router's stderr when a test fails."""
+    outcome = yield
+    rep = outcome.get_result()
+    routers = getattr(item, "jn_routers", None)
+    if rep.failed and routers:
+        for r in routers:
+            lines = r.stderr_lines()
+            rep.sections.append(("junctiond %s stderr (last 40 of %d lines)" % (r.name, len(lines)),
+                                 "\n".join(lines[-40:])))
 
 
 # ---- a per-test deadline, so that a hung daemon fails the test instead of hanging it ----

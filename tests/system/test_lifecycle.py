@@ -151,11 +151,16 @@ c.run_for(3600)
 """
 
 
-def _read_line(proc, timeout):
-    r, _, _ = select.select([proc.stdout], [], [], timeout)
-    if not r:
-        return None
-    return proc.stdout.readline().strip()
+def _read_line(proc, timeout, client=None):
+    """The child's next stdout line (None after `timeout`); pumps `client` meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([proc.stdout], [], [], 0 if client else 0.1)
+        if r:
+            return proc.stdout.readline().strip()
+        if client is not None:
+            client.run_for(0.05)
+    return None
 
 
 def test_killed_receiver_process_gives_modified_and_released(router, client):
@@ -165,7 +170,7 @@ def test_killed_receiver_process_gives_modified_and_released(router, client):
         assert _read_line(child, 15) == "attached", child.stderr.read() if child.poll() else ""
         snd = client.connect(router.url).sender("killed.q")
         dlvs = [snd.send(Message(body=i)) for i in range(5)]
-        assert _read_line(child, 15) == "received"
+        assert _read_line(child, 15, client) == "received"
         client.run_for(0.3)
         assert not any(d.remote_state for d in dlvs), "an outcome before the receiver died"
         child.send_signal(signal.SIGKILL)
