@@ -101,6 +101,7 @@ static void conn_free_WT(rtr_conn_t *c)
         c->next->prev = c->prev;
     w->n_conns--;
     free(c->wbuf);
+    free(c->guard_buf);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -1130,11 +1131,21 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     rtr_conn_t *c = s->data;
-    (void)buf;
     if (c->closing)
         return;
     if (n > 0) {
-        pn_connection_driver_read_done(&c->driver, (size_t)n);
+        if (codec_guard_feed(&c->guard, (const uint8_t *)buf->base, (size_t)n) != 0) {
+            /* Proton never sees these bytes: the connection ends here */
+            LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s",
+                 c->peer, c->guard.why);
+            uv_read_stop(s);
+            c->reading = false;
+            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
+                                        c->guard.why);
+            pn_connection_driver_close(&c->driver);
+        } else {
+            pn_connection_driver_read_done(&c->driver, (size_t)n);
+        }
     } else if (n == UV_ENOBUFS) {
         uv_read_stop(s);
         c->reading = false;
@@ -1269,6 +1280,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
     pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
     pn_sasl_set_allow_insecure_mechs(sasl, true);
     pn_connection_driver_init(&c->driver, pn_connection(), t);
+    c->guard_buf = base_malloc(l->max_frame_size);
+    codec_guard_init(&c->guard, l->max_frame_size, c->guard_buf, l->max_frame_size);
 
     if (uv_tcp_open(&c->tcp, fd) != 0) {
         close(fd);

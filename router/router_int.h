@@ -12,6 +12,7 @@
 #include "router/router.h"
 
 #include "codec/codec.h"
+#include "codec/frame.h"
 #include "config/config.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
@@ -182,6 +183,8 @@ struct rtr_conn {
     rtr_conn_t            *dirty_next; /* in worker->dirty */
     int                    handles;    /* uv handles not yet closed */
     int                    n_blocked;  /* links with `blocked` set */
+    codec_guard_t          guard;      /* checks every byte before Proton sees it */
+    uint8_t               *guard_buf;  /* its performative buffer (maxFrameSize bytes) */
     bool                   strip_in;   /* drop client x-opt-qd.* annotations */
     bool                   strip_out;  /* write no router annotations toward the client */
 };

@@ -1,0 +1,526 @@
+/* codec/frame.c: the frame guard (see frame.h) - a byte-stream state machine over protocol
+ * headers and frames, with a full-depth value checker for performatives.
+ * Any thread; one guard per connection; no allocation, no logging. */
+#include "codec/frame.h"
+
+#include "codec/codec_int.h"
+
+#include <string.h>
+
+enum guard_state {
+    G_PROTO = 0, /* gathering an 8-byte protocol header */
+    G_FRAME,     /* gathering an 8-byte frame header */
+    G_EXT,       /* skipping the extended header */
+    G_PERF,      /* gathering the performative */
+    G_PAYLOAD,   /* counting payload bytes */
+};
+
+#define MAX_DEPTH 32
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ---- values, all the way down ---- */
+
+static const uint8_t *check_value(const uint8_t *p, const uint8_t *end, int depth);
+
+/* One element of an array whose elements share the constructor `code` (no code byte each). */
+static const uint8_t *check_array_elem(uint8_t code, const uint8_t *p, const uint8_t *end,
+                                       int depth)
+{
+    size_t n;
+    switch (codec__class[code]) {
+    case CODEC_CLASS_W0:
+        return p;
+    case CODEC_CLASS_W1:
+        n = 1;
+        break;
+    case CODEC_CLASS_W2:
+        n = 2;
+        break;
+    case CODEC_CLASS_W4:
+        n = 4;
+        break;
+    case CODEC_CLASS_W8:
+        n = 8;
+        break;
+    case CODEC_CLASS_W16:
+        n = 16;
+        break;
+    case CODEC_CLASS_VAR1:
+        if (end - p < 1)
+            return NULL;
+        n = 1 + (size_t)p[0];
+        break;
+    case CODEC_CLASS_VAR4:
+        if (end - p < 4)
+            return NULL;
+        n = 4 + (size_t)be32(p);
+        break;
+    case CODEC_CLASS_COMPOUND1:
+    case CODEC_CLASS_COMPOUND4:
+    case CODEC_CLASS_ARRAY1:
+    case CODEC_CLASS_ARRAY4: {
+        /* re-use the value checker on a copy-free view: rebuild "code + rest" */
+        if (p == NULL || depth > MAX_DEPTH)
+            return NULL;
+        /* the element is laid out exactly as a value without its code byte */
+        bool four = codec__class[code] == CODEC_CLASS_COMPOUND4 ||
+                    codec__class[code] == CODEC_CLASS_ARRAY4;
+        size_t w = four ? 4 : 1;
+        if ((size_t)(end - p) < 2 * w)
+            return NULL;
+        size_t size = four ? be32(p) : p[0];
+        size_t count = four ? be32(p + w) : p[w];
+        if (size < w || size > (size_t)(end - p) - w)
+            return NULL;
+        const uint8_t *q = p + 2 * w;
+        const uint8_t *bend = p + w + size;
+        if (codec__class[code] == CODEC_CLASS_COMPOUND1 ||
+            codec__class[code] == CODEC_CLASS_COMPOUND4) {
+            if ((code == CODEC_CODE_MAP8 || code == CODEC_CODE_MAP32) && (count & 1))
+                return NULL;
+            for (size_t i = 0; i < count; i++)
+                if (!(q = check_value(q, bend, depth + 1)))
+                    return NULL;
+        } else {
+            if (q >= bend)
+                return NULL;
+            uint8_t ec = *q++;
+            if (ec == CODEC_CODE_DESCRIBED) {
+                if (!(q = check_value(q, bend, depth + 1)) || q >= bend)
+                    return NULL;
+                ec = *q++;
+            }
+            if (codec__class[ec] == CODEC_CLASS_BAD || codec__class[ec] == CODEC_CLASS_DESCRIBED)
+                return NULL;
+            for (size_t i = 0; i < count; i++)
+                if (!(q = check_array_elem(ec, q, bend, depth + 1)))
+                    return NULL;
+        }
+        return q == bend ? q : NULL;
+    }
+    default:
+        return NULL;
+    }
+    return (size_t)(end - p) >= n ? p + n : NULL;
+}
+
+static const uint8_t *check_value(const uint8_t *p, const uint8_t *end, int depth)
+{
+    if (p >= end || depth > MAX_DEPTH)
+        return NULL;
+    uint8_t code = *p;
+    switch (codec__class[code]) {
+    case CODEC_CLASS_BAD:
+        return NULL;
+    case CODEC_CLASS_DESCRIBED: {
+        const uint8_t *q = p + 1;
+        if (q >= end || *q == CODEC_CODE_DESCRIBED)
+            return NULL; /* a descriptor is not itself described */
+        if (!(q = check_value(q, end, depth + 1)))
+            return NULL;
+        return check_value(q, end, depth + 1);
+    }
+    default:
+        return check_array_elem(code, p + 1, end, depth);
+    }
+}
+
+long codec_value_check(const uint8_t *p, size_t len)
+{
+    const uint8_t *q = check_value(p, p + len, 0);
+    return q ? (long)(q - p) : CODEC_INVALID;
+}
+
+/* ---- performatives ---- */
+
+/* The list elements of a performative, located once. */
+typedef struct perf {
+    int            code;       /* descriptor low byte */
+    uint32_t       count;      /* list elements */
+    const uint8_t *field[12];  /* first 12 fields (NULL past count) */
+} perf_t;
+
+static bool field_null(const perf_t *f, int i)
+{
+    return i >= (int)f->count || i >= 12 || !f->field[i] || *f->field[i] == CODEC_CODE_NULL;
+}
+
+static bool field_uint(const perf_t *f, int i, uint32_t *v)
+{
+    if (field_null(f, i))
+        return false;
+    const uint8_t *p = f->field[i];
+    switch (*p) {
+    case CODEC_CODE_UINT0:
+        *v = 0;
+        return true;
+    case CODEC_CODE_SMALLUINT:
+        *v = p[1];
+        return true;
+    case CODEC_CODE_UINT:
+        *v = be32(p + 1);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* -1 absent/null, 0 false, 1 true, -2 wrong type */
+static int field_bool(const perf_t *f, int i)
+{
+    if (field_null(f, i))
+        return -1;
+    const uint8_t *p = f->field[i];
+    switch (*p) {
+    case CODEC_CODE_TRUE:
+        return 1;
+    case CODEC_CODE_FALSE:
+        return 0;
+    case CODEC_CODE_BOOLEAN:
+        return p[1] != 0;
+    default:
+        return -2;
+    }
+}
+
+static bool field_is(const perf_t *f, int i, uint8_t c8, uint8_t c32)
+{
+    return !field_null(f, i) && (*f->field[i] == c8 || *f->field[i] == c32);
+}
+
+static int fail(codec_guard_t *g, const char *why)
+{
+    g->failed = true;
+    g->why = why;
+    return CODEC_INVALID;
+}
+
+/* Length of the performative at the start of buf (descriptor + list), CODEC_PARTIAL when more
+ * bytes are needed to tell, CODEC_INVALID when it is not a described list. */
+static long perf_length(const uint8_t *b, uint32_t n, int *code)
+{
+    if (n < 1)
+        return CODEC_PARTIAL;
+    if (b[0] != CODEC_CODE_DESCRIBED)
+        return CODEC_INVALID;
+    if (n < 2)
+        return CODEC_PARTIAL;
+    uint32_t d;
+    if (b[1] == CODEC_CODE_SMALLULONG) {
+        if (n < 3)
+            return CODEC_PARTIAL;
+        *code = b[2];
+        d = 3;
+    } else if (b[1] == CODEC_CODE_ULONG) {
+        if (n < 10)
+            return CODEC_PARTIAL;
+        if (be32(b + 2) != 0 || b[6] || b[7] || b[8])
+            return CODEC_INVALID;
+        *code = b[9];
+        d = 10;
+    } else {
+        return CODEC_INVALID;
+    }
+    if (n < d + 1)
+        return CODEC_PARTIAL;
+    switch (b[d]) {
+    case CODEC_CODE_LIST0:
+        return d + 1;
+    case CODEC_CODE_LIST8:
+        if (n < d + 2)
+            return CODEC_PARTIAL;
+        return (long)d + 2 + b[d + 1];
+    case CODEC_CODE_LIST32:
+        if (n < d + 5)
+            return CODEC_PARTIAL;
+        return (long)d + 5 + (long)be32(b + d + 1);
+    default:
+        return CODEC_INVALID;
+    }
+}
+
+static bool inprog_find(const codec_guard_t *g, uint32_t handle, uint32_t *at)
+{
+    for (uint32_t i = 0; i < g->n_inprog; i++) {
+        if (g->inprog[i] == handle) {
+            *at = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int check_transfer(codec_guard_t *g, const perf_t *f)
+{
+    uint32_t handle, id, at = 0;
+    if (!field_uint(f, 0, &handle))
+        return fail(g, "transfer: handle is missing or not a uint");
+    bool has_id = field_uint(f, 1, &id);
+    if (!has_id && !field_null(f, 1))
+        return fail(g, "transfer: delivery-id is not a uint");
+    if (!field_null(f, 2) && !field_is(f, 2, CODEC_CODE_VBIN8, CODEC_CODE_VBIN32))
+        return fail(g, "transfer: delivery-tag is not binary");
+    int more = field_bool(f, 5);
+    int aborted = field_bool(f, 9);
+    if (more == -2 || aborted == -2 || field_bool(f, 4) == -2)
+        return fail(g, "transfer: a boolean field has another type");
+    bool in = inprog_find(g, handle, &at);
+    if (!in && !has_id)
+        return fail(g, "transfer: the first transfer of a delivery has no delivery-id");
+    bool continues = more == 1 && aborted != 1;
+    if (continues && !in) {
+        if (g->n_inprog == CODEC_GUARD_MAX_INPROG)
+            return fail(g, "transfer: too many deliveries in progress on one connection");
+        g->inprog[g->n_inprog++] = handle;
+    } else if (!continues && in) {
+        g->inprog[at] = g->inprog[--g->n_inprog];
+    }
+    return 0;
+}
+
+static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code,
+                      bool has_payload)
+{
+    /* the list starts after the descriptor */
+    uint32_t d = b[1] == CODEC_CODE_SMALLULONG ? 3 : 10;
+    if (!check_value(b, b + len, 0))
+        return fail(g, "a performative is not a well-formed AMQP value");
+
+    perf_t f = {.code = code};
+    const uint8_t *p = b + d;
+    const uint8_t *end = b + len;
+    if (*p == CODEC_CODE_LIST8) {
+        f.count = p[2];
+        p += 3;
+    } else if (*p == CODEC_CODE_LIST32) {
+        f.count = be32(p + 5);
+        p += 9;
+    } else {
+        f.count = 0;
+        p += 1;
+    }
+    for (uint32_t i = 0; i < f.count && i < 12; i++) {
+        f.field[i] = p;
+        p = check_value(p, end, 1); /* validated above: cannot fail */
+        if (!p)
+            return fail(g, "a performative's fields do not fill its list");
+    }
+    if (g->layer == 1) {
+        if (code != 0x41 && code != 0x43)
+            return fail(g, "SASL frame is not sasl-init or sasl-response");
+        if (code == 0x41 && !field_is(&f, 0, CODEC_CODE_SYM8, CODEC_CODE_SYM32))
+            return fail(g, "sasl-init: mechanism is missing or not a symbol");
+        if (has_payload)
+            return fail(g, "SASL frame carries a payload");
+        return 0;
+    }
+    if (code < 0x10 || code > 0x18)
+        return fail(g, "frame body is not an AMQP performative");
+    if (has_payload && code != 0x14)
+        return fail(g, "only a transfer may carry a payload");
+    uint32_t u;
+    switch (code) {
+    case 0x10: /* open */
+        if (!field_is(&f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+            return fail(g, "open: container-id is missing or not a string");
+        break;
+    case 0x11: /* begin */
+        if (!field_null(&f, 0) && !(*f.field[0] == 0x60))
+            return fail(g, "begin: remote-channel is not a ushort");
+        if (!field_uint(&f, 1, &u) || !field_uint(&f, 2, &u) || !field_uint(&f, 3, &u))
+            return fail(g, "begin: a mandatory window field is missing or not a uint");
+        break;
+    case 0x12: /* attach */
+        if (!field_is(&f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+            return fail(g, "attach: name is missing or not a string");
+        if (!field_uint(&f, 1, &u))
+            return fail(g, "attach: handle is missing or not a uint");
+        if (field_bool(&f, 2) < 0)
+            return fail(g, "attach: role is missing or not a boolean");
+        break;
+    case 0x13: /* flow */
+        if (!field_uint(&f, 1, &u) || !field_uint(&f, 2, &u) || !field_uint(&f, 3, &u))
+            return fail(g, "flow: a mandatory window field is missing or not a uint");
+        if (!field_null(&f, 4) && !field_uint(&f, 4, &u))
+            return fail(g, "flow: handle is not a uint");
+        break;
+    case 0x14:
+        return check_transfer(g, &f);
+    case 0x15: /* disposition */
+        if (field_bool(&f, 0) < 0)
+            return fail(g, "disposition: role is missing or not a boolean");
+        if (!field_uint(&f, 1, &u))
+            return fail(g, "disposition: first is missing or not a uint");
+        if (!field_null(&f, 2) && !field_uint(&f, 2, &u))
+            return fail(g, "disposition: last is not a uint");
+        break;
+    case 0x16: /* detach */
+        if (!field_uint(&f, 0, &u))
+            return fail(g, "detach: handle is missing or not a uint");
+        break;
+    default: /* end, close: only optional fields */
+        break;
+    }
+    return 0;
+}
+
+/* ---- the stream ---- */
+
+void codec_guard_init(codec_guard_t *g, uint32_t max_frame, uint8_t *buf, uint32_t buf_cap)
+{
+    memset(g, 0, sizeof(*g));
+    g->state = G_PROTO;
+    g->max_frame = max_frame < 512 ? 512 : max_frame;
+    g->buf = buf;
+    g->buf_cap = buf_cap;
+}
+
+static const uint8_t AMQP_HDR[8] = {'A', 'M', 'Q', 'P', 0, 1, 0, 0};
+static const uint8_t SASL_HDR[8] = {'A', 'M', 'Q', 'P', 3, 1, 0, 0};
+
+static int end_protocol_header(codec_guard_t *g)
+{
+    if (memcmp(g->hdr, AMQP_HDR, 8) == 0)
+        g->layer = 0;
+    else if (memcmp(g->hdr, SASL_HDR, 8) == 0)
+        g->layer = 1;
+    else
+        g->passthrough = true; /* Proton answers with its own header and closes */
+    g->state = G_FRAME;
+    g->hdr_len = 0;
+    return 0;
+}
+
+static int end_frame_header(codec_guard_t *g)
+{
+    const uint8_t *h = g->hdr;
+    if (g->layer == 1 && memcmp(h, "AMQP", 4) == 0) {
+        /* after SASL, the client's AMQP protocol header */
+        return end_protocol_header(g);
+    }
+    uint32_t size = be32(h);
+    uint32_t doff = h[4];
+    uint8_t type = h[5];
+    g->hdr_len = 0;
+    if (size < 8)
+        return fail(g, "frame size is smaller than its header");
+    if (size > g->max_frame)
+        return fail(g, "frame is larger than the maximum frame size");
+    if (doff < 2 || doff * 4u > size)
+        return fail(g, "frame data offset is out of range");
+    if (type != g->layer)
+        return fail(g, g->layer ? "expected a SASL frame" : "expected an AMQP frame");
+    g->frames++;
+    g->frame_left = size - 8;
+    g->ext_left = doff * 4u - 8;
+    if (g->frame_left == 0) {
+        if (g->layer == 1)
+            return fail(g, "empty SASL frame");
+        g->state = G_FRAME; /* heartbeat */
+        return 0;
+    }
+    g->state = g->ext_left ? G_EXT : G_PERF;
+    g->buf_len = 0;
+    g->perf_len = 0;
+    if (g->state == G_PERF && g->frame_left == g->ext_left)
+        g->state = G_FRAME;
+    return 0;
+}
+
+int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
+{
+    if (g->failed)
+        return CODEC_INVALID;
+    while (n > 0 && !g->passthrough) {
+        switch (g->state) {
+        case G_PROTO:
+        case G_FRAME: {
+            size_t take = 8 - g->hdr_len;
+            if (take > n)
+                take = n;
+            memcpy(g->hdr + g->hdr_len, p, take);
+            g->hdr_len += (uint32_t)take;
+            p += take;
+            n -= take;
+            if (g->hdr_len < 8)
+                return 0;
+            int rc = g->state == G_PROTO ? end_protocol_header(g) : end_frame_header(g);
+            if (rc)
+                return rc;
+            break;
+        }
+        case G_EXT: {
+            size_t take = g->ext_left < n ? g->ext_left : n;
+            g->ext_left -= (uint32_t)take;
+            g->frame_left -= (uint32_t)take;
+            p += take;
+            n -= take;
+            if (g->ext_left == 0)
+                g->state = g->frame_left ? G_PERF : G_FRAME;
+            break;
+        }
+        case G_PERF: {
+            /* until its length is known, gather only what can tell it (at most 15 bytes:
+             * 0x00 0x80 ulong + list32 size), so a transfer's payload is never copied */
+            size_t want = g->perf_len ? g->perf_len - g->buf_len
+                                      : (g->buf_len < 15 ? 15 - g->buf_len : 1);
+            size_t take = want < n ? want : n;
+            if (take > g->frame_left)
+                take = g->frame_left;
+            if (g->buf_len + take > g->buf_cap)
+                return fail(g, "performative is larger than the guard's buffer");
+            memcpy(g->buf + g->buf_len, p, take);
+            g->buf_len += (uint32_t)take;
+            g->frame_left -= (uint32_t)take;
+            p += take;
+            n -= take;
+            int code = 0;
+            if (!g->perf_len) {
+                long len = perf_length(g->buf, g->buf_len, &code);
+                if (len == CODEC_INVALID)
+                    return fail(g, "frame body does not start with a described list");
+                if (len == CODEC_PARTIAL) {
+                    if (g->frame_left == 0)
+                        return fail(g, "performative ends after its frame");
+                    break;
+                }
+                if ((uint64_t)len > (uint64_t)g->buf_len + g->frame_left)
+                    return fail(g, "performative ends after its frame");
+                g->perf_len = (uint32_t)len;
+                /* give back what we took beyond the performative */
+                if (g->buf_len > g->perf_len) {
+                    uint32_t extra = g->buf_len - g->perf_len;
+                    g->buf_len = g->perf_len;
+                    g->frame_left += extra;
+                    p -= extra;
+                    n += extra;
+                }
+            }
+            if (g->buf_len < g->perf_len)
+                break;
+            perf_length(g->buf, g->buf_len, &code);
+            int rc = check_perf(g, g->buf, g->perf_len, code, g->frame_left > 0);
+            if (rc)
+                return rc;
+            g->state = g->frame_left ? G_PAYLOAD : G_FRAME;
+            break;
+        }
+        case G_PAYLOAD: {
+            size_t take = g->frame_left < n ? g->frame_left : n;
+            g->frame_left -= (uint32_t)take;
+            p += take;
+            n -= take;
+            if (g->frame_left == 0)
+                g->state = G_FRAME;
+            break;
+        }
+        default:
+            return fail(g, "guard state is corrupt");
+        }
+    }
+    return 0;
+}

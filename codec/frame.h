@@ -1,0 +1,68 @@
+/* codec/frame.h: the frame guard - checks every byte a client sends before Proton sees it.
+ *
+ * A router is a server that strangers send bytes to, and Proton-C 0.37 accepts malformed
+ * performatives (a list whose size runs past its frame, unknown type codes) and still aborts
+ * the process on some well-formed but out-of-order input (PROTON-2853: a transfer that starts
+ * a multi-frame delivery without a delivery-id).  The guard follows the byte stream of one
+ * connection - protocol headers, frame headers, performatives - and says "stop" at the first
+ * byte that is not a well-formed AMQP 1.0 frame from a client:
+ *
+ *   protocol header  "AMQP" 0 1 0 0 (AMQP) or "AMQP" 3 1 0 0 (SASL); any other header is
+ *                    passed through so that Proton answers it with its own and closes
+ *   frame header     size:4 doff:1 type:1 channel:2   8 <= size <= max frame,
+ *                    2 <= doff, doff*4 <= size, type 0 (AMQP layer) or 1 (SASL layer)
+ *   performative     0x00 0x53|0x80 code, then a list (list0/list8/list32) every element of
+ *                    which is a complete, well-formed value (checked all the way down);
+ *                    codes 0x10-0x18 in the AMQP layer, 0x41 / 0x43 (init, response) in SASL
+ *   payload          only after a transfer
+ *   fields           the mandatory fields of each performative are present with their type;
+ *                    the first transfer of a delivery on a handle carries a delivery-id
+ *
+ * Payload bytes are counted, not copied; only performatives are gathered into the caller's
+ * buffer (at most max_frame bytes).  Nothing allocates.  Not thread-safe: one guard belongs
+ * to one connection and is fed by that connection's thread.
+ */
+#ifndef JUNCTION_CODEC_FRAME_H
+#define JUNCTION_CODEC_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Deliveries that may be in progress (more=true) at once on one connection. */
+#define CODEC_GUARD_MAX_INPROG 256
+
+typedef struct codec_guard {
+    uint8_t     state;        /* where in the stream we are (frame.c) */
+    uint8_t     layer;        /* 0 AMQP, 1 SASL: the frame type expected */
+    bool        passthrough;  /* an unknown protocol header: Proton handles the rest */
+    bool        failed;       /* a bad byte was seen; every later feed fails too */
+    uint8_t     hdr[8];       /* protocol or frame header being gathered */
+    uint32_t    hdr_len;      /* its bytes so far */
+    uint32_t    frame_left;   /* bytes of the current frame body not yet seen */
+    uint32_t    ext_left;     /* extended-header bytes still to skip */
+    uint8_t    *buf;          /* caller's buffer for one performative */
+    uint32_t    buf_cap;      /* its size (>= max_frame) */
+    uint32_t    buf_len;      /* bytes gathered */
+    uint32_t    perf_len;     /* the performative's length once known, else 0 */
+    uint32_t    max_frame;    /* largest frame accepted */
+    uint32_t    n_inprog;     /* entries used in inprog */
+    uint32_t    inprog[CODEC_GUARD_MAX_INPROG]; /* handles with a delivery in progress */
+    const char *why;          /* static reason once failed */
+    uint64_t    frames;       /* frames checked (for tests and stats) */
+} codec_guard_t;
+
+/* Start a guard for a server connection.  buf[buf_cap] gathers performatives and must hold a
+ * whole frame body: buf_cap >= max_frame. */
+void codec_guard_init(codec_guard_t *g, uint32_t max_frame, uint8_t *buf, uint32_t buf_cap);
+
+/* Check the next n bytes the client sent.  Returns 0 when they may go to Proton, or
+ * CODEC_INVALID (and g->why) at the first bad byte - the connection must then be closed
+ * without feeding Proton any of these bytes. */
+int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n);
+
+/* Validate one complete AMQP value at p[0, len) all the way down (every element of every
+ * list, map and array); returns its length, or CODEC_INVALID.  Exposed for tests. */
+long codec_value_check(const uint8_t *p, size_t len);
+
+#endif
