@@ -168,7 +168,7 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
         k->queued--;
     }
     rtr_msg_unref(o->msg);
-    free(o);
+    rtr_out_t_free(o);
 }
 
 static void in_unlink_WT(rtr_in_t *in)
@@ -200,7 +200,7 @@ static void in_free_WT(rtr_worker_t *w, rtr_in_t *in)
 {
     if (in->msg)
         rtr_msg_unref(in->msg);
-    free(in);
+    rtr_in_t_free(in);
     w->n_ins--;
 }
 
@@ -488,7 +488,7 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
     if (!in) {
         if (d != pn_link_current(pl) || k->receiving)
             return; /* an update on a delivery the router already handed on: nothing to do */
-        in = base_calloc(1, sizeof(*in));
+        in = rtr_in_t_new();
         in->pn = d;
         in->msg = rtr_msg_new();
         in->head_limit = RTR_STREAM_THRESHOLD;
@@ -656,7 +656,7 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         rtr_msg_unref(m);
         return;
     }
-    rtr_out_t *o = base_calloc(1, sizeof(*o));
+    rtr_out_t *o = rtr_out_t_new();
     o->in = dlv;
     o->msg = m;
     o->link = k;

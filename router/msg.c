@@ -11,9 +11,14 @@
 #include <proton/link.h>
 #include <string.h>
 
+BASE_POOL_DEFINE(rtr_in_t, 64)
+BASE_POOL_DEFINE(rtr_out_t, 64)
+BASE_POOL_DEFINE(rtr_msg_t, 64)
+BASE_POOL_DEFINE(rtr_buf_t, 8)
+
 rtr_msg_t *rtr_msg_new(void)
 {
-    rtr_msg_t *m = base_calloc(1, sizeof(*m));
+    rtr_msg_t *m = rtr_msg_t_new();
     atomic_init(&m->c.refs, 1);
     atomic_init(&m->c.readers, 0);
     atomic_init(&m->c.routed, false);
@@ -28,23 +33,25 @@ void rtr_msg_unref(rtr_msg_t *m)
         rtr_buf_t *b = m->chain;
         while (b) {
             rtr_buf_t *next = b->next;
-            free(b);
+            rtr_buf_t_free(b);
             b = next;
         }
         pthread_mutex_destroy(&m->lock);
     }
-    free(m->data);
-    free(m);
+    base_buf_free(m->data, m->cap);
+    rtr_msg_t_free(m);
 }
 
 void rtr_msg_reserve(rtr_msg_t *m, size_t more)
 {
     if (m->cap - m->len >= more)
         return;
-    size_t cap = m->cap ? m->cap : 256;
-    while (cap - m->len < more)
-        cap *= 2;
-    m->data = base_realloc(m->data, cap);
+    size_t cap;
+    uint8_t *data = base_buf_alloc(m->len + more, &cap);
+    if (m->len)
+        memcpy(data, m->data, m->len);
+    base_buf_free(m->data, m->cap);
+    m->data = data;
     m->cap = cap;
 }
 
@@ -118,7 +125,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             m->chain = b->next;
             if (m->chain_tail == b)
                 m->chain_tail = NULL;
-            free(b);
+            rtr_buf_t_free(b);
         }
         if (lag_LH(m) >= RTR_Q2_HIGH) {
             m->q2_blocked = true;
@@ -135,7 +142,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             break;
         size_t room = tail ? tail->off + RTR_BUF_SIZE - total : 0;
         if (room == 0) {
-            rtr_buf_t *b = base_malloc(sizeof(*b));
+            rtr_buf_t *b = rtr_buf_t_new();
             b->next = NULL;
             b->off = total;
             pthread_mutex_lock(&m->lock);

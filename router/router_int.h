@@ -17,6 +17,7 @@
 #include "core/base/base.h"
 #include "core/base/log.h"
 #include "core/base/mpsc.h"
+#include "core/base/pool.h"
 #include "core/core.h"
 
 #include <proton/connection_driver.h>
@@ -223,6 +224,13 @@ typedef struct rtr_globals {
     int            n_workers;    /* their count */
 } rtr_globals_t;
 extern rtr_globals_t g_rtr;
+
+/* Pooled records (core/base/pool.h): allocated and freed on any worker, moved between
+ * threads in batches. */
+BASE_POOL_DECLARE(rtr_in_t);
+BASE_POOL_DECLARE(rtr_out_t);
+BASE_POOL_DECLARE(rtr_msg_t);
+BASE_POOL_DECLARE(rtr_buf_t);
 
 /* worker.c */
 int rtr_worker_init(rtr_worker_t *w, int index, core_t *core);

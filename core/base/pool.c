@@ -46,3 +46,79 @@ void base_pool_spill(base_pool_t *pool, base_pool_local_t *local)
     pool->chains[pool->n_chains++] = chain;
     pthread_mutex_unlock(&pool->lock);
 }
+
+/* ---- byte buffers in size classes ---- */
+
+#define BUF_MIN_SHIFT 8u  /* 256 B */
+#define BUF_CLASSES   11u /* up to 256 KiB */
+
+#ifdef BASE_NO_POOLS
+void *base_buf_alloc(size_t size, size_t *cap)
+{
+    *cap = size ? size : 1;
+    return base_malloc(*cap);
+}
+
+void base_buf_free(void *p, size_t cap)
+{
+    (void)cap;
+    free(p);
+}
+#else
+static base_pool_t buf_pools[BUF_CLASSES];
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static _Thread_local base_pool_local_t buf_local[BUF_CLASSES];
+
+static void buf_pools_init(void)
+{
+    for (unsigned i = 0; i < BUF_CLASSES; i++) {
+        buf_pools[i].name = "buffer";
+        buf_pools[i].size = (size_t)1 << (BUF_MIN_SHIFT + i);
+        buf_pools[i].batch = i < 6 ? 32 : 4; /* >= 16 KiB: small batches */
+        pthread_mutex_init(&buf_pools[i].lock, NULL);
+    }
+}
+
+static unsigned buf_class(size_t size)
+{
+    unsigned c = 0;
+    while (((size_t)1 << (BUF_MIN_SHIFT + c)) < size)
+        c++;
+    return c;
+}
+
+void *base_buf_alloc(size_t size, size_t *cap)
+{
+    unsigned c = buf_class(size);
+    if (c >= BUF_CLASSES) {
+        *cap = size;
+        return base_malloc(size);
+    }
+    pthread_once(&buf_once, buf_pools_init);
+    base_pool_local_t *l = &buf_local[c];
+    base_pool_item_t *it = l->head;
+    if (BASE_UNLIKELY(!it))
+        it = base_pool_alloc_slow(&buf_pools[c], l);
+    l->head = it->next;
+    l->count--;
+    *cap = buf_pools[c].size;
+    return it;
+}
+
+void base_buf_free(void *p, size_t cap)
+{
+    if (!p)
+        return;
+    unsigned c = buf_class(cap);
+    if (c >= BUF_CLASSES || ((size_t)1 << (BUF_MIN_SHIFT + c)) != cap) {
+        free(p);
+        return;
+    }
+    base_pool_local_t *l = &buf_local[c];
+    base_pool_item_t *it = p;
+    it->next = l->head;
+    l->head = it;
+    if (BASE_UNLIKELY(++l->count >= 2 * buf_pools[c].batch))
+        base_pool_spill(&buf_pools[c], l);
+}
+#endif

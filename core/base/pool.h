@@ -91,6 +91,20 @@ void base_pool_spill(base_pool_t *pool, base_pool_local_t *local);
         if (BASE_UNLIKELY(++l->count >= 2 * T##__pool.batch))                                      \
             base_pool_spill(&T##__pool, l);                                                        \
     }
+/* Byte buffers in power-of-two size classes, 256 B to 256 KiB, pooled per thread like the
+ * typed pools (larger requests go to malloc).  base_buf_alloc() returns a buffer of at least
+ * `size` bytes and its real capacity in *cap; give that capacity back to base_buf_free().
+ * Thread-safe: any thread may free a buffer another thread allocated. */
+void *base_buf_alloc(size_t size, size_t *cap);
+void base_buf_free(void *p, size_t cap);
+
 #endif
+
+/* Byte buffers in power-of-two size classes, 256 B to 256 KiB, pooled per thread like the
+ * typed pools (larger requests go to malloc).  base_buf_alloc() returns a buffer of at least
+ * `size` bytes and its real capacity in *cap; give that capacity back to base_buf_free().
+ * Thread-safe: any thread may free a buffer another thread allocated. */
+void *base_buf_alloc(size_t size, size_t *cap);
+void base_buf_free(void *p, size_t cap);
 
 #endif
