@@ -543,7 +543,12 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 break;
             if (pending > in->head_limit - m->len)
                 pending = in->head_limit - m->len;
-            rtr_msg_reserve(m, pending);
+            /* A message arriving in several frames gets room for 64 KiB at once (and then
+             * doubles), so that a typical multi-frame message is not copied as it grows. */
+            size_t room = pending;
+            if (m->cap == 0 && pn_delivery_partial(d) && room < RTR_HEAD_FIRST_PARTIAL)
+                room = RTR_HEAD_FIRST_PARTIAL;
+            rtr_msg_reserve(m, room);
             ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, pending);
             if (n <= 0)
                 break;

@@ -46,8 +46,10 @@ void rtr_msg_reserve(rtr_msg_t *m, size_t more)
 {
     if (m->cap - m->len >= more)
         return;
-    size_t cap;
-    uint8_t *data = base_buf_alloc(m->len + more, &cap);
+    size_t cap, want = m->len + more;
+    if (m->cap && want < 2 * m->cap)
+        want = 2 * m->cap; /* grow geometrically */
+    uint8_t *data = base_buf_alloc(want, &cap);
     if (m->len)
         memcpy(data, m->data, m->len);
     base_buf_free(m->data, m->cap);

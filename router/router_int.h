@@ -43,6 +43,8 @@ enum {
 #define RTR_SESSION_OUT_MAX (1u << 20)
 /* Bytes handed to pn_link_send() at a time. */
 #define RTR_SEND_CHUNK (64u << 10)
+/* Head room given at once to a message that arrives in several frames. */
+#define RTR_HEAD_FIRST_PARTIAL (64u << 10)
 /* A message still arriving after this many bytes is routed at once and streamed. */
 #define RTR_STREAM_THRESHOLD (256u << 10)
 /* Size of each buffer a streamed message's later bytes arrive in. */
