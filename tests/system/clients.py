@@ -212,6 +212,7 @@ class Client:
         self.connections = []
         self._closed = False
         self._n_links = 0
+        self._streams = []  # large deliveries still being fed to Proton: (snd, dlv, data, pos)
 
     def link_name(self, kind, address):
         """A link name unique within this client (Proton's default name is the same for two
@@ -225,6 +226,37 @@ class Client:
         self._step()
 
     def _step(self):
+        self.container.process()
+        if self._streams:
+            self._feed_streams()
+
+    # Proton-C copies a delivery's unsent bytes around each time it writes a frame, so one huge
+    # pn_link_send() costs O(size^2): large messages are fed to Proton a slice at a time
+    # instead, keeping about STREAM_WINDOW bytes queued in the session.
+    STREAM_SLICE = 256 * 1024
+    STREAM_WINDOW = 1024 * 1024
+
+    def _feed_streams(self):
+        still = []
+        busy = set()  # links with an unfinished delivery: later ones on them must wait
+        for snd, dlv, data, pos in self._streams:
+            link = snd.pn
+            if snd in busy:
+                still.append((snd, dlv, data, pos))
+                continue
+            while pos < len(data) and link.session.outgoing_bytes < self.STREAM_WINDOW:
+                link.stream(data[pos:pos + self.STREAM_SLICE])
+                pos += self.STREAM_SLICE
+            if pos < len(data):
+                still.append((snd, dlv, data, pos))
+                busy.add(snd)
+            else:
+                link.advance()
+                if link.snd_settle_mode == Link.SND_SETTLED:
+                    dlv.settle()
+        self._streams = still
+        if not still:
+            return
         self.container.process()
 
     def wait(self, condition, timeout=None, msg="condition"):
@@ -433,22 +465,20 @@ class Snd(_LinkBase):
 
     def send(self, msg, wait_credit=True, timeout=None):
         """Send a Message; by default waits for credit first. Returns the Delivery."""
-        if wait_credit:
-            self.wait_credit(1, timeout)
-        dlv = self.pn.delivery(self._next_tag())
-        self.pn.stream(msg.encode())
-        self.pn.advance()
-        if self.pn.snd_settle_mode == Link.SND_SETTLED:
-            dlv.settle()
-        self.client.flush()
-        return dlv
+        return self.send_raw(msg.encode(), wait_credit, timeout)
 
     def send_raw(self, data, wait_credit=True, timeout=None):
         """Send bytes as the whole payload of one delivery (no encoding at all)."""
         if wait_credit:
             self.wait_credit(1, timeout)
         dlv = self.pn.delivery(self._next_tag())
-        self.pn.stream(bytes(data))
+        data = bytes(data)
+        if len(data) > self.client.STREAM_WINDOW or self.client._streams:
+            # a large message, or one behind a large message still being fed (keeps order)
+            self.client._streams.append((self, dlv, data, 0))
+            self.client._feed_streams()
+            return dlv
+        self.pn.stream(data)
         self.pn.advance()
         if self.pn.snd_settle_mode == Link.SND_SETTLED:
             dlv.settle()
