@@ -170,9 +170,11 @@ plain_skip_slow(const uint8_t *p, const uint8_t *end, codec_err_t *err)
         if (size < 4)
             return fail(err, CODEC_ERR_COMPOUND_SIZE);
         count = be32(p + 5);
-        /* each element takes at least one byte */
+        /* each element takes at least one byte; no elements, no bytes */
         if (count > size - 4)
             return fail(err, CODEC_ERR_COMPOUND_COUNT);
+        if (count == 0 && size != 4)
+            return fail(err, CODEC_ERR_COMPOUND_FILL);
         if ((*p & 1) && (count & 1))
             return fail(err, CODEC_ERR_MAP_ODD);
         return p + 5 + size;
@@ -196,6 +198,8 @@ plain_skip_slow(const uint8_t *p, const uint8_t *end, codec_err_t *err)
 compound:
     if (count > size - 1)
         return fail(err, CODEC_ERR_COMPOUND_COUNT);
+    if (count == 0 && size != 1)
+        return fail(err, CODEC_ERR_COMPOUND_FILL);
     if ((*p & 1) && (count & 1))
         return fail(err, CODEC_ERR_MAP_ODD);
     return p + 2 + size;
@@ -258,7 +262,8 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
     case CODEC_CLASS_COMPOUND4:
     case CODEC_CLASS_ARRAY1:
     case CODEC_CLASS_ARRAY4:
-        if ((uint64_t)count * class_width[cls] > room)
+        /* at least the elements' size fields; nothing at all for no elements */
+        if ((uint64_t)count * class_width[cls] > room || (count == 0 && room != 0))
             return fail(err, CODEC_ERR_ARRAY_COUNT);
         return e;
     default:
