@@ -295,8 +295,8 @@ static double hist_quantile_us(const lg_hist_t *h, double q)
         want = h->total - 1;
     for (unsigned i = 0; i < LG_HIST_LEN; i++) {
         seen += h->count[i];
-        if (seen > want)
-            return hist_value(i) / 1000.0;
+        if (seen > want) /* the bucket's middle, but never above the largest sample */
+            return (hist_value(i) < (double)h->max ? hist_value(i) : (double)h->max) / 1000.0;
     }
     return (double)h->max / 1000.0;
 }
@@ -609,15 +609,17 @@ static const char *check_annotations(lg_t *g, cur_t *c, bool *reencoded)
     return NULL;
 }
 
-/* Check one whole message.  Returns NULL if it is intact (and fills the body fields), else
- * what is wrong. */
+/* Check one whole message.  Returns NULL if it is intact, else what is wrong.  *body_ok is
+ * set when the body is intact (and its fields filled in), even if something else is wrong, so
+ * that the sequence can still be followed past a message with a damaged annotation. */
 static const char *check_message(lg_t *g, const uint8_t *b, size_t len, uint64_t *t, uint64_t *seq,
-                                 uint32_t *flags, bool *reencoded)
+                                 uint32_t *flags, bool *reencoded, bool *body_ok)
 {
     cur_t       c = {b, b + len, false};
     bool        seen_ma = false, seen_body = false;
-    const char *why;
+    const char *ann_why = NULL;
 
+    *body_ok = false;
     while (c.p < c.end) {
         uint64_t       code;
         const uint8_t *body;
@@ -630,9 +632,10 @@ static const char *check_message(lg_t *g, const uint8_t *b, size_t len, uint64_t
             if (seen_ma || seen_body)
                 return "message-annotations repeated or after the body";
             seen_ma = true;
-            why = check_annotations(g, &c, reencoded);
-            if (why)
-                return why;
+            /* A bad pair leaves the cursor after the map; only a bad map header does not. */
+            ann_why = check_annotations(g, &c, reencoded);
+            if (c.bad)
+                return ann_why;
             break;
         case S_DATA:
             if (seen_body)
@@ -651,6 +654,7 @@ static const char *check_message(lg_t *g, const uint8_t *b, size_t len, uint64_t
             if (n != g->o.annotations)
                 return "body says a different N (sender and receiver disagree on "
                        "--annotations)";
+            *body_ok = true;
             break;
         case S_HEADER:
         case S_DA:
@@ -671,6 +675,8 @@ static const char *check_message(lg_t *g, const uint8_t *b, size_t len, uint64_t
         return "truncated";
     if (!seen_body)
         return "no body";
+    if (ann_why)
+        return ann_why;
     if (!seen_ma && g->o.annotations > 0)
         return "message-annotations missing";
     return NULL;
@@ -849,6 +855,22 @@ static void receiver_finish(lg_t *g, uint64_t total)
     pn_connection_close(g->conn);
 }
 
+/* Account for sequence number seq: in order, a gap (loss) or a repeat (duplicate). */
+static void follow_seq(lg_t *g, uint64_t seq)
+{
+    if (seq == g->next_seq) {
+        g->next_seq++;
+    } else if (seq > g->next_seq) {
+        problem(g, "lost %" PRIu64 " messages before seq %" PRIu64, seq - g->next_seq, seq);
+        g->lost += seq - g->next_seq;
+        g->next_seq = seq + 1;
+    } else {
+        problem(g, "duplicate or out-of-order seq %" PRIu64 " (expected %" PRIu64 ")", seq,
+                g->next_seq);
+        g->duplicates++;
+    }
+}
+
 static void receiver_delivery(lg_t *g, pn_delivery_t *d)
 {
     pn_link_t  *l = pn_delivery_link(d);
@@ -856,7 +878,7 @@ static void receiver_delivery(lg_t *g, pn_delivery_t *d)
     ssize_t     got;
     uint64_t    t = 0, seq = 0, now;
     uint32_t    flags = 0;
-    bool        reencoded = false;
+    bool        reencoded = false, body_ok = false;
     const char *why;
 
     if (pn_delivery_aborted(d)) {
@@ -878,6 +900,7 @@ static void receiver_delivery(lg_t *g, pn_delivery_t *d)
     now = now_ns();
     g->last_progress_ns = now;
     g->consumed++;
+    receiver_topup(g);
     if (got < 0 || (size_t)got != n) {
         problem(g, "pn_link_recv returned %zd for %zu pending bytes", got, n);
         g->corrupt++;
@@ -885,38 +908,30 @@ static void receiver_delivery(lg_t *g, pn_delivery_t *d)
         pn_delivery_settle(d);
         return;
     }
-    why = check_message(g, g->rbuf, n, &t, &seq, &flags, &reencoded);
+    why = check_message(g, g->rbuf, n, &t, &seq, &flags, &reencoded, &body_ok);
     pn_delivery_update(d, why ? PN_REJECTED : PN_ACCEPTED);
     pn_delivery_settle(d);
     if (why) {
         g->corrupt++;
         problem(g, "message (expected seq %" PRIu64 ", %zu bytes) is corrupt: %s", g->next_seq, n,
                 why);
-        return;
+        if (!body_ok)
+            return; /* the sequence number cannot be trusted: a gap will show */
     }
     if (flags & LG_FLAG_END) {
         receiver_finish(g, seq);
         return;
     }
+    follow_seq(g, seq);
+    if (why)
+        return; /* counted as corrupt, not as received */
     if (g->first_ns == 0)
         g->first_ns = now;
     g->last_ns = now;
     g->received++;
     if (reencoded)
         g->reencoded++;
-    if (seq == g->next_seq) {
-        g->next_seq++;
-    } else if (seq > g->next_seq) {
-        problem(g, "lost %" PRIu64 " messages before seq %" PRIu64, seq - g->next_seq, seq);
-        g->lost += seq - g->next_seq;
-        g->next_seq = seq + 1;
-    } else {
-        problem(g, "duplicate or out-of-order seq %" PRIu64 " (expected %" PRIu64 ")", seq,
-                g->next_seq);
-        g->duplicates++;
-    }
     hist_add(&g->lat, now >= t ? now - t : 0);
-    receiver_topup(g);
 }
 
 /* ---- events ---- */
