@@ -17,6 +17,8 @@
  */
 #include "router/router_int.h"
 
+#include "core/base/list.h"
+
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
@@ -93,12 +95,7 @@ static void conn_free_WT(rtr_conn_t *c)
             pp = &(*pp)->dirty_next;
         *pp = c->dirty_next;
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
     free(c->wbuf);
     free(c->guard_buf);
@@ -111,12 +108,7 @@ static void conn_free_WT(rtr_conn_t *c)
 static void link_unlink_WT(rtr_link_t *k)
 {
     rtr_conn_t *c = k->conn;
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->links = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
+    BASE_DLIST_REMOVE(c->links, k, prev, next);
     c->worker->n_links--;
     free(k);
     if (c->closed && !c->links)
@@ -145,28 +137,15 @@ static void report_WT(rtr_link_t *k, core_delivery_t *dlv, core_disposition_t *d
 static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
 {
     rtr_worker_t *w = k->conn->worker;
-    if (o->on_wait) {
-        if (o->wprev)
-            o->wprev->wnext = o->wnext;
-        else
-            w->waiters = o->wnext;
-        if (o->wnext)
-            o->wnext->wprev = o->wprev;
-    }
+    if (o->on_wait)
+        BASE_DLIST_REMOVE(w->waiters, o, wprev, wnext);
     if (o->msg->c.streaming)
         rtr_msg_reader_del(o->msg, o);
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        k->outs = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
-    else
-        k->outs_tail = o->prev;
     if (k->next_send == o) {
         k->next_send = o->next;
         k->queued--;
     }
+    BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
     rtr_msg_unref(o->msg);
     rtr_out_t_free(o);
 }
@@ -176,12 +155,7 @@ static void in_unlink_WT(rtr_in_t *in)
     rtr_link_t *k = in->link;
     if (!k)
         return;
-    if (in->prev)
-        in->prev->next = in->next;
-    else
-        k->ins = in->next;
-    if (in->next)
-        in->next->prev = in->prev;
+    BASE_DLIST_REMOVE(k->ins, in, prev, next);
     in->link = NULL;
 }
 
@@ -283,10 +257,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     k->conn = c;
     k->pn = pl;
     k->out = pn_link_is_sender(pl);
-    k->next = c->links;
-    if (c->links)
-        c->links->prev = k;
-    c->links = k;
+    BASE_DLIST_PUSH(c->links, k, prev, next);
     w->n_links++;
     pn_link_set_context(pl, k);
 
@@ -431,10 +402,7 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
         in->dlv.to_len = (uint32_t)to->len;
     }
     in->link = k;
-    in->next = k->ins;
-    if (k->ins)
-        k->ins->prev = in;
-    k->ins = in;
+    BASE_DLIST_PUSH(k->ins, in, prev, next);
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;
@@ -668,12 +636,7 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     o->worker = w->index;
     if (m->c.streaming)
         rtr_msg_reader_add(m, o);
-    o->prev = k->outs_tail;
-    if (k->outs_tail)
-        k->outs_tail->next = o;
-    else
-        k->outs = o;
-    k->outs_tail = o;
+    BASE_DLIST_APPEND(k->outs, k->outs_tail, o, prev, next);
     if (!k->next_send)
         k->next_send = o;
     k->queued++;
@@ -771,11 +734,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o, pn_session_t *ssn)
             rtr_worker_t *w = k->conn->worker;
             if (!o->on_wait) {
                 o->on_wait = true;
-                o->wprev = NULL;
-                o->wnext = w->waiters;
-                if (w->waiters)
-                    w->waiters->wprev = o;
-                w->waiters = o;
+                BASE_DLIST_PUSH(w->waiters, o, wprev, wnext);
             }
             return -1;
         }
@@ -1248,30 +1207,16 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET) {
-            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-            port = ntohs(a->sin_port);
-        } else if (ss.ss_family == AF_INET6) {
-            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-            port = ntohs(a->sin6_port);
-        }
-    }
-    snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+    snprintf(c->peer, sizeof(c->peer), "?");
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     uv_timer_init(&w->loop, &c->timer);
     c->timer.data = c;
     c->handles = 2;
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    BASE_DLIST_PUSH(w->conns, c, prev, next);
     w->n_conns++;
 
     pn_transport_t *t = pn_transport();

@@ -7,6 +7,8 @@
  */
 #include "router/router_int.h"
 
+#include "core/base/list.h"
+
 #include <proton/delivery.h>
 #include <proton/link.h>
 #include <string.h>
@@ -187,11 +189,7 @@ void rtr_msg_reader_add(rtr_msg_t *m, rtr_out_t *o)
 {
     pthread_mutex_lock(&m->lock);
     o->pos = m->scan.body_off;
-    o->rprev = NULL;
-    o->rnext = m->readers;
-    if (m->readers)
-        m->readers->rprev = o;
-    m->readers = o;
+    BASE_DLIST_PUSH(m->readers, o, rprev, rnext);
     m->n_readers++;
     pthread_mutex_unlock(&m->lock);
 }
@@ -216,12 +214,7 @@ void rtr_msg_reader_del(rtr_msg_t *m, rtr_out_t *o)
 {
     pthread_mutex_lock(&m->lock);
     if (o) {
-        if (o->rprev)
-            o->rprev->rnext = o->rnext;
-        else
-            m->readers = o->rnext;
-        if (o->rnext)
-            o->rnext->rprev = o->rprev;
+        BASE_DLIST_REMOVE(m->readers, o, rprev, rnext);
         m->n_readers--;
     }
     m->_readers_gone++;

@@ -234,6 +234,10 @@ BASE_POOL_DECLARE(rtr_out_t);
 BASE_POOL_DECLARE(rtr_msg_t);
 BASE_POOL_DECLARE(rtr_buf_t);
 
+/* server.c: "host:port" of a socket address (thread-safe). */
+struct sockaddr_storage;
+void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
+
 /* worker.c */
 int rtr_worker_init(rtr_worker_t *w, int index, core_t *core);
 int rtr_worker_start(rtr_worker_t *w);

@@ -46,6 +46,22 @@ struct rtr_server {
     bool            stopping;
 };
 
+void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(buf, len, "%s:%d", host, port);
+}
+
 static const char *port_service(const char *port)
 {
     if (strcmp(port, "amqp") == 0)
@@ -94,19 +110,10 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    char name[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &a->sin_addr, name, sizeof(name));
-        port = ntohs(a->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &a->sin6_addr, name, sizeof(name));
-        port = ntohs(a->sin6_port);
-    }
-    LOG(NOTICE, "Listening on %s:%d", name, port);
+    char name[INET6_ADDRSTRLEN + 8] = "?";
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rtr_sockaddr_format(&ss, name, sizeof(name));
+    LOG(NOTICE, "Listening on %s", name);
     return 0;
 }
 
