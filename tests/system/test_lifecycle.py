@@ -46,16 +46,18 @@ def test_200_concurrent_connections_open_and_close(router):
 
 @pytest.mark.slow
 @pytest.mark.deadline(120)
-def test_connections_opened_and_closed_in_a_row(router):
-    for i in range(100):
-        c = Client()
-        try:
-            conn = c.connect(router.url)
-            if i % 2:
-                conn.receiver("churn.%d" % i, credit=1)
+def test_connections_opened_and_closed_in_a_row(router, client):
+    for i in range(200):
+        conn = client.connect(router.url)
+        if i % 2:
+            conn.receiver("churn.%d" % i, credit=1)
+        if i % 3:
             conn.close()
-        finally:
-            c.close()
+        else:  # gone without a close frame
+            s = client_socket(conn)
+            s.shutdown(socket.SHUT_RDWR)
+            s.close()
+            client.wait(conn.is_gone, msg="the socket to close")
     check_router_works(router.url)
 
 
