@@ -1,0 +1,41 @@
+/* tests/fuzz/fuzz_frame.c: libFuzzer target for the frame guard (codec/frame.c).
+ *
+ * Input: the bytes a client sends on a fresh connection.  The guard is fed the input whole,
+ * then again in pieces whose sizes come from the input itself; both runs must agree
+ * (the guard is a pure function of the byte stream, however it is split), and a guard that
+ * refused once must refuse every later feed.  Seeds: Proton's public connection-driver fuzz
+ * inputs (tests/fuzz/frame/corpus, crashes). */
+#include "codec/codec.h"
+#include "codec/frame.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint8_t buf1[16384];
+static uint8_t buf2[16384];
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    codec_guard_t whole, pieces;
+    codec_guard_init(&whole, sizeof(buf1), buf1, sizeof(buf1));
+    codec_guard_init(&pieces, sizeof(buf2), buf2, sizeof(buf2));
+
+    int rc_whole = codec_guard_feed(&whole, data, size);
+
+    int rc_pieces = 0;
+    size_t off = 0, i = 0;
+    while (off < size && rc_pieces == 0) {
+        size_t n = 1 + (data[i++ % size] % 37);
+        if (n > size - off)
+            n = size - off;
+        rc_pieces = codec_guard_feed(&pieces, data + off, n);
+        off += n;
+    }
+    if ((rc_whole == 0) != (rc_pieces == 0))
+        abort(); /* the verdict must not depend on how the bytes were split */
+    if (rc_whole != 0 && (codec_guard_feed(&whole, data, 1) == 0 || !whole.why))
+        abort(); /* a refusal sticks and says why */
+    return 0;
+}
