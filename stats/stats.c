@@ -1,0 +1,1453 @@
+/* stats/stats.c: the stats registry, shards, reading, glob matching and snapshot walks (see
+ * stats.h for the API, stats/DESIGN.md for the layout and the reasons).
+ *
+ * Threads: every public function here is thread-safe; they serialise on the registry's one
+ * mutex `_lock`.  The hot path (stats.h inline functions) never comes here.  Functions named
+ * *_LH need the caller to hold `_lock`.  No other lock exists, so there is no lock order.
+ *
+ * Owns: families (permanent), object records and their label strings, the per-slot
+ * generation and owner pages, every shard's pages (a shard's owner only writes into them),
+ * and the base shard (shards[0]) that holds what freed shards counted; the base shard is
+ * written only by whoever holds `_lock`.
+ *
+ * Must never: take a lock on the hot path, move a page a reader or writer may be using,
+ * hand a slot to a new object without zeroing it in every shard, log anything.
+ */
+#include "stats/stats.h"
+
+#include "core/base/base.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+// clang-format off
+#define HOLE          UINT32_MAX /* an empty position in a family's object list */
+#define PAGE_BYTES    (STATS_PAGE_SLOTS * sizeof(uint64_t))
+#define BATCH_SLOTS   16384u     /* values one iterator batch holds (128 KiB) */
+#define BATCH_OBJECTS 512u       /* objects one batch visits at most */
+// clang-format on
+
+/* A growable array of u32 (object positions, free blocks, holes). */
+typedef struct u32vec {
+    uint32_t *v;   /* elements */
+    uint32_t  n;   /* used */
+    uint32_t  cap; /* allocated */
+} u32vec_t;
+
+/* What the registry adds to a caller's field: where it lives, where a derived value comes
+ * from, its Prometheus name. */
+typedef struct fam_field {
+    uint32_t        off;       /* slot offset in the block */
+    uint32_t        width;     /* slots: 1, or STATS_HIST_SLOTS(buckets) */
+    stats_family_t *src;       /* sum_of / count_of: the source family; NULL otherwise */
+    int32_t         src_field; /* sum_of: the source field; -1 for count_of */
+} fam_field_t;
+
+/* A family.  Created under `_lock`, then its name, fields and geometry never change; the
+ * object lists, free lists and retired totals change under `_lock` only. */
+struct stats_family {
+    char          *_name;        /* family name (a plain stat family: "") */
+    uint32_t       _index;       /* position in r->_fams; UINT32_MAX for the hidden ones */
+    bool           _singleton;   /* one object, created with the family */
+    bool           _plain;       /* hidden family whose objects are plain stats */
+    bool           _derived;     /* some field is sum_of/count_of */
+    unsigned       _nfields;     /* fields */
+    stats_field_t *_fields;      /* copies of the caller's fields; .prom resolved */
+    fam_field_t   *_ff;          /* [nfields] layout and derivation */
+    uint32_t       _nslots;      /* block size */
+    unsigned       _nlabels;     /* label keys (0 for singleton and plain) */
+    char          *_label_keys[STATS_MAX_LABELS]; /* copies */
+    char          *_prom_prefix; /* prefix for derived Prometheus names */
+    uint64_t      *_retired;     /* [nslots] what retired objects left (counters, hist) */
+    u32vec_t       _objs;        /* position -> record index, or HOLE */
+    u32vec_t       _holes;       /* free positions in _objs */
+    u32vec_t       _freeb;       /* retired blocks' base ids, reused first */
+    uint32_t       _nlive;       /* live objects */
+    stats_obj_t    _single;      /* the singleton's object */
+};
+
+/* One live (or free) object.  Under `_lock`. */
+typedef struct objrec {
+    stats_family_t *fam;      /* NULL when the record is free */
+    char           *strs;     /* label values packed "v0\0v1\0..."; a plain stat:
+                                 "name\0help\0prom\0" */
+    uint32_t        strs_len; /* bytes of strs, NULs included */
+    uint32_t        base;     /* first slot */
+    uint32_t        gen;      /* generation; 0 when free */
+    uint32_t        pos;      /* live: index in fam->_objs; free: next free record + 1 */
+    uint32_t        hnext;    /* identity hash chain: next record + 1, 0 = end */
+    uint32_t        hash;     /* identity hash */
+} objrec_t;
+
+/* The registry.  Every field is guarded by `_lock` except the page tables' entries, which
+ * are written once under it and then read by anyone the handles reached. */
+struct stats_registry {
+    pthread_mutex_t   _lock;     /* the one lock */
+    uint32_t          _hwm;      /* first never-used slot id (slot 0 is the sink) */
+    uint32_t          _npages;   /* pages allocated in every shard, gens and owner */
+    uint32_t          _gen_next; /* next object generation (never 0) */
+    _Atomic uint32_t *_gens[STATS_MAX_PAGES];  /* per slot: its object's gen, 0 = none;
+                                                  read lock-free by debug asserts */
+    uint32_t         *_owner[STATS_MAX_PAGES]; /* per slot: its object's record index */
+    stats_shard_t   **_shards;   /* [0] is the base shard */
+    uint32_t          _nshards;  /* live shards, base included */
+    uint32_t          _shardcap; /* allocated */
+    stats_family_t  **_fams;     /* visible families, creation order */
+    uint32_t          _nfams;    /* count */
+    uint32_t          _famcap;   /* allocated */
+    stats_family_t   *_plain[2]; /* hidden families of plain counters / gauges */
+    objrec_t         *_recs;     /* object records */
+    uint32_t          _nrecs;    /* records ever used */
+    uint32_t          _reccap;   /* allocated */
+    uint32_t          _free_rec; /* first free record + 1, 0 = none */
+    uint32_t         *_hb;       /* identity hash buckets: record + 1, 0 = empty */
+    uint32_t          _hmask;    /* buckets - 1 */
+    uint32_t          _hcount;   /* records in the hash */
+    uint64_t          _bytes;    /* registry memory, names excluded (approximate) */
+    uint64_t          _name_bytes; /* names, labels, help texts */
+};
+
+/* ---------------------------------------------------------------------------------------
+ * small helpers
+ * ------------------------------------------------------------------------------------- */
+
+static void *aligned_zalloc(size_t align, size_t n)
+{
+    size_t sz = (n + align - 1) & ~(align - 1);
+    void  *p = aligned_alloc(align, sz);
+    BASE_BUG_ON(p == NULL); /* out of memory: same policy as base_malloc */
+    memset(p, 0, sz);
+    return p;
+}
+
+static void vec_push(u32vec_t *v, uint32_t x)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 16;
+        v->v = base_realloc(v->v, v->cap * sizeof(*v->v));
+    }
+    v->v[v->n++] = x;
+}
+
+static bool name_is_valid(const char *s)
+{
+    if (!s || !*s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return false;
+    return true;
+}
+
+static bool prom_name_is_valid(const char *s)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9'))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == ':'))
+            return false;
+    return true;
+}
+
+static char *dup_counted(stats_registry_t *r, const char *s)
+{
+    if (!s)
+        return NULL;
+    r->_name_bytes += strlen(s) + 1;
+    return base_strdup(s);
+}
+
+/* FNV-1a over the identity, seeded with the family so equal identities in two families land
+ * in different chains. */
+static uint32_t ident_hash(const stats_family_t *f, const char *s)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)f;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h ^ (h >> 15);
+}
+
+/* Sum slot `id` over every shard.  _LH (the shard list). */
+static uint64_t slot_sum_LH(stats_registry_t *r, uint32_t id)
+{
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < r->_nshards; i++)
+        v += atomic_load_explicit(stats__slot(r->_shards[i], id), memory_order_relaxed);
+    return v;
+}
+
+/* Sum a block of n slots from `id` (inside one page) over every shard into out[] (added). */
+static void block_sum_LH(stats_registry_t *r, uint32_t id, uint32_t n, uint64_t *out)
+{
+    for (uint32_t i = 0; i < r->_nshards; i++) {
+        _Atomic uint64_t *p = stats__slot(r->_shards[i], id);
+        for (uint32_t j = 0; j < n; j++)
+            out[j] += atomic_load_explicit(&p[j], memory_order_relaxed);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * pages and slot blocks
+ * ------------------------------------------------------------------------------------- */
+
+/* Make every shard, the gens and the owner table hold pages for slots [0, end). */
+static void pages_ensure_LH(stats_registry_t *r, uint32_t end)
+{
+    uint32_t need = (end + STATS_PAGE_MASK) >> STATS_PAGE_SHIFT;
+    for (; r->_npages < need; r->_npages++) {
+        uint32_t k = r->_npages;
+        r->_gens[k] = aligned_zalloc(64, STATS_PAGE_SLOTS * sizeof(uint32_t));
+        r->_owner[k] = base_calloc(STATS_PAGE_SLOTS, sizeof(uint32_t));
+        r->_bytes += 2 * STATS_PAGE_SLOTS * sizeof(uint32_t);
+        for (uint32_t i = 0; i < r->_nshards; i++)
+            r->_shards[i]->_pages[k] = aligned_zalloc(64, PAGE_BYTES);
+    }
+}
+
+/* A block of f->_nslots zeroed slots: a retired one of the family (zeroed now in every
+ * shard), else fresh ones past the high-water mark (never written: zero), never crossing a
+ * page.  Returns 0 and *base, or -ENOSPC. */
+static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base)
+{
+    uint32_t w = f->_nslots;
+    if (f->_freeb.n) {
+        uint32_t b = f->_freeb.v[--f->_freeb.n];
+        for (uint32_t i = 0; i < r->_nshards; i++) {
+            _Atomic uint64_t *p = stats__slot(r->_shards[i], b);
+            for (uint32_t j = 0; j < w; j++)
+                atomic_store_explicit(&p[j], 0, memory_order_relaxed);
+        }
+        *base = b;
+        return 0;
+    }
+    uint32_t b = r->_hwm;
+    if ((b & STATS_PAGE_MASK) + w > STATS_PAGE_SLOTS)
+        b = (b + STATS_PAGE_MASK) & ~STATS_PAGE_MASK;
+    if ((uint64_t)b + w > STATS_MAX_SLOTS)
+        return -ENOSPC;
+    pages_ensure_LH(r, b + w);
+    r->_hwm = b + w;
+    *base = b;
+    return 0;
+}
+
+static void block_own_LH(stats_registry_t *r, uint32_t base, uint32_t w, uint32_t gen,
+                         uint32_t rec)
+{
+    _Atomic uint32_t *g = &r->_gens[base >> STATS_PAGE_SHIFT][base & STATS_PAGE_MASK];
+    uint32_t         *o = &r->_owner[base >> STATS_PAGE_SHIFT][base & STATS_PAGE_MASK];
+    for (uint32_t j = 0; j < w; j++) {
+        atomic_store_explicit(&g[j], gen, memory_order_relaxed);
+        o[j] = rec;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * registry and shards
+ * ------------------------------------------------------------------------------------- */
+
+static stats_shard_t *shard_alloc_LH(stats_registry_t *r)
+{
+    stats_shard_t *s = aligned_zalloc(64, sizeof(*s));
+    s->_gens = (_Atomic uint32_t *const *)r->_gens;
+    for (uint32_t k = 0; k < r->_npages; k++)
+        s->_pages[k] = aligned_zalloc(64, PAGE_BYTES);
+    if (r->_nshards == r->_shardcap) {
+        r->_shardcap = r->_shardcap ? r->_shardcap * 2 : 8;
+        r->_shards = base_realloc(r->_shards, r->_shardcap * sizeof(*r->_shards));
+    }
+    r->_shards[r->_nshards++] = s;
+    return s;
+}
+
+static void shard_release(stats_shard_t *s, uint32_t npages)
+{
+    for (uint32_t k = 0; k < npages; k++)
+        free(s->_pages[k]);
+    free(s);
+}
+
+static stats_family_t *plain_family_new(stats_registry_t *r, stats_kind_t kind);
+
+stats_registry_t *stats_registry_new(void)
+{
+    stats_registry_t *r = base_calloc(1, sizeof(*r));
+    pthread_mutex_init(&r->_lock, NULL);
+    r->_gen_next = 1;
+    r->_hwm = 1; /* slot 0: the sink of {0,0} handles */
+    r->_hmask = 1023;
+    r->_hb = base_calloc(r->_hmask + 1, sizeof(*r->_hb));
+    r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hb);
+    shard_alloc_LH(r); /* the base shard */
+    pages_ensure_LH(r, 1);
+    r->_plain[0] = plain_family_new(r, STATS_COUNTER);
+    r->_plain[1] = plain_family_new(r, STATS_GAUGE);
+    return r;
+}
+
+static void family_release(stats_family_t *f)
+{
+    for (unsigned i = 0; i < f->_nfields; i++) {
+        free((char *)f->_fields[i].name);
+        free((char *)f->_fields[i].help);
+        free((char *)f->_fields[i].prom);
+        free((char *)f->_fields[i].sum_of);
+        free((char *)f->_fields[i].count_of);
+    }
+    for (unsigned i = 0; i < STATS_MAX_LABELS; i++)
+        free(f->_label_keys[i]);
+    free(f->_fields);
+    free(f->_ff);
+    free(f->_name);
+    free(f->_prom_prefix);
+    free(f->_retired);
+    free(f->_objs.v);
+    free(f->_holes.v);
+    free(f->_freeb.v);
+    free(f);
+}
+
+void stats_registry_free(stats_registry_t *r)
+{
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->_nshards; i++)
+        shard_release(r->_shards[i], r->_npages);
+    for (uint32_t k = 0; k < r->_npages; k++) {
+        free(r->_gens[k]);
+        free(r->_owner[k]);
+    }
+    for (uint32_t i = 0; i < r->_nrecs; i++)
+        free(r->_recs[i].strs);
+    for (uint32_t i = 0; i < r->_nfams; i++)
+        family_release(r->_fams[i]);
+    family_release(r->_plain[0]);
+    family_release(r->_plain[1]);
+    free(r->_fams);
+    free(r->_shards);
+    free(r->_recs);
+    free(r->_hb);
+    pthread_mutex_destroy(&r->_lock);
+    free(r);
+}
+
+stats_shard_t *stats_shard_new(stats_registry_t *r)
+{
+    pthread_mutex_lock(&r->_lock);
+    stats_shard_t *s = shard_alloc_LH(r);
+    pthread_mutex_unlock(&r->_lock);
+    return s;
+}
+
+void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&r->_lock);
+    uint32_t i;
+    for (i = 1; i < r->_nshards && r->_shards[i] != s; i++)
+        ;
+    BASE_BUG_ON(i == r->_nshards); /* not a shard of this registry (or the base shard) */
+    /* Fold every slot into the base shard: counters stay monotonic, gauge deltas and
+     * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
+     * their stale values is harmless. */
+    stats_shard_t *base = r->_shards[0];
+    for (uint32_t k = 0; k < r->_npages; k++) {
+        _Atomic uint64_t *from = s->_pages[k];
+        _Atomic uint64_t *to = base->_pages[k];
+        for (uint32_t j = 0; j < STATS_PAGE_SLOTS; j++) {
+            uint64_t v = atomic_load_explicit(&from[j], memory_order_relaxed);
+            if (v)
+                atomic_store_explicit(&to[j],
+                                      atomic_load_explicit(&to[j], memory_order_relaxed) + v,
+                                      memory_order_relaxed);
+        }
+    }
+    r->_shards[i] = r->_shards[--r->_nshards];
+    uint32_t npages = r->_npages;
+    pthread_mutex_unlock(&r->_lock);
+    shard_release(s, npages);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * families
+ * ------------------------------------------------------------------------------------- */
+
+static stats_family_t *family_find_LH(stats_registry_t *r, const char *name, size_t len)
+{
+    for (uint32_t i = 0; i < r->_nfams; i++)
+        if (strlen(r->_fams[i]->_name) == len && memcmp(r->_fams[i]->_name, name, len) == 0)
+            return r->_fams[i];
+    return NULL;
+}
+
+static uint32_t rec_find_LH(stats_registry_t *r, const stats_family_t *f, const char *ident);
+
+/* The resolved Prometheus name of a field (or plain stat) called `name` of kind `kind` under
+ * `prefix`: prefix_snake(name), `_total` added to counters. */
+static char *prom_derive(const char *prefix, const char *name, stats_kind_t kind)
+{
+    size_t pl = strlen(prefix), nl = strlen(name);
+    size_t cap = pl + 1 + 2 * nl + sizeof("_total");
+    char  *p = base_malloc(cap);
+    size_t n = 0;
+    memcpy(p, prefix, pl);
+    n = pl;
+    if (pl && nl)
+        p[n++] = '_';
+    n += stats_prom_snake(name, p + n, cap - n);
+    if (kind == STATS_COUNTER && !(n >= 6 && memcmp(p + n - 6, "_total", 6) == 0)) {
+        memcpy(p + n, "_total", 7);
+        n += 6;
+    }
+    p[n] = 0;
+    return p;
+}
+
+static stats_family_t *family_alloc(stats_registry_t *r, unsigned nfields)
+{
+    stats_family_t *f = base_calloc(1, sizeof(*f));
+    f->_nfields = nfields;
+    f->_fields = base_calloc(nfields, sizeof(*f->_fields));
+    f->_ff = base_calloc(nfields, sizeof(*f->_ff));
+    r->_bytes += sizeof(*f) + nfields * (sizeof(*f->_fields) + sizeof(*f->_ff));
+    return f;
+}
+
+static stats_family_t *plain_family_new(stats_registry_t *r, stats_kind_t kind)
+{
+    stats_family_t *f = family_alloc(r, 1);
+    f->_name = base_strdup("");
+    f->_index = UINT32_MAX;
+    f->_plain = true;
+    f->_fields[0].name = base_strdup("");
+    f->_fields[0].kind = kind;
+    f->_ff[0].width = 1;
+    f->_nslots = 1;
+    f->_retired = base_calloc(1, sizeof(uint64_t));
+    f->_prom_prefix = base_strdup("junction");
+    return f;
+}
+
+static int object_new_LH(stats_registry_t *r, stats_family_t *f, const char *const *strs,
+                         unsigned nstrs, stats_obj_t *out);
+
+/* Resolve a field's sum_of/count_of against the families created before. */
+static int field_derive_LH(stats_registry_t *r, const stats_field_t *d, fam_field_t *ff)
+{
+    if (d->sum_of && d->count_of)
+        return -EINVAL;
+    if (d->count_of) {
+        ff->src = family_find_LH(r, d->count_of, strlen(d->count_of));
+        ff->src_field = -1;
+        return ff->src && d->kind == STATS_GAUGE ? 0 : -EINVAL;
+    }
+    const char *dot = strchr(d->sum_of, '.');
+    if (!dot)
+        return -EINVAL;
+    ff->src = family_find_LH(r, d->sum_of, (size_t)(dot - d->sum_of));
+    if (!ff->src)
+        return -EINVAL;
+    for (unsigned i = 0; i < ff->src->_nfields; i++) {
+        const stats_field_t *sf = &ff->src->_fields[i];
+        if (strcmp(sf->name, dot + 1) != 0)
+            continue;
+        if (sf->kind != d->kind || sf->kind == STATS_HISTOGRAM || ff->src->_ff[i].src)
+            return -EINVAL;
+        ff->src_field = (int32_t)i;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_family_t **out)
+{
+    if (!def || !name_is_valid(def->name) || !def->fields || def->nfields == 0 ||
+        def->nfields > STATS_MAX_FIELDS)
+        return -EINVAL;
+    if (def->prom_prefix && !prom_name_is_valid(def->prom_prefix))
+        return -EINVAL;
+    uint32_t nslots = 0;
+    for (unsigned i = 0; i < def->nfields; i++) {
+        const stats_field_t *d = &def->fields[i];
+        if (!name_is_valid(d->name) || (d->prom && !prom_name_is_valid(d->prom)))
+            return -EINVAL;
+        for (unsigned j = 0; j < i; j++)
+            if (strcmp(def->fields[j].name, d->name) == 0)
+                return -EINVAL;
+        switch (d->kind) {
+        case STATS_COUNTER:
+        case STATS_GAUGE:
+            nslots += 1;
+            break;
+        case STATS_HISTOGRAM:
+            if (d->buckets < 1 || d->buckets > STATS_HIST_MAX_BUCKETS || d->sum_of ||
+                d->count_of)
+                return -EINVAL;
+            nslots += STATS_HIST_SLOTS(d->buckets);
+            break;
+        default:
+            return -EINVAL;
+        }
+        if ((d->sum_of || d->count_of) && !def->singleton)
+            return -EINVAL;
+    }
+    if (nslots > STATS_PAGE_SLOTS)
+        return -EINVAL;
+    unsigned nlabels = 0;
+    if (!def->singleton) {
+        while (nlabels < STATS_MAX_LABELS && def->labels[nlabels]) {
+            if (!name_is_valid(def->labels[nlabels]) || strcmp(def->labels[nlabels], "le") == 0)
+                return -EINVAL;
+            nlabels++;
+        }
+        if (nlabels == 0)
+            nlabels = 1; /* labels[0] defaults to the family's name */
+    }
+
+    pthread_mutex_lock(&r->_lock);
+    int rc = 0;
+    if (family_find_LH(r, def->name, strlen(def->name)) || rec_find_LH(r, r->_plain[0], def->name) ||
+        rec_find_LH(r, r->_plain[1], def->name)) {
+        rc = -EEXIST;
+        goto out_unlock;
+    }
+    stats_family_t *f = family_alloc(r, def->nfields);
+    f->_name = dup_counted(r, def->name);
+    f->_singleton = def->singleton;
+    f->_nslots = nslots;
+    f->_nlabels = nlabels;
+    for (unsigned i = 0; i < nlabels; i++)
+        f->_label_keys[i] = dup_counted(r, def->labels[i] ? def->labels[i] : def->name);
+    if (def->prom_prefix) {
+        f->_prom_prefix = dup_counted(r, def->prom_prefix);
+    } else {
+        char buf[256] = "junction_";
+        stats_prom_snake(def->name, buf + 9, sizeof(buf) - 9);
+        f->_prom_prefix = dup_counted(r, buf);
+    }
+    uint32_t off = 0;
+    for (unsigned i = 0; i < def->nfields; i++) {
+        const stats_field_t *d = &def->fields[i];
+        stats_field_t       *c = &f->_fields[i];
+        c->name = dup_counted(r, d->name);
+        c->kind = d->kind;
+        c->help = dup_counted(r, d->help);
+        c->buckets = d->kind == STATS_HISTOGRAM ? d->buckets : 0;
+        c->sum_of = dup_counted(r, d->sum_of);
+        c->count_of = dup_counted(r, d->count_of);
+        if (d->prom) {
+            c->prom = dup_counted(r, d->prom);
+        } else {
+            char *p = prom_derive(f->_prom_prefix, d->name, d->kind);
+            r->_name_bytes += strlen(p) + 1;
+            c->prom = p;
+        }
+        f->_ff[i].off = off;
+        f->_ff[i].width = d->kind == STATS_HISTOGRAM ? STATS_HIST_SLOTS(d->buckets) : 1;
+        off += f->_ff[i].width;
+        if (d->sum_of || d->count_of) {
+            f->_derived = true;
+            if (field_derive_LH(r, d, &f->_ff[i]) != 0) {
+                family_release(f);
+                rc = -EINVAL;
+                goto out_unlock;
+            }
+        }
+    }
+    f->_retired = base_calloc(nslots, sizeof(uint64_t));
+    r->_bytes += nslots * sizeof(uint64_t);
+    if (f->_singleton) {
+        rc = object_new_LH(r, f, NULL, 0, &f->_single);
+        if (rc != 0) {
+            family_release(f);
+            goto out_unlock;
+        }
+    }
+    if (r->_nfams == r->_famcap) {
+        r->_famcap = r->_famcap ? r->_famcap * 2 : 16;
+        r->_fams = base_realloc(r->_fams, r->_famcap * sizeof(*r->_fams));
+    }
+    f->_index = r->_nfams;
+    r->_fams[r->_nfams++] = f;
+    *out = f;
+out_unlock:
+    pthread_mutex_unlock(&r->_lock);
+    return rc;
+}
+
+stats_family_t *stats_family_find(stats_registry_t *r, const char *name)
+{
+    pthread_mutex_lock(&r->_lock);
+    stats_family_t *f = family_find_LH(r, name, strlen(name));
+    pthread_mutex_unlock(&r->_lock);
+    return f;
+}
+
+stats_obj_t stats_family_object(const stats_family_t *f)
+{
+    return f->_single;
+}
+
+uint32_t stats_family_offset(const stats_family_t *f, unsigned field)
+{
+    return field < f->_nfields ? f->_ff[field].off : UINT32_MAX;
+}
+
+const char *stats_family_name(const stats_family_t *f)
+{
+    return f->_name;
+}
+
+unsigned stats_family_nfields(const stats_family_t *f)
+{
+    return f->_nfields;
+}
+
+const stats_field_t *stats_family_field(const stats_family_t *f, unsigned field)
+{
+    return field < f->_nfields ? &f->_fields[field] : NULL;
+}
+
+unsigned stats_family_nlabels(const stats_family_t *f)
+{
+    return f->_nlabels;
+}
+
+const char *stats_family_label_key(const stats_family_t *f, unsigned i)
+{
+    return i < f->_nlabels ? f->_label_keys[i] : NULL;
+}
+
+const char *stats_family_prom_name(const stats_family_t *f, unsigned field)
+{
+    return field < f->_nfields ? f->_fields[field].prom : NULL;
+}
+
+bool stats_family_is_singleton(const stats_family_t *f)
+{
+    return f->_singleton;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * objects
+ * ------------------------------------------------------------------------------------- */
+
+static uint32_t rec_find_LH(stats_registry_t *r, const stats_family_t *f, const char *ident)
+{
+    uint32_t h = ident_hash(f, ident);
+    for (uint32_t i = r->_hb[h & r->_hmask]; i; i = r->_recs[i - 1].hnext) {
+        objrec_t *o = &r->_recs[i - 1];
+        if (o->hash == h && o->fam == f && strcmp(o->strs, ident) == 0)
+            return i;
+    }
+    return 0;
+}
+
+static void hash_grow_LH(stats_registry_t *r)
+{
+    uint32_t nb = (r->_hmask + 1) * 2;
+    free(r->_hb);
+    r->_hb = base_calloc(nb, sizeof(*r->_hb));
+    r->_bytes += (nb / 2) * sizeof(*r->_hb);
+    r->_hmask = nb - 1;
+    for (uint32_t i = 0; i < r->_nrecs; i++) {
+        objrec_t *o = &r->_recs[i];
+        if (!o->fam)
+            continue;
+        o->hnext = r->_hb[o->hash & r->_hmask];
+        r->_hb[o->hash & r->_hmask] = i + 1;
+    }
+}
+
+static void hash_remove_LH(stats_registry_t *r, uint32_t idx)
+{
+    objrec_t *o = &r->_recs[idx];
+    uint32_t *p = &r->_hb[o->hash & r->_hmask];
+    while (*p != idx + 1)
+        p = &r->_recs[*p - 1].hnext;
+    *p = o->hnext;
+    r->_hcount--;
+}
+
+/* A new object of f.  strs[0 .. nstrs) are packed into its record; strs[0] (if any) is its
+ * identity and must not be a live one (checked by the callers). */
+static int object_new_LH(stats_registry_t *r, stats_family_t *f, const char *const *strs,
+                         unsigned nstrs, stats_obj_t *out)
+{
+    uint32_t base;
+    int      rc = block_alloc_LH(r, f, &base);
+    if (rc != 0)
+        return rc;
+    uint32_t idx;
+    if (r->_free_rec) {
+        idx = r->_free_rec - 1;
+        r->_free_rec = r->_recs[idx].pos;
+    } else {
+        if (r->_nrecs == r->_reccap) {
+            r->_bytes += (r->_reccap ? r->_reccap : 1024) * sizeof(*r->_recs);
+            r->_reccap = r->_reccap ? r->_reccap * 2 : 1024;
+            r->_recs = base_realloc(r->_recs, r->_reccap * sizeof(*r->_recs));
+        }
+        idx = r->_nrecs++;
+    }
+    objrec_t *o = &r->_recs[idx];
+    memset(o, 0, sizeof(*o));
+    size_t len = 0;
+    for (unsigned i = 0; i < nstrs; i++)
+        len += (strs[i] ? strlen(strs[i]) : 0) + 1;
+    o->strs = base_malloc(len ? len : 1);
+    o->strs[0] = 0;
+    o->strs_len = (uint32_t)len;
+    r->_name_bytes += len;
+    char *p = o->strs;
+    for (unsigned i = 0; i < nstrs; i++) {
+        size_t n = strs[i] ? strlen(strs[i]) : 0;
+        memcpy(p, strs[i] ? strs[i] : "", n);
+        p[n] = 0;
+        p += n + 1;
+    }
+    o->fam = f;
+    o->base = base;
+    o->gen = r->_gen_next++;
+    if (r->_gen_next == 0)
+        r->_gen_next = 1;
+    if (f->_holes.n) {
+        o->pos = f->_holes.v[--f->_holes.n];
+        f->_objs.v[o->pos] = idx;
+    } else {
+        o->pos = f->_objs.n;
+        vec_push(&f->_objs, idx);
+    }
+    f->_nlive++;
+    o->hash = ident_hash(f, o->strs);
+    o->hnext = r->_hb[o->hash & r->_hmask];
+    r->_hb[o->hash & r->_hmask] = idx + 1;
+    if (++r->_hcount > r->_hmask + 1)
+        hash_grow_LH(r);
+    block_own_LH(r, base, f->_nslots, o->gen, idx);
+    out->base = base;
+    out->gen = o->gen;
+    out->index = idx;
+    return 0;
+}
+
+int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *labels,
+                     stats_obj_t *out)
+{
+    if (!f || f->_singleton || f->_plain || !labels)
+        return -EINVAL;
+    for (unsigned i = 0; i < f->_nlabels; i++)
+        if (!labels[i])
+            return -EINVAL;
+    pthread_mutex_lock(&r->_lock);
+    int rc = rec_find_LH(r, f, labels[0]) ? -EEXIST : object_new_LH(r, f, labels, f->_nlabels, out);
+    pthread_mutex_unlock(&r->_lock);
+    return rc;
+}
+
+int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, const char *help,
+                   const char *prom, stats_handle_t *out, stats_obj_t *obj)
+{
+    if (!name_is_valid(name) || (kind != STATS_COUNTER && kind != STATS_GAUGE) ||
+        (prom && !prom_name_is_valid(prom)))
+        return -EINVAL;
+    stats_family_t *f = r->_plain[kind == STATS_GAUGE];
+    char           *derived = prom ? NULL : prom_derive("junction", name, kind);
+    const char     *strs[3] = {name, help ? help : "", prom ? prom : derived};
+    stats_obj_t     o;
+    pthread_mutex_lock(&r->_lock);
+    int rc = 0;
+    if (family_find_LH(r, name, strlen(name)) || rec_find_LH(r, r->_plain[0], name) ||
+        rec_find_LH(r, r->_plain[1], name))
+        rc = -EEXIST;
+    else
+        rc = object_new_LH(r, f, strs, 3, &o);
+    pthread_mutex_unlock(&r->_lock);
+    free(derived);
+    if (rc == 0) {
+        *out = stats_obj_stat(o, 0);
+        if (obj)
+            *obj = o;
+    }
+    return rc;
+}
+
+/* The live record `o` names, or NULL. */
+static objrec_t *rec_get_LH(stats_registry_t *r, stats_obj_t o)
+{
+    if (o.gen == 0 || o.index >= r->_nrecs)
+        return NULL;
+    objrec_t *rec = &r->_recs[o.index];
+    return rec->fam && rec->gen == o.gen && rec->base == o.base ? rec : NULL;
+}
+
+int stats_object_retire(stats_registry_t *r, stats_obj_t o)
+{
+    pthread_mutex_lock(&r->_lock);
+    objrec_t *rec = rec_get_LH(r, o);
+    int       rc = 0;
+    if (!rec) {
+        rc = -ESTALE;
+        goto out_unlock;
+    }
+    stats_family_t *f = rec->fam;
+    if (f->_singleton) {
+        rc = -EINVAL;
+        goto out_unlock;
+    }
+    /* Fold counters and histograms into the family's retired totals; gauges die. */
+    for (unsigned i = 0; i < f->_nfields; i++)
+        if (f->_fields[i].kind != STATS_GAUGE)
+            block_sum_LH(r, rec->base + f->_ff[i].off, f->_ff[i].width,
+                         &f->_retired[f->_ff[i].off]);
+    block_own_LH(r, rec->base, f->_nslots, 0, UINT32_MAX);
+    vec_push(&f->_freeb, rec->base);
+    f->_objs.v[rec->pos] = HOLE;
+    vec_push(&f->_holes, rec->pos);
+    f->_nlive--;
+    hash_remove_LH(r, o.index);
+    r->_name_bytes -= rec->strs_len;
+    BASE_FREE(rec->strs);
+    rec->fam = NULL;
+    rec->gen = 0;
+    rec->pos = r->_free_rec;
+    r->_free_rec = o.index + 1;
+out_unlock:
+    pthread_mutex_unlock(&r->_lock);
+    return rc;
+}
+
+int stats_object_find(stats_registry_t *r, stats_family_t *f, const char *identity,
+                      stats_obj_t *out)
+{
+    pthread_mutex_lock(&r->_lock);
+    uint32_t i = f && identity ? rec_find_LH(r, f, identity) : 0;
+    if (i) {
+        out->base = r->_recs[i - 1].base;
+        out->gen = r->_recs[i - 1].gen;
+        out->index = i - 1;
+    }
+    pthread_mutex_unlock(&r->_lock);
+    return i ? 0 : -ENOENT;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * reading
+ * ------------------------------------------------------------------------------------- */
+
+/* Per-slot totals of family f (retired + live objects over all shards) into out[nslots]. */
+static void fam_totals_LH(stats_registry_t *r, stats_family_t *f, uint64_t *out)
+{
+    memcpy(out, f->_retired, f->_nslots * sizeof(uint64_t));
+    for (uint32_t p = 0; p < f->_objs.n; p++) {
+        uint32_t idx = f->_objs.v[p];
+        if (idx != HOLE)
+            block_sum_LH(r, r->_recs[idx].base, f->_nslots, out);
+    }
+}
+
+/* The value a derived field adds to its own slots, with `cache` (source family -> per-slot
+ * totals) filled on demand.  cache may be NULL (computed each time). */
+typedef struct totals_cache {
+    stats_family_t *fam[8]; /* source families computed so far */
+    uint64_t       *tot[8]; /* their per-slot totals */
+    unsigned        n;      /* entries used */
+} totals_cache_t;
+
+static uint64_t derived_LH(stats_registry_t *r, const fam_field_t *ff, totals_cache_t *cache)
+{
+    stats_family_t *src = ff->src;
+    if (ff->src_field < 0)
+        return src->_nlive;
+    uint32_t off = src->_ff[ff->src_field].off;
+    if (cache) {
+        for (unsigned i = 0; i < cache->n; i++)
+            if (cache->fam[i] == src)
+                return cache->tot[i][off];
+        if (cache->n < 8) {
+            uint64_t *t = base_malloc(src->_nslots * sizeof(uint64_t));
+            fam_totals_LH(r, src, t);
+            cache->fam[cache->n] = src;
+            cache->tot[cache->n++] = t;
+            return t[off];
+        }
+    }
+    uint64_t v = src->_retired[off];
+    for (uint32_t p = 0; p < src->_objs.n; p++) {
+        uint32_t idx = src->_objs.v[p];
+        if (idx != HOLE)
+            v += slot_sum_LH(r, r->_recs[idx].base + off);
+    }
+    return v;
+}
+
+static void cache_fini(totals_cache_t *c)
+{
+    for (unsigned i = 0; i < c->n; i++)
+        free(c->tot[i]);
+    c->n = 0;
+}
+
+/* Field of f at block offset off, or -1. */
+static int field_at(const stats_family_t *f, uint32_t off)
+{
+    for (unsigned i = 0; i < f->_nfields; i++)
+        if (f->_ff[i].off == off)
+            return (int)i;
+    return -1;
+}
+
+/* Fill out from per-slot sums v[] of one field. */
+static void value_fill(stats_value_t *out, const stats_field_t *fd, const uint64_t *v)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = fd->kind;
+    if (fd->kind != STATS_HISTOGRAM) {
+        out->value = v[0];
+        return;
+    }
+    out->nbuckets = fd->buckets;
+    for (uint32_t k = 0; k <= fd->buckets; k++) {
+        out->buckets[k] = v[k];
+        out->value += v[k];
+    }
+    out->sum = v[fd->buckets + 1];
+}
+
+int stats_value_get(stats_registry_t *r, stats_handle_t h, stats_value_t *out)
+{
+    int rc = -ESTALE;
+    pthread_mutex_lock(&r->_lock);
+    if (h.gen == 0 || h.id >= r->_hwm)
+        goto out_unlock;
+    uint32_t page = h.id >> STATS_PAGE_SHIFT, off = h.id & STATS_PAGE_MASK;
+    if (atomic_load_explicit(&r->_gens[page][off], memory_order_relaxed) != h.gen)
+        goto out_unlock;
+    objrec_t       *rec = &r->_recs[r->_owner[page][off]];
+    stats_family_t *f = rec->fam;
+    int             fi = field_at(f, h.id - rec->base);
+    if (fi < 0) {
+        rc = -EINVAL; /* inside a histogram */
+        goto out_unlock;
+    }
+    uint64_t v[STATS_HIST_SLOTS(STATS_HIST_MAX_BUCKETS)] = {0};
+    block_sum_LH(r, h.id, f->_ff[fi].width, v);
+    if (f->_ff[fi].src)
+        v[0] += derived_LH(r, &f->_ff[fi], NULL);
+    value_fill(out, &f->_fields[fi], v);
+    rc = 0;
+out_unlock:
+    pthread_mutex_unlock(&r->_lock);
+    return rc;
+}
+
+int stats_lookup(stats_registry_t *r, const char *name, stats_handle_t *h, stats_kind_t *kind)
+{
+    int rc = -ENOENT;
+    pthread_mutex_lock(&r->_lock);
+    const char *dot = strchr(name, '.');
+    if (!dot) {
+        for (unsigned k = 0; k < 2; k++) {
+            uint32_t i = rec_find_LH(r, r->_plain[k], name);
+            if (i) {
+                *h = (stats_handle_t){r->_recs[i - 1].base, r->_recs[i - 1].gen};
+                *kind = r->_plain[k]->_fields[0].kind;
+                rc = 0;
+            }
+        }
+        goto out_unlock;
+    }
+    stats_family_t *f = family_find_LH(r, name, (size_t)(dot - name));
+    if (!f)
+        goto out_unlock;
+    const char *field = f->_singleton ? dot + 1 : strrchr(name, '.') + 1;
+    if (!f->_singleton && field - 1 == dot)
+        goto out_unlock; /* "family.field": no identity */
+    stats_obj_t o = f->_single;
+    if (!f->_singleton) {
+        size_t len = (size_t)(field - 1 - (dot + 1));
+        char  *ident = base_strndup(dot + 1, len);
+        uint32_t i = rec_find_LH(r, f, ident);
+        free(ident);
+        if (!i)
+            goto out_unlock;
+        o = (stats_obj_t){r->_recs[i - 1].base, r->_recs[i - 1].gen, i - 1};
+    }
+    for (unsigned i = 0; i < f->_nfields; i++) {
+        if (strcmp(f->_fields[i].name, field) == 0) {
+            *h = stats_obj_stat(o, f->_ff[i].off);
+            *kind = f->_fields[i].kind;
+            rc = 0;
+            break;
+        }
+    }
+out_unlock:
+    pthread_mutex_unlock(&r->_lock);
+    return rc;
+}
+
+int stats_family_totals(stats_registry_t *r, stats_family_t *f, uint64_t *out)
+{
+    uint64_t *t = base_malloc(f->_nslots * sizeof(uint64_t));
+    pthread_mutex_lock(&r->_lock);
+    fam_totals_LH(r, f, t);
+    for (unsigned i = 0; i < f->_nfields; i++) {
+        const fam_field_t *ff = &f->_ff[i];
+        out[i] = t[ff->off];
+        if (f->_fields[i].kind == STATS_HISTOGRAM)
+            for (uint32_t k = 1; k <= f->_fields[i].buckets; k++)
+                out[i] += t[ff->off + k];
+        if (ff->src)
+            out[i] += derived_LH(r, ff, NULL);
+    }
+    pthread_mutex_unlock(&r->_lock);
+    free(t);
+    return 0;
+}
+
+double stats_hist_quantile(const uint64_t *buckets, uint32_t nbuckets, double q)
+{
+    uint64_t count = 0;
+    for (uint32_t k = 0; k <= nbuckets; k++)
+        count += buckets[k];
+    if (count == 0)
+        return 0;
+    if (q < 0)
+        q = 0;
+    if (q > 1)
+        q = 1;
+    double   rank = q * (double)count;
+    uint64_t cum = 0;
+    for (uint32_t k = 0; k <= nbuckets; k++) {
+        if (buckets[k] == 0 || (double)(cum + buckets[k]) < rank) {
+            cum += buckets[k];
+            continue;
+        }
+        if (k == nbuckets) /* +Inf: the last finite bound, as Prometheus does */
+            return (double)(1ull << (nbuckets - 1));
+        double lo = k == 0 ? 0 : (double)(1ull << (k - 1));
+        double hi = (double)(1ull << k);
+        return lo + (hi - lo) * ((rank - (double)cum) / (double)buckets[k]);
+    }
+    return (double)(1ull << (nbuckets - 1));
+}
+
+/* ---------------------------------------------------------------------------------------
+ * glob
+ * ------------------------------------------------------------------------------------- */
+
+bool stats_glob_match(const char *g, const char *s, size_t n)
+{
+    const char *star_g = NULL; /* glob after the last `*` seen */
+    size_t      star_s = 0;    /* where that `*` started matching */
+    size_t      i = 0;
+    while (i < n) {
+        if (*g == '*') {
+            while (*g == '*')
+                g++;
+            if (!*g)
+                return true;
+            star_g = g;
+            star_s = i;
+            continue;
+        }
+        if (*g == '?') {
+            g++;
+            i++;
+            continue;
+        }
+        char        c = *g;
+        const char *next = g + 1;
+        if (c == '\\' && g[1]) {
+            c = g[1];
+            next = g + 2;
+        }
+        if (c && c == s[i]) {
+            g = next;
+            i++;
+            continue;
+        }
+        if (!star_g)
+            return false;
+        g = star_g;
+        i = ++star_s;
+    }
+    while (*g == '*')
+        g++;
+    return *g == 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * iterator
+ * ------------------------------------------------------------------------------------- */
+
+/* One object in an iterator batch. */
+typedef struct batch_obj {
+    uint32_t base;    /* first slot */
+    uint32_t gen;     /* generation */
+    uint32_t str_off; /* its strings in it->_str */
+    uint32_t val_off; /* its values in it->_vals */
+} batch_obj_t;
+
+struct stats_iter {
+    stats_registry_t *_r;        /* the registry */
+    char             *_glob;     /* copy, or NULL */
+    unsigned          _flags;    /* STATS_ITER_* */
+    char             *_only_fam; /* the glob's literal first part, or NULL */
+    size_t            _only_len; /* its length */
+    const char       *_only_field; /* the glob's literal last part, or NULL */
+    bool              _no_plain; /* the glob cannot match a plain stat */
+    bool              _no_fams;  /* the glob can match only a plain stat */
+    bool              _literal;  /* the glob has no wildcard */
+    /* position of the next batch */
+    uint32_t          _fam;      /* family index: in r->_fams, or in r->_plain once _in_plain */
+    bool              _in_plain; /* the visible families are done */
+    uint32_t          _field;    /* BY_FIELD: field */
+    uint32_t          _pos;      /* next position in the family's _objs */
+    bool              _done;     /* nothing left */
+    /* the current batch */
+    stats_family_t   *_bfam;     /* its family */
+    uint32_t          _bfield;   /* BY_FIELD: its field; else UINT32_MAX */
+    batch_obj_t      *_bobjs;    /* objects */
+    uint32_t          _nb;       /* objects in the batch */
+    uint32_t          _bcap;     /* allocated */
+    uint64_t         *_vals;     /* values, width per object */
+    size_t            _valcap;   /* allocated */
+    char             *_str;      /* copied strings */
+    size_t            _nstr;     /* used */
+    size_t            _strcap;   /* allocated */
+    uint32_t          _bi;       /* next object of the batch */
+    uint32_t          _bf;       /* object by object: next field of that object */
+    totals_cache_t    _cache;    /* derived fields' source totals */
+    stats_sample_t    _s;        /* what next() returns */
+    char             *_name;     /* full name buffer */
+    size_t            _namecap;  /* allocated */
+};
+
+stats_iter_t *stats_iter_new(stats_registry_t *r, const char *glob, unsigned flags)
+{
+    stats_iter_t *it = base_calloc(1, sizeof(*it));
+    it->_r = r;
+    if ((flags & STATS_ITER_ALL) == 0)
+        flags |= STATS_ITER_ALL;
+    it->_flags = flags;
+    if (glob && strcmp(glob, "*") != 0) {
+        it->_glob = base_strdup(glob);
+        it->_flags |= STATS_ITER_NAMES;
+        /* Narrow the walk: a literal first part names the family; a literal last part the
+         * field; a dot means no plain stat (their names have none). */
+        bool        wild = false, any_wild = false;
+        const char *p = glob, *last = glob;
+        size_t      first_len = 0;
+        bool        dot = false;
+        for (; *p; p++) {
+            if (*p == '*' || *p == '?' || *p == '\\') {
+                any_wild = true;
+                if (!dot)
+                    wild = true;
+            }
+            if (*p == '.') {
+                if (!dot)
+                    first_len = (size_t)(p - glob);
+                dot = true;
+                last = p + 1;
+            }
+        }
+        it->_literal = !any_wild;
+        it->_no_plain = dot;
+        it->_no_fams = !dot && !any_wild;
+        if (dot && !wild) {
+            it->_only_fam = base_strndup(glob, first_len);
+            it->_only_len = first_len;
+        }
+        if (dot && !strpbrk(last, "*?\\"))
+            it->_only_field = last;
+    }
+    return it;
+}
+
+void stats_iter_free(stats_iter_t *it)
+{
+    if (!it)
+        return;
+    cache_fini(&it->_cache);
+    free(it->_glob);
+    free(it->_only_fam);
+    free(it->_bobjs);
+    free(it->_vals);
+    free(it->_str);
+    free(it->_name);
+    free(it);
+}
+
+static bool fam_wanted(const stats_iter_t *it, const stats_family_t *f)
+{
+    if (f->_plain)
+        return (it->_flags & STATS_ITER_PLAIN) && !it->_no_plain;
+    if (it->_no_fams)
+        return false;
+    if (!(it->_flags & (f->_singleton ? STATS_ITER_SINGLETONS : STATS_ITER_OBJECTS)))
+        return false;
+    return !it->_only_fam ||
+           (strlen(f->_name) == it->_only_len && memcmp(f->_name, it->_only_fam, it->_only_len) == 0);
+}
+
+static bool field_wanted(const stats_iter_t *it, const stats_family_t *f, uint32_t field)
+{
+    return !it->_only_field || f->_plain || strcmp(f->_fields[field].name, it->_only_field) == 0;
+}
+
+/* Copy object `idx` into the batch with `width` values from block offset `off` summed over
+ * the shards (plus a derived value for a singleton's derived field). */
+static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t width)
+{
+    stats_registry_t *r = it->_r;
+    objrec_t         *o = &r->_recs[idx];
+    if (it->_nb == it->_bcap) {
+        it->_bcap = it->_bcap ? it->_bcap * 2 : 64;
+        it->_bobjs = base_realloc(it->_bobjs, it->_bcap * sizeof(*it->_bobjs));
+    }
+    batch_obj_t *b = &it->_bobjs[it->_nb];
+    size_t       val_off = it->_nb ? it->_bobjs[it->_nb - 1].val_off + width : 0;
+    if (val_off + width > it->_valcap) {
+        it->_valcap = (val_off + width) * 2;
+        it->_vals = base_realloc(it->_vals, it->_valcap * sizeof(uint64_t));
+    }
+    if (it->_nstr + o->strs_len > it->_strcap) {
+        it->_strcap = (it->_nstr + o->strs_len) * 2 + 256;
+        it->_str = base_realloc(it->_str, it->_strcap);
+    }
+    b->base = o->base;
+    b->gen = o->gen;
+    b->str_off = (uint32_t)it->_nstr;
+    b->val_off = (uint32_t)val_off;
+    memcpy(it->_str + it->_nstr, o->strs, o->strs_len);
+    it->_nstr += o->strs_len;
+    uint64_t *v = &it->_vals[val_off];
+    memset(v, 0, width * sizeof(uint64_t));
+    block_sum_LH(r, o->base + off, width, v);
+    stats_family_t *f = o->fam;
+    if (f->_derived) {
+        for (unsigned i = 0; i < f->_nfields; i++) {
+            const fam_field_t *ff = &f->_ff[i];
+            if (ff->src && ff->off >= off && ff->off < off + width)
+                v[ff->off - off] += derived_LH(r, ff, &it->_cache);
+        }
+    }
+    it->_nb++;
+}
+
+/* Fill the next batch; false at the end. */
+static bool batch_fill(stats_iter_t *it)
+{
+    stats_registry_t *r = it->_r;
+    bool              by_field = it->_flags & STATS_ITER_BY_FIELD;
+    it->_nb = 0;
+    it->_nstr = 0;
+    it->_bi = 0;
+    it->_bf = 0;
+    if (it->_done)
+        return false;
+    pthread_mutex_lock(&r->_lock);
+    for (;;) {
+        stats_family_t *f = NULL;
+        if (!it->_in_plain && it->_fam >= r->_nfams) {
+            it->_in_plain = true; /* families created from now on are not visited */
+            it->_fam = 0;
+        }
+        if (!it->_in_plain)
+            f = r->_fams[it->_fam];
+        else if (it->_fam < 2)
+            f = r->_plain[it->_fam];
+        if (!f) {
+            it->_done = true;
+            break;
+        }
+        if (!fam_wanted(it, f) || it->_field >= f->_nfields) {
+            it->_fam++;
+            it->_field = 0;
+            it->_pos = 0;
+            continue;
+        }
+        if (by_field && !field_wanted(it, f, it->_field)) {
+            it->_field++;
+            it->_pos = 0;
+            continue;
+        }
+        uint32_t off = by_field ? f->_ff[it->_field].off : 0;
+        uint32_t width = by_field ? f->_ff[it->_field].width : f->_nslots;
+        uint32_t maxobj = BATCH_SLOTS / width;
+        if (maxobj > BATCH_OBJECTS)
+            maxobj = BATCH_OBJECTS;
+        if (maxobj == 0)
+            maxobj = 1;
+        it->_bfam = f;
+        it->_bfield = by_field ? it->_field : UINT32_MAX;
+        if (it->_literal && (f->_plain || !f->_singleton) && it->_pos == 0) {
+            /* An exact name: one lookup, not a walk.  For a labelled family the identity is
+             * what lies between the first and the last dot. */
+            uint32_t i;
+            if (f->_plain) {
+                i = rec_find_LH(r, f, it->_glob);
+            } else {
+                const char *id = it->_glob + it->_only_len + 1;
+                const char *end = strrchr(it->_glob, '.');
+                char       *ident = base_strndup(id, end > id ? (size_t)(end - id) : 0);
+                i = end >= id ? rec_find_LH(r, f, ident) : 0;
+                free(ident);
+            }
+            if (i)
+                batch_add_LH(it, i - 1, off, width);
+            it->_pos = f->_objs.n;
+            if (by_field)
+                it->_field = f->_nfields - 1; /* the name has one field: the lookup did all */
+        }
+        while (it->_pos < f->_objs.n && it->_nb < maxobj) {
+            uint32_t idx = f->_objs.v[it->_pos++];
+            if (idx != HOLE)
+                batch_add_LH(it, idx, off, width);
+        }
+        if (it->_pos >= f->_objs.n) {
+            it->_pos = 0;
+            if (by_field && it->_field + 1 < f->_nfields) {
+                it->_field++;
+            } else {
+                it->_fam++;
+                it->_field = 0;
+            }
+        }
+        if (it->_nb)
+            break;
+    }
+    pthread_mutex_unlock(&r->_lock);
+    return it->_nb > 0;
+}
+
+size_t stats_sample_name(const stats_sample_t *s, char *buf, size_t cap)
+{
+    size_t      n = 0;
+    const char *parts[3] = {s->stem, s->nlabels ? s->labels[0] : NULL,
+                            s->field_name && *s->field_name ? s->field_name : NULL};
+    for (unsigned i = 0; i < 3; i++) {
+        if (!parts[i])
+            continue;
+        if (n) {
+            if (n + 1 < cap)
+                buf[n] = '.';
+            n++;
+        }
+        size_t l = strlen(parts[i]);
+        if (n < cap)
+            memcpy(buf + n, parts[i], n + l < cap ? l : cap - n - 1);
+        n += l;
+    }
+    if (cap)
+        buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}
+
+const stats_sample_t *stats_iter_next(stats_iter_t *it)
+{
+    for (;;) {
+        if (it->_bi >= it->_nb && !batch_fill(it))
+            return NULL;
+        stats_family_t *f = it->_bfam;
+        batch_obj_t    *b = &it->_bobjs[it->_bi];
+        uint32_t        field, voff;
+        if (it->_bfield != UINT32_MAX) {
+            field = it->_bfield;
+            voff = 0;
+            it->_bi++;
+        } else {
+            field = it->_bf;
+            voff = f->_ff[field].off;
+            if (++it->_bf >= f->_nfields) {
+                it->_bf = 0;
+                it->_bi++;
+            }
+            if (!field_wanted(it, f, field))
+                continue;
+        }
+        stats_sample_t      *s = &it->_s;
+        const stats_field_t *fd = &f->_fields[field];
+        const char          *strs = it->_str + b->str_off;
+        const uint64_t      *v = &it->_vals[b->val_off + voff];
+        memset(s, 0, sizeof(*s));
+        s->family = f->_plain ? NULL : f;
+        s->field = field;
+        s->kind = fd->kind;
+        s->handle = (stats_handle_t){b->base + f->_ff[field].off, b->gen};
+        if (f->_plain) {
+            s->stem = strs;
+            s->field_name = "";
+            s->help = strs + strlen(strs) + 1;
+            s->prom = s->help + strlen(s->help) + 1;
+            if (!*s->help)
+                s->help = NULL;
+        } else {
+            s->stem = f->_name;
+            s->field_name = fd->name;
+            s->help = fd->help;
+            s->prom = fd->prom;
+            s->nlabels = f->_nlabels;
+            for (unsigned i = 0; i < f->_nlabels; i++) {
+                s->label_keys[i] = f->_label_keys[i];
+                s->labels[i] = strs;
+                strs += strlen(strs) + 1;
+            }
+        }
+        if (fd->kind == STATS_HISTOGRAM) {
+            s->nbuckets = fd->buckets;
+            s->buckets = v;
+            for (uint32_t k = 0; k <= fd->buckets; k++)
+                s->value += v[k];
+            s->sum = v[fd->buckets + 1];
+        } else {
+            s->value = v[0];
+        }
+        if (it->_flags & STATS_ITER_NAMES) {
+            size_t n = stats_sample_name(s, it->_name, it->_namecap);
+            if (n + 1 > it->_namecap) {
+                it->_namecap = n + 64;
+                it->_name = base_realloc(it->_name, it->_namecap);
+                stats_sample_name(s, it->_name, it->_namecap);
+            }
+            s->name = it->_name;
+            s->name_len = n;
+            if (it->_glob && !stats_glob_match(it->_glob, it->_name, n))
+                continue;
+        }
+        return s;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * accounting
+ * ------------------------------------------------------------------------------------- */
+
+void stats_registry_info(stats_registry_t *r, stats_info_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&r->_lock);
+    out->families = r->_nfams + 2;
+    out->shards = r->_nshards - 1; /* the base shard is the registry's own */
+    for (uint32_t i = 0; i < r->_nfams + 2; i++) {
+        stats_family_t *f = i < r->_nfams ? r->_fams[i] : r->_plain[i - r->_nfams];
+        out->objects += f->_nlive;
+        out->stats += (uint64_t)f->_nlive * f->_nfields;
+        out->slots += (uint64_t)f->_nlive * f->_nslots;
+        out->registry_bytes += (f->_objs.cap + f->_holes.cap + f->_freeb.cap) * sizeof(uint32_t);
+    }
+    out->slots_used = r->_hwm;
+    out->pages = r->_npages;
+    out->shard_bytes = sizeof(stats_shard_t) + (uint64_t)r->_npages * PAGE_BYTES;
+    /* The base shard is registry memory: it keeps what freed shards counted. */
+    out->registry_bytes += r->_bytes + out->shard_bytes;
+    out->name_bytes = r->_name_bytes;
+    pthread_mutex_unlock(&r->_lock);
+}

@@ -1,0 +1,473 @@
+/* stats/stats.h: Junction's sharded stats - registry, per-thread shards, handles, snapshots,
+ * glob matching and the Prometheus renderer.  The one public header of stats/.
+ *
+ * What it does.  A stat is a 64-bit slot with an id.  Every thread that counts owns a *shard*:
+ * an array of slots indexed by id, in 32 KiB pages that never move.  A thread writes only its
+ * own shard, with a relaxed load and a relaxed store (no lock, no atomic read-modify-write, no
+ * cache line shared with another writer); a reader sums a stat over all shards.  Names live
+ * in the *registry*, once per family and once per object, never per stat: the family
+ * `address` lists its fields (deliveriesIngress, deliveriesEgress, ...) and each object of
+ * the family (the address "M0examples") gets a contiguous block of ids, one per field.  The
+ * full name of a stat is
+ *
+ *     <family>.<object>.<field>     address.M0examples.deliveriesEgress, link.17.acceptedCount
+ *     <family>.<field>              router.deliveriesIngress          (singleton family)
+ *     <name>                        uptimeSeconds                     (plain stat)
+ *
+ * Kinds: counters (u64, monotonic, summed over shards), gauges (i64, summed over shards: each
+ * shard holds its thread's deltas, or the whole value when one thread owns the gauge), and
+ * latency histograms (log2 buckets + sum, summed over shards; percentiles at read time).
+ *
+ * See stats/DESIGN.md for the memory layout, the threads and the reasons.
+ *
+ * Threads.
+ *   - Registry calls (stats_registry_*, stats_family_*, stats_object_*, stats_stat_new,
+ *     stats_shard_new/free, stats_lookup, stats_value_get, stats_iter_*, stats_prom_*) are
+ *     thread-safe: they take the registry's mutex, and only for a bounded stretch (an
+ *     iterator or the renderer holds it for one batch of objects at a time, never while the
+ *     caller runs).  None of them is meant for a hot path.
+ *   - The hot-path calls (stats_counter_add, stats_counter_inc, stats_gauge_add,
+ *     stats_gauge_set, stats_hist_record) are inline and take the caller's OWN shard: only
+ *     the thread that owns `shard` may call them - the shard argument plays the part of a
+ *     _WT/_CT suffix.  They touch nothing but that shard's memory.
+ *   - A handle is a value (id + generation).  It is valid from the stats_object_new() that
+ *     made it until the stats_object_retire() of its object.  A thread may use a handle made
+ *     on another thread once the handle reached it through any synchronisation (a queue, a
+ *     mutex, thread creation), which is how every handle travels anyway.
+ *
+ * The retire contract (see DESIGN.md "Retire and reuse").  stats_object_retire() must be
+ * called after the last write to the object's stats by every thread, and each of those
+ * writes must happen-before the call (the owner retires on its own thread after its last
+ * write, or the writers' last messages reach the retiring thread through a queue).  A write
+ * through a stale handle after that is a bug: debug builds (no NDEBUG) catch it with an
+ * assert on the slot's generation; release builds cannot see it and the count may land in
+ * the slot's next object.  Reads are always safe: a stale handle reads -ESTALE, and snapshots
+ * never show a retired object's slots under another object's name.
+ *
+ * Errors: functions that can fail return 0 or a negative errno (-EINVAL bad argument or
+ * name, -EEXIST duplicate name, -ENOENT no such stat, -ESTALE retired handle, -ENOSPC the id
+ * space is full).  Memory exhaustion aborts (base_malloc).  Nothing here logs.
+ *
+ * Example (the router's side, points 2-4 of issue 4):
+ *
+ *     static const stats_field_t addr_fields[] = {
+ *         { .name = "deliveriesIngress", .kind = STATS_COUNTER, .help = "Deliveries in" },
+ *         { .name = "deliveriesEgress",  .kind = STATS_COUNTER, .help = "Deliveries out" },
+ *         { .name = "subscriberCount",   .kind = STATS_GAUGE,   .help = "Local consumers" },
+ *     };
+ *     enum { A_INGRESS, A_EGRESS, A_SUBSCRIBERS };          // == slot offsets (no histogram)
+ *     static const stats_family_def_t addr_def = {
+ *         .name = "address", .fields = addr_fields, .nfields = 3,
+ *     };
+ *     stats_family_t *fam;  stats_family_new(reg, &addr_def, &fam);     // at start-up
+ *     stats_obj_t o;        stats_object_new(reg, fam, (const char *[]){"M0examples"}, &o);
+ *     stats_counter_inc(my_shard, stats_obj_stat(o, A_EGRESS));          // per delivery
+ *     stats_object_retire(reg, o);                                       // address gone
+ */
+#ifndef JUNCTION_STATS_H
+#define JUNCTION_STATS_H
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// clang-format off
+/* -- geometry (see DESIGN.md "Memory layout") -- */
+#define STATS_PAGE_SHIFT       12                           /* 4096 slots = 32 KiB per shard page */
+#define STATS_PAGE_SLOTS       (1u << STATS_PAGE_SHIFT)
+#define STATS_PAGE_MASK        (STATS_PAGE_SLOTS - 1)
+#define STATS_MAX_PAGES        16384u                       /* page table entries per shard */
+#define STATS_MAX_SLOTS        (STATS_MAX_PAGES * STATS_PAGE_SLOTS) /* 67,108,864 ids */
+#define STATS_MAX_LABELS       4                            /* label keys per family */
+#define STATS_MAX_FIELDS       1024                         /* fields per family */
+#define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
+/* Slots a histogram field with b finite buckets takes: b buckets, the +Inf bucket, the sum. */
+#define STATS_HIST_SLOTS(b)    ((b) + 2u)
+// clang-format on
+
+typedef struct stats_registry stats_registry_t; /* names, ids, shards; one per process */
+typedef struct stats_family   stats_family_t;   /* a fixed list of fields; permanent */
+typedef struct stats_shard    stats_shard_t;    /* one thread's slots */
+typedef struct stats_iter     stats_iter_t;     /* a snapshot walk */
+typedef struct stats_prom     stats_prom_t;     /* a Prometheus rendering in progress */
+
+typedef enum stats_kind {
+    STATS_COUNTER = 0, /* u64, only goes up; shards summed; folded into totals on retire */
+    STATS_GAUGE,       /* i64, up and down; shards summed; dies with its object */
+    STATS_HISTOGRAM,   /* log2 buckets of u64 values (e.g. µs) + their sum; shards summed */
+} stats_kind_t;
+
+/* One stat (for a histogram: its first slot).  A value: copy it, keep it in the object it
+ * counts for.  {0, 0} is "no stat": it reads -ESTALE, and a write to it lands in slot 0, a
+ * sink that is never reported. */
+typedef struct stats_handle {
+    uint32_t id;  /* slot index in every shard */
+    uint32_t gen; /* the object's generation; 0 = none */
+} stats_handle_t;
+
+/* A histogram stat: a handle plus its bucket count, so recording needs no lookup. */
+typedef struct stats_hist {
+    uint32_t id;      /* first slot: bucket 0 */
+    uint32_t gen;     /* the object's generation; 0 = none */
+    uint32_t buckets; /* finite buckets b: slots id .. id+b are buckets, id+b+1 the sum */
+} stats_hist_t;
+
+/* One object of a family (an address, a link, a connection): a block of consecutive slots,
+ * one per field (STATS_HIST_SLOTS(b) per histogram field), starting at `base`. */
+typedef struct stats_obj {
+    uint32_t base;  /* first slot id of the block */
+    uint32_t gen;   /* generation, unique per object ever created; 0 = none */
+    uint32_t index; /* the registry's record of the object (for retire) */
+} stats_obj_t;
+
+/* A field of a family, as given to stats_family_new() (which copies everything). */
+typedef struct stats_field {
+    const char  *name;    /* [A-Za-z_][A-Za-z0-9_]*: the last part of the stat's name */
+    stats_kind_t kind;    /* counter, gauge or histogram */
+    const char  *help;    /* one line for `# HELP` and stats.list; NULL = none */
+    const char  *prom;    /* Prometheus metric name; NULL = <family prefix>_<snake_case(name)>,
+                             plus `_total` for a counter */
+    unsigned     buckets; /* histograms: finite buckets b (1..STATS_HIST_MAX_BUCKETS); bucket k
+                             counts values v with 2^(k-1) < v <= 2^k (bucket 0: v <= 1) */
+    const char  *sum_of;  /* derived: "family.field" of an earlier family; this stat reads as
+                             its own slots plus that field's family total (live objects +
+                             retired ones): a router total that needs no second increment */
+    const char  *count_of; /* derived gauge: "family"; reads as its own slots plus the number
+                              of live objects of that family (addrCount, linkCount ...) */
+} stats_field_t;
+
+/* A family, as given to stats_family_new(). */
+typedef struct stats_family_def {
+    const char          *name;        /* [A-Za-z_][A-Za-z0-9_]*, unique among families and
+                                         plain stats */
+    const stats_field_t *fields;      /* the fields, in slot order */
+    unsigned             nfields;     /* 1..STATS_MAX_FIELDS; the block must fit in a page */
+    bool                 singleton;   /* one object, no labels: `router`, `process` */
+    const char          *labels[STATS_MAX_LABELS]; /* label keys, e.g. {"link", "connection",
+                                         "address"}; labels[0] names the object's identity and
+                                         defaults to the family's name; NULL ends the list */
+    const char          *prom_prefix; /* prefix of derived Prometheus names; NULL =
+                                         "junction_<snake_case(name)>" */
+} stats_family_def_t;
+
+/* The offset of field i in a family's block, by the fixed rule: fields take slots in
+ * declaration order, 1 for a counter or gauge, STATS_HIST_SLOTS(b) for a histogram.  So a
+ * family without histograms has field i at offset i, and callers can use an enum. */
+uint32_t stats_family_offset(const stats_family_t *f, unsigned field);
+
+/* The handle of the stat at `offset` in object o's block; a histogram's is
+ * stats_obj_hist().  Pure arithmetic, any thread. */
+static inline stats_handle_t stats_obj_stat(stats_obj_t o, uint32_t offset)
+{
+    stats_handle_t h = {o.base + offset, o.gen};
+    return h;
+}
+
+static inline stats_hist_t stats_obj_hist(stats_obj_t o, uint32_t offset, uint32_t buckets)
+{
+    stats_hist_t h = {o.base + offset, o.gen, buckets};
+    return h;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Shards and the hot path
+ * ------------------------------------------------------------------------------------- */
+
+/* A thread's shard.  Only `_pages` is read by the inline functions; the rest of the struct
+ * is private to stats.c.  Allocated 64-byte aligned; its pages are separate allocations, so
+ * no two shards ever share a cache line. */
+struct stats_shard {
+    _Atomic uint32_t *const *_gens; /* the registry's generation pages (debug checks only) */
+    _Atomic uint64_t        *_pages[STATS_MAX_PAGES]; /* page k holds slots k*4096..; set by
+                                         the registry under its mutex before any handle into
+                                         the page exists, never changed until shard_free */
+};
+
+/* A new shard for the calling thread; it holds a page for every id the registry has
+ * handed out, and gets the new ones as the registry grows.  Thread-safe.  The caller owns it
+ * and writes it from one thread only. */
+stats_shard_t *stats_shard_new(stats_registry_t *r);
+
+/* Fold the shard's counts into the registry (so no total ever goes down) and free it.  Call
+ * on the shard's thread after its last write, or after that thread ended.  NULL is fine. */
+void stats_shard_free(stats_registry_t *r, stats_shard_t *s);
+
+/* The slot of `id` in `s`.  Private to the inline functions below. */
+static inline _Atomic uint64_t *stats__slot(stats_shard_t *s, uint32_t id)
+{
+    return &s->_pages[id >> STATS_PAGE_SHIFT][id & STATS_PAGE_MASK];
+}
+
+#ifndef NDEBUG
+/* Used only in assert(): the handle's generation is still its slot's. */
+static inline bool stats__is_live(const stats_shard_t *s, uint32_t id, uint32_t gen)
+{
+    return id == 0 ||
+           atomic_load_explicit(&s->_gens[id >> STATS_PAGE_SHIFT][id & STATS_PAGE_MASK],
+                                memory_order_relaxed) == gen;
+}
+#endif
+
+/* Add n to a counter: one relaxed load and one relaxed store on the caller's own shard (a
+ * `mov; add; mov`, no lock prefix).  Owner thread of `s` only. */
+static inline void stats_counter_add(stats_shard_t *s, stats_handle_t h, uint64_t n)
+{
+    _Atomic uint64_t *p = stats__slot(s, h.id);
+    assert(stats__is_live(s, h.id, h.gen));
+    atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static inline void stats_counter_inc(stats_shard_t *s, stats_handle_t h)
+{
+    stats_counter_add(s, h, 1);
+}
+
+/* Add d (may be negative) to a gauge.  The gauge's value is the sum over shards, so a gauge
+ * may go up on one thread and down on another.  Owner thread of `s` only. */
+static inline void stats_gauge_add(stats_shard_t *s, stats_handle_t h, int64_t d)
+{
+    stats_counter_add(s, h, (uint64_t)d);
+}
+
+/* Set this shard's part of a gauge to v.  Meant for a gauge that one thread owns (it is then
+ * the value); if other threads also add to it, the value is v plus their parts.  Owner
+ * thread of `s` only. */
+static inline void stats_gauge_set(stats_shard_t *s, stats_handle_t h, int64_t v)
+{
+    assert(stats__is_live(s, h.id, h.gen));
+    atomic_store_explicit(stats__slot(s, h.id), (uint64_t)v, memory_order_relaxed);
+}
+
+/* The bucket a value falls in: 0 for v <= 1, k for 2^(k-1) < v <= 2^k, b (+Inf) above 2^(b-1). */
+static inline uint32_t stats_hist_bucket(uint64_t v, uint32_t buckets)
+{
+    uint32_t k = v <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(v - 1);
+    return k < buckets ? k : buckets;
+}
+
+/* Record one value (e.g. a latency in µs): one bucket and the sum.  Owner thread of `s`. */
+static inline void stats_hist_record(stats_shard_t *s, stats_hist_t h, uint64_t v)
+{
+    _Atomic uint64_t *b = stats__slot(s, h.id); /* a block never crosses a page */
+    _Atomic uint64_t *k = &b[stats_hist_bucket(v, h.buckets)];
+    _Atomic uint64_t *sum = &b[h.buckets + 1];
+    assert(stats__is_live(s, h.id, h.gen));
+    atomic_store_explicit(k, atomic_load_explicit(k, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Registry
+ * ------------------------------------------------------------------------------------- */
+
+/* A new empty registry.  Caller owns it.  Thread-safe from then on. */
+stats_registry_t *stats_registry_new(void);
+
+/* Free the registry, its families and objects, and any shard not yet freed (their pointers
+ * become invalid).  No other call on it may be running.  NULL is fine. */
+void stats_registry_free(stats_registry_t *r);
+
+/* Create a family from `def` (copied).  On success *out is the family, permanent until
+ * stats_registry_free().  A singleton family gets its one object now (stats_family_object).
+ * Returns 0, -EINVAL (bad name, kind, bucket count, too many fields or slots, a sum_of or
+ * count_of naming no earlier family and field, or sum_of a histogram), -EEXIST (the name is
+ * taken by a family or a plain stat), -ENOSPC.  Thread-safe. */
+int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_family_t **out);
+
+/* The family called `name`, or NULL.  Thread-safe. */
+stats_family_t *stats_family_find(stats_registry_t *r, const char *name);
+
+/* The singleton family's object ({0,0,0} for other families).  Any thread. */
+stats_obj_t stats_family_object(const stats_family_t *f);
+
+/* Read-only facts about a family, for renderers and management (the strings live as long
+ * as the family).  Any thread. */
+const char *stats_family_name(const stats_family_t *f);
+unsigned stats_family_nfields(const stats_family_t *f);
+const stats_field_t *stats_family_field(const stats_family_t *f, unsigned field);
+unsigned stats_family_nlabels(const stats_family_t *f);
+const char *stats_family_label_key(const stats_family_t *f, unsigned i);
+const char *stats_family_prom_name(const stats_family_t *f, unsigned field);
+bool stats_family_is_singleton(const stats_family_t *f);
+
+/* A new object of family f with label values labels[0 .. nlabels) (labels[0] is its
+ * identity: unique among the family's live objects; any bytes but NUL, dots included).  Its
+ * stats start at 0 in every shard.  Returns 0 and *out, -EINVAL (singleton family, NULL
+ * label), -EEXIST (a live object has that identity), -ENOSPC.  Thread-safe. */
+int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *labels,
+                     stats_obj_t *out);
+
+/* Retire object o: its counters and histograms (summed over shards) are added to its
+ * family's retired totals, so family totals and the router totals derived from them
+ * (sum_of) never go down; gauges die with it.  Its handles become stale at once; its block
+ * of ids goes to the family's free list, and is zeroed in every shard when reused.  See the
+ * retire contract at the top.  Returns 0 or -ESTALE (already retired, never made).
+ * Thread-safe. */
+int stats_object_retire(stats_registry_t *r, stats_obj_t o);
+
+/* The live object of family f whose identity is `identity`: 0 and *out, or -ENOENT. */
+int stats_object_find(stats_registry_t *r, stats_family_t *f, const char *identity,
+                      stats_obj_t *out);
+
+/* A plain, individually named stat (a counter or a gauge): `name` is [A-Za-z_][A-Za-z0-9_]*,
+ * unique among plain stats and families; `help` and `prom` (Prometheus name, NULL = derived
+ * as for fields) are copied.  Retire it with stats_object_retire(*obj) if it ever goes away.
+ * Returns 0 and *out (+ *obj if not NULL), or -EINVAL, -EEXIST, -ENOSPC.  Thread-safe. */
+int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, const char *help,
+                   const char *prom, stats_handle_t *out, stats_obj_t *obj);
+
+/* ---------------------------------------------------------------------------------------
+ * Reading
+ * ------------------------------------------------------------------------------------- */
+
+/* A stat's value summed over all shards (and over the family for derived fields). */
+typedef struct stats_value {
+    stats_kind_t kind;     /* what the numbers mean */
+    uint64_t     value;    /* counter: total; gauge: (int64_t)value; histogram: count */
+    uint64_t     sum;      /* histogram: sum of the values recorded */
+    uint32_t     nbuckets; /* histogram: finite buckets b */
+    uint64_t     buckets[STATS_HIST_MAX_BUCKETS + 1]; /* histogram: per-bucket counts
+                                                         (not cumulative), [b] is +Inf */
+} stats_value_t;
+
+/* Read the stat behind handle h (a histogram's handle is its first slot: pass
+ * {hist.id, hist.gen}).  Returns 0, or -ESTALE if its object was retired.  Thread-safe. */
+int stats_value_get(stats_registry_t *r, stats_handle_t h, stats_value_t *out);
+
+/* Resolve a full stat name ("address.M0examples.deliveriesEgress", "router.linkCount",
+ * "uptimeSeconds") to its handle and kind.  Returns 0, or -ENOENT.  Thread-safe. */
+int stats_lookup(stats_registry_t *r, const char *name, stats_handle_t *h, stats_kind_t *kind);
+
+/* Family totals: for each field, the sum over live objects and shards, plus what retired
+ * objects left (counters and histograms; gauges: live objects only).  Histograms give their
+ * count.  out[] has nfields entries.  One pass under the mutex.  Returns 0.  Thread-safe. */
+int stats_family_totals(stats_registry_t *r, stats_family_t *f, uint64_t *out);
+
+/* Estimate the q-quantile (0 <= q <= 1) of a histogram from its per-bucket counts (b finite
+ * + the +Inf one), interpolating linearly inside a bucket like Prometheus's
+ * histogram_quantile(); values in +Inf report the last finite bound.  0 when empty.  Pure. */
+double stats_hist_quantile(const uint64_t *buckets, uint32_t nbuckets, double q);
+
+/* Shell-style match of a whole stat name (len bytes, no NUL needed) against `glob`: `*` any
+ * run of characters (dots included: `address.*.deliveriesEgress` matches an address
+ * "a.b"), `?` one character, `\c` the character c.  Pure, any thread. */
+bool stats_glob_match(const char *glob, const char *name, size_t len);
+
+/* A sample: one stat, as a snapshot walk sees it.  All pointers are valid until the next
+ * stats_iter_next() or stats_iter_free() (the registry may free an object's labels as soon
+ * as the walk moves on; the iterator keeps its own copies). */
+typedef struct stats_sample {
+    const stats_family_t *family;  /* the family; NULL for a plain stat */
+    unsigned              field;   /* field index in the family (0 for a plain stat) */
+    stats_kind_t          kind;    /* counter, gauge, histogram */
+    const char           *name;    /* the full name, when the walk was asked for names (a
+                                      glob or STATS_ITER_NAMES); else NULL */
+    size_t                name_len; /* strlen(name) */
+    const char           *stem;    /* family name, or a plain stat's name */
+    const char           *field_name; /* field name, "" for a plain stat */
+    const char           *help;    /* help text or NULL */
+    const char           *prom;    /* Prometheus metric name */
+    unsigned              nlabels; /* 0 for singletons and plain stats */
+    const char           *label_keys[STATS_MAX_LABELS]; /* family's keys */
+    const char           *labels[STATS_MAX_LABELS];     /* the object's values */
+    stats_handle_t        handle;  /* the stat's handle (stats_value_get, subscriptions) */
+    uint64_t              value;   /* counter total, (int64_t) gauge, histogram count */
+    uint64_t              sum;     /* histogram: sum */
+    uint32_t              nbuckets; /* histogram: finite buckets b */
+    const uint64_t       *buckets; /* histogram: b + 1 per-bucket counts, [b] is +Inf */
+} stats_sample_t;
+
+// clang-format off
+enum stats_iter_flags {
+    STATS_ITER_SINGLETONS = 1u << 0, /* visit singleton families (router, process) */
+    STATS_ITER_PLAIN      = 1u << 1, /* visit plain stats */
+    STATS_ITER_OBJECTS    = 1u << 2, /* visit families with labelled objects */
+    STATS_ITER_ALL        = 7u,      /* all three (0 means this too) */
+    STATS_ITER_BY_FIELD   = 1u << 3, /* inside a family: field by field, all objects for each
+                                        (Prometheus groups); default: object by object */
+    STATS_ITER_NAMES      = 1u << 4, /* fill sample.name */
+};
+// clang-format on
+
+/* Start a walk over the live stats matching `glob` (NULL = all; copied), restricted by
+ * `flags`.  Order: families in creation order (singleton and labelled ones as flags say),
+ * then plain stats; inside a family, objects in slot order of their records (roughly
+ * creation order), object by object or field by field.  A walk holds the registry's mutex
+ * only while it fills a batch (a few hundred objects), so object creation waits at most that
+ * long and writers never wait.  Each value is exact as of some instant during the walk; an
+ * object created or retired during the walk may or may not appear; an object that lives
+ * through the whole walk appears exactly once (once per field with BY_FIELD).  A glob whose
+ * first dot-separated part is literal visits only that family.  Caller owns the iterator
+ * (stats_iter_free).  Thread-safe (one iterator per thread at a time). */
+stats_iter_t *stats_iter_new(stats_registry_t *r, const char *glob, unsigned flags);
+
+/* The next sample, or NULL at the end. */
+const stats_sample_t *stats_iter_next(stats_iter_t *it);
+
+void stats_iter_free(stats_iter_t *it);
+
+/* Format a sample's full name into buf (NUL-terminated, truncated to cap); returns the
+ * length the full name has (like snprintf).  Any thread. */
+size_t stats_sample_name(const stats_sample_t *s, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------------------
+ * Prometheus text format 0.0.4 (stats_prom.c)
+ *
+ * Order: singleton families (the router's qdr_* totals first if the router family was
+ * created first), then plain stats, then each labelled family field by field, every
+ * sample of one metric together under one `# HELP` (if any) and `# TYPE`.  Counters are
+ * `name{labels} value`, gauges signed, histograms `name_bucket{labels,le="1"}` cumulative
+ * ... `le="+Inf"`, then `name_sum` and `name_count`.  Label values and help are escaped
+ * (`\\`, `\"`, `\n`).  Memory: one sample's text at a time plus one batch of the walk,
+ * whatever the registry's size.
+ * ------------------------------------------------------------------------------------- */
+
+/* Start rendering the stats matching `glob` (NULL = all).  Caller owns it.  Thread-safe. */
+stats_prom_t *stats_prom_new(stats_registry_t *r, const char *glob);
+
+/* Copy the next at most `cap` bytes of text into buf; returns how many, 0 once everything
+ * was read.  Lines may be split across calls.  For event loops: call when the socket is
+ * writable.  Same thread rules as an iterator. */
+size_t stats_prom_read(stats_prom_t *p, char *buf, size_t cap);
+
+void stats_prom_free(stats_prom_t *p);
+
+/* A sink for rendered text: returns 0 to go on, a negative errno to stop. */
+typedef int (*stats_write_fn)(void *ctx, const char *bytes, size_t len);
+
+/* Render everything matching `glob` through `write`, in chunks of at most 16 KiB from one
+ * heap buffer.  Returns 0, or the first negative value `write` returned (rendering stops
+ * there).  Thread-safe. */
+int stats_prom_write(stats_registry_t *r, const char *glob, stats_write_fn write, void *ctx);
+
+/* Append a Prometheus name derived from `name` to dst: camelCase becomes snake_case, other
+ * characters outside [A-Za-z0-9_:] become `_`.  Returns the length written (at most cap-1,
+ * NUL-terminated).  Pure. */
+size_t stats_prom_snake(const char *name, char *dst, size_t cap);
+
+/* ---------------------------------------------------------------------------------------
+ * Accounting
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct stats_info {
+    uint32_t families;       /* families, hidden ones for plain stats included */
+    uint32_t objects;        /* live objects (plain stats included) */
+    uint32_t shards;         /* live shards */
+    uint64_t stats;          /* live stats (fields of live objects; a histogram is one) */
+    uint64_t slots;          /* live slots (a histogram takes b + 2) */
+    uint64_t slots_used;     /* slot ids handed out so far (the high-water mark) */
+    uint64_t pages;          /* pages per shard */
+    uint64_t shard_bytes;    /* bytes one shard holds (pages + page table) */
+    uint64_t registry_bytes; /* bytes the registry holds, names and labels excluded */
+    uint64_t name_bytes;     /* bytes of names, label values, help texts */
+} stats_info_t;
+
+/* Sizes, for /metrics and the benchmark.  Thread-safe. */
+void stats_registry_info(stats_registry_t *r, stats_info_t *out);
+
+#endif
