@@ -243,3 +243,21 @@ def test_timestamps_survive(router, client):
     got = route_one(client, router, sent)
     assert got.message.creation_time == now
     assert got.message.expiry_time == now + 60
+
+
+@pytest.mark.parametrize("strip,routed_to", [("both", "to.props"), ("in", "to.props"),
+                                             ("no", "to.annotation"), ("out", "to.annotation")])
+def test_client_x_opt_qd_to_routes_only_when_not_stripped_in(make_router, client, strip,
+                                                            routed_to):
+    """An anonymous sender's x-opt-qd.to overrides properties.to, unless stripped on the way in."""
+    r = make_router(listener={"stripAnnotations": strip})
+    conn = client.connect(r.url)
+    rcvs = {a: conn.receiver(a, settle="accept") for a in ("to.props", "to.annotation")}
+    snd = conn.sender(None)
+    dlv = snd.send(Message(address="to.props", body="where?",
+                           annotations={symbol("x-opt-qd.to"): "to.annotation"}))
+    assert rcvs[routed_to].get().body == "where?"
+    snd.wait_outcome(dlv)
+    client.run_for(0.2)
+    assert sum(rc.count for rc in rcvs.values()) == 1
+

@@ -80,6 +80,16 @@ def test_anonymous_send_to_address_without_consumer_is_released(router, client):
     assert outcome_name(snd.wait_outcome(dlv)) == "RELEASED"
 
 
+def test_presettled_send_without_consumer_is_dropped_and_the_link_goes_on(router, client):
+    snd = client.connect(router.url).sender(None, presettled=True)
+    snd.send(Message(address="nobody.presettled", body="dropped"))
+    rcv = client.connect(router.url).receiver("somebody.presettled", settle="accept")
+    snd.send(Message(address="somebody.presettled", body="kept"))
+    assert rcv.get().body == "kept"
+    client.run_for(0.2)
+    assert rcv.count == 1
+
+
 def test_anonymous_send_without_to_is_rejected(router, client):
     snd = client.connect(router.url).sender(None)
     dlv = snd.send(Message(body="no address"))
