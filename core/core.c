@@ -20,6 +20,10 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
+/* Count into the core thread's own shard. */
+#define COUNT(obj, field, n) stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n))
+#define GAUGE(obj, field, v) stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v))
+
 /* ---- link sets ---- */
 
 static void set_add(core_link_set_t *s, core_link_t *l)
@@ -136,6 +140,9 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
             addr->keylen = klen;
             addr->dist = dist;
             base_map_put(&core->addrs, buf, klen, addr);
+            const char *labels[] = {addr->key, cfg_distribution_name(dist)};
+            if (stats_object_new(core->stats->reg, core->stats->address, labels, &addr->stats))
+                memset(&addr->stats, 0, sizeof(addr->stats)); /* no room: counts go to slot 0 */
             LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
         }
     } else if (addr && dist_out) {
@@ -151,6 +158,8 @@ static void addr_release_CT(core_t *core, core_addr_t *addr)
     if (addr->consumers.count || addr->senders.count)
         return;
     LOG(DEBUG, "Address %s removed", addr->key);
+    if (addr->stats.gen)
+        stats_object_retire(core->stats->reg, addr->stats);
     base_map_del(&core->addrs, addr->key, addr->keylen);
     free(addr->consumers.items);
     free(addr->senders.items);
@@ -189,9 +198,39 @@ static void free_disp_strings(core_disposition_t *d)
     BASE_FREE(d->cond_desc);
 }
 
+/* Count an outcome on a link (and, for the sender's final outcome, on the router). */
+static void count_outcome_CT(core_t *core, stats_obj_t link, uint8_t outcome, bool router)
+{
+    uint32_t lf, rf;
+    switch (outcome) {
+    case CORE_OUTCOME_ACCEPTED:
+        lf = CORE_LINK_ACCEPTED;
+        rf = CORE_ROUTER_ACCEPTED;
+        break;
+    case CORE_OUTCOME_REJECTED:
+        lf = CORE_LINK_REJECTED;
+        rf = CORE_ROUTER_REJECTED;
+        break;
+    case CORE_OUTCOME_MODIFIED:
+        lf = CORE_LINK_MODIFIED;
+        rf = CORE_ROUTER_MODIFIED;
+        break;
+    default:
+        lf = CORE_LINK_RELEASED;
+        rf = CORE_ROUTER_RELEASED;
+        break;
+    }
+    if (link.gen)
+        COUNT(link, lf, 1);
+    if (router)
+        COUNT(core->stats->router_obj, rf, 1);
+}
+
 /* Final outcome for an incoming delivery: hand it back to its owner with the outcome. */
 static void settle_in_CT(core_t *core, int owner, core_delivery_t *dlv, core_disposition_t *disp)
 {
+    core_link_t *in = base_map_uget(&core->links, dlv->link_id);
+    count_outcome_CT(core, in ? in->stats : (stats_obj_t){0, 0, 0}, disp->outcome, true);
     core_work_t *w = work_add_CT(core, owner, CORE_W_SETTLE, NULL);
     w->u.settle.dlv = dlv;
     w->u.settle.disp = *disp;
@@ -213,21 +252,11 @@ static void reject_in_CT(core_t *core, int owner, core_delivery_t *dlv, const ch
 
 /* ---- links ---- */
 
-static void link_attach_CT(core_t *core, core_action_t *a)
+/* Resolve a new link's address and answer its attach (w). */
+static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_work_t *w)
 {
-    core_link_t *l = base_calloc(1, sizeof(*l));
     char *address = a->u.attach.address;
     char dyn[256];
-
-    l->id = a->link_id;
-    l->conn_id = a->u.attach.conn_id;
-    l->handle = a->u.attach.handle;
-    l->worker = a->worker;
-    l->dir = a->u.attach.dir;
-    l->capacity = a->u.attach.capacity;
-    BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
-
-    core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
 
     if (a->u.attach.dynamic) {
         /* A fresh local address: amqp:/_topo/0/<router-id>/temp.<unique> */
@@ -281,6 +310,39 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     free(address);
 }
 
+static void addr_gauges_CT(core_t *core, core_addr_t *addr)
+{
+    GAUGE(addr->stats, CORE_ADDR_SUBSCRIBERS, (int64_t)addr->consumers.count);
+    GAUGE(addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
+}
+
+static void link_attach_CT(core_t *core, core_action_t *a)
+{
+    core_link_t *l = base_calloc(1, sizeof(*l));
+    l->id = a->link_id;
+    l->conn_id = a->u.attach.conn_id;
+    l->handle = a->u.attach.handle;
+    l->worker = a->worker;
+    l->dir = a->u.attach.dir;
+    l->capacity = a->u.attach.capacity;
+    BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
+
+    core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
+    link_route_CT(core, l, a, w);
+
+    char id[24], conn[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
+    snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
+    const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
+                            l->addr ? l->addr->key : ""};
+    if (stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
+        GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
+        w->u.attached.stats = l->stats;
+    }
+    if (l->addr)
+        addr_gauges_CT(core, l->addr);
+}
+
 static void link_detach_CT(core_t *core, core_action_t *a)
 {
     core_link_t *l = base_map_udel(&core->links, a->link_id);
@@ -296,11 +358,15 @@ static void link_detach_CT(core_t *core, core_action_t *a)
         } else {
             set_del(&addr->senders, l);
         }
+        addr_gauges_CT(core, addr);
         addr_release_CT(core, addr);
     }
     work_add_CT(core, l->worker, CORE_W_LINK_DETACHED, l->handle);
     LOG(DEBUG, "[C%llu][L%llu] Link detached", (unsigned long long)l->conn_id,
         (unsigned long long)l->id);
+    /* the worker's last write to the link's stats came before its detach action */
+    if (l->stats.gen)
+        stats_object_retire(core->stats->reg, l->stats);
     free(l);
 }
 
@@ -312,9 +378,14 @@ static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
     w->u.send.dlv = dlv->presettled ? NULL : dlv;
     w->u.send.content = dlv->content;
     w->u.send.presettled = dlv->presettled;
-    if (!dlv->presettled)
+    if (!dlv->presettled) {
         out->outstanding++;
+        GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
+    } else {
+        COUNT(out->stats, CORE_LINK_PRESETTLED, 1);
+    }
     out->delivered++;
+    COUNT(out->stats, CORE_LINK_DELIVERIES, 1);
 }
 
 /* Balanced: the consumer with the fewest unsettled copies; ties go round-robin. */
@@ -353,6 +424,13 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         return 0;
     }
     in->delivered++;
+    stats_obj_t router = core->stats->router_obj;
+    COUNT(router, CORE_ROUTER_INGRESS, 1);
+    COUNT(in->stats, CORE_LINK_DELIVERIES, 1);
+    if (dlv->presettled) {
+        COUNT(router, CORE_ROUTER_PRESETTLED, 1);
+        COUNT(in->stats, CORE_LINK_PRESETTLED, 1);
+    }
     if (in->addr) {
         addr = in->addr;
         dist = addr->dist;
@@ -374,6 +452,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     if (n == 0) {
         /* No route: unsettled comes back RELEASED; presettled is dropped. */
         if (dlv->presettled) {
+            COUNT(router, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+            COUNT(in->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
             work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
         } else {
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
@@ -382,6 +462,7 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         return 0;
     }
     addr->ingress++;
+    COUNT(addr->stats, CORE_ADDR_INGRESS, 1);
     if (dist == CFG_DIST_MULTICAST) {
         dlv->_mcast = true;
         core_content_ref(dlv->content, (unsigned)n);
@@ -398,6 +479,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         addr->egress++;
     }
     unsigned copies = dlv->_copies;
+    COUNT(addr->stats, CORE_ADDR_EGRESS, copies);
+    COUNT(router, CORE_ROUTER_EGRESS, copies);
     if (dlv->presettled) {
         /* at-most-once: nothing will come back; the owner may recycle it now */
         dlv->_copies = 0;
@@ -429,8 +512,12 @@ static void disposition_CT(core_t *core, core_action_t *a)
     core_disposition_t *d = &a->u.disposition.disp;
     core_link_t *out = base_map_uget(&core->links, a->link_id);
 
-    if (out && out->outstanding)
-        out->outstanding--;
+    if (out) {
+        if (out->outstanding)
+            out->outstanding--;
+        GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
+        count_outcome_CT(core, out->stats, d->outcome, false);
+    }
     BASE_BUG_ON(dlv->_copies == 0);
 
     if (outcome_rank(d->outcome) > outcome_rank(dlv->_result.outcome)) {
@@ -477,6 +564,7 @@ static void *core_thread_main(void *arg)
     core_t *core = arg;
     base_thread_set_role(BASE_THREAD_CORE, 0);
     pthread_setname_np(pthread_self(), "junction-core");
+    core->shard = stats_shard_new(core->stats->reg);
     LOG(INFO, "Core thread started");
     for (;;) {
         base_mpsc_chunk_t *c = base_mpsc_take(&core->in);
@@ -496,16 +584,20 @@ static void *core_thread_main(void *arg)
         flush_CT(core);
     }
     flush_CT(core);
+    stats_shard_free(core->stats->reg, core->shard);
+    core->shard = NULL;
     LOG(INFO, "Core thread stopped");
     return NULL;
 }
 
 /* ---- life cycle (main thread) ---- */
 
-core_t *core_new(const cfg_t *cfg, int n_workers, base_mpsc_t **worker_q)
+core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
+                 base_mpsc_t **worker_q)
 {
     core_t *core = base_calloc(1, sizeof(*core));
     core->cfg = cfg;
+    core->stats = stats;
     core->router_id = base_strdup(cfg->router.id);
     core->n_workers = n_workers;
     core->worker_q = worker_q;

@@ -32,12 +32,75 @@
 
 #include "config/config.h"
 #include "core/base/mpsc.h"
+#include "stats/stats.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 typedef struct core core_t;
+
+/* ---- built-in stats (core_stats.c): field offsets of each family ---- */
+enum core_conn_field {
+    CORE_CONN_DELIVERIES_IN = 0,
+    CORE_CONN_DELIVERIES_OUT,
+    CORE_CONN_OPENED_AT,
+    CORE_CONN_NFIELDS
+};
+enum core_link_field {
+    CORE_LINK_CAPACITY = 0,
+    CORE_LINK_UNDELIVERED,
+    CORE_LINK_UNSETTLED,
+    CORE_LINK_DELIVERIES,
+    CORE_LINK_PRESETTLED,
+    CORE_LINK_DROPPED_PRESETTLED,
+    CORE_LINK_ACCEPTED,
+    CORE_LINK_REJECTED,
+    CORE_LINK_RELEASED,
+    CORE_LINK_MODIFIED,
+    CORE_LINK_CREDIT,
+    CORE_LINK_NFIELDS
+};
+enum core_addr_field {
+    CORE_ADDR_SUBSCRIBERS = 0,
+    CORE_ADDR_SENDERS,
+    CORE_ADDR_INGRESS,
+    CORE_ADDR_EGRESS,
+    CORE_ADDR_TRANSIT,
+    CORE_ADDR_NFIELDS
+};
+enum core_router_field {
+    CORE_ROUTER_INGRESS = 0,
+    CORE_ROUTER_EGRESS,
+    CORE_ROUTER_TRANSIT,
+    CORE_ROUTER_PRESETTLED,
+    CORE_ROUTER_DROPPED_PRESETTLED,
+    CORE_ROUTER_ACCEPTED,
+    CORE_ROUTER_REJECTED,
+    CORE_ROUTER_RELEASED,
+    CORE_ROUTER_MODIFIED,
+    CORE_ROUTER_ADDRS,
+    CORE_ROUTER_LINKS,
+    CORE_ROUTER_CONNECTIONS,
+    CORE_ROUTER_WORKERS,
+    CORE_ROUTER_UPTIME,
+    CORE_ROUTER_MEMORY,
+    CORE_ROUTER_RSS,
+    CORE_ROUTER_NFIELDS
+};
+
+/* The families, made once by core_stats_families_new() (main thread, at start-up) and
+ * read-only afterwards. */
+typedef struct core_stats {
+    stats_registry_t *reg;        /* the process's registry */
+    stats_family_t   *connection; /* labels: connection id, host, container, dir */
+    stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key */
+    stats_family_t   *address;    /* labels: address key, distribution */
+    stats_family_t   *router;     /* singleton: qdrouterd's router counters */
+    stats_obj_t       router_obj; /* its object */
+} core_stats_t;
+
+int core_stats_families_new(stats_registry_t *reg, core_stats_t *out);
 
 /* The reference-counted head of a message's content; the router embeds it first in its
  * message type.  The core only adds references (one per outgoing copy). */
@@ -150,6 +213,7 @@ typedef struct core_work {
     void   *handle; /* the worker's link (LINK_*, SEND) */
     union {
         struct {
+            stats_obj_t stats; /* the link's stats object (worker-written gauges) */
             char *address;   /* dynamic address given (heap, the worker frees), or NULL */
             char *cond_name; /* refused: static condition name, or NULL when accepted */
             char *cond_desc; /* refused: description (heap, the worker frees) */
@@ -178,7 +242,8 @@ typedef struct core_work {
 
 /* Create the core for `n_workers` workers whose queues are `worker_q[i]` (the router owns
  * the queues and their wake-ups).  `cfg` must outlive the core. Main thread. */
-core_t *core_new(const cfg_t *cfg, int n_workers, base_mpsc_t **worker_q);
+core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
+                 base_mpsc_t **worker_q);
 /* Start / stop the core thread. Main thread. */
 int core_start(core_t *core);
 void core_stop(core_t *core);

@@ -32,6 +32,7 @@ struct core_link {
     uint32_t     outstanding;  /* OUT: copies sent and not yet settled (balanced uses it) */
     bool         credit_on;    /* IN: credit currently granted */
     uint64_t     delivered;    /* IN: deliveries received; OUT: copies sent */
+    stats_obj_t  stats;        /* its `link` stats object (retired at detach) */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -45,10 +46,13 @@ struct core_addr {
     size_t             rr;         /* rotation for closest/balanced ties */
     uint64_t           ingress;    /* deliveries routed to it */
     uint64_t           egress;     /* copies sent from it */
+    stats_obj_t        stats;      /* its `address` stats object (retired with it) */
 };
 
 struct core {
     const cfg_t       *cfg;        /* immutable after start */
+    const core_stats_t *stats;     /* the built-in families (read-only) */
+    stats_shard_t     *shard;      /* _CT: the core thread's stats shard */
     char              *router_id;  /* cfg router id, or the generated one */
     int                n_workers;  /* number of workers */
     base_mpsc_t      **worker_q;   /* each worker's inbound queue (owned by the router) */

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "junction_version.h"
@@ -69,6 +70,11 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
         base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
 }
 
+/* Count into the worker's own shard. */
+#define WCOUNT(w, obj, field, n)                                                                   \
+    stats_counter_add((w)->shard, stats_obj_stat((obj), (field)), (n))
+#define WGAUGE(w, obj, field, v) stats_gauge_set((w)->shard, stats_obj_stat((obj), (field)), (v))
+
 /* Incoming window per session: bytes Proton may buffer for us before the peer must wait. */
 #define SESSION_IN_CAPACITY (8u << 20)
 
@@ -97,6 +103,8 @@ static void conn_free_WT(rtr_conn_t *c)
     }
     BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
+    if (c->stats.gen)
+        stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
     free(c->wbuf);
     free(c->guard_buf);
     free(c);
@@ -289,6 +297,7 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
 {
     char *addr = work->u.attached.address;
     char *desc = work->u.attached.cond_desc;
+    k->stats = work->u.attached.stats;
     if (k->pn) {
         if (addr)
             pn_terminus_set_address(pn_link_source(k->pn), addr);
@@ -323,6 +332,7 @@ static void on_link_credit_WT(rtr_link_t *k, bool grant)
     } else {
         pn_link_drain(k->pn, 0);
     }
+    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, pn_link_credit(k->pn));
     conn_mark_dirty_WT(k->conn);
 }
 
@@ -403,6 +413,7 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     }
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
+    WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;
@@ -624,6 +635,8 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         link_pump_WT(k); /* send what the receiver's credit allows before judging */
     if (!dlv && k->queued >= k->conn->listener->link_capacity) {
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
+        WCOUNT(w, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
+        WCOUNT(w, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -788,6 +801,7 @@ static void link_pump_WT(rtr_link_t *k)
         }
     sent:
         pn_link_advance(pl);
+        WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
         k->next_send = o->next;
         k->queued--;
         o->done_sending = true;
@@ -800,6 +814,9 @@ static void link_pump_WT(rtr_link_t *k)
     }
     if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
         pn_link_drained(pl);
+    rtr_worker_t *w = k->conn->worker;
+    WGAUGE(w, k->stats, CORE_LINK_UNDELIVERED, k->queued);
+    WGAUGE(w, k->stats, CORE_LINK_CREDIT, pn_link_credit(pl));
 }
 
 /* The receiver settled (or updated) an outgoing copy. */
@@ -936,6 +953,15 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_connection_t *pc = pn_event_connection(e);
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
+        if (!c->stats.gen) {
+            char id[24];
+            snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
+            const char *container = pn_connection_remote_container(pc);
+            const char *labels[] = {id, c->peer, container ? container : "", "in"};
+            if (stats_object_new(g_rtr.stats->reg, g_rtr.stats->connection, labels,
+                                 &c->stats) == 0)
+                WGAUGE(c->worker, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+        }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
         break;

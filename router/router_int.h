@@ -159,6 +159,7 @@ struct rtr_link {
     uint64_t     tag;        /* OUT: delivery tag counter */
     bool         q2;         /* IN: reading stopped until readers catch up */
     rtr_link_t  *q2_next;    /* IN: on worker->q2_links */
+    stats_obj_t  stats;      /* its `link` stats object (made and retired by the core) */
 };
 
 /* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
@@ -187,6 +188,7 @@ struct rtr_conn {
     int                    handles;    /* uv handles not yet closed */
     int                    n_blocked;  /* links with `blocked` set */
     codec_guard_t          guard;      /* checks every byte before Proton sees it */
+    stats_obj_t            stats;      /* its `connection` stats object, once opened */
     uint8_t               *guard_buf;  /* its performative buffer (maxFrameSize bytes) */
     bool                   strip_in;   /* drop client x-opt-qd.* annotations */
     bool                   strip_out;  /* write no router annotations toward the client */
@@ -206,6 +208,7 @@ struct rtr_worker {
     rtr_conn_t       *dirty;     /* connections touched by inbox work, to process */
     rtr_out_t        *waiters;   /* streamed copies waiting for more bytes */
     rtr_link_t       *q2_links;  /* incoming links stopped by Q2 */
+    stats_shard_t    *shard;     /* this thread's stats shard */
     size_t            n_conns;   /* their count */
     size_t            n_ins;     /* rtr_in_t alive (shutdown waits for zero) */
     size_t            n_links;   /* rtr_link_t alive */
@@ -222,6 +225,7 @@ typedef struct rtr_globals {
     size_t         node_id_enc_len;
     _Atomic uint64_t next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t next_link_id; /* link id counter (any worker) */
+    const core_stats_t *stats;   /* the built-in stat families */
     rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
     int            n_workers;    /* their count */
 } rtr_globals_t;

@@ -41,6 +41,11 @@ struct rtr_server {
     rtr_worker_t   *workers;      /* array */
     base_mpsc_t   **worker_q;     /* each worker's inbox, for the core */
     core_t         *core;
+    stats_registry_t *reg;        /* the process's stats registry */
+    core_stats_t    stats;        /* the built-in families */
+    stats_shard_t  *shard;        /* the main thread's shard: process gauges */
+    uv_timer_t      proc_timer;   /* refreshes the process gauges every second */
+    uint64_t        started_ms;   /* uv_now() at start, for uptimeSeconds */
     int             next_worker;  /* round-robin */
     bool            started;
     bool            stopping;
@@ -137,6 +142,26 @@ static void accept_cb(uv_poll_t *p, int status, int events)
     }
 }
 
+/* Main thread, every second: uptime and memory into the router's gauges. */
+static void proc_timer_cb(uv_timer_t *t)
+{
+    rtr_server_t *s = t->data;
+    stats_obj_t r = s->stats.router_obj;
+    uint64_t up = (uv_now(&s->loop) - s->started_ms) / 1000;
+    stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_UPTIME), (int64_t)up);
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        unsigned long size = 0, rss = 0;
+        if (fscanf(f, "%lu %lu", &size, &rss) == 2) {
+            long page = sysconf(_SC_PAGESIZE);
+            stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_MEMORY),
+                            (int64_t)size * page);
+            stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_RSS), (int64_t)rss * page);
+        }
+        fclose(f);
+    }
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     rtr_server_t *s = h->data;
@@ -203,7 +228,14 @@ int rtr_server_start(rtr_server_t *s)
         s->worker_q[i] = &s->workers[i].inbox;
     g_rtr.workers = s->workers;
     g_rtr.n_workers = n;
-    s->core = core_new(cfg, n, s->worker_q);
+    s->reg = stats_registry_new();
+    rc = core_stats_families_new(s->reg, &s->stats);
+    if (rc)
+        return rc;
+    g_rtr.stats = &s->stats;
+    s->shard = stats_shard_new(s->reg);
+    stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
+    s->core = core_new(cfg, &s->stats, n, s->worker_q);
     for (int i = 0; i < n; i++) {
         rc = rtr_worker_init(&s->workers[i], i, s->core);
         if (rc)
@@ -226,6 +258,10 @@ int rtr_server_start(rtr_server_t *s)
         s->sigs[i].data = s;
         uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
     }
+    s->started_ms = uv_now(&s->loop);
+    uv_timer_init(&s->loop, &s->proc_timer);
+    s->proc_timer.data = s;
+    uv_timer_start(&s->proc_timer, proc_timer_cb, 0, 1000);
     for (size_t i = 0; i < s->n_listeners; i++) {
         rtr_listener_t *l = &s->listeners[i];
         uv_poll_init(&s->loop, &l->poll, l->fd);
@@ -288,6 +324,10 @@ void rtr_server_free(rtr_server_t *s)
     }
     if (s->core)
         core_free(s->core);
+    if (s->shard)
+        stats_shard_free(s->reg, s->shard);
+    g_rtr.stats = NULL;
+    stats_registry_free(s->reg);
     if (s->workers)
         uv_loop_close(&s->loop);
     free(s->workers);

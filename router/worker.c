@@ -74,7 +74,10 @@ static void worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof(name), "junction-w%d", w->index);
     pthread_setname_np(pthread_self(), name);
+    w->shard = stats_shard_new(g_rtr.stats->reg);
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    stats_shard_free(g_rtr.stats->reg, w->shard);
+    w->shard = NULL;
 }
 
 int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)

@@ -20,6 +20,8 @@
 
 typedef struct fixture {
     cfg_t       *cfg;
+    stats_registry_t *reg;
+    core_stats_t stats;
     core_t      *core;
     base_mpsc_t  q[N_WORKERS];
     base_mpsc_t *qp[N_WORKERS];
@@ -40,7 +42,9 @@ static fixture_t *fx_new(const char *json)
         base_mpsc_init(&f->q[i], NULL, NULL);
         f->qp[i] = &f->q[i];
     }
-    f->core = core_new(f->cfg, N_WORKERS, f->qp);
+    f->reg = stats_registry_new();
+    assert_int_equal(core_stats_families_new(f->reg, &f->stats), 0);
+    f->core = core_new(f->cfg, &f->stats, N_WORKERS, f->qp);
     assert_int_equal(core_start(f->core), 0);
     return f;
 }
@@ -49,6 +53,7 @@ static void fx_free(fixture_t *f)
 {
     core_stop(f->core);
     core_free(f->core);
+    stats_registry_free(f->reg);
     for (int i = 0; i < N_WORKERS; i++)
         base_mpsc_fini(&f->q[i]);
     cfg_free(f->cfg);
@@ -497,6 +502,51 @@ static void test_consumer_detach_reports_then_forgets(void **state)
     fx_free(f);
 }
 
+static uint64_t stat(fixture_t *f, const char *name)
+{
+    stats_handle_t h;
+    stats_kind_t kind;
+    stats_value_t v;
+    if (stats_lookup(f->reg, name, &h, &kind) != 0)
+        fail_msg("no stat %s", name);
+    assert_int_equal(stats_value_get(f->reg, h, &v), 0);
+    return v.value;
+}
+
+static void test_builtin_stats_count(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    uint64_t rcv = attach(f, 1, CORE_LINK_OUT, "mc.s", false);
+    attach(f, 1, CORE_LINK_OUT, "mc.s", false);
+    uint64_t snd = attach(f, 0, CORE_LINK_IN, "mc.s", false);
+    test_dlv_t *d = deliver(f, 0, snd, NULL, false);
+    expect(f, 1, CORE_W_SEND);
+    expect(f, 1, CORE_W_SEND);
+    settle_copy(f, 1, rcv, &d->dlv, CORE_OUTCOME_ACCEPTED);
+    settle_copy(f, 1, rcv + 1, &d->dlv, CORE_OUTCOME_ACCEPTED);
+    expect_settle(f, 0, &d->dlv);
+    assert_int_equal(stat(f, "address.M0mc.s.deliveriesIngress"), 1);
+    assert_int_equal(stat(f, "address.M0mc.s.deliveriesEgress"), 2);
+    assert_int_equal(stat(f, "address.M0mc.s.subscriberCount"), 2);
+    assert_int_equal(stat(f, "router.deliveriesIngress"), 1);
+    assert_int_equal(stat(f, "router.deliveriesEgress"), 2);
+    assert_int_equal(stat(f, "router.acceptedDeliveries"), 1);
+    assert_int_equal(stat(f, "router.linkCount"), 3);
+    assert_int_equal(stat(f, "router.addrCount"), 1);
+    char name[64];
+    snprintf(name, sizeof(name), "link.%llu.acceptedCount", (unsigned long long)rcv);
+    assert_int_equal(stat(f, name), 1);
+    snprintf(name, sizeof(name), "link.%llu.deliveryCount", (unsigned long long)snd);
+    assert_int_equal(stat(f, name), 1);
+    /* a detached link's counts stay in the totals */
+    detach(f, 1, rcv);
+    assert_int_equal(stat(f, "router.linkCount"), 2);
+    assert_int_equal(stat(f, "router.deliveriesEgress"), 2);
+    free(d);
+    fx_free(f);
+}
+
 static void test_addr_normalize(void **state)
 {
     (void)state;
@@ -527,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_anonymous_routes_by_to),
         cmocka_unit_test(test_dynamic_address),
         cmocka_unit_test(test_consumer_detach_reports_then_forgets),
+        cmocka_unit_test(test_builtin_stats_count),
         cmocka_unit_test(test_addr_normalize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

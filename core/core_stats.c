@@ -1,0 +1,115 @@
+/* core/core_stats.c: the router's built-in stat families - qdrouterd's counters on `router`,
+ * `connection`, `router.link` and `router.address` - defined once at start-up.
+ *
+ * Who writes what (each thread into its own shard, see stats/stats.h):
+ *   core thread  router totals, link delivery and outcome counters, link capacity and
+ *                unsettled gauges, every address stat; creates and retires link and address
+ *                objects
+ *   workers      connection objects (created at the peer's open, retired when freed) and
+ *                their counters; link undelivered / credit gauges; presettled drops
+ *   main thread  process gauges (uptime, memory) and workerThreads
+ * Threads: core_stats_families_new() on the main thread before any other thread starts.
+ */
+#include "core/core.h"
+
+#include <string.h>
+
+#define C(n, h)  {.name = n, .kind = STATS_COUNTER, .help = h}
+#define G(n, h)  {.name = n, .kind = STATS_GAUGE, .help = h}
+
+// clang-format off
+static const stats_field_t conn_fields[CORE_CONN_NFIELDS] = {
+    [CORE_CONN_DELIVERIES_IN]  = C("deliveriesIn", "Deliveries received from the peer"),
+    [CORE_CONN_DELIVERIES_OUT] = C("deliveriesOut", "Deliveries sent to the peer"),
+    [CORE_CONN_OPENED_AT]      = G("openedAt", "When the peer opened the connection (Unix seconds)"),
+};
+
+static const stats_field_t link_fields[CORE_LINK_NFIELDS] = {
+    [CORE_LINK_CAPACITY]          = G("capacity", "Link capacity (linkCapacity)"),
+    [CORE_LINK_UNDELIVERED]       = G("undeliveredCount", "Copies waiting for the receiver's credit"),
+    [CORE_LINK_UNSETTLED]         = G("unsettledCount", "Copies sent and not yet settled"),
+    [CORE_LINK_DELIVERIES]        = C("deliveryCount", "Deliveries through the link"),
+    [CORE_LINK_PRESETTLED]        = C("presettledCount", "Presettled deliveries"),
+    [CORE_LINK_DROPPED_PRESETTLED] = C("droppedPresettledCount", "Presettled deliveries dropped"),
+    [CORE_LINK_ACCEPTED]          = C("acceptedCount", "Deliveries accepted"),
+    [CORE_LINK_REJECTED]          = C("rejectedCount", "Deliveries rejected"),
+    [CORE_LINK_RELEASED]          = C("releasedCount", "Deliveries released"),
+    [CORE_LINK_MODIFIED]          = C("modifiedCount", "Deliveries modified"),
+    [CORE_LINK_CREDIT]            = G("creditAvailable", "Credit the link holds now"),
+};
+
+static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
+    [CORE_ADDR_SUBSCRIBERS] = G("subscriberCount", "Local consumers"),
+    [CORE_ADDR_SENDERS]     = G("senderCount", "Senders attached to the address"),
+    [CORE_ADDR_INGRESS]     = C("deliveriesIngress", "Deliveries routed to the address"),
+    [CORE_ADDR_EGRESS]      = C("deliveriesEgress", "Copies sent to its consumers"),
+    [CORE_ADDR_TRANSIT]     = C("deliveriesTransit", "Deliveries in transit to other routers"),
+};
+
+static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
+    [CORE_ROUTER_INGRESS]     = {.name = "deliveriesIngress", .kind = STATS_COUNTER,
+                                 .help = "Deliveries received from clients",
+                                 .prom = "qdr_deliveries_ingress_total"},
+    [CORE_ROUTER_EGRESS]      = {.name = "deliveriesEgress", .kind = STATS_COUNTER,
+                                 .help = "Deliveries sent to clients",
+                                 .prom = "qdr_deliveries_egress_total"},
+    [CORE_ROUTER_TRANSIT]     = {.name = "deliveriesTransit", .kind = STATS_COUNTER,
+                                 .help = "Deliveries sent to other routers",
+                                 .prom = "qdr_deliveries_transit_total"},
+    [CORE_ROUTER_PRESETTLED]  = {.name = "presettledDeliveries", .kind = STATS_COUNTER,
+                                 .help = "Presettled deliveries received",
+                                 .prom = "qdr_presettled_deliveries_total"},
+    [CORE_ROUTER_DROPPED_PRESETTLED] = {.name = "droppedPresettledDeliveries",
+                                 .kind = STATS_COUNTER, .help = "Presettled deliveries dropped",
+                                 .prom = "qdr_dropped_presettled_deliveries_total"},
+    [CORE_ROUTER_ACCEPTED]    = {.name = "acceptedDeliveries", .kind = STATS_COUNTER,
+                                 .help = "Deliveries accepted", .prom = "qdr_accepted_deliveries_total"},
+    [CORE_ROUTER_REJECTED]    = {.name = "rejectedDeliveries", .kind = STATS_COUNTER,
+                                 .help = "Deliveries rejected", .prom = "qdr_rejected_deliveries_total"},
+    [CORE_ROUTER_RELEASED]    = {.name = "releasedDeliveries", .kind = STATS_COUNTER,
+                                 .help = "Deliveries released", .prom = "qdr_released_deliveries_total"},
+    [CORE_ROUTER_MODIFIED]    = {.name = "modifiedDeliveries", .kind = STATS_COUNTER,
+                                 .help = "Deliveries modified", .prom = "qdr_modified_deliveries_total"},
+    [CORE_ROUTER_ADDRS]       = {.name = "addrCount", .kind = STATS_GAUGE, .count_of = "address",
+                                 .help = "Addresses", .prom = "qdr_addresses"},
+    [CORE_ROUTER_LINKS]       = {.name = "linkCount", .kind = STATS_GAUGE, .count_of = "link",
+                                 .help = "Links", .prom = "qdr_links"},
+    [CORE_ROUTER_CONNECTIONS] = {.name = "connectionCount", .kind = STATS_GAUGE,
+                                 .count_of = "connection", .help = "Connections",
+                                 .prom = "qdr_connections"},
+    [CORE_ROUTER_WORKERS]     = {.name = "workerThreads", .kind = STATS_GAUGE,
+                                 .help = "Worker threads", .prom = "qdr_worker_threads"},
+    [CORE_ROUTER_UPTIME]      = {.name = "uptimeSeconds", .kind = STATS_GAUGE,
+                                 .help = "Seconds since start", .prom = "qdr_uptime_seconds"},
+    [CORE_ROUTER_MEMORY]      = {.name = "memoryUsage", .kind = STATS_GAUGE,
+                                 .help = "Virtual memory size (bytes)", .prom = "qdr_memory_usage_bytes"},
+    [CORE_ROUTER_RSS]         = {.name = "residentMemory", .kind = STATS_GAUGE,
+                                 .help = "Resident memory (bytes)", .prom = "qdr_resident_memory_bytes"},
+};
+// clang-format on
+
+int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->reg = reg;
+    const stats_family_def_t conn = {.name = "connection", .fields = conn_fields,
+                                     .nfields = CORE_CONN_NFIELDS,
+                                     .labels = {"connection", "host", "container", "dir"}};
+    const stats_family_def_t link = {.name = "link", .fields = link_fields,
+                                     .nfields = CORE_LINK_NFIELDS,
+                                     .labels = {"link", "connection", "dir", "address"}};
+    const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
+                                     .nfields = CORE_ADDR_NFIELDS,
+                                     .labels = {"address", "distribution"}};
+    const stats_family_def_t router = {.name = "router", .fields = router_fields,
+                                       .nfields = CORE_ROUTER_NFIELDS, .singleton = true,
+                                       .prom_prefix = "qdr"};
+    int rc;
+    if ((rc = stats_family_new(reg, &conn, &out->connection)) != 0 ||
+        (rc = stats_family_new(reg, &link, &out->link)) != 0 ||
+        (rc = stats_family_new(reg, &addr, &out->address)) != 0 ||
+        (rc = stats_family_new(reg, &router, &out->router)) != 0)
+        return rc;
+    out->router_obj = stats_family_object(out->router);
+    return 0;
+}
