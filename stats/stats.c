@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,9 +78,14 @@ typedef struct objrec {
     uint32_t        base;     /* first slot */
     uint32_t        gen;      /* generation; 0 when free */
     uint32_t        pos;      /* live: index in fam->_objs; free: next free record + 1 */
-    uint32_t        hnext;    /* identity hash chain: next record + 1, 0 = end */
     uint32_t        hash;     /* identity hash */
 } objrec_t;
+
+/* A slot of the identity hash (open addressing, linear probing, at most half full). */
+typedef struct hslot {
+    uint32_t hash; /* the record's identity hash, so a probe touches no record */
+    uint32_t rec;  /* record index + 1; 0 = empty */
+} hslot_t;
 
 /* The registry.  Every field is guarded by `_lock` except the page tables' entries, which
  * are written once under it and then read by anyone the handles reached. */
@@ -93,6 +99,8 @@ struct stats_registry {
     uint32_t         *_owner[STATS_MAX_PAGES]; /* per slot: its object's record index */
     stats_shard_t   **_shards;   /* [0] is the base shard */
     uint32_t          _nshards;  /* live shards, base included */
+    uint32_t          _sum_from; /* first shard readers sum: 1 until a shard was folded into
+                                    the base shard, then 0 (saves a pass over it) */
     uint32_t          _shardcap; /* allocated */
     stats_family_t  **_fams;     /* visible families, creation order */
     uint32_t          _nfams;    /* count */
@@ -102,8 +110,9 @@ struct stats_registry {
     uint32_t          _nrecs;    /* records ever used */
     uint32_t          _reccap;   /* allocated */
     uint32_t          _free_rec; /* first free record + 1, 0 = none */
-    uint32_t         *_hb;       /* identity hash buckets: record + 1, 0 = empty */
-    uint32_t          _hmask;    /* buckets - 1 */
+    hslot_t          *_hs;       /* identity hash: (family, labels[0]) -> record; the two
+                                    plain families share one namespace */
+    uint32_t          _hmask;    /* slots - 1 */
     uint32_t          _hcount;   /* records in the hash */
     uint64_t          _bytes;    /* registry memory, names excluded (approximate) */
     uint64_t          _name_bytes; /* names, labels, help texts */
@@ -161,21 +170,27 @@ static char *dup_counted(stats_registry_t *r, const char *s)
     return base_strdup(s);
 }
 
-/* FNV-1a over the identity, seeded with the family so equal identities in two families land
- * in different chains. */
+/* FNV-1a over the identity, seeded with the family so that equal identities in two families
+ * hash apart; plain stats (both kinds) share one seed: their names are one namespace. */
 static uint32_t ident_hash(const stats_family_t *f, const char *s)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)f;
+    uint32_t h = 2166136261u ^ (f->_plain ? 0x9e3779b9u : (uint32_t)(uintptr_t)f);
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 16777619u;
     return h ^ (h >> 15);
+}
+
+/* Same identity namespace: the same family, or both plain. */
+static bool fam_same(const stats_family_t *a, const stats_family_t *b)
+{
+    return a == b || (a->_plain && b->_plain);
 }
 
 /* Sum slot `id` over every shard.  _LH (the shard list). */
 static uint64_t slot_sum_LH(stats_registry_t *r, uint32_t id)
 {
     uint64_t v = 0;
-    for (uint32_t i = 0; i < r->_nshards; i++)
+    for (uint32_t i = r->_sum_from; i < r->_nshards; i++)
         v += atomic_load_explicit(stats__slot(r->_shards[i], id), memory_order_relaxed);
     return v;
 }
@@ -183,7 +198,7 @@ static uint64_t slot_sum_LH(stats_registry_t *r, uint32_t id)
 /* Sum a block of n slots from `id` (inside one page) over every shard into out[] (added). */
 static void block_sum_LH(stats_registry_t *r, uint32_t id, uint32_t n, uint64_t *out)
 {
-    for (uint32_t i = 0; i < r->_nshards; i++) {
+    for (uint32_t i = r->_sum_from; i < r->_nshards; i++) {
         _Atomic uint64_t *p = stats__slot(r->_shards[i], id);
         for (uint32_t j = 0; j < n; j++)
             out[j] += atomic_load_explicit(&p[j], memory_order_relaxed);
@@ -278,10 +293,11 @@ stats_registry_t *stats_registry_new(void)
     stats_registry_t *r = base_calloc(1, sizeof(*r));
     pthread_mutex_init(&r->_lock, NULL);
     r->_gen_next = 1;
+    r->_sum_from = 1;
     r->_hwm = 1; /* slot 0: the sink of {0,0} handles */
     r->_hmask = 1023;
-    r->_hb = base_calloc(r->_hmask + 1, sizeof(*r->_hb));
-    r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hb);
+    r->_hs = base_calloc(r->_hmask + 1, sizeof(*r->_hs));
+    r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hs);
     shard_alloc_LH(r); /* the base shard */
     pages_ensure_LH(r, 1);
     r->_plain[0] = plain_family_new(r, STATS_COUNTER);
@@ -330,7 +346,7 @@ void stats_registry_free(stats_registry_t *r)
     free(r->_fams);
     free(r->_shards);
     free(r->_recs);
-    free(r->_hb);
+    free(r->_hs);
     pthread_mutex_destroy(&r->_lock);
     free(r);
 }
@@ -356,6 +372,7 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
      * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
      * their stale values is harmless. */
     stats_shard_t *base = r->_shards[0];
+    r->_sum_from = 0;
     for (uint32_t k = 0; k < r->_npages; k++) {
         _Atomic uint64_t *from = s->_pages[k];
         _Atomic uint64_t *to = base->_pages[k];
@@ -511,8 +528,7 @@ int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_f
 
     pthread_mutex_lock(&r->_lock);
     int rc = 0;
-    if (family_find_LH(r, def->name, strlen(def->name)) || rec_find_LH(r, r->_plain[0], def->name) ||
-        rec_find_LH(r, r->_plain[1], def->name)) {
+    if (family_find_LH(r, def->name, strlen(def->name)) || rec_find_LH(r, r->_plain[0], def->name)) {
         rc = -EEXIST;
         goto out_unlock;
     }
@@ -640,37 +656,57 @@ bool stats_family_is_singleton(const stats_family_t *f)
 static uint32_t rec_find_LH(stats_registry_t *r, const stats_family_t *f, const char *ident)
 {
     uint32_t h = ident_hash(f, ident);
-    for (uint32_t i = r->_hb[h & r->_hmask]; i; i = r->_recs[i - 1].hnext) {
-        objrec_t *o = &r->_recs[i - 1];
-        if (o->hash == h && o->fam == f && strcmp(o->strs, ident) == 0)
-            return i;
+    for (uint32_t i = h & r->_hmask; r->_hs[i].rec; i = (i + 1) & r->_hmask) {
+        if (r->_hs[i].hash != h)
+            continue;
+        objrec_t *o = &r->_recs[r->_hs[i].rec - 1];
+        if (fam_same(o->fam, f) && strcmp(o->strs, ident) == 0)
+            return r->_hs[i].rec;
     }
     return 0;
 }
 
-static void hash_grow_LH(stats_registry_t *r)
+static void hash_place_LH(stats_registry_t *r, uint32_t hash, uint32_t rec)
 {
-    uint32_t nb = (r->_hmask + 1) * 2;
-    free(r->_hb);
-    r->_hb = base_calloc(nb, sizeof(*r->_hb));
-    r->_bytes += (nb / 2) * sizeof(*r->_hb);
-    r->_hmask = nb - 1;
-    for (uint32_t i = 0; i < r->_nrecs; i++) {
-        objrec_t *o = &r->_recs[i];
-        if (!o->fam)
-            continue;
-        o->hnext = r->_hb[o->hash & r->_hmask];
-        r->_hb[o->hash & r->_hmask] = i + 1;
-    }
+    uint32_t i = hash & r->_hmask;
+    while (r->_hs[i].rec)
+        i = (i + 1) & r->_hmask;
+    r->_hs[i] = (hslot_t){hash, rec};
 }
 
+static void hash_insert_LH(stats_registry_t *r, uint32_t idx)
+{
+    if (2 * (r->_hcount + 1) > r->_hmask + 1) {
+        hslot_t *old = r->_hs;
+        uint32_t n = r->_hmask + 1;
+        r->_hs = base_calloc(2 * n, sizeof(*r->_hs));
+        r->_hmask = 2 * n - 1;
+        r->_bytes += n * sizeof(*r->_hs);
+        for (uint32_t i = 0; i < n; i++)
+            if (old[i].rec)
+                hash_place_LH(r, old[i].hash, old[i].rec);
+        free(old);
+    }
+    hash_place_LH(r, r->_recs[idx].hash, idx + 1);
+    r->_hcount++;
+}
+
+/* Remove record idx; backward-shift deletion keeps every probe chain unbroken. */
 static void hash_remove_LH(stats_registry_t *r, uint32_t idx)
 {
-    objrec_t *o = &r->_recs[idx];
-    uint32_t *p = &r->_hb[o->hash & r->_hmask];
-    while (*p != idx + 1)
-        p = &r->_recs[*p - 1].hnext;
-    *p = o->hnext;
+    uint32_t m = r->_hmask, i = r->_recs[idx].hash & m;
+    while (r->_hs[i].rec != idx + 1)
+        i = (i + 1) & m;
+    for (uint32_t j = (i + 1) & m; r->_hs[j].rec; j = (j + 1) & m) {
+        uint32_t home = r->_hs[j].hash & m;
+        /* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            r->_hs[i] = r->_hs[j];
+            i = j;
+        }
+    }
+    r->_hs[i] = (hslot_t){0, 0};
     r->_hcount--;
 }
 
@@ -725,10 +761,7 @@ static int object_new_LH(stats_registry_t *r, stats_family_t *f, const char *con
     }
     f->_nlive++;
     o->hash = ident_hash(f, o->strs);
-    o->hnext = r->_hb[o->hash & r->_hmask];
-    r->_hb[o->hash & r->_hmask] = idx + 1;
-    if (++r->_hcount > r->_hmask + 1)
-        hash_grow_LH(r);
+    hash_insert_LH(r, idx);
     block_own_LH(r, base, f->_nslots, o->gen, idx);
     out->base = base;
     out->gen = o->gen;
@@ -762,8 +795,7 @@ int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, con
     stats_obj_t     o;
     pthread_mutex_lock(&r->_lock);
     int rc = 0;
-    if (family_find_LH(r, name, strlen(name)) || rec_find_LH(r, r->_plain[0], name) ||
-        rec_find_LH(r, r->_plain[1], name))
+    if (rec_find_LH(r, f, name) || family_find_LH(r, name, strlen(name)))
         rc = -EEXIST;
     else
         rc = object_new_LH(r, f, strs, 3, &o);
@@ -952,13 +984,11 @@ int stats_lookup(stats_registry_t *r, const char *name, stats_handle_t *h, stats
     pthread_mutex_lock(&r->_lock);
     const char *dot = strchr(name, '.');
     if (!dot) {
-        for (unsigned k = 0; k < 2; k++) {
-            uint32_t i = rec_find_LH(r, r->_plain[k], name);
-            if (i) {
-                *h = (stats_handle_t){r->_recs[i - 1].base, r->_recs[i - 1].gen};
-                *kind = r->_plain[k]->_fields[0].kind;
-                rc = 0;
-            }
+        uint32_t i = rec_find_LH(r, r->_plain[0], name); /* either kind */
+        if (i) {
+            *h = (stats_handle_t){r->_recs[i - 1].base, r->_recs[i - 1].gen};
+            *kind = r->_recs[i - 1].fam->_fields[0].kind;
+            rc = 0;
         }
         goto out_unlock;
     }
@@ -1107,12 +1137,12 @@ struct stats_iter {
     /* position of the next batch */
     uint32_t          _fam;      /* family index: in r->_fams, or in r->_plain once _in_plain */
     bool              _in_plain; /* the visible families are done */
-    uint32_t          _field;    /* BY_FIELD: field */
     uint32_t          _pos;      /* next position in the family's _objs */
     bool              _done;     /* nothing left */
     /* the current batch */
     stats_family_t   *_bfam;     /* its family */
-    uint32_t          _bfield;   /* BY_FIELD: its field; else UINT32_MAX */
+    bool              _bwhole;   /* the batch is the whole family, served field by field */
+    uint32_t          _bonly;    /* the one field the glob can match, or UINT32_MAX for all */
     batch_obj_t      *_bobjs;    /* objects */
     uint32_t          _nb;       /* objects in the batch */
     uint32_t          _bcap;     /* allocated */
@@ -1122,7 +1152,8 @@ struct stats_iter {
     size_t            _nstr;     /* used */
     size_t            _strcap;   /* allocated */
     uint32_t          _bi;       /* next object of the batch */
-    uint32_t          _bf;       /* object by object: next field of that object */
+    uint32_t          _bf;       /* next field (of that object, or for all objects) */
+    uint32_t          _chunk;    /* objects added since the mutex was last taken */
     totals_cache_t    _cache;    /* derived fields' source totals */
     stats_sample_t    _s;        /* what next() returns */
     char             *_name;     /* full name buffer */
@@ -1242,11 +1273,22 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
     it->_nb++;
 }
 
-/* Fill the next batch; false at the end. */
+/* Move the walk to the next family. */
+static void fam_next(stats_iter_t *it)
+{
+    it->_fam++;
+    it->_pos = 0;
+}
+
+/* Fill the next batch; false at the end.  Object by object (or field by field over a family
+ * of one field), a batch is up to BATCH_OBJECTS objects or BATCH_SLOTS values, taken in one
+ * mutex hold.  Field by field over a family of several fields, the batch is the whole family,
+ * taken in such chunks with the mutex released in between, so that next() can serve one
+ * field for every object, then the next field (Prometheus's grouping) from one pass over the
+ * shards instead of one pass per field. */
 static bool batch_fill(stats_iter_t *it)
 {
     stats_registry_t *r = it->_r;
-    bool              by_field = it->_flags & STATS_ITER_BY_FIELD;
     it->_nb = 0;
     it->_nstr = 0;
     it->_bi = 0;
@@ -1268,32 +1310,32 @@ static bool batch_fill(stats_iter_t *it)
             it->_done = true;
             break;
         }
-        if (!fam_wanted(it, f) || it->_field >= f->_nfields) {
-            it->_fam++;
-            it->_field = 0;
-            it->_pos = 0;
+        if (!fam_wanted(it, f)) {
+            fam_next(it);
             continue;
         }
-        if (by_field && !field_wanted(it, f, it->_field)) {
-            it->_field++;
-            it->_pos = 0;
-            continue;
-        }
-        uint32_t off = by_field ? f->_ff[it->_field].off : 0;
-        uint32_t width = by_field ? f->_ff[it->_field].width : f->_nslots;
-        uint32_t maxobj = BATCH_SLOTS / width;
-        if (maxobj > BATCH_OBJECTS)
-            maxobj = BATCH_OBJECTS;
-        if (maxobj == 0)
-            maxobj = 1;
         it->_bfam = f;
-        it->_bfield = by_field ? it->_field : UINT32_MAX;
+        it->_bonly = UINT32_MAX;
+        if (it->_only_field && !f->_plain) {
+            uint32_t k;
+            for (k = 0; k < f->_nfields && !field_wanted(it, f, k); k++)
+                ;
+            if (k == f->_nfields) { /* no field of this family can match */
+                fam_next(it);
+                continue;
+            }
+            it->_bonly = k;
+        }
+        it->_bwhole = (it->_flags & STATS_ITER_BY_FIELD) && f->_nfields > 1 &&
+                      it->_bonly == UINT32_MAX;
         if (it->_literal && (f->_plain || !f->_singleton) && it->_pos == 0) {
             /* An exact name: one lookup, not a walk.  For a labelled family the identity is
              * what lies between the first and the last dot. */
             uint32_t i;
             if (f->_plain) {
-                i = rec_find_LH(r, f, it->_glob);
+                i = rec_find_LH(r, f, it->_glob); /* both plain families answer it ... */
+                if (i && r->_recs[i - 1].fam != f)
+                    i = 0; /* ... but only one holds it */
             } else {
                 const char *id = it->_glob + it->_only_len + 1;
                 const char *end = strrchr(it->_glob, '.');
@@ -1302,25 +1344,33 @@ static bool batch_fill(stats_iter_t *it)
                 free(ident);
             }
             if (i)
-                batch_add_LH(it, i - 1, off, width);
+                batch_add_LH(it, i - 1, 0, f->_nslots);
             it->_pos = f->_objs.n;
-            if (by_field)
-                it->_field = f->_nfields - 1; /* the name has one field: the lookup did all */
         }
-        while (it->_pos < f->_objs.n && it->_nb < maxobj) {
-            uint32_t idx = f->_objs.v[it->_pos++];
-            if (idx != HOLE)
-                batch_add_LH(it, idx, off, width);
-        }
-        if (it->_pos >= f->_objs.n) {
-            it->_pos = 0;
-            if (by_field && it->_field + 1 < f->_nfields) {
-                it->_field++;
-            } else {
-                it->_fam++;
-                it->_field = 0;
+        uint32_t maxobj = BATCH_SLOTS / f->_nslots;
+        if (maxobj > BATCH_OBJECTS)
+            maxobj = BATCH_OBJECTS;
+        if (maxobj == 0)
+            maxobj = 1;
+        it->_chunk = 0;
+        for (;;) {
+            while (it->_pos < f->_objs.n && it->_chunk < maxobj) {
+                uint32_t idx = f->_objs.v[it->_pos++];
+                if (idx != HOLE) {
+                    batch_add_LH(it, idx, 0, f->_nslots);
+                    it->_chunk++;
+                }
             }
+            if (!it->_bwhole || it->_pos >= f->_objs.n)
+                break;
+            /* Let object creation and retirement in between chunks. */
+            pthread_mutex_unlock(&r->_lock);
+            sched_yield();
+            pthread_mutex_lock(&r->_lock);
+            it->_chunk = 0;
         }
+        if (it->_pos >= f->_objs.n)
+            fam_next(it);
         if (it->_nb)
             break;
     }
@@ -1351,62 +1401,104 @@ size_t stats_sample_name(const stats_sample_t *s, char *buf, size_t cap)
     return n;
 }
 
+/* The sample's family-wide fields, once per batch. */
+static void sample_batch_start(stats_iter_t *it)
+{
+    stats_sample_t *s = &it->_s;
+    stats_family_t *f = it->_bfam;
+    memset(s, 0, sizeof(*s));
+    s->family = f->_plain ? NULL : f;
+    s->field = UINT32_MAX; /* no field set yet */
+    if (!f->_plain) {
+        s->stem = f->_name;
+        s->nlabels = f->_nlabels;
+        for (unsigned i = 0; i < f->_nlabels; i++)
+            s->label_keys[i] = f->_label_keys[i];
+    } else {
+        s->field_name = "";
+    }
+}
+
+/* The sample's per-object fields: label values (or a plain stat's name, help, prom). */
+static void sample_object(stats_iter_t *it, const batch_obj_t *b)
+{
+    stats_sample_t *s = &it->_s;
+    const char     *strs = it->_str + b->str_off;
+    if (it->_bfam->_plain) {
+        s->stem = strs;
+        s->help = strs + strlen(strs) + 1;
+        s->prom = s->help + strlen(s->help) + 1;
+        if (!*s->help)
+            s->help = NULL;
+        return;
+    }
+    for (unsigned i = 0; i < s->nlabels; i++) {
+        size_t n = strlen(strs);
+        s->labels[i] = strs;
+        s->label_lens[i] = n;
+        strs += n + 1;
+    }
+}
+
+/* The sample's per-field fields. */
+static void sample_field(stats_iter_t *it, uint32_t field)
+{
+    stats_sample_t      *s = &it->_s;
+    stats_family_t      *f = it->_bfam;
+    const stats_field_t *fd = &f->_fields[field];
+    s->field = field;
+    s->kind = fd->kind;
+    s->nbuckets = fd->buckets;
+    s->sum = 0;
+    s->buckets = NULL;
+    if (!f->_plain) {
+        s->field_name = fd->name;
+        s->help = fd->help;
+        s->prom = fd->prom;
+    }
+}
+
 const stats_sample_t *stats_iter_next(stats_iter_t *it)
 {
+    stats_sample_t *s = &it->_s;
     for (;;) {
-        if (it->_bi >= it->_nb && !batch_fill(it))
-            return NULL;
+        if (it->_bi >= it->_nb) {
+            if (!batch_fill(it))
+                return NULL;
+            sample_batch_start(it);
+        }
         stats_family_t *f = it->_bfam;
         batch_obj_t    *b = &it->_bobjs[it->_bi];
         uint32_t        field, voff;
-        if (it->_bfield != UINT32_MAX) {
-            field = it->_bfield;
-            voff = 0;
-            it->_bi++;
+        if (it->_bwhole) {
+            field = it->_bf;
+            voff = f->_ff[field].off;
+            sample_object(it, b);
+            if (++it->_bi >= it->_nb && ++it->_bf < f->_nfields)
+                it->_bi = 0; /* the next field, from the first object again */
         } else {
             field = it->_bf;
             voff = f->_ff[field].off;
+            if (field == 0)
+                sample_object(it, b);
             if (++it->_bf >= f->_nfields) {
                 it->_bf = 0;
                 it->_bi++;
             }
-            if (!field_wanted(it, f, field))
+            if (it->_bonly != UINT32_MAX && field != it->_bonly)
                 continue;
         }
-        stats_sample_t      *s = &it->_s;
-        const stats_field_t *fd = &f->_fields[field];
-        const char          *strs = it->_str + b->str_off;
-        const uint64_t      *v = &it->_vals[b->val_off + voff];
-        memset(s, 0, sizeof(*s));
-        s->family = f->_plain ? NULL : f;
-        s->field = field;
-        s->kind = fd->kind;
-        s->handle = (stats_handle_t){b->base + f->_ff[field].off, b->gen};
-        if (f->_plain) {
-            s->stem = strs;
-            s->field_name = "";
-            s->help = strs + strlen(strs) + 1;
-            s->prom = s->help + strlen(s->help) + 1;
-            if (!*s->help)
-                s->help = NULL;
-        } else {
-            s->stem = f->_name;
-            s->field_name = fd->name;
-            s->help = fd->help;
-            s->prom = fd->prom;
-            s->nlabels = f->_nlabels;
-            for (unsigned i = 0; i < f->_nlabels; i++) {
-                s->label_keys[i] = f->_label_keys[i];
-                s->labels[i] = strs;
-                strs += strlen(strs) + 1;
-            }
-        }
-        if (fd->kind == STATS_HISTOGRAM) {
-            s->nbuckets = fd->buckets;
+        if (field != s->field)
+            sample_field(it, field);
+        const uint64_t *v = &it->_vals[b->val_off + voff];
+        s->handle.id = b->base + f->_ff[field].off;
+        s->handle.gen = b->gen;
+        if (s->kind == STATS_HISTOGRAM) {
             s->buckets = v;
-            for (uint32_t k = 0; k <= fd->buckets; k++)
+            s->value = 0;
+            for (uint32_t k = 0; k <= s->nbuckets; k++)
                 s->value += v[k];
-            s->sum = v[fd->buckets + 1];
+            s->sum = v[s->nbuckets + 1];
         } else {
             s->value = v[0];
         }

@@ -375,6 +375,7 @@ typedef struct stats_sample {
     unsigned              nlabels; /* 0 for singletons and plain stats */
     const char           *label_keys[STATS_MAX_LABELS]; /* family's keys */
     const char           *labels[STATS_MAX_LABELS];     /* the object's values */
+    size_t                label_lens[STATS_MAX_LABELS]; /* strlen() of each value */
     stats_handle_t        handle;  /* the stat's handle (stats_value_get, subscriptions) */
     uint64_t              value;   /* counter total, (int64_t) gauge, histogram count */
     uint64_t              sum;     /* histogram: sum */
@@ -469,5 +470,114 @@ typedef struct stats_info {
 
 /* Sizes, for /metrics and the benchmark.  Thread-safe. */
 void stats_registry_info(stats_registry_t *r, stats_info_t *out);
+
+/* =======================================================================================
+ * Management protocol (stats/mgmt.c) - added with the management socket (issue 4, point 3)
+ *
+ * A pure function: one request line in, zero or more reply lines out through a
+ * stats_write_fn (each call gets exactly one complete line: a JSON object and "\n").  The
+ * management socket (router/admin.c) keeps one session per client; so can any other
+ * transport.  Newline-delimited JSON, UTF-8; strings the router does not control (labels)
+ * are sent with invalid bytes replaced by U+FFFD.
+ *
+ *   on connect  {"hello": {"product": "junction", "version": "0.1.0", "router_id": "R",
+ *                          "mode": "standalone", "protocol": 1, "max_line": 65536,
+ *                          "ops": [...]}}
+ *   request     {"id": 7, "op": "stats.get", "match": "address.*.deliveriesEgress"}
+ *   reply       {"id": 7, "result": {"values": {"address.M0q.deliveriesEgress": 12}}}
+ *   error       {"id": 7, "error": {"code": 400, "message": "argument 'match': ..."}}
+ *
+ * `id` is a number or a string, echoed as given; an error about a line whose id could not
+ * be read has "id": null.  Values: counters are unsigned, gauges signed, histograms
+ * {"count", "sum", "buckets": [per-bucket counts, the last is +Inf], "p50", "p90", "p99"}.
+ *
+ *   stats.list       {"match"?: glob, "limit"?: 1..10000 (1000), "cursor"?: next}
+ *                    -> {"stats": [{"name", "kind", "help"?, "labels"?: {key: value}}],
+ *                        "next": cursor or null}
+ *   stats.get        {"match": name or glob, "limit"?: 1..100000 (10000)}
+ *                    -> {"values": {name: value}, "truncated"?: true}
+ *   stats.snapshot   {"match"?: glob} -> several lines {"id", "result": {"values": {...}},
+ *                    "more": true} ... the last with "more": false (at most 512 values or
+ *                    about 32 KiB per line)
+ *   stats.subscribe  {"match": glob, "interval_ms"?: 10..3600000 (1000)}
+ *                    -> {"sub": N, "interval_ms"}; then, every interval, a line
+ *                    {"sub": N, "values": {name: value, ...}, "gone"?: [name, ...],
+ *                    "truncated"?: true} holding what changed since the last update the
+ *                    client got (the first holds everything); no line when nothing changed
+ *   stats.unsubscribe {"sub": N} -> {"sub": N}
+ *   entity.query     {"type": "router" | "connection" | "link" | "address" (qdrouterd's
+ *                    names too: "router.link", "org.apache.qpid.dispatch.router.address"),
+ *                    "attributeNames"?: [...], "offset"?: n, "count"?: n}
+ *                    -> lines {"id", "result": {"type", "attributeNames": [...],
+ *                    "results": [[...], ...]}, "more": ...} as stats.snapshot; the rows
+ *                    are qdrouterd's QUERY rows (its attribute names) built from the
+ *                    objects of the stats family of the same name, plus every field of
+ *                    that family
+ *
+ * Error codes: 400 malformed line or bad argument, 404 unknown op, type, attribute or
+ * subscription, 409 a streamed reply is still being sent, 413 line too long, 429 too many
+ * subscriptions; servers add 503 (too many clients).  After an error the session goes on.
+ *
+ * Threads: a session belongs to one thread at a time; sessions are independent.  A
+ * streamed reply holds an iterator, never the registry's mutex, between calls.
+ * ======================================================================================= */
+
+// clang-format off
+#define STATS_MGMT_PROTOCOL      1           /* "protocol" in hello */
+#define STATS_MGMT_LINE_MAX      (64u << 10) /* longest request line (bytes, without "\n") */
+#define STATS_MGMT_MAX_SUBS      32          /* subscriptions per session */
+#define STATS_MGMT_SUB_MAX_STATS 100000      /* stats one subscription follows */
+// clang-format on
+
+typedef struct stats_mgmt stats_mgmt_t; /* one client's session */
+
+/* What hello and the router row say about the process (copied by session_new). */
+typedef struct stats_mgmt_info {
+    const char *product;   /* "junction" (NULL = that) */
+    const char *version;   /* e.g. "0.1.0" */
+    const char *router_id; /* the router's id */
+    const char *mode;      /* "standalone" (NULL = that) */
+} stats_mgmt_info_t;
+
+/* A new session reading registry r (borrowed: it must outlive the session).  Caller owns
+ * it.  Thread-safe. */
+stats_mgmt_t *stats_mgmt_session_new(stats_registry_t *r, const stats_mgmt_info_t *info);
+
+/* Free the session, its streamed reply and its subscriptions.  NULL is fine. */
+void stats_mgmt_session_free(stats_mgmt_t *m);
+
+/* Write the hello line.  Returns what write returned. */
+int stats_mgmt_hello(stats_mgmt_t *m, stats_write_fn write, void *ctx);
+
+/* Answer one request line (len bytes, with or without its "\n"; no NUL needed).  Writes one
+ * reply line - or, for stats.snapshot and entity.query, the first line of a streamed reply
+ * (stats_mgmt_is_streaming() then says whether more follow: call stats_mgmt_resume() for
+ * each further line, e.g. whenever the client's output has drained).  A blank line gets no
+ * reply.  Every problem with the line is an error reply; the session stays usable.  Returns
+ * 0, or the first negative value write returned. */
+int stats_mgmt_handle(stats_mgmt_t *m, const char *line, size_t len, stats_write_fn write,
+                      void *ctx);
+
+/* A streamed reply is in progress (more lines to come through stats_mgmt_resume). */
+bool stats_mgmt_is_streaming(const stats_mgmt_t *m);
+
+/* Write the streamed reply's next line (no-op when none is in progress).  Returns 0 or the
+ * write's negative value. */
+int stats_mgmt_resume(stats_mgmt_t *m, stats_write_fn write, void *ctx);
+
+/* Emit the subscription updates due at now_ms (any monotonic clock in ms): at most one
+ * line per subscription.  If write refuses an update with -EAGAIN (the client is slow) the
+ * update is dropped and not lost: the next one carries the latest value of everything that
+ * changed since the last update delivered - a slow subscriber gets the latest values, never
+ * a backlog.  Returns 0, or write's first negative value other than -EAGAIN. */
+int stats_mgmt_tick(stats_mgmt_t *m, uint64_t now_ms, stats_write_fn write, void *ctx);
+
+/* Milliseconds from now_ms until stats_mgmt_tick() has something due (0 = now), or -1 when
+ * the session has no subscription. */
+int64_t stats_mgmt_next_due(const stats_mgmt_t *m, uint64_t now_ms);
+
+/* Write an error line with "id": null (for what a server refuses before any session sees
+ * it: an over-long line, one client too many).  Returns what write returned.  Pure. */
+int stats_mgmt_error(stats_write_fn write, void *ctx, int code, const char *message);
 
 #endif

@@ -19,8 +19,7 @@
 
 #include <string.h>
 
-#define PEND_TARGET 8192 /* render until this much text is pending */
-#define WRITE_CHUNK 16384 /* stats_prom_write()'s chunk size */
+#define PEND_TARGET 16384 /* render until this much text is pending (stats_prom_write's chunk) */
 
 struct stats_prom {
     stats_registry_t     *_r;         /* the registry */
@@ -33,6 +32,10 @@ struct stats_prom {
     size_t                _len;       /* bytes pending in _buf */
     size_t                _off;       /* bytes of _buf already handed out */
     size_t                _cap;       /* allocated */
+    char                 *_head;      /* the metric's line head and label separators: */
+    size_t                _head_cap;  /* allocated */
+    size_t                _seg[STATS_MAX_LABELS + 1]; /* segment ends in _head: [0] is
+                              `name{key0="` (or `name` without labels), [i] is `",keyi="` */
 };
 
 /* clang-format off */
@@ -65,8 +68,10 @@ static void put_str(stats_prom_t *p, const char *s)
 /* Write v in decimal at out (room for 20 digits); returns the length (no NUL). */
 static size_t fmt_u64(char *out, uint64_t v)
 {
-    char  tmp[24];
-    char *e = tmp + sizeof(tmp), *s = e;
+    size_t n = 1;
+    for (uint64_t t = v; t >= 10; t /= 10)
+        n++;
+    char *s = out + n;
     while (v >= 100) {
         unsigned d = (unsigned)(v % 100) * 2;
         v /= 100;
@@ -79,8 +84,7 @@ static size_t fmt_u64(char *out, uint64_t v)
     } else {
         *--s = (char)('0' + v);
     }
-    memcpy(out, s, (size_t)(e - s));
-    return (size_t)(e - s);
+    return n;
 }
 
 static void put_u64(stats_prom_t *p, uint64_t v)
@@ -89,14 +93,22 @@ static void put_u64(stats_prom_t *p, uint64_t v)
     p->_len += fmt_u64(p->_buf + p->_len, v);
 }
 
-static void put_i64(stats_prom_t *p, int64_t v)
+/* Characters a label value must escape. */
+static const unsigned char special[256] = {['\\'] = 1, ['\n'] = 1, ['"'] = 1};
+
+/* Write s[0..n) escaped as a label value at o (room for 2n bytes); returns the end. */
+static char *esc_label(char *o, const char *s, size_t n)
 {
-    if (v < 0) {
-        put(p, "-", 1);
-        put_u64(p, (uint64_t)0 - (uint64_t)v);
-    } else {
-        put_u64(p, (uint64_t)v);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (BASE_LIKELY(!special[c])) {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        *o++ = c == '\n' ? 'n' : (char)c;
     }
+    return o;
 }
 
 /* Escape a label value (`\` `"` newline) or help text (`\` newline). */
@@ -145,6 +157,36 @@ static void put_labels(stats_prom_t *p, const stats_sample_t *s, const char *le)
     put(p, "}", 1);
 }
 
+/* Append a piece to the metric's head buffer. */
+static size_t head_put(stats_prom_t *p, size_t at, const char *s, size_t n)
+{
+    if (at + n > p->_head_cap) {
+        p->_head_cap = (at + n) * 2;
+        p->_head = base_realloc(p->_head, p->_head_cap);
+    }
+    memcpy(p->_head + at, s, n);
+    return at + n;
+}
+
+/* Precompute the line head of the metric `s` belongs to: `name{key0="` and the separators
+ * `",key1="`, ... (or just `name`), so a sample is a few memcpy()s. */
+static void head_build(stats_prom_t *p, const stats_sample_t *s)
+{
+    size_t n = head_put(p, 0, s->prom, strlen(s->prom));
+    if (s->nlabels) {
+        n = head_put(p, n, "{", 1);
+        n = head_put(p, n, s->label_keys[0], strlen(s->label_keys[0]));
+        n = head_put(p, n, "=\"", 2);
+    }
+    p->_seg[0] = n;
+    for (unsigned i = 1; i < s->nlabels; i++) {
+        n = head_put(p, n, "\",", 2);
+        n = head_put(p, n, s->label_keys[i], strlen(s->label_keys[i]));
+        n = head_put(p, n, "=\"", 2);
+        p->_seg[i] = n;
+    }
+}
+
 static void put_header(stats_prom_t *p, const stats_sample_t *s)
 {
     static const char *const types[] = {"counter", "gauge", "histogram"};
@@ -162,22 +204,47 @@ static void put_header(stats_prom_t *p, const stats_sample_t *s)
     put(p, "\n", 1);
 }
 
+/* A counter or gauge line from the precomputed head: one reserve, then memcpy()s. */
+static void render_scalar(stats_prom_t *p, const stats_sample_t *s)
+{
+    size_t need = p->_seg[s->nlabels ? s->nlabels - 1 : 0] + 2 + 24;
+    for (unsigned i = 0; i < s->nlabels; i++)
+        need += 2 * s->label_lens[i];
+    reserve(p, need);
+    char *o = p->_buf + p->_len;
+    memcpy(o, p->_head, p->_seg[0]);
+    o += p->_seg[0];
+    if (s->nlabels) {
+        o = esc_label(o, s->labels[0], s->label_lens[0]);
+        for (unsigned i = 1; i < s->nlabels; i++) {
+            memcpy(o, p->_head + p->_seg[i - 1], p->_seg[i] - p->_seg[i - 1]);
+            o += p->_seg[i] - p->_seg[i - 1];
+            o = esc_label(o, s->labels[i], s->label_lens[i]);
+        }
+        *o++ = '"';
+        *o++ = '}';
+    }
+    *o++ = ' ';
+    if (s->kind == STATS_GAUGE && (int64_t)s->value < 0) {
+        *o++ = '-';
+        o += fmt_u64(o, (uint64_t)0 - s->value);
+    } else {
+        o += fmt_u64(o, s->value);
+    }
+    *o++ = '\n';
+    p->_len = (size_t)(o - p->_buf);
+}
+
 static void render_sample(stats_prom_t *p, const stats_sample_t *s)
 {
     if (!s->family || s->family != p->_fam || s->field != p->_field) {
         put_header(p, s);
+        head_build(p, s);
         p->_fam = s->family;
         p->_field = s->field;
     }
     if (s->kind != STATS_HISTOGRAM) {
-        put_str(p, s->prom);
-        put_labels(p, s, NULL);
-        put(p, " ", 1);
-        if (s->kind == STATS_GAUGE)
-            put_i64(p, (int64_t)s->value);
-        else
-            put_u64(p, s->value);
-        put(p, "\n", 1);
+        render_scalar(p, s);
         return;
     }
     size_t   pl = strlen(s->prom);
@@ -227,6 +294,7 @@ void stats_prom_free(stats_prom_t *p)
     stats_iter_free(p->_it);
     free(p->_glob);
     free(p->_buf);
+    free(p->_head);
     free(p);
 }
 
@@ -274,16 +342,23 @@ size_t stats_prom_read(stats_prom_t *p, char *buf, size_t cap)
 int stats_prom_write(stats_registry_t *r, const char *glob, stats_write_fn write, void *ctx)
 {
     stats_prom_t *p = stats_prom_new(r, glob);
-    char         *chunk = base_malloc(WRITE_CHUNK);
-    size_t        n;
     int           rc = 0;
-    while ((n = stats_prom_read(p, chunk, WRITE_CHUNK)) > 0) {
-        rc = write(ctx, chunk, n);
-        if (rc < 0)
+    /* The pending text is the chunk: no copy.  render_more() stops at PEND_TARGET bytes, so
+     * a chunk is that plus at most one sample's text. */
+    for (;;) {
+        p->_len = 0;
+        render_more(p);
+        if (p->_len == 0)
             break;
+        for (size_t off = 0; off < p->_len; off += PEND_TARGET) {
+            size_t n = p->_len - off < PEND_TARGET ? p->_len - off : PEND_TARGET;
+            rc = write(ctx, p->_buf + off, n);
+            if (rc < 0)
+                goto out_free;
+        }
         rc = 0;
     }
-    free(chunk);
+out_free:
     stats_prom_free(p);
     return rc;
 }

@@ -647,6 +647,64 @@ static void test_pages(void **state)
     stats_registry_free(r);
 }
 
+/* The identity hash under churn: after random retires and re-creations every live identity
+ * is found with its own block and every retired one is gone (open addressing with
+ * backward-shift deletion must keep every probe chain whole). */
+static void test_identity_hash_churn(void **state)
+{
+    stats_registry_t *r = stats_registry_new();
+    stats_family_t   *f = make(r, &addr_def);
+    stats_family_t   *g = make(r, &(stats_family_def_t){.name = "other", .fields = addr_fields,
+                                                       .nfields = 1});
+    enum { N = 20000 };
+    static stats_obj_t objs[N];
+    static bool        live[N];
+    char               id[32];
+    unsigned           seed = 12345;
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "%d", i);
+        objs[i] = obj(r, f, id);
+        live[i] = true;
+        if (i % 7 == 0) /* the same identity in another family is another object */
+            obj(r, g, id);
+    }
+    for (int round = 0; round < 4; round++) {
+        for (int k = 0; k < N; k++) {
+            seed = seed * 1103515245u + 12345u;
+            int i = (int)((seed >> 8) % N);
+            snprintf(id, sizeof(id), "%d", i);
+            if (live[i]) {
+                assert_int_equal(stats_object_retire(r, objs[i]), 0);
+            } else {
+                objs[i] = obj(r, f, id);
+            }
+            live[i] = !live[i];
+        }
+        for (int i = 0; i < N; i++) {
+            stats_obj_t o;
+            snprintf(id, sizeof(id), "%d", i);
+            int rc = stats_object_find(r, f, id, &o);
+            if (live[i]) {
+                assert_int_equal(rc, 0);
+                assert_int_equal(o.base, objs[i].base);
+                assert_int_equal(o.gen, objs[i].gen);
+            } else {
+                assert_int_equal(rc, -ENOENT);
+            }
+            if (i % 7 == 0)
+                assert_int_equal(stats_object_find(r, g, id, &o), 0);
+        }
+    }
+    /* Plain names are one namespace whatever their kind. */
+    stats_handle_t h;
+    stats_kind_t   k;
+    assert_int_equal(stats_stat_new(r, "g1", STATS_GAUGE, NULL, NULL, &h, NULL), 0);
+    assert_int_equal(stats_stat_new(r, "g1", STATS_COUNTER, NULL, NULL, &h, NULL), -EEXIST);
+    assert_int_equal(stats_lookup(r, "g1", &h, &k), 0);
+    assert_int_equal(k, STATS_GAUGE);
+    stats_registry_free(r);
+}
+
 static void test_family_accessors(void **state)
 {
     stats_registry_t *r = stats_registry_new();
@@ -712,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_iter_orders_and_filters),
         cmocka_unit_test(test_iter_many_and_churn),
         cmocka_unit_test(test_pages),
+        cmocka_unit_test(test_identity_hash_churn),
         cmocka_unit_test(test_family_accessors),
         cmocka_unit_test(test_snake),
     };
