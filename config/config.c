@@ -192,8 +192,17 @@ static const attr_def_t log_attrs[G_N] = {
     [G_OUTPUT_FILE]       = {"outputFile", AT_STRING},
 };
 
+enum { M_NAME = 0, M_IDENTITY, M_TYPE, M_SOCKET, M_MAX_CLIENTS, M_N };
+static const attr_def_t management_attrs[M_N] = {
+    [M_NAME]        = {"name", AT_STRING},
+    [M_IDENTITY]    = {"identity", AT_STRING, .ignored = true},
+    [M_TYPE]        = {"type", AT_STRING},
+    [M_SOCKET]      = {"socket", AT_STRING},
+    [M_MAX_CLIENTS] = {"maxClients", AT_INT},
+};
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
-               G_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
+               G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
@@ -220,6 +229,7 @@ typedef struct load {
     size_t          errlen;                     /* its size */
     cfg_t          *cfg;                        /* being built; freed by the caller on error */
     int             router_at;                  /* index of the router entity, -1 if none yet */
+    int             management_at;              /* index of the management entity, -1 if none */
     int             log_at[BASE_LOG_N_MODULES]; /* index+1 of each module's log entity */
     base_pattern_t *patterns;                   /* address patterns so far; value = index + 1 */
     base_map_t      names;                      /* `name`s so far; value = entity index + 1 */
@@ -611,6 +621,7 @@ typedef enum type_kind {
     TK_LISTENER,
     TK_ADDRESS,
     TK_LOG,
+    TK_MANAGEMENT,  /* Junction's management socket (short name only) */
     TK_UNSUPPORTED, /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL, /* a qdrouterd run-time type: never in a file */
     TK_REMOVED,     /* `container`: gone from qdrouterd since 1.0 */
@@ -626,6 +637,11 @@ static type_kind_t type_resolve(const char *written, char **canon)
     const char       *s = written;
     char             *c;
 
+    if (strcmp(s, "management") == 0) {
+        /* Junction's own entity; the long name stays qdrouterd's run-time management node */
+        *canon = base_strdup(s);
+        return TK_MANAGEMENT;
+    }
     if (strncmp(s, org, sizeof(org) - 1) == 0)
         s += sizeof(org) - 1;
     if (in_list(operational_types, s)) {
@@ -1028,6 +1044,61 @@ static int build_address(ent_t *e)
     return 0;
 }
 
+int cfg_management_default_socket(char *buf, size_t len)
+{
+    static const char tail[] = "/junction/junctiond.sock";
+    const char       *dir = "/run";
+    if (geteuid() != 0) {
+        dir = getenv("XDG_RUNTIME_DIR");
+        if (!dir || dir[0] != '/')
+            return -ENOENT;
+    }
+    size_t n = strlen(dir) + sizeof(tail) - 1;
+    if (n > CFG_SOCKET_PATH_MAX || n >= len)
+        return -ENAMETOOLONG;
+    snprintf(buf, len, "%s%s", dir, tail);
+    return 0;
+}
+
+static int build_management(ent_t *e)
+{
+    cfg_management_t *m = &e->ld->cfg->management;
+    long long         x;
+
+    if (e->ld->management_at >= 0)
+        return ent_fail(e, "a second management entity (entity %d is the management entity "
+                           "already)",
+                        e->ld->management_at);
+    e->ld->management_at = e->index;
+    if (check_common(e, M_TYPE, M_NAME, NULL) < 0)
+        return -1;
+    if (get_str(e, M_SOCKET, NULL, &m->socket) < 0)
+        return -1;
+    if (m->socket) {
+        if (!*m->socket)
+            return expect(e, M_SOCKET, "a Unix socket path");
+        if (strlen(m->socket) > CFG_SOCKET_PATH_MAX)
+            return expect(e, M_SOCKET, "a Unix socket path of at most %d bytes",
+                          CFG_SOCKET_PATH_MAX);
+    } else {
+        char path[CFG_SOCKET_PATH_MAX + 1];
+        int  rc = cfg_management_default_socket(path, sizeof(path));
+        if (rc == -ENOENT)
+            return ent_fail(e, "attribute 'socket': required when junctiond does not run as "
+                               "root and XDG_RUNTIME_DIR is not set");
+        if (rc < 0)
+            return ent_fail(e, "attribute 'socket': the default path under XDG_RUNTIME_DIR "
+                               "is longer than %d bytes; give a shorter one",
+                            CFG_SOCKET_PATH_MAX);
+        m->socket = base_strdup(path);
+    }
+    if (get_int(e, M_MAX_CLIENTS, 1, 1024, 16, &x) < 0)
+        return -1;
+    m->max_clients = (uint32_t)x;
+    m->enabled = true;
+    return 0;
+}
+
 static void log_fini(cfg_log_t *g)
 {
     BASE_FREE(g->module);
@@ -1143,6 +1214,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = log_attrs;
         e.n_defs = G_N;
         break;
+    case TK_MANAGEMENT:
+        e.defs = management_attrs;
+        e.n_defs = M_N;
+        break;
     }
     if (!cJSON_IsObject(attrs))
         return ent_fail(&e, "expected the attributes as a map, got %s",
@@ -1159,6 +1234,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_address(&e);
     case TK_LOG:
         return build_log(&e);
+    case TK_MANAGEMENT:
+        return build_management(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1225,7 +1302,8 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
 
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen)
 {
-    load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1};
+    load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1,
+                 .management_at = -1};
     cJSON *root = NULL;
     int    rc = -1;
 
@@ -1341,6 +1419,7 @@ void cfg_free(cfg_t *cfg)
     for (size_t i = 0; i < cfg->n_logs; i++)
         log_fini(&cfg->logs[i]);
     free(cfg->logs);
+    free(cfg->management.socket);
     free(cfg);
 }
 

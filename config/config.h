@@ -96,9 +96,24 @@ typedef struct cfg_log {
                                   DEFAULT) when enable is NULL */
 } cfg_log_t;
 
+/* `management` (Junction's own entity, singleton): the management socket that junctionctl
+ * talks to (newline-delimited JSON, stats/stats.h "Management protocol").  Without the
+ * entity there is no socket.  Only the short name `management` means this entity: qdrouterd's
+ * long `org.apache.qpid.dispatch.management` is its run-time management node. */
+typedef struct cfg_management {
+    bool     enabled;     /* the file has a management entity */
+    char    *socket;      /* Unix socket path, at most CFG_SOCKET_PATH_MAX bytes; default
+                             cfg_management_default_socket() */
+    uint32_t max_clients; /* `maxClients`: clients served at once, 1-1024, default 16 */
+} cfg_management_t;
+
+/* Longest Unix socket path (sockaddr_un.sun_path holds 108 bytes with the NUL). */
+#define CFG_SOCKET_PATH_MAX 107
+
 typedef struct cfg {
     char           *path;        /* file name as given, for messages */
     cfg_router_t    router;      /* always present (defaults when not in the file) */
+    cfg_management_t management; /* management.enabled is false without the entity */
     cfg_listener_t *listeners;   /* array */
     size_t          n_listeners;
     cfg_address_t  *addresses;   /* array, in file order */
@@ -119,6 +134,13 @@ void cfg_free(cfg_t *cfg);
 const char *cfg_distribution_name(cfg_distribution_t d);
 const char *cfg_strip_name(cfg_strip_t s);
 const char *cfg_role_name(cfg_role_t r);
+
+/* The management socket's default path: /run/junction/junctiond.sock for root, else
+ * $XDG_RUNTIME_DIR/junction/junctiond.sock.  Writes it into buf (NUL-terminated) and returns
+ * 0, or -ENOENT (not root and XDG_RUNTIME_DIR unset or not absolute) or -ENAMETOOLONG (longer
+ * than CFG_SOCKET_PATH_MAX or than len - 1).  Reads the environment: call it from one thread
+ * at a time (start-up, junctionctl). */
+int cfg_management_default_socket(char *buf, size_t len);
 
 /* A listener's `port` as a number: "amqp" is 5672, "amqps" 5671, digits are themselves, any
  * other name is looked up in the services database (getservbyname(), not thread-safe: call it

@@ -6,6 +6,7 @@
 #include "core/base/log.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -879,6 +880,92 @@ static void test_address_duplicates(void **state)
 
 /* -- log -- */
 
+/* Junction's `management` entity: the management socket. */
+static void test_management(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['listener', {}]]");
+    assert_false(cfg->management.enabled); /* no entity, no socket */
+    assert_null(cfg->management.socket);
+    cfg_free(cfg);
+
+    cfg = load_ok("[['management', {'socket': '/tmp/j.sock', 'max-clients': '3', "
+                  "'name': 'm', 'type': 'management'}]]");
+    assert_true(cfg->management.enabled);
+    assert_string_equal(cfg->management.socket, "/tmp/j.sock");
+    assert_int_equal(cfg->management.max_clients, 3);
+    cfg_free(cfg);
+
+    /* defaults: 16 clients; the socket under /run for root, else XDG_RUNTIME_DIR */
+    char *saved = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+    setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
+    char path[CFG_SOCKET_PATH_MAX + 1];
+    assert_int_equal(cfg_management_default_socket(path, sizeof(path)), 0);
+    cfg = load_ok("[['management', {}]]");
+    assert_int_equal(cfg->management.max_clients, 16);
+    assert_string_equal(cfg->management.socket, path);
+    if (geteuid() == 0)
+        assert_string_equal(path, "/run/junction/junctiond.sock");
+    else
+        assert_string_equal(path, "/run/user/1234/junction/junctiond.sock");
+    cfg_free(cfg);
+    assert_int_equal(cfg_management_default_socket(path, 10), -ENAMETOOLONG);
+    if (geteuid() != 0) {
+        unsetenv("XDG_RUNTIME_DIR");
+        assert_int_equal(cfg_management_default_socket(path, sizeof(path)), -ENOENT);
+        load_err("[['management', {}]]",
+                 "t.json: entity 0 (management): attribute 'socket': required when junctiond "
+                 "does not run as root and XDG_RUNTIME_DIR is not set");
+    }
+    if (saved) {
+        setenv("XDG_RUNTIME_DIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("XDG_RUNTIME_DIR");
+    }
+
+    load_err("[['management', {'socket': ''}]]",
+             "t.json: entity 0 (management): attribute 'socket': expected a Unix socket path, "
+             "got \"\"");
+    char text[512], want[512], longp[200];
+    memset(longp, 'a', 108);
+    longp[0] = '/';
+    longp[108] = '\0';
+    snprintf(text, sizeof(text), "[['management', {'socket': '%s'}]]", longp);
+    cfg_t *c2 = NULL;
+    assert_int_equal(cfg_load_string(q(text), "t.json", &c2, errbuf, sizeof(errbuf)), -1);
+    snprintf(want, sizeof(want), "t.json: entity 0 (management): attribute 'socket': expected a "
+                                 "Unix socket path of at most %d bytes, got \"",
+             CFG_SOCKET_PATH_MAX);
+    assert_memory_equal(errbuf, want, strlen(want));
+    longp[107] = '\0'; /* exactly the limit */
+    snprintf(text, sizeof(text), "[['management', {'socket': '%s'}]]", longp);
+    cfg = load_ok(text);
+    assert_int_equal(strlen(cfg->management.socket), CFG_SOCKET_PATH_MAX);
+    cfg_free(cfg);
+
+    load_err("[['management', {'socket': []}]]",
+             "t.json: entity 0 (management): attribute 'socket': expected a string, got a list");
+    load_err("[['management', {'socket': '/x', 'maxClients': 0}]]",
+             "t.json: entity 0 (management): attribute 'maxClients': expected an integer from "
+             "1 to 1024, got 0");
+    load_err("[['management', {'socket': '/x', 'maxClients': 'many'}]]",
+             "t.json: entity 0 (management): attribute 'maxClients': expected an integer from "
+             "1 to 1024, got \"many\"");
+    load_err("[['management', {'socket': '/x', 'port': 5}]]",
+             "t.json: entity 0 (management): attribute 'port': unknown attribute");
+    load_err("[['management', {'socket': '/x'}], ['listener', {}], ['management', {}]]",
+             "t.json: entity 2 (management): a second management entity (entity 0 is the "
+             "management entity already)");
+    load_err("[['management', {'socket': '/x', 'type': 'listener'}]]",
+             "t.json: entity 0 (management): attribute 'type': expected \"management\" (the "
+             "entity's own type), got \"listener\"");
+    /* qdrouterd's long name is its run-time management node, not this entity */
+    load_err("[['org.apache.qpid.dispatch.management', {}]]",
+             "t.json: entity 0 (management): 'management' is not a configuration entity (it "
+             "exists only at run time)");
+}
+
 static void test_log(void **state)
 {
     (void)state;
@@ -1135,6 +1222,7 @@ int main(void)
         cmocka_unit_test(test_address),
         cmocka_unit_test(test_address_duplicates),
         cmocka_unit_test(test_log),
+        cmocka_unit_test(test_management),
         cmocka_unit_test(test_examples_load),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_small_error_buffer),
