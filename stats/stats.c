@@ -6,12 +6,18 @@
  * *_LH need the caller to hold `_lock`.  No other lock exists, so there is no lock order.
  *
  * Owns: families (permanent), object records and their label strings, the per-slot
- * generation and owner pages, every shard's pages (a shard's owner only writes into them),
- * and the base shard (shards[0]) that holds what freed shards counted; the base shard is
- * written only by whoever holds `_lock`.
+ * generation and owner arrays, every shard's slot range (a shard's owner only writes into
+ * it), and the base shard (shards[0]) that holds what freed shards counted; the base shard
+ * is written only by whoever holds `_lock`.
  *
- * Must never: take a lock on the hot path, move a page a reader or writer may be using,
- * hand a slot to a new object without zeroing it in every shard, log anything.
+ * Memory: each slot array (every shard's, the gens, the owners) is one address range
+ * reserved at full size (STATS_MAX_SLOTS entries, PROT_NONE, no swap or commit charge) and
+ * made readable and writable STATS_COMMIT_SLOTS at a time as the high-water mark grows, in
+ * every array at once, under `_lock`, before any id in it is handed out.  So nothing ever
+ * moves, the hot path needs no page table, and an id past the committed part faults at once.
+ *
+ * Must never: take a lock on the hot path, move or unmap memory a reader or writer may be
+ * using, hand a slot to a new object without zeroing it in every shard, log anything.
  */
 #include "stats/stats.h"
 
@@ -22,10 +28,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 // clang-format off
 #define HOLE          UINT32_MAX /* an empty position in a family's object list */
-#define PAGE_BYTES    (STATS_PAGE_SLOTS * sizeof(uint64_t))
 #define BATCH_SLOTS   16384u     /* values one iterator batch holds (128 KiB) */
 #define BATCH_OBJECTS 512u       /* objects one batch visits at most */
 // clang-format on
@@ -92,11 +98,11 @@ typedef struct hslot {
 struct stats_registry {
     pthread_mutex_t   _lock;     /* the one lock */
     uint32_t          _hwm;      /* first never-used slot id (slot 0 is the sink) */
-    uint32_t          _npages;   /* pages allocated in every shard, gens and owner */
+    uint32_t          _ncommit;  /* ids usable in every array (a multiple of COMMIT_SLOTS) */
     uint32_t          _gen_next; /* next object generation (never 0) */
-    _Atomic uint32_t *_gens[STATS_MAX_PAGES];  /* per slot: its object's gen, 0 = none;
-                                                  read lock-free by debug asserts */
-    uint32_t         *_owner[STATS_MAX_PAGES]; /* per slot: its object's record index */
+    _Atomic uint32_t *_gens;     /* per slot: its object's gen, 0 = none; read lock-free by
+                                    debug asserts */
+    uint32_t         *_owner;    /* per slot: its object's record index */
     stats_shard_t   **_shards;   /* [0] is the base shard */
     uint32_t          _nshards;  /* live shards, base included */
     uint32_t          _sum_from; /* first shard readers sum: 1 until a shard was folded into
@@ -206,26 +212,49 @@ static void block_sum_LH(stats_registry_t *r, uint32_t id, uint32_t n, uint64_t 
 }
 
 /* ---------------------------------------------------------------------------------------
- * pages and slot blocks
+ * slot arrays and blocks
  * ------------------------------------------------------------------------------------- */
 
-/* Make every shard, the gens and the owner table hold pages for slots [0, end). */
-static void pages_ensure_LH(stats_registry_t *r, uint32_t end)
+/* Reserve address space for STATS_MAX_SLOTS entries of `size` bytes: no access yet, no
+ * memory, no commit charge. */
+static void *range_reserve(size_t size)
 {
-    uint32_t need = (end + STATS_PAGE_MASK) >> STATS_PAGE_SHIFT;
-    for (; r->_npages < need; r->_npages++) {
-        uint32_t k = r->_npages;
-        r->_gens[k] = aligned_zalloc(64, STATS_PAGE_SLOTS * sizeof(uint32_t));
-        r->_owner[k] = base_calloc(STATS_PAGE_SLOTS, sizeof(uint32_t));
-        r->_bytes += 2 * STATS_PAGE_SLOTS * sizeof(uint32_t);
-        for (uint32_t i = 0; i < r->_nshards; i++)
-            r->_shards[i]->_pages[k] = aligned_zalloc(64, PAGE_BYTES);
-    }
+    void *p = mmap(NULL, (size_t)STATS_MAX_SLOTS * size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    BASE_BUG_ON(p == MAP_FAILED); /* no address space: same policy as out of memory */
+    return p;
+}
+
+/* Make entries [from, to) of a reserved range usable (zero-filled by the kernel on first
+ * touch). */
+static void range_commit(void *base, size_t size, uint32_t from, uint32_t to)
+{
+    int rc = mprotect((char *)base + (size_t)from * size, (size_t)(to - from) * size,
+                      PROT_READ | PROT_WRITE);
+    BASE_BUG_ON(rc != 0); /* out of memory (a strict overcommit limit) */
+}
+
+static void range_release(void *base, size_t size)
+{
+    munmap(base, (size_t)STATS_MAX_SLOTS * size);
+}
+
+/* Make ids [0, end) usable in every shard, the gens and the owners. */
+static void commit_ensure_LH(stats_registry_t *r, uint32_t end)
+{
+    if (end <= r->_ncommit)
+        return;
+    uint32_t to = (end + STATS_COMMIT_SLOTS - 1) & ~(STATS_COMMIT_SLOTS - 1);
+    range_commit((void *)r->_gens, sizeof(uint32_t), r->_ncommit, to);
+    range_commit(r->_owner, sizeof(uint32_t), r->_ncommit, to);
+    for (uint32_t i = 0; i < r->_nshards; i++)
+        range_commit((void *)r->_shards[i]->_slots, sizeof(uint64_t), r->_ncommit, to);
+    r->_ncommit = to;
 }
 
 /* A block of f->_nslots zeroed slots: a retired one of the family (zeroed now in every
- * shard), else fresh ones past the high-water mark (never written: zero), never crossing a
- * page.  Returns 0 and *base, or -ENOSPC. */
+ * shard), else fresh ones past the high-water mark (never written: zero).  Returns 0 and
+ * *base, or -ENOSPC. */
 static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base)
 {
     uint32_t w = f->_nslots;
@@ -240,11 +269,9 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
         return 0;
     }
     uint32_t b = r->_hwm;
-    if ((b & STATS_PAGE_MASK) + w > STATS_PAGE_SLOTS)
-        b = (b + STATS_PAGE_MASK) & ~STATS_PAGE_MASK;
     if ((uint64_t)b + w > STATS_MAX_SLOTS)
         return -ENOSPC;
-    pages_ensure_LH(r, b + w);
+    commit_ensure_LH(r, b + w);
     r->_hwm = b + w;
     *base = b;
     return 0;
@@ -253,8 +280,8 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
 static void block_own_LH(stats_registry_t *r, uint32_t base, uint32_t w, uint32_t gen,
                          uint32_t rec)
 {
-    _Atomic uint32_t *g = &r->_gens[base >> STATS_PAGE_SHIFT][base & STATS_PAGE_MASK];
-    uint32_t         *o = &r->_owner[base >> STATS_PAGE_SHIFT][base & STATS_PAGE_MASK];
+    _Atomic uint32_t *g = &r->_gens[base];
+    uint32_t         *o = &r->_owner[base];
     for (uint32_t j = 0; j < w; j++) {
         atomic_store_explicit(&g[j], gen, memory_order_relaxed);
         o[j] = rec;
@@ -268,9 +295,10 @@ static void block_own_LH(stats_registry_t *r, uint32_t base, uint32_t w, uint32_
 static stats_shard_t *shard_alloc_LH(stats_registry_t *r)
 {
     stats_shard_t *s = aligned_zalloc(64, sizeof(*s));
-    s->_gens = (_Atomic uint32_t *const *)r->_gens;
-    for (uint32_t k = 0; k < r->_npages; k++)
-        s->_pages[k] = aligned_zalloc(64, PAGE_BYTES);
+    s->_gens = r->_gens;
+    s->_slots = range_reserve(sizeof(uint64_t));
+    if (r->_ncommit)
+        range_commit((void *)s->_slots, sizeof(uint64_t), 0, r->_ncommit);
     if (r->_nshards == r->_shardcap) {
         r->_shardcap = r->_shardcap ? r->_shardcap * 2 : 8;
         r->_shards = base_realloc(r->_shards, r->_shardcap * sizeof(*r->_shards));
@@ -279,10 +307,9 @@ static stats_shard_t *shard_alloc_LH(stats_registry_t *r)
     return s;
 }
 
-static void shard_release(stats_shard_t *s, uint32_t npages)
+static void shard_release(stats_shard_t *s)
 {
-    for (uint32_t k = 0; k < npages; k++)
-        free(s->_pages[k]);
+    range_release((void *)s->_slots, sizeof(uint64_t));
     free(s);
 }
 
@@ -298,8 +325,10 @@ stats_registry_t *stats_registry_new(void)
     r->_hmask = 1023;
     r->_hs = base_calloc(r->_hmask + 1, sizeof(*r->_hs));
     r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hs);
+    r->_gens = range_reserve(sizeof(uint32_t));
+    r->_owner = range_reserve(sizeof(uint32_t));
     shard_alloc_LH(r); /* the base shard */
-    pages_ensure_LH(r, 1);
+    commit_ensure_LH(r, 1);
     r->_plain[0] = plain_family_new(r, STATS_COUNTER);
     r->_plain[1] = plain_family_new(r, STATS_GAUGE);
     return r;
@@ -332,11 +361,9 @@ void stats_registry_free(stats_registry_t *r)
     if (!r)
         return;
     for (uint32_t i = 0; i < r->_nshards; i++)
-        shard_release(r->_shards[i], r->_npages);
-    for (uint32_t k = 0; k < r->_npages; k++) {
-        free(r->_gens[k]);
-        free(r->_owner[k]);
-    }
+        shard_release(r->_shards[i]);
+    range_release((void *)r->_gens, sizeof(uint32_t));
+    range_release(r->_owner, sizeof(uint32_t));
     for (uint32_t i = 0; i < r->_nrecs; i++)
         free(r->_recs[i].strs);
     for (uint32_t i = 0; i < r->_nfams; i++)
@@ -371,23 +398,17 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
     /* Fold every slot into the base shard: counters stay monotonic, gauge deltas and
      * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
      * their stale values is harmless. */
-    stats_shard_t *base = r->_shards[0];
+    _Atomic uint64_t *from = s->_slots, *to = r->_shards[0]->_slots;
     r->_sum_from = 0;
-    for (uint32_t k = 0; k < r->_npages; k++) {
-        _Atomic uint64_t *from = s->_pages[k];
-        _Atomic uint64_t *to = base->_pages[k];
-        for (uint32_t j = 0; j < STATS_PAGE_SLOTS; j++) {
-            uint64_t v = atomic_load_explicit(&from[j], memory_order_relaxed);
-            if (v)
-                atomic_store_explicit(&to[j],
-                                      atomic_load_explicit(&to[j], memory_order_relaxed) + v,
-                                      memory_order_relaxed);
-        }
+    for (uint32_t j = 0; j < r->_hwm; j++) {
+        uint64_t v = atomic_load_explicit(&from[j], memory_order_relaxed);
+        if (v)
+            atomic_store_explicit(&to[j], atomic_load_explicit(&to[j], memory_order_relaxed) + v,
+                                  memory_order_relaxed);
     }
     r->_shards[i] = r->_shards[--r->_nshards];
-    uint32_t npages = r->_npages;
     pthread_mutex_unlock(&r->_lock);
-    shard_release(s, npages);
+    shard_release(s);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -513,7 +534,7 @@ int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_f
         if ((d->sum_of || d->count_of) && !def->singleton)
             return -EINVAL;
     }
-    if (nslots > STATS_PAGE_SLOTS)
+    if (nslots > STATS_MAX_BLOCK)
         return -EINVAL;
     unsigned nlabels = 0;
     if (!def->singleton) {
@@ -957,10 +978,9 @@ int stats_value_get(stats_registry_t *r, stats_handle_t h, stats_value_t *out)
     pthread_mutex_lock(&r->_lock);
     if (h.gen == 0 || h.id >= r->_hwm)
         goto out_unlock;
-    uint32_t page = h.id >> STATS_PAGE_SHIFT, off = h.id & STATS_PAGE_MASK;
-    if (atomic_load_explicit(&r->_gens[page][off], memory_order_relaxed) != h.gen)
+    if (atomic_load_explicit(&r->_gens[h.id], memory_order_relaxed) != h.gen)
         goto out_unlock;
-    objrec_t       *rec = &r->_recs[r->_owner[page][off]];
+    objrec_t       *rec = &r->_recs[r->_owner[h.id]];
     stats_family_t *f = rec->fam;
     int             fi = field_at(f, h.id - rec->base);
     if (fi < 0) {
@@ -1536,10 +1556,12 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out)
         out->registry_bytes += (f->_objs.cap + f->_holes.cap + f->_freeb.cap) * sizeof(uint32_t);
     }
     out->slots_used = r->_hwm;
-    out->pages = r->_npages;
-    out->shard_bytes = sizeof(stats_shard_t) + (uint64_t)r->_npages * PAGE_BYTES;
-    /* The base shard is registry memory: it keeps what freed shards counted. */
-    out->registry_bytes += r->_bytes + out->shard_bytes;
+    out->slots_committed = r->_ncommit;
+    out->shard_bytes = sizeof(stats_shard_t) + (uint64_t)r->_ncommit * sizeof(uint64_t);
+    /* The per-slot generations and owners are registry memory, and so is the base shard
+     * once a freed shard was folded into it (until then none of its pages is touched). */
+    out->registry_bytes += r->_bytes + 2 * (uint64_t)r->_ncommit * sizeof(uint32_t) +
+                           (r->_sum_from == 0 ? out->shard_bytes : 0);
     out->name_bytes = r->_name_bytes;
     pthread_mutex_unlock(&r->_lock);
 }

@@ -2,9 +2,10 @@
  * glob matching and the Prometheus renderer.  The one public header of stats/.
  *
  * What it does.  A stat is a 64-bit slot with an id.  Every thread that counts owns a *shard*:
- * an array of slots indexed by id, in 32 KiB pages that never move.  A thread writes only its
- * own shard, with a relaxed load and a relaxed store (no lock, no atomic read-modify-write, no
- * cache line shared with another writer); a reader sums a stat over all shards.  Names live
+ * an array of slots indexed by id, in an address range reserved once and made usable as the
+ * registry grows, so it never moves.  A thread writes only its own shard, with a relaxed load
+ * and a relaxed store (no lock, no atomic read-modify-write, no cache line shared with
+ * another writer); a reader sums a stat over all shards.  Names live
  * in the *registry*, once per family and once per object, never per stat: the family
  * `address` lists its fields (deliveriesIngress, deliveriesEgress, ...) and each object of
  * the family (the address "M0examples") gets a contiguous block of ids, one per field.  The
@@ -75,11 +76,10 @@
 
 // clang-format off
 /* -- geometry (see DESIGN.md "Memory layout") -- */
-#define STATS_PAGE_SHIFT       12                           /* 4096 slots = 32 KiB per shard page */
-#define STATS_PAGE_SLOTS       (1u << STATS_PAGE_SHIFT)
-#define STATS_PAGE_MASK        (STATS_PAGE_SLOTS - 1)
-#define STATS_MAX_PAGES        16384u                       /* page table entries per shard */
-#define STATS_MAX_SLOTS        (STATS_MAX_PAGES * STATS_PAGE_SLOTS) /* 67,108,864 ids */
+#define STATS_MAX_SLOTS        (1u << 24)  /* 16,777,216 ids; a shard reserves 8 B each of
+                                              address space (128 MiB), used as ids are */
+#define STATS_COMMIT_SLOTS     (1u << 15)  /* growth step: 32,768 ids (256 KiB per shard) */
+#define STATS_MAX_BLOCK        4096u       /* slots one object of a family may take */
 #define STATS_MAX_LABELS       4                            /* label keys per family */
 #define STATS_MAX_FIELDS       1024                         /* fields per family */
 #define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
@@ -143,7 +143,7 @@ typedef struct stats_family_def {
     const char          *name;        /* [A-Za-z_][A-Za-z0-9_]*, unique among families and
                                          plain stats */
     const stats_field_t *fields;      /* the fields, in slot order */
-    unsigned             nfields;     /* 1..STATS_MAX_FIELDS; the block must fit in a page */
+    unsigned             nfields;     /* 1..STATS_MAX_FIELDS; <= STATS_MAX_BLOCK slots */
     bool                 singleton;   /* one object, no labels: `router`, `process` */
     const char          *labels[STATS_MAX_LABELS]; /* label keys, e.g. {"link", "connection",
                                          "address"}; labels[0] names the object's identity and
@@ -175,49 +175,75 @@ static inline stats_hist_t stats_obj_hist(stats_obj_t o, uint32_t offset, uint32
  * Shards and the hot path
  * ------------------------------------------------------------------------------------- */
 
-/* A thread's shard.  Only `_pages` is read by the inline functions; the rest of the struct
- * is private to stats.c.  Allocated 64-byte aligned; its pages are separate allocations, so
- * no two shards ever share a cache line. */
+/* A thread's shard: slot `id` is _slots[id].  The range is reserved once (STATS_MAX_SLOTS x
+ * 8 B of address space, page-aligned, no other data in it, so no two shards ever share a
+ * cache line); the registry makes the ids it hands out readable and writable before any
+ * handle to them exists, and the kernel gives each 4 KiB page zero-filled at its first touch.
+ * Nothing in it ever moves.  Allocated 64-byte aligned. */
 struct stats_shard {
-    _Atomic uint32_t *const *_gens; /* the registry's generation pages (debug checks only) */
-    _Atomic uint64_t        *_pages[STATS_MAX_PAGES]; /* page k holds slots k*4096..; set by
-                                         the registry under its mutex before any handle into
-                                         the page exists, never changed until shard_free */
+    _Atomic uint64_t *_slots; /* the slots; fixed for the shard's life */
+    _Atomic uint32_t *_gens;  /* the registry's per-slot generations (debug checks only) */
 };
 
-/* A new shard for the calling thread; it holds a page for every id the registry has
- * handed out, and gets the new ones as the registry grows.  Thread-safe.  The caller owns it
- * and writes it from one thread only. */
+/* A new shard for the calling thread; it covers every id the registry has handed out, and
+ * the new ones as the registry grows.  Thread-safe.  The caller owns it and writes it from
+ * one thread only. */
 stats_shard_t *stats_shard_new(stats_registry_t *r);
 
 /* Fold the shard's counts into the registry (so no total ever goes down) and free it.  Call
  * on the shard's thread after its last write, or after that thread ended.  NULL is fine. */
 void stats_shard_free(stats_registry_t *r, stats_shard_t *s);
 
+/* Add n to slot p, which only the calling thread writes.  Private to the functions below.
+ *
+ * What it does is atomic_store(p, atomic_load(p) + n), both relaxed: exact because there is
+ * one writer, and a reader's relaxed load sees the old or the new value, never a torn one.
+ * On x86-64 it is written as one `addq n, (p)` without a lock prefix (Linux's this_cpu_add()
+ * for per-CPU counters is the same instruction, for the same reason): an aligned 8-byte store
+ * is single-copy atomic there, and the asm tells the compiler it touches *p only, so a loop
+ * keeps the shard's base in a register - the code is then instruction for instruction that of
+ * a plain `a[id] += n` (see DESIGN.md).  Elsewhere, and under TSan or ASan (which must see
+ * every access), the C11 form. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define STATS__C11_ONLY 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(STATS_NO_ASM)
+#define STATS__C11_ONLY 1
+#endif
+static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "a slot is a plain u64");
+
+static inline void stats__add(_Atomic uint64_t *p, uint64_t n)
+{
+#if defined(__x86_64__) && !defined(STATS__C11_ONLY)
+    __asm__ volatile("addq %1, %0" : "+m"(*(uint64_t *)p) : "er"(n));
+#else
+    atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+#endif
+}
+
 /* The slot of `id` in `s`.  Private to the inline functions below. */
 static inline _Atomic uint64_t *stats__slot(stats_shard_t *s, uint32_t id)
 {
-    return &s->_pages[id >> STATS_PAGE_SHIFT][id & STATS_PAGE_MASK];
+    return &s->_slots[id];
 }
 
 #ifndef NDEBUG
 /* Used only in assert(): the handle's generation is still its slot's. */
 static inline bool stats__is_live(const stats_shard_t *s, uint32_t id, uint32_t gen)
 {
-    return id == 0 ||
-           atomic_load_explicit(&s->_gens[id >> STATS_PAGE_SHIFT][id & STATS_PAGE_MASK],
-                                memory_order_relaxed) == gen;
+    return id == 0 || atomic_load_explicit(&s->_gens[id], memory_order_relaxed) == gen;
 }
 #endif
 
-/* Add n to a counter: one relaxed load and one relaxed store on the caller's own shard (a
- * `mov; add; mov`, no lock prefix).  Owner thread of `s` only. */
+/* Add n to a counter: a relaxed load and a relaxed store on the caller's own shard (on
+ * x86-64 one `addq`, no lock prefix).  Owner thread of `s` only. */
 static inline void stats_counter_add(stats_shard_t *s, stats_handle_t h, uint64_t n)
 {
-    _Atomic uint64_t *p = stats__slot(s, h.id);
     assert(stats__is_live(s, h.id, h.gen));
-    atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n,
-                          memory_order_relaxed);
+    stats__add(stats__slot(s, h.id), n);
 }
 
 static inline void stats_counter_inc(stats_shard_t *s, stats_handle_t h)
@@ -251,14 +277,10 @@ static inline uint32_t stats_hist_bucket(uint64_t v, uint32_t buckets)
 /* Record one value (e.g. a latency in µs): one bucket and the sum.  Owner thread of `s`. */
 static inline void stats_hist_record(stats_shard_t *s, stats_hist_t h, uint64_t v)
 {
-    _Atomic uint64_t *b = stats__slot(s, h.id); /* a block never crosses a page */
-    _Atomic uint64_t *k = &b[stats_hist_bucket(v, h.buckets)];
-    _Atomic uint64_t *sum = &b[h.buckets + 1];
+    _Atomic uint64_t *b = stats__slot(s, h.id);
     assert(stats__is_live(s, h.id, h.gen));
-    atomic_store_explicit(k, atomic_load_explicit(k, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_store_explicit(sum, atomic_load_explicit(sum, memory_order_relaxed) + v,
-                          memory_order_relaxed);
+    stats__add(&b[stats_hist_bucket(v, h.buckets)], 1);
+    stats__add(&b[h.buckets + 1], v);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -462,9 +484,11 @@ typedef struct stats_info {
     uint64_t stats;          /* live stats (fields of live objects; a histogram is one) */
     uint64_t slots;          /* live slots (a histogram takes b + 2) */
     uint64_t slots_used;     /* slot ids handed out so far (the high-water mark) */
-    uint64_t pages;          /* pages per shard */
-    uint64_t shard_bytes;    /* bytes one shard holds (pages + page table) */
-    uint64_t registry_bytes; /* bytes the registry holds, names and labels excluded */
+    uint64_t slots_committed; /* ids usable in every shard (slots_used, rounded up) */
+    uint64_t shard_bytes;    /* bytes one shard can hold resident (committed slots + struct);
+                                pages never written stay unallocated */
+    uint64_t registry_bytes; /* bytes the registry holds, names and labels excluded (the
+                                base shard counts once a freed shard was folded into it) */
     uint64_t name_bytes;     /* bytes of names, label values, help texts */
 } stats_info_t;
 

@@ -129,11 +129,21 @@ static void test_family_errors(void **state)
     d.name = "lbl";
     d.labels[0] = "le";
     assert_int_equal(stats_family_new(r, &d, &f), -EINVAL); /* `le` is the histograms' */
-    /* A block must fit in one page. */
+    /* A block is at most STATS_MAX_BLOCK slots. */
     stats_field_t big[3] = {{.name = "a", .kind = STATS_HISTOGRAM, .buckets = 48}};
     d = (stats_family_def_t){.name = "big", .fields = big, .nfields = 1};
     assert_int_equal(stats_family_new(r, &d, &f), 0);
     assert_int_equal(stats_family_offset(f, 0), 0);
+    static stats_field_t huge[100];
+    static char          hn[100][8];
+    for (int i = 0; i < 100; i++) { /* 100 x 50 slots > STATS_MAX_BLOCK */
+        snprintf(hn[i], sizeof(hn[i]), "h%d", i);
+        huge[i] = (stats_field_t){.name = hn[i], .kind = STATS_HISTOGRAM, .buckets = 48};
+    }
+    d = (stats_family_def_t){.name = "huge", .fields = huge, .nfields = 100};
+    assert_int_equal(stats_family_new(r, &d, &f), -EINVAL);
+    d.nfields = 80; /* 4000 slots: fits */
+    assert_int_equal(stats_family_new(r, &d, &f), 0);
     stats_registry_free(r);
 }
 
@@ -607,9 +617,9 @@ static void test_iter_many_and_churn(void **state)
     stats_registry_free(r);
 }
 
-/* Slot blocks never cross a page, ids past the first page work in every shard, and a
- * shard made later has the pages too. */
-static void test_pages(void **state)
+/* Ids past the first commit step work in every shard, blocks are contiguous and disjoint,
+ * and a shard made later covers every id handed out. */
+static void test_growth(void **state)
 {
     stats_registry_t  *r = stats_registry_new();
     stats_field_t      fields[100];
@@ -622,26 +632,32 @@ static void test_pages(void **state)
                                                       .nfields = 100});
     stats_shard_t  *s1 = stats_shard_new(r);
     char            id[16];
-    stats_obj_t     last = {0};
-    for (int i = 0; i < 200; i++) {
+    stats_obj_t     last = {0}, prev = {0};
+    for (int i = 0; i < 400; i++) {
         snprintf(id, sizeof(id), "%d", i);
         last = obj(r, f, id);
-        assert_true((last.base & STATS_PAGE_MASK) + 100 <= STATS_PAGE_SLOTS);
+        if (i)
+            assert_int_equal(last.base, prev.base + 100);
+        prev = last;
         stats_counter_add(s1, stats_obj_stat(last, 99), 1);
     }
-    assert_true(last.base > 4 * STATS_PAGE_SLOTS);
+    assert_true(last.base + 100 > STATS_COMMIT_SLOTS);
+    stats_info_t info;
+    stats_registry_info(r, &info);
+    assert_true(info.slots_committed >= info.slots_used);
+    assert_int_equal(info.slots_committed % STATS_COMMIT_SLOTS, 0);
     stats_shard_t *s2 = stats_shard_new(r);
     stats_counter_add(s2, stats_obj_stat(last, 99), 1);
     assert_int_equal(val(r, stats_obj_stat(last, 99)), 2);
     uint64_t tot[100];
     stats_family_totals(r, f, tot);
-    assert_int_equal(tot[99], 201);
+    assert_int_equal(tot[99], 401);
     assert_int_equal(tot[0], 0);
     /* {0,0} is the sink: writes are harmless, reads are stale. */
     stats_counter_inc(s2, (stats_handle_t){0, 0});
     stats_value_t v;
     assert_int_equal(stats_value_get(r, (stats_handle_t){0, 0}, &v), -ESTALE);
-    assert_int_equal(stats_value_get(r, (stats_handle_t){1u << 25, 5}, &v), -ESTALE);
+    assert_int_equal(stats_value_get(r, (stats_handle_t){STATS_MAX_SLOTS - 1, 5}, &v), -ESTALE);
     stats_shard_free(r, s1);
     stats_shard_free(r, s2);
     stats_registry_free(r);
@@ -769,7 +785,7 @@ int main(void)
         cmocka_unit_test(test_glob),
         cmocka_unit_test(test_iter_orders_and_filters),
         cmocka_unit_test(test_iter_many_and_churn),
-        cmocka_unit_test(test_pages),
+        cmocka_unit_test(test_growth),
         cmocka_unit_test(test_identity_hash_churn),
         cmocka_unit_test(test_family_accessors),
         cmocka_unit_test(test_snake),
