@@ -8,6 +8,8 @@
  */
 #include "router/router_int.h"
 
+#include "router/admin.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <arpa/inet.h>
@@ -233,6 +235,9 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     g_rtr.stats = &s->stats;
+    rc = rtr_admin_start(cfg, s->reg); /* the management socket, before any thread runs */
+    if (rc)
+        return rc;
     s->shard = stats_shard_new(s->reg);
     stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
     s->core = core_new(cfg, &s->stats, n, s->worker_q);
@@ -283,6 +288,7 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
 int rtr_server_run(rtr_server_t *s)
 {
     uv_run(&s->loop, UV_RUN_DEFAULT);
+    rtr_admin_stop();
 
     /* Every worker closes its connections and stops once the core answered for them. */
     for (int i = 0; i < s->n_workers; i++)
@@ -326,6 +332,7 @@ void rtr_server_free(rtr_server_t *s)
         core_free(s->core);
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
+    rtr_admin_stop(); /* reads the registry: stopped before it goes */
     g_rtr.stats = NULL;
     stats_registry_free(s->reg);
     if (s->workers)
