@@ -214,7 +214,7 @@ static bool client_paused(const admin_client_t *c)
 static void client_lines(admin_client_t *c)
 {
     size_t off = 0;
-    while (!c->closing && !client_paused(c)) {
+    while (!c->closing && !client_paused(c) && off < c->in_len) {
         char *start = c->in + off;
         char *nl = memchr(start, '\n', c->in_len - off);
         if (c->discarding) {
