@@ -69,6 +69,15 @@ enum core_addr_field {
     CORE_ADDR_TRANSIT,
     CORE_ADDR_NFIELDS
 };
+enum core_alloc_field {
+    CORE_ALLOC_TYPE_SIZE = 0,
+    CORE_ALLOC_BATCH,
+    CORE_ALLOC_FROM_HEAP,
+    CORE_ALLOC_TO_THREADS,
+    CORE_ALLOC_TO_GLOBAL,
+    CORE_ALLOC_ON_GLOBAL,
+    CORE_ALLOC_NFIELDS
+};
 enum core_router_field {
     CORE_ROUTER_INGRESS = 0,
     CORE_ROUTER_EGRESS,
@@ -97,6 +106,7 @@ typedef struct core_stats {
     stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key */
     stats_family_t   *address;    /* labels: address key, distribution */
     stats_family_t   *router;     /* singleton: qdrouterd's router counters */
+    stats_family_t   *allocator;  /* labels: typeName (one per pool, main thread writes) */
     stats_obj_t       router_obj; /* its object */
 } core_stats_t;
 

@@ -7,7 +7,8 @@
  *                objects
  *   workers      connection objects (created at the peer's open, retired when freed) and
  *                their counters; link undelivered / credit gauges; presettled drops
- *   main thread  process gauges (uptime, memory) and workerThreads
+ *   main thread  process gauges (uptime, memory), workerThreads, and the `allocator`
+ *                family (one object per pool, figures from base_pool_info())
  * Threads: core_stats_families_new() on the main thread before any other thread starts.
  */
 #include "core/core.h"
@@ -44,6 +45,15 @@ static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
     [CORE_ADDR_INGRESS]     = C("deliveriesIngress", "Deliveries routed to the address"),
     [CORE_ADDR_EGRESS]      = C("deliveriesEgress", "Copies sent to its consumers"),
     [CORE_ADDR_TRANSIT]     = C("deliveriesTransit", "Deliveries in transit to other routers"),
+};
+
+static const stats_field_t alloc_fields[CORE_ALLOC_NFIELDS] = {
+    [CORE_ALLOC_TYPE_SIZE]  = G("typeSize", "Bytes per item"),
+    [CORE_ALLOC_BATCH]      = G("transferBatchSize", "Items moved between threads at once"),
+    [CORE_ALLOC_FROM_HEAP]  = G("totalAllocFromHeap", "Items ever taken from the heap"),
+    [CORE_ALLOC_TO_THREADS] = G("batchesRebalancedToThreads", "Batches moved to a thread"),
+    [CORE_ALLOC_TO_GLOBAL]  = G("batchesRebalancedToGlobal", "Batches moved to the global list"),
+    [CORE_ALLOC_ON_GLOBAL]  = G("globalFreeListItems", "Free items on the global list"),
 };
 
 static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
@@ -101,6 +111,9 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
                                      .nfields = CORE_ADDR_NFIELDS,
                                      .labels = {"address", "distribution"}};
+    const stats_family_def_t alloc = {.name = "allocator", .fields = alloc_fields,
+                                      .nfields = CORE_ALLOC_NFIELDS, .labels = {"typeName"},
+                                      .prom_prefix = "qdr_allocator"};
     const stats_family_def_t router = {.name = "router", .fields = router_fields,
                                        .nfields = CORE_ROUTER_NFIELDS, .singleton = true,
                                        .prom_prefix = "qdr"};
@@ -108,7 +121,8 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
     if ((rc = stats_family_new(reg, &conn, &out->connection)) != 0 ||
         (rc = stats_family_new(reg, &link, &out->link)) != 0 ||
         (rc = stats_family_new(reg, &addr, &out->address)) != 0 ||
-        (rc = stats_family_new(reg, &router, &out->router)) != 0)
+        (rc = stats_family_new(reg, &router, &out->router)) != 0 ||
+        (rc = stats_family_new(reg, &alloc, &out->allocator)) != 0)
         return rc;
     out->router_obj = stats_family_object(out->router);
     return 0;

@@ -8,6 +8,8 @@
  */
 #include "router/router_int.h"
 
+#include "core/base/pool.h"
+
 #include "router/admin.h"
 
 #include <errno.h>
@@ -48,6 +50,9 @@ struct rtr_server {
     stats_shard_t  *shard;        /* the main thread's shard: process gauges */
     uv_timer_t      proc_timer;   /* refreshes the process gauges every second */
     uint64_t        started_ms;   /* uv_now() at start, for uptimeSeconds */
+    const char     *alloc_names[64]; /* pools with an `allocator` stats object */
+    stats_obj_t     alloc_objs[64];  /* their objects */
+    size_t          n_alloc;         /* entries used */
     int             next_worker;  /* round-robin */
     bool            started;
     bool            stopping;
@@ -144,7 +149,7 @@ static void accept_cb(uv_poll_t *p, int status, int events)
     }
 }
 
-/* Main thread, every second: uptime and memory into the router's gauges. */
+/* Main thread, every second: uptime, memory and the pools' figures into their gauges. */
 static void proc_timer_cb(uv_timer_t *t)
 {
     rtr_server_t *s = t->data;
@@ -161,6 +166,31 @@ static void proc_timer_cb(uv_timer_t *t)
             stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_RSS), (int64_t)rss * page);
         }
         fclose(f);
+    }
+    /* one `allocator` object per pool, as qdrouterd's allocator entity */
+    base_pool_info_t info[64];
+    size_t n = base_pool_info(info, 64);
+    for (size_t i = 0; i < n && i < 64; i++) {
+        size_t k = 0;
+        while (k < s->n_alloc && s->alloc_names[k] != info[i].name)
+            k++;
+        if (k == s->n_alloc) {
+            if (s->n_alloc == 64 ||
+                stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k]))
+                continue;
+            s->alloc_names[s->n_alloc++] = info[i].name;
+        }
+        stats_obj_t o = s->alloc_objs[k];
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TYPE_SIZE), (int64_t)info[i].size);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_BATCH), info[i].batch);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_FROM_HEAP),
+                        (int64_t)info[i].from_heap);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_THREADS),
+                        (int64_t)info[i].to_threads);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_GLOBAL),
+                        (int64_t)info[i].to_global);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_ON_GLOBAL),
+                        (int64_t)info[i].on_global);
     }
 }
 

@@ -2,17 +2,58 @@
  * function here takes the pool's mutex, once per batch. */
 #include "pool.h"
 
+/* Every pool that has allocated, for base_pool_info().  Lock order: list_lock, then a pool's
+ * lock. */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static base_pool_t *pools;
+
+static void pool_list(base_pool_t *pool)
+{
+    pthread_mutex_lock(&list_lock);
+    if (!pool->listed) {
+        pool->listed = true;
+        pool->next_pool = pools;
+        pools = pool;
+    }
+    pthread_mutex_unlock(&list_lock);
+}
+
+size_t base_pool_info(base_pool_info_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&list_lock);
+    for (base_pool_t *p = pools; p; p = p->next_pool, n++) {
+        if (n >= max)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        out[n] = (base_pool_info_t){.name = p->name,
+                                    .size = p->size,
+                                    .batch = p->batch,
+                                    .from_heap = p->from_heap,
+                                    .to_threads = p->to_threads,
+                                    .to_global = p->to_global,
+                                    .on_global = (uint64_t)p->n_chains * p->batch};
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&list_lock);
+    return n;
+}
+
 /* Called when the thread's private list is empty: take one chain from the global list, or
  * malloc a fresh batch. Returns the list head (never NULL); local->count is set. */
 void *base_pool_alloc_slow(base_pool_t *pool, base_pool_local_t *local)
 {
     base_pool_item_t *chain = NULL;
 
+    if (BASE_UNLIKELY(!pool->listed))
+        pool_list(pool);
     pthread_mutex_lock(&pool->lock);
-    if (pool->n_chains > 0)
+    if (pool->n_chains > 0) {
         chain = pool->chains[--pool->n_chains];
-    else
+        pool->to_threads++;
+    } else {
         pool->from_heap += pool->batch;
+    }
     pthread_mutex_unlock(&pool->lock);
 
     if (!chain) {
@@ -44,6 +85,7 @@ void base_pool_spill(base_pool_t *pool, base_pool_local_t *local)
         pool->chains = base_realloc(pool->chains, pool->cap_chains * sizeof(*pool->chains));
     }
     pool->chains[pool->n_chains++] = chain;
+    pool->to_global++;
     pthread_mutex_unlock(&pool->lock);
 }
 
@@ -69,10 +111,14 @@ static base_pool_t buf_pools[BUF_CLASSES];
 static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
 static _Thread_local base_pool_local_t buf_local[BUF_CLASSES];
 
+static const char *const buf_names[BUF_CLASSES] = {
+    "buffer256", "buffer512", "buffer1K",  "buffer2K",  "buffer4K",  "buffer8K",
+    "buffer16K", "buffer32K", "buffer64K", "buffer128K", "buffer256K"};
+
 static void buf_pools_init(void)
 {
     for (unsigned i = 0; i < BUF_CLASSES; i++) {
-        buf_pools[i].name = "buffer";
+        buf_pools[i].name = buf_names[i];
         buf_pools[i].size = (size_t)1 << (BUF_MIN_SHIFT + i);
         buf_pools[i].batch = i < 6 ? 32 : 4; /* >= 16 KiB: small batches */
         pthread_mutex_init(&buf_pools[i].lock, NULL);

@@ -16,6 +16,7 @@
 #include "base.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct base_pool_item base_pool_item_t;
@@ -36,7 +37,26 @@ typedef struct base_pool {
     size_t           n_chains;   /* chains on the stack */
     size_t           cap_chains; /* allocated slots in `chains` */
     uint64_t         from_heap;  /* items ever malloc'ed */
+    uint64_t         to_threads; /* batches moved from the global list to a thread */
+    uint64_t         to_global;  /* batches moved from a thread to the global list */
+    _Atomic bool     listed;     /* on the list base_pool_info() walks */
+    struct base_pool *next_pool; /* that list (guarded by its own mutex in pool.c) */
 } base_pool_t;
+
+/* Figures of one pool, for the `allocator` stats (qdrouterd's allocator entity). */
+typedef struct base_pool_info {
+    const char *name;       /* type name (static) */
+    size_t      size;       /* item size */
+    uint32_t    batch;      /* items per transfer */
+    uint64_t    from_heap;  /* items ever malloc'ed */
+    uint64_t    to_threads; /* batches global -> thread */
+    uint64_t    to_global;  /* batches thread -> global */
+    uint64_t    on_global;  /* items waiting on the global list */
+} base_pool_info_t;
+
+/* Fill out[0 .. max) with the pools used so far; returns how many there are (may exceed max).
+ * Thread-safe.  Returns 0 when built with -Dpools=false. */
+size_t base_pool_info(base_pool_info_t *out, size_t max);
 
 /* One thread's private free list for one type. */
 typedef struct base_pool_local {
