@@ -899,7 +899,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},  {"version", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int ch;
-    while ((ch = getopt_long(argc, argv, "+s:ji:n:t:vh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:ji:n:t:vh", opts, NULL)) != -1) {
         switch (ch) {
         case 's':
             opt_socket = optarg;

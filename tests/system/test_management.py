@@ -572,6 +572,9 @@ def test_junctionctl(mrouter, sock_path, client):
     vals = json.loads(p.stdout)
     assert vals["router.workerThreads"] == 2 and vals["router.deliveriesIngress"] >= 7
 
+    p = junctionctl("stats", "router.w*", "--json", "-s", sock_path)  # options after it
+    assert p.returncode == 0 and json.loads(p.stdout) == {"router.workerThreads": 2}, p.stderr
+
     p = junctionctl("-s", sock_path, "stats")  # everything
     assert p.returncode == 0 and "router.uptimeSeconds" in p.stdout
 
