@@ -1277,7 +1277,8 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
     b->gen = o->gen;
     b->str_off = (uint32_t)it->_nstr;
     b->val_off = (uint32_t)val_off;
-    memcpy(it->_str + it->_nstr, o->strs, o->strs_len);
+    if (o->strs_len)
+        memcpy(it->_str + it->_nstr, o->strs, o->strs_len);
     it->_nstr += o->strs_len;
     uint64_t *v = &it->_vals[val_off];
     memset(v, 0, width * sizeof(uint64_t));
