@@ -158,6 +158,7 @@ typedef struct lg_opts {
     unsigned    credit;      /* receiver's window; sender's cap on unsettled deliveries */
     unsigned    max_frame;   /* the transport's max frame size */
     double      timeout;     /* give up after this long with no progress, seconds */
+    double      rate;        /* sender: messages per second; 0 = as fast as credit allows */
     lg_inject_t inject;      /* sender: a fault to inject, or NONE */
     uint64_t    inject_at;   /* ... at this sequence number */
 } lg_opts_t;
@@ -194,6 +195,7 @@ typedef struct lg {
     bool           end_settled;  /* END settled (accepted or not) */
     uint64_t      *send_ns;      /* send time per in-flight slot (tag % credit), for acks */
     uint64_t       deadline_ns;  /* --seconds: stop sending at this time */
+    uint64_t       next_due_ns;  /* --rate: the next message is due then (0: not waiting) */
     /* receiver */
     uint8_t *rbuf;       /* receive buffer */
     size_t   rbuf_cap;   /* its size */
@@ -747,6 +749,7 @@ static void sender_pump(lg_t *g)
 {
     pn_link_t *l = g->link;
 
+    g->next_due_ns = 0;
     if (!l || g->closing || pn_link_state(l) & PN_LOCAL_CLOSED)
         return;
     while (!g->stop && pn_link_credit(l) > 0 && g->sent - g->settled < g->o.credit &&
@@ -761,6 +764,14 @@ static void sender_pump(lg_t *g)
         if (g->o.count ? g->seq >= g->o.count : t >= g->deadline_ns) {
             g->stop = true;
             break;
+        }
+        if (g->o.rate > 0) {
+            uint64_t due = g->first_ns + (uint64_t)((double)g->seq * 1e9 / g->o.rate);
+
+            if (t < due) {
+                g->next_due_ns = due; /* run() sleeps until then at most */
+                break;
+            }
         }
         send_data(g, t);
     }
@@ -1210,9 +1221,15 @@ static void run(lg_t *g)
         if (!progress && !pn_connection_driver_has_event(d)) {
             struct pollfd pfd = {
                 g->fd, (short)((rb.size > 0 ? POLLIN : 0) | (want_write ? POLLOUT : 0)), 0};
+            int ms = 500;
 
-            if (pfd.events)
-                poll(&pfd, 1, 500);
+            if (g->next_due_ns) { /* --rate: wake up when the next message is due */
+                uint64_t now = now_ns();
+
+                ms = now >= g->next_due_ns ? 0 : (int)((g->next_due_ns - now + 999999) / 1000000);
+                ms = ms < 500 ? ms : 500;
+            }
+            poll(&pfd, 1, ms);
         }
         check_timeout(g, now_ns());
     }
@@ -1235,6 +1252,8 @@ static void usage(FILE *f)
                "(default 1000)\n"
                "  -f, --max-frame B     transport max frame size (default 16384)\n"
                "  -t, --timeout S       give up after S seconds without progress (default 30)\n"
+               "  -r, --rate R          sender: R messages per second (default: as fast as\n"
+               "                        the credit allows); for latency below saturation\n"
                "  -i, --inject KIND[@SEQ]  sender: one deliberate fault at sequence number SEQ\n"
                "                        (default 100), to check the receiver: loss, duplicate,\n"
                "                        corrupt-annotation, corrupt-body\n"
@@ -1256,12 +1275,19 @@ static bool parse_u64(const char *s, uint64_t *v)
 static int parse_args(lg_opts_t *o, int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"url", required_argument, NULL, 'u'},     {"listen", required_argument, NULL, 'l'},
-        {"address", required_argument, NULL, 'a'}, {"count", required_argument, NULL, 'n'},
-        {"seconds", required_argument, NULL, 's'}, {"annotations", required_argument, NULL, 'N'},
-        {"credit", required_argument, NULL, 'w'},  {"max-frame", required_argument, NULL, 'f'},
-        {"timeout", required_argument, NULL, 't'}, {"inject", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"url", required_argument, NULL, 'u'},
+        {"listen", required_argument, NULL, 'l'},
+        {"address", required_argument, NULL, 'a'},
+        {"count", required_argument, NULL, 'n'},
+        {"seconds", required_argument, NULL, 's'},
+        {"annotations", required_argument, NULL, 'N'},
+        {"credit", required_argument, NULL, 'w'},
+        {"max-frame", required_argument, NULL, 'f'},
+        {"timeout", required_argument, NULL, 't'},
+        {"inject", required_argument, NULL, 'i'},
+        {"rate", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     uint64_t v;
     int      ch;
@@ -1288,7 +1314,7 @@ static int parse_args(lg_opts_t *o, int argc, char **argv)
     o->max_frame = 16384;
     o->timeout = 30;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "u:l:a:n:s:N:w:f:t:i:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:l:a:n:s:N:w:f:t:i:r:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'u':
             o->url = optarg;
@@ -1343,6 +1369,11 @@ static int parse_args(lg_opts_t *o, int argc, char **argv)
                 goto bad;
             break;
         }
+        case 'r':
+            o->rate = strtod(optarg, NULL);
+            if (!(o->rate > 0))
+                goto bad;
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -1381,12 +1412,13 @@ static void print_summary(lg_t *g)
     double secs = g->last_ns > g->first_ns ? (double)(g->last_ns - g->first_ns) / 1e9 : 0;
 
     if (g->o.mode == LG_MODE_SEND) {
-        printf("{\"mode\":\"send\",\"annotations\":%u,\"message_bytes\":%zu,\"messages\":%" PRIu64
-               ",\"accepted\":%" PRIu64 ",\"seconds\":%.3f,\"msg_per_s\":%.0f,"
+        printf("{\"mode\":\"send\",\"rate\":%.0f,\"annotations\":%u,\"message_bytes\":%zu,"
+               "\"messages\":%" PRIu64 ",\"accepted\":%" PRIu64
+               ",\"seconds\":%.3f,\"msg_per_s\":%.0f,"
                "\"ack_p50_us\":%.1f,\"ack_p99_us\":%.1f,\"ack_max_us\":%.1f,"
                "\"not_accepted\":%" PRIu64 ",\"unsettled\":%" PRIu64 ",\"cpu_s\":%.3f,"
                "\"errors\":%" PRIu64 "}\n",
-               g->o.annotations, g->msg_len, g->sent, g->accepted, secs,
+               g->o.rate, g->o.annotations, g->msg_len, g->sent, g->accepted, secs,
                secs > 0 ? (double)g->accepted / secs : 0, hist_quantile_us(&g->lat, 0.5),
                hist_quantile_us(&g->lat, 0.99), (double)g->lat.max / 1000.0, g->not_accepted,
                g->sent - g->settled, cpu_seconds(), g->errors);
