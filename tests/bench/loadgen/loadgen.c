@@ -7,13 +7,13 @@
  *                                                          then connects straight to it (the
  *                                                          direct, no-router ceiling)
  *
- * The sender sends at-least-once (unsettled) messages as fast as its link credit allows, with
- * at most --credit deliveries unsettled.  Each message is a message-annotations section with N
- * pairs (key: the symbol "k0001".., value: a 100-byte string derived from the key's index) and
- * a data section of 32 bytes: send time (CLOCK_MONOTONIC ns), sequence number, N, flags and a
- * check word.  The message is encoded once; per message only the body's fields are patched.
- * After --count messages or --seconds, it sends one END message carrying the count, waits
- * until every delivery is settled and closes.
+ * The sender sends at-least-once (unsettled) messages as fast as its link credit allows (or
+ * --rate messages per second), with at most --credit deliveries unsettled.  Each message is a
+ * message-annotations section with N pairs (key: the symbol "k0001".., value: a 100-byte string
+ * derived from the key's index) and a data section of 32 bytes: send time (CLOCK_MONOTONIC ns),
+ * sequence number, N, flags and a check word.  The message is encoded once; per message only the
+ * body's fields are patched. After --count messages or --seconds, it sends one END message carrying
+ * the count, waits until every delivery is settled and closes.
  *
  * The receiver grants --credit (topped up as it consumes), accepts and settles every
  * delivery, and checks every message: complete and well-formed, sequence numbers contiguous
