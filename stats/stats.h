@@ -30,7 +30,8 @@
  *   - The hot-path calls (stats_counter_add, stats_counter_inc, stats_gauge_add,
  *     stats_gauge_set, stats_hist_record) are inline and take the caller's OWN shard: only
  *     the thread that owns `shard` may call them - the shard argument plays the part of a
- *     _WT/_CT suffix.  They touch nothing but that shard's memory.
+ *     _WT/_CT suffix.  They write nothing but that shard's memory (debug builds also read
+ *     the registry's generation of the slot).
  *   - A handle is a value (id + generation).  It is valid from the stats_object_new() that
  *     made it until the stats_object_retire() of its object.  A thread may use a handle made
  *     on another thread once the handle reached it through any synchronisation (a queue, a
@@ -419,14 +420,18 @@ enum stats_iter_flags {
 
 /* Start a walk over the live stats matching `glob` (NULL = all; copied), restricted by
  * `flags`.  Order: families in creation order (singleton and labelled ones as flags say),
- * then plain stats; inside a family, objects in slot order of their records (roughly
- * creation order), object by object or field by field.  A walk holds the registry's mutex
+ * then plain stats; inside a family, objects in the order of their places in the family's
+ * list (creation order, except that a new object takes a retired one's place), object by
+ * object or field by field.  A walk holds the registry's mutex
  * only while it fills a batch (a few hundred objects), so object creation waits at most that
  * long and writers never wait.  Each value is exact as of some instant during the walk; an
  * object created or retired during the walk may or may not appear; an object that lives
  * through the whole walk appears exactly once (once per field with BY_FIELD).  A glob whose
  * first dot-separated part is literal visits only that family.  Caller owns the iterator
- * (stats_iter_free).  Thread-safe (one iterator per thread at a time). */
+ * (stats_iter_free).  Thread-safe with respect to the registry; an iterator itself is used
+ * by one thread at a time.  Field by field, a family of several fields is taken whole (in
+ * chunks, the mutex released in between) and then served: transient memory of 8 B per stat
+ * of the largest family, plus its labels (see DESIGN.md "Reading"). */
 stats_iter_t *stats_iter_new(stats_registry_t *r, const char *glob, unsigned flags);
 
 /* The next sample, or NULL at the end. */
@@ -446,8 +451,9 @@ size_t stats_sample_name(const stats_sample_t *s, char *buf, size_t cap);
  * sample of one metric together under one `# HELP` (if any) and `# TYPE`.  Counters are
  * `name{labels} value`, gauges signed, histograms `name_bucket{labels,le="1"}` cumulative
  * ... `le="+Inf"`, then `name_sum` and `name_count`.  Label values and help are escaped
- * (`\\`, `\"`, `\n`).  Memory: one sample's text at a time plus one batch of the walk,
- * whatever the registry's size.
+ * (`\\`, `\"`, `\n`).  Memory: the pending text (16 KiB plus one sample) and the walk's
+ * batch, which field by field is the largest family's values (8 B per stat) and labels -
+ * never the text of the whole output.
  * ------------------------------------------------------------------------------------- */
 
 /* Start rendering the stats matching `glob` (NULL = all).  Caller owns it.  Thread-safe. */

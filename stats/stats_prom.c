@@ -3,8 +3,9 @@
  * Walks the registry with the public iterator (stats_iter_*), field by field so that the
  * samples of one metric stay together, and renders a few KiB of text at a time into a
  * pending buffer that stats_prom_read() hands out in whatever pieces the caller asks for.
- * Memory: the pending buffer (about 8 KiB, more only for one sample with huge labels) and
- * the iterator's batch; never the whole output.
+ * Memory: the pending buffer (16 KiB, more only for one sample with huge labels) and the
+ * iterator's batch (field by field: the largest family's values and labels); never the text
+ * of the whole output.
  *
  * Order: singleton families and plain stats first (the router's qdr_* totals), then the
  * families with labelled objects (connections, links, addresses).
