@@ -2,6 +2,8 @@
  * Threads: push from any thread; take/wait on the consumer only. One lock: q->lock. */
 #include "mpsc.h"
 
+#include "pool.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -36,7 +38,11 @@ void *base_mpsc_batch_add(base_mpsc_batch_t *b, uint32_t size)
 {
     base_mpsc_chunk_t *c = b->tail;
     if (!c || c->count == BASE_MPSC_CHUNK_ITEMS || c->size != size) {
-        c = base_malloc(sizeof(*c) + (size_t)BASE_MPSC_CHUNK_ITEMS * size);
+        /* chunks come from the size-class pools: the consumer frees what producers made,
+         * and the pools bring the memory back in batches, not one malloc/free per chunk */
+        size_t cap;
+        c = base_buf_alloc(sizeof(*c) + (size_t)BASE_MPSC_CHUNK_ITEMS * size, &cap);
+        c->cap = cap;
         c->next = NULL;
         c->count = 0;
         c->size = size;
@@ -119,5 +125,5 @@ void base_mpsc_interrupt(base_mpsc_t *q)
 
 void base_mpsc_chunk_free(base_mpsc_chunk_t *c)
 {
-    free(c);
+    base_buf_free(c, c->cap);
 }

@@ -25,6 +25,7 @@ struct base_mpsc_chunk {
     base_mpsc_chunk_t *next;  /* next chunk in the batch / queue */
     uint32_t           count; /* items written */
     uint32_t           size;  /* bytes per item */
+    size_t             cap;   /* bytes allocated for the chunk (pooled buffer size class) */
     _Alignas(16) unsigned char items[]; /* BASE_MPSC_CHUNK_ITEMS * size bytes */
 };
 
