@@ -5,7 +5,7 @@
  *
  * Opens ceil(K/M) connections with up to M receivers each, 500 to a session (addresses
  * P0 .. P(K-1), no credit), prints "READY <K> <seconds>" on stdout once the router has answered every
- * attach, then keeps the links open until SIGTERM/SIGINT or its standard input closes.
+ * attach, then keeps the links open until SIGTERM or SIGINT.
  * A client of the benchmark, not part of the router: it uses Proton's proactor, single
  * threaded.  Exits non-zero if an attach is refused or a connection fails.
  */
@@ -20,7 +20,6 @@
 #include <proton/transport.h>
 
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,8 +51,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: junction-holdlinks --url HOST:PORT --links K [--prefix P] "
                "[--per-connection M]\n"
                "Holds K receivers on addresses P0..P(K-1) (default prefix \"scale.\", "
-               "M = 10000);\nprints READY once all are attached; runs until SIGTERM or EOF "
-               "on stdin.\n");
+               "M = 10000);\nprints READY once all are attached; runs until SIGTERM.\n");
 }
 
 int main(int argc, char **argv)
@@ -124,7 +122,7 @@ int main(int argc, char **argv)
 
     bool ready = false;
     int rc = 0;
-    pn_proactor_set_timeout(p, 200); /* wake up now and then to see signals and stdin */
+    pn_proactor_set_timeout(p, 200); /* wake up now and then to see a signal */
     while (!stop) {
         pn_event_batch_t *b = pn_proactor_wait(p);
         pn_event_t *e;
@@ -168,14 +166,6 @@ int main(int argc, char **argv)
             ready = true;
             printf("READY %ld %.2f\n", links, now_s() - t0);
             fflush(stdout);
-        }
-        if (ready) {
-            struct pollfd pf = {.fd = STDIN_FILENO, .events = POLLIN};
-            if (poll(&pf, 1, 0) > 0) {
-                char buf[64];
-                if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
-                    stop = 1;
-            }
         }
     }
     pn_proactor_free(p);
