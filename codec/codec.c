@@ -65,7 +65,7 @@ const uint8_t codec__class[256] = {
 
 /* Bytes after the code of a fixed-width class; also the smallest element of an array of that
  * class (the array's elements carry no code), used to check an array's count against its size. */
-static const uint8_t class_width[] = {
+const uint8_t codec__class_width[CODEC_CLASS_DESCRIBED] = {
     [CODEC_CLASS_W0] = 0,  [CODEC_CLASS_W1] = 1,  [CODEC_CLASS_W2] = 2,   [CODEC_CLASS_W4] = 4,
     [CODEC_CLASS_W8] = 8,  [CODEC_CLASS_W16] = 16,
     [CODEC_CLASS_VAR1] = 1,      /* size:1 */
@@ -146,9 +146,9 @@ plain_skip_slow(const uint8_t *p, const uint8_t *end, codec_err_t *err)
     case CODEC_CLASS_W4:
     case CODEC_CLASS_W8:
     case CODEC_CLASS_W16:
-        if (avail - 1 < class_width[cls])
+        if (avail - 1 < codec__class_width[cls])
             return fail(err, CODEC_ERR_OVERRUN);
-        return p + 1 + class_width[cls];
+        return p + 1 + codec__class_width[cls];
     case CODEC_CLASS_VAR1:
         if (avail < 2 || p[1] > avail - 2)
             return fail(err, CODEC_ERR_OVERRUN);
@@ -218,9 +218,9 @@ static inline const uint8_t *plain_skip(const uint8_t *p, const uint8_t *end, co
         return p + 2 + p[1];
     }
     if ((unsigned)(cls - CODEC_CLASS_W0) <= (unsigned)(CODEC_CLASS_W16 - CODEC_CLASS_W0)) {
-        if (avail - 1 < class_width[cls])
+        if (avail - 1 < codec__class_width[cls])
             return fail(err, CODEC_ERR_OVERRUN);
-        return p + 1 + class_width[cls];
+        return p + 1 + codec__class_width[cls];
     }
     return plain_skip_slow(p, end, err);
 }
@@ -253,7 +253,7 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
     case CODEC_CLASS_W4:
     case CODEC_CLASS_W8:
     case CODEC_CLASS_W16:
-        if ((uint64_t)count * class_width[cls] != room)
+        if ((uint64_t)count * codec__class_width[cls] != room)
             return fail(err, CODEC_ERR_ARRAY_COUNT);
         return e;
     case CODEC_CLASS_VAR1:
@@ -263,7 +263,7 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
     case CODEC_CLASS_ARRAY1:
     case CODEC_CLASS_ARRAY4:
         /* at least the elements' size fields; nothing at all for no elements */
-        if ((uint64_t)count * class_width[cls] > room || (count == 0 && room != 0))
+        if ((uint64_t)count * codec__class_width[cls] > room || (count == 0 && room != 0))
             return fail(err, CODEC_ERR_ARRAY_COUNT);
         return e;
     default:

@@ -186,6 +186,10 @@ const char *codec__why(codec_part_t part, codec_err_t err);
 /* codec__class[code] is the enum codec_class of a format code. */
 extern const uint8_t codec__class[256];
 
+/* codec__class_width[class]: bytes after the format code that fixed-width values (W0..W16)
+ * hold, or that the size (and count, and array constructor) fields take for the others. */
+extern const uint8_t codec__class_width[CODEC_CLASS_DESCRIBED];
+
 /* Skip one complete value (described values included) starting at p, bounded by end.
  * Returns the first byte after it, or NULL with *err set when it is malformed or does not end
  * by `end`.  Compounds and arrays are skipped by their size field after O(1) checks (size

@@ -33,21 +33,12 @@ static const uint8_t *check_array_elem(uint8_t code, const uint8_t *p, const uin
     size_t n;
     switch (codec__class[code]) {
     case CODEC_CLASS_W0:
-        return p;
     case CODEC_CLASS_W1:
-        n = 1;
-        break;
     case CODEC_CLASS_W2:
-        n = 2;
-        break;
     case CODEC_CLASS_W4:
-        n = 4;
-        break;
     case CODEC_CLASS_W8:
-        n = 8;
-        break;
     case CODEC_CLASS_W16:
-        n = 16;
+        n = codec__class_width[codec__class[code]];
         break;
     case CODEC_CLASS_VAR1:
         if (end - p < 1)
