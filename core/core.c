@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -556,6 +557,9 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_DISPOSITION:
         disposition_CT(core, a);
         break;
+    case CORE_A_CALL:
+        a->u.call.fn(core, a->u.call.arg);
+        break;
     }
 }
 
@@ -675,4 +679,17 @@ const char *core_router_id(const core_t *core)
 void core_post(core_t *core, base_mpsc_batch_t *b)
 {
     base_mpsc_push(&core->in, b);
+}
+
+int core_call(core_t *core, core_call_fn *fn, void *arg)
+{
+    base_mpsc_batch_t b = {0};
+    core_action_t *a = core_batch_add(&b);
+    if (!a)
+        return -ENOMEM;
+    a->type = CORE_A_CALL;
+    a->u.call.fn = fn;
+    a->u.call.arg = arg;
+    core_post(core, &b);
+    return 0;
 }

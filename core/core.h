@@ -184,7 +184,13 @@ typedef enum core_action_type {
     CORE_A_LINK_DETACH,     /* link_id */
     CORE_A_DELIVER,         /* dlv */
     CORE_A_DISPOSITION,     /* an outgoing copy of dlv was settled by its receiver */
+    CORE_A_CALL,            /* run call.fn(core, call.arg) on the core thread */
 } core_action_type_t;
+
+/* A function another thread (the admin thread: /healthz, management) runs on the core
+ * thread through CORE_A_CALL.  It must not block; it answers its caller by its own means
+ * (an atomic plus a uv_async_send, say).  `arg` belongs to the caller. */
+typedef void core_call_fn(core_t *core, void *arg);
 
 typedef struct core_action {
     uint8_t  type;    /* core_action_type_t */
@@ -204,6 +210,10 @@ typedef struct core_action {
             core_delivery_t   *dlv;  /* the incoming delivery this copy came from */
             core_disposition_t disp; /* the receiver's outcome (strings move to the core) */
         } disposition;
+        struct {
+            core_call_fn *fn;  /* CORE_A_CALL: run on the core thread */
+            void         *arg; /* its argument */
+        } call;
     } u;
 } core_action_t;
 
@@ -269,6 +279,10 @@ static inline core_action_t *core_batch_add(base_mpsc_batch_t *b)
     return base_mpsc_batch_add(b, sizeof(core_action_t));
 }
 void core_post(core_t *core, base_mpsc_batch_t *b);
+
+/* Run fn(core, arg) on the core thread, after the actions already queued (any thread that
+ * is not a worker: it posts a batch of its own).  Returns 0, or -ENOMEM. */
+int core_call(core_t *core, core_call_fn *fn, void *arg);
 
 /* Address helpers (pure, thread-safe). */
 

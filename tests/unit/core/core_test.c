@@ -13,6 +13,7 @@
 #include "core/core.h"
 
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -563,6 +564,42 @@ static void test_addr_normalize(void **state)
     assert_int_equal(n, 5);
 }
 
+/* core_call() runs the function on the core thread, after what was queued before it. */
+typedef struct call_probe {
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    int             calls;
+    pthread_t       thread;
+} call_probe_t;
+
+static void probe_fn(core_t *core, void *arg)
+{
+    call_probe_t *p = arg;
+    (void)core;
+    pthread_mutex_lock(&p->lock);
+    p->calls++;
+    p->thread = pthread_self();
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void test_core_call(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    call_probe_t p = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    uint64_t a = attach(f, 0, CORE_LINK_OUT, "q1", false);
+    assert_int_equal(core_call(f->core, probe_fn, &p), 0);
+    pthread_mutex_lock(&p.lock);
+    while (p.calls == 0)
+        pthread_cond_wait(&p.cond, &p.lock);
+    pthread_mutex_unlock(&p.lock);
+    assert_int_equal(p.calls, 1);
+    assert_false(pthread_equal(p.thread, pthread_self()));
+    detach(f, 0, a);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_consumer_detach_reports_then_forgets),
         cmocka_unit_test(test_builtin_stats_count),
         cmocka_unit_test(test_addr_normalize),
+        cmocka_unit_test(test_core_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
