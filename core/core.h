@@ -45,6 +45,7 @@ enum core_conn_field {
     CORE_CONN_DELIVERIES_IN = 0,
     CORE_CONN_DELIVERIES_OUT,
     CORE_CONN_OPENED_AT,
+    CORE_CONN_LAST_DLV,
     CORE_CONN_NFIELDS
 };
 enum core_link_field {

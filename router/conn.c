@@ -414,6 +414,7 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
     WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
+    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;
@@ -802,6 +803,7 @@ static void link_pump_WT(rtr_link_t *k)
     sent:
         pn_link_advance(pl);
         WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
+        WGAUGE(k->conn->worker, k->conn->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
         k->next_send = o->next;
         k->queued--;
         o->done_sending = true;

@@ -535,7 +535,7 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out);
  *                    "truncated"?: true} holding what changed since the last update the
  *                    client got (the first holds everything); no line when nothing changed
  *   stats.unsubscribe {"sub": N} -> {"sub": N}
- *   entity.query     {"type": "router" | "connection" | "link" | "address" (qdrouterd's
+ *   entity.query     {"type": "router" | "connection" | "link" | "address" | "allocator" (qdrouterd's
  *                    names too: "router.link", "org.apache.qpid.dispatch.router.address"),
  *                    "attributeNames"?: [...], "offset"?: n, "count"?: n}
  *                    -> lines {"id", "result": {"type", "attributeNames": [...],
