@@ -336,7 +336,10 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
                             l->addr ? l->addr->key : ""};
-    if (stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
+    /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
+     * qdrouterd where the agent is not a link */
+    if (l->conn_id != 0 &&
+        stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
         GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
         w->u.attached.stats = l->stats;
     }
@@ -669,6 +672,40 @@ void core_free(core_t *core)
     base_mpsc_fini(&core->in);
     free(core->router_id);
     free(core);
+}
+
+int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac)
+{
+    BASE_ASSERT_THREAD(CORE);
+    bool prefix = ac->prefix != NULL;
+    const char *text = prefix ? ac->prefix : ac->pattern;
+    if (!text)
+        return -EINVAL;
+    int rc = prefix ? base_pattern_add_prefix(core->patterns, text, (void *)ac)
+                    : base_pattern_add(core->patterns, text, (void *)ac);
+    if (rc == 0)
+        LOG(INFO, "Address configuration %s '%s' added (%s)", prefix ? "prefix" : "pattern", text,
+            cfg_distribution_name(ac->distribution));
+    return rc;
+}
+
+const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_t *ac)
+{
+    BASE_ASSERT_THREAD(CORE);
+    bool prefix = ac->prefix != NULL;
+    const char *text = prefix ? ac->prefix : ac->pattern;
+    char *norm = text ? base_pattern_normalize(text, prefix) : NULL;
+    if (!norm)
+        return NULL;
+    const cfg_address_t *old = base_pattern_get(core->patterns, norm);
+    if (old != ac) {
+        free(norm);
+        return NULL;
+    }
+    base_pattern_remove(core->patterns, norm);
+    free(norm);
+    LOG(INFO, "Address configuration %s '%s' removed", prefix ? "prefix" : "pattern", text);
+    return old;
 }
 
 const char *core_router_id(const core_t *core)

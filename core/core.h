@@ -199,7 +199,9 @@ typedef struct core_action {
     uint64_t link_id; /* the link concerned (every type) */
     union {
         struct {
-            uint64_t conn_id;   /* its connection, for logs and management */
+            uint64_t conn_id;   /* its connection, for logs and management; 0 for an
+                                   in-process link (the management agent), which gets no
+                                   stats object */
             void    *handle;    /* the worker's link, echoed back, never dereferenced */
             char    *address;   /* terminus address (heap; the core frees it), or NULL */
             uint32_t capacity;  /* linkCapacity of the connection's listener */
@@ -284,6 +286,16 @@ void core_post(core_t *core, base_mpsc_batch_t *b);
 /* Run fn(core, arg) on the core thread, after the actions already queued (any thread that
  * is not a worker: it posts a batch of its own).  Returns 0, or -ENOMEM. */
 int core_call(core_t *core, core_call_fn *fn, void *arg);
+
+/* Run-time address configuration (management CREATE/DELETE of `address`).  Core thread
+ * only: call them from a core_call() function.  They change the treatment of addresses
+ * created from now on; addresses that exist keep theirs until they go away (as in
+ * qdrouterd).  add: `ac` (prefix or pattern) must stay valid until it is removed; returns 0,
+ * -EEXIST when the same prefix/pattern is configured already, -EINVAL when it is not a valid
+ * pattern.  remove: returns the configuration that was removed, or NULL when it was not
+ * there. */
+int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac);
+const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_t *ac);
 
 /* Address helpers (pure, thread-safe). */
 

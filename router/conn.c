@@ -892,6 +892,17 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
             rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
         } else if (work->u.ext.kind == RTR_EXT_STREAM) {
             on_stream_wake_WT(w);
+        } else if (work->u.ext.kind == RTR_EXT_CLOSE_CONN) {
+            for (rtr_conn_t *c = w->conns; c; c = c->next) {
+                if (c->id == (uint64_t)work->u.ext.arg) {
+                    LOGC(c, INFO, "Connection closed by management (adminStatus deleted)");
+                    pn_condition_t *cond = pn_connection_condition(c->driver.connection);
+                    pn_condition_set_name(cond, "amqp:connection:forced");
+                    pn_condition_set_description(cond, "Connection closed by management");
+                    rtr_conn_close_WT(c);
+                    break;
+                }
+            }
         } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
             w->stopping = true;
             for (rtr_conn_t *c = w->conns; c; c = c->next)
@@ -1210,9 +1221,10 @@ void rtr_conn_close_WT(rtr_conn_t *c)
         return;
     pn_connection_t *pc = c->driver.connection;
     pn_condition_t *cond = pn_connection_condition(pc);
-    if (!pn_condition_is_set(cond))
+    if (!pn_condition_is_set(cond)) {
         pn_condition_set_name(cond, "amqp:connection:forced");
-    pn_condition_set_description(cond, "router shutting down");
+        pn_condition_set_description(cond, "router shutting down");
+    }
     pn_connection_close(pc);
     conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);
