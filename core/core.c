@@ -21,9 +21,18 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
-/* Count into the core thread's own shard. */
-#define COUNT(obj, field, n) stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n))
-#define GAUGE(obj, field, v) stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v))
+/* Count into the core thread's own shard; an object without stats (gen 0: an in-process
+ * link, or no room in the registry) counts nothing. */
+#define COUNT(obj, field, n)                                                                       \
+    do {                                                                                           \
+        if ((obj).gen)                                                                             \
+            stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n));                   \
+    } while (0)
+#define GAUGE(obj, field, v)                                                                       \
+    do {                                                                                           \
+        if ((obj).gen)                                                                             \
+            stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v));                     \
+    } while (0)
 
 /* ---- link sets ---- */
 
@@ -335,7 +344,7 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
-                            l->addr ? l->addr->key : ""};
+                            l->addr ? l->addr->key : "", a->u.attach.name ? a->u.attach.name : ""};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0 &&
@@ -345,6 +354,7 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     }
     if (l->addr)
         addr_gauges_CT(core, l->addr);
+    BASE_FREE(a->u.attach.name);
 }
 
 static void link_detach_CT(core_t *core, core_action_t *a)

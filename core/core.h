@@ -104,7 +104,8 @@ enum core_router_field {
 typedef struct core_stats {
     stats_registry_t *reg;        /* the process's registry */
     stats_family_t   *connection; /* labels: connection id, host, container, dir */
-    stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key */
+    stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key,
+                                     link name */
     stats_family_t   *address;    /* labels: address key, distribution */
     stats_family_t   *router;     /* singleton: qdrouterd's router counters */
     stats_family_t   *allocator;  /* labels: typeName (one per pool, main thread writes) */
@@ -204,6 +205,7 @@ typedef struct core_action {
                                    stats object */
             void    *handle;    /* the worker's link, echoed back, never dereferenced */
             char    *address;   /* terminus address (heap; the core frees it), or NULL */
+            char    *name;      /* the link's name (heap; the core frees it), or NULL */
             uint32_t capacity;  /* linkCapacity of the connection's listener */
             uint8_t  dir;       /* core_link_dir_t */
             bool     dynamic;   /* dynamic source: the core makes an address */

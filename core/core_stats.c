@@ -108,7 +108,7 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
                                      .labels = {"connection", "host", "container", "dir"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
-                                     .labels = {"link", "connection", "dir", "address"}};
+                                     .labels = {"link", "connection", "dir", "address", "name"}};
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
                                      .nfields = CORE_ADDR_NFIELDS,
                                      .labels = {"address", "distribution"}};

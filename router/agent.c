@@ -134,6 +134,7 @@ static void attach(agent_t *a, int which, const char *address, core_link_dir_t d
     act->u.attach.capacity = 250;
     act->u.attach.dir = (uint8_t)dir;
     act->u.attach.dynamic = false;
+    act->u.attach.name = NULL;
 }
 
 static void reply_send(agent_t *a, uint8_t *bytes, size_t len, char *to)

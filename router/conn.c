@@ -287,6 +287,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     a->u.attach.capacity = c->listener->link_capacity;
     a->u.attach.dir = k->out ? CORE_LINK_OUT : CORE_LINK_IN;
     a->u.attach.dynamic = dynamic;
+    a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
     k->at_core = true;
     LOGL(k, INFO, "Link attaching: %s %s%s", k->out ? "outgoing from" : "incoming to",
          dynamic ? "(dynamic)" : (addr && *addr ? addr : "(anonymous)"),

@@ -366,6 +366,7 @@ static const col_def_t link_cols[] = {
     {"connectionId", COL_LABEL, "connection", 0, false, NULL},
     {"owningAddr",   COL_LABEL, "address", 0, true, NULL},
     {"peer",         COL_NULL,  NULL, 0, false, NULL},
+    {"linkName",     COL_LABEL, "name", 0, false, NULL},
     {"adminStatus",  COL_STR,   "enabled", 0, false, NULL},
     {"operStatus",   COL_STR,   "up", 0, false, NULL},
     {"priority",     COL_INT,   NULL, 4, false, NULL},

@@ -81,7 +81,7 @@
                                               address space (128 MiB), used as ids are */
 #define STATS_COMMIT_SLOTS     (1u << 15)  /* growth step: 32,768 ids (256 KiB per shard) */
 #define STATS_MAX_BLOCK        4096u       /* slots one object of a family may take */
-#define STATS_MAX_LABELS       4                            /* label keys per family */
+#define STATS_MAX_LABELS       5                            /* label keys per family */
 #define STATS_MAX_FIELDS       1024                         /* fields per family */
 #define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
 /* Slots a histogram field with b finite buckets takes: b buckets, the +Inf bucket, the sum. */
