@@ -897,6 +897,8 @@ static cJSON *find_row(req_t *q, const etype_t *t)
 static int op_query(req_t *q)
 {
     const char *tn = q->entity_type ? q->entity_type : q->type;
+    if (!q->entity_type && tn && etype_find(tn) && etype_find(tn)->kind == ET_NODE)
+        tn = NULL; /* a node-level QUERY with no entityType: every entity (qdrouterd) */
     /* attributeNames: a list of strings, absent or empty for every attribute */
     const cJSON *an = NULL;
     if (q->body) {
@@ -1099,8 +1101,9 @@ static int op_create(req_t *q)
     }
     rec_list_t *list = t->kind == ET_LISTENER ? &m->listeners : &m->addresses;
     if (bn && name_taken(list, bn->valuestring)) {
+        fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring, full);
         cJSON_Delete(attrs);
-        return fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring, full);
+        return -1;
     }
     cfg_t *cfg = parse_entity(q, t->kind == ET_LISTENER ? "listener" : "address", attrs);
     cJSON_Delete(attrs);
@@ -1143,10 +1146,10 @@ static int op_create(req_t *q)
         }
         if (!norm || dup) {
             free(norm);
+            fail(q, 400, "Bad Request: %s '%.200s' %s", prefix ? "prefix" : "pattern",
+                 prefix ? ac->prefix : ac->pattern, dup ? "is configured already" : "is not valid");
             cfg_free(cfg);
-            return fail(q, 400, "Bad Request: %s '%.200s' %s", prefix ? "prefix" : "pattern",
-                        prefix ? ac->prefix : ac->pattern,
-                        dup ? "is configured already" : "is not valid");
+            return -1;
         }
         free(norm);
         own_cfg(m, cfg);
