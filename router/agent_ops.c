@@ -1629,7 +1629,8 @@ int rtr_mgmt_handle(rtr_mgmt_t *m, const uint8_t *bytes, size_t len, uint8_t **o
     *out_len = 0;
     *to = NULL;
     pn_message_clear(req);
-    if (pn_message_decode(req, (const char *)bytes, len) != 0) {
+    /* (Proton asserts on an empty buffer) */
+    if (!bytes || len == 0 || pn_message_decode(req, (const char *)bytes, len) != 0) {
         *why = "the request is not an AMQP message";
         return -1;
     }
