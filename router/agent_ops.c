@@ -521,7 +521,7 @@ static cJSON *data_to_json(pn_data_t *d, int depth)
         cJSON *o = cJSON_CreateObject();
         size_t n = pn_data_get_map(d);
         pn_data_enter(d);
-        for (size_t i = 0; i + 1 < n + 1 && i < n; i += 2) {
+        for (size_t i = 0; i < n; i += 2) {
             cJSON *k = pn_data_next(d) ? data_to_json(d, depth + 1) : NULL;
             cJSON *v = k && cJSON_IsString(k) && pn_data_next(d) ? data_to_json(d, depth + 1)
                                                                  : NULL;
@@ -1510,7 +1510,7 @@ static int read_props(req_t *q, pn_data_t *p)
         return fail(q, 400, "Bad Request: application-properties must be a map");
     size_t n = pn_data_get_map(p);
     pn_data_enter(p);
-    for (size_t i = 0; i + 1 < n + 1 && i < n; i += 2) {
+    for (size_t i = 0; i < n; i += 2) {
         if (!pn_data_next(p) || pn_data_type(p) != PN_STRING) {
             pn_data_exit(p);
             return fail(q, 400, "Bad Request: application-properties keys must be strings");

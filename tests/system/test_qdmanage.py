@@ -416,3 +416,16 @@ def test_query_without_body_and_presettled_request(node, router, client):
     got = rcv.get().message
     assert got.properties["statusCode"] == 200 and got.correlation_id == 99
     assert "id" in got.body["attributeNames"] and len(got.body["results"]) == 1
+
+
+def test_oversized_request_refused(raw, node):
+    # a request big enough to be streamed (over 256 KiB) is refused, not buffered whole
+    snd, rcv, reply_to = raw
+    msg = Message(body={"prefix": "big", "junk": "x" * (300 << 10)},
+                  properties={"operation": "CREATE", "type": "address"})
+    msg.reply_to = reply_to
+    dlv = snd.send(msg)
+    assert snd.wait_outcome(dlv) == dlv.REJECTED
+    still_usable(node)
+    names, rows = node.query("address", ["prefix"])
+    assert ["big"] not in rows
