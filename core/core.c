@@ -658,6 +658,23 @@ void core_stop(core_t *core)
 void core_free(core_t *core)
 {
     base_map_slot_t *s;
+    /* actions posted after the core stopped (an attach the management agent made while the
+     * router was already shutting down): free the strings they carry */
+    base_mpsc_chunk_t *late = base_mpsc_take(&core->in);
+    while (late) {
+        base_mpsc_chunk_t *next = late->next;
+        for (uint32_t i = 0; i < late->count; i++) {
+            core_action_t *a = base_mpsc_chunk_item(late, i);
+            if (a->type == CORE_A_LINK_ATTACH) {
+                free(a->u.attach.address);
+                free(a->u.attach.name);
+            } else if (a->type == CORE_A_DISPOSITION) {
+                free_disp_strings(&a->u.disposition.disp);
+            }
+        }
+        base_mpsc_chunk_free(late);
+        late = next;
+    }
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
         free(s->value);
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
