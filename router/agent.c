@@ -1,9 +1,9 @@
 /* router/agent.c: the management agent's thread (see agent.h): a libuv loop whose inbox is
  * a core queue, three links at the core, requests in, replies out.
  *
- * Threads: rtr_agent_init/start/stop/free on the main thread; every other function in this
- * file is a callback of the agent's loop and runs on the agent thread (no suffixes inside
- * the file).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
+ * Threads: rtr_agent_init/start/stop/free on the main thread; addr_add_CT/addr_del_CT on the
+ * core thread (through core_call()); every other function in this file is a callback of the
+ * agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
  * uv_async wake-up); actions for the core are gathered during a loop iteration and pushed
  * once from a uv_prepare_t, as a worker does; address changes go to the core with
  * core_call(), listener changes to the main thread (rtr_server_listener_*), connection
