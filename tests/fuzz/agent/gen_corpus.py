@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write the seed inputs of fuzz_mgmt: management requests as qdstat and qdmanage encode
+"""Write the seed inputs of fuzz_agent: management requests as qdstat and qdmanage encode
 them, and malformed variants.  Run from this directory: /usr/bin/python3 gen_corpus.py"""
 
 import os

@@ -1,11 +1,11 @@
-/* tests/fuzz/fuzz_mgmt.c: libFuzzer target for the management request decoder and its
+/* tests/fuzz/fuzz_agent.c: libFuzzer target for the management request decoder and its
  * operations (router/agent_ops.c).
  *
  * Input: the encoded bytes of one request message, as the agent receives them.  Each input
  * is answered twice by one agent state (a request must never leave the state unusable: the
  * second answer must exist exactly when the first did), then a known good QUERY must still
  * get its 200.  Hooks accept everything (listeners get made-up ids), so CREATE/DELETE paths
- * run too.  Seeds: tests/fuzz/mgmt/corpus (gen_corpus.py: what qdstat and qdmanage send, and
+ * run too.  Seeds: tests/fuzz/agent/corpus (gen_corpus.py: what qdstat and qdmanage send, and
  * malformed variants).  Single-threaded. */
 #include "router/agent_ops.h"
 
