@@ -179,7 +179,6 @@ static void wsi_peer(struct lws *wsi, char *buf, size_t len)
 
 static const char BODY_404[] = "Not Found\n";
 static const char BODY_403[] = "Forbidden\n";
-static const char BODY_405[] = "Method Not Allowed\n";
 static const char BODY_503[] = "Service Unavailable: the core thread did not answer\n";
 static const char BODY_OK[] = "OK\n";
 
@@ -449,8 +448,10 @@ static int on_request(struct lws *wsi, http_req_t *r, const char *path)
     r->wsi = wsi;
     stats_counter_inc(srv->shard, srv->st_requests);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0) {
-        /* HEAD, POST, PUT, ...: lws puts the path of those in other headers */
-        return respond_text(r, 405, BODY_405);
+        /* POST, PUT, ... (lws keeps their paths in other headers; a body may follow): one
+         * answer, then the connection closes */
+        lws_return_http_status(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED, NULL);
+        return -1;
     }
     if (strcmp(path, "/metrics") == 0) {
         if (!l->cfg->metrics)

@@ -17,8 +17,12 @@ DEFAULT_TIMEOUT = 10.0
 class WsAmqp:
     """One AMQP connection through ws://host:port with WebSocket subprotocol `proto`."""
 
-    def __init__(self, host, port, proto="amqp", container="ws-test", timeout=DEFAULT_TIMEOUT):
+    def __init__(self, host, port, proto="amqp", container="ws-test", timeout=DEFAULT_TIMEOUT,
+                 peer=None):
+        """`peer`: a clients.Client to pump along with this connection (each waits for the
+        other, e.g. a TCP receiver for this sender's message)."""
         self.timeout = timeout
+        self.peer = peer
         self.ws = websocket.create_connection("ws://%s:%d/" % (host, port),
                                               subprotocols=[proto], timeout=timeout)
         self.conn = Connection()
@@ -29,6 +33,7 @@ class WsAmqp:
         self.collector = Collector()
         self.conn.collect(self.collector)
         self.closed = False
+        self.inbuf = b""  # bytes read from the WebSocket that the transport had no room for
         self.conn.open()
         self.session = self.conn.session()
         self.session.open()
@@ -40,7 +45,12 @@ class WsAmqp:
         return self.ws.getsubprotocol()
 
     def pump(self, wait=0.05):
-        """Write the engine's output; read what arrives within `wait` seconds."""
+        """Write the engine's output; read what arrives within `wait` seconds (and pump the
+        peer client)."""
+        if self.peer is not None:
+            self.peer.flush()
+            wait = 0.005
+        self.transport.tick(time.monotonic())  # heartbeats: the router has an idle timeout
         while True:
             n = self.transport.pending()
             if n < 0:
@@ -50,6 +60,10 @@ class WsAmqp:
             data = self.transport.peek(n)
             self.ws.send_binary(data)
             self.transport.pop(len(data))
+        if self.inbuf:
+            self._push(b"")
+            if self.inbuf:
+                return  # the application must read first (session window full)
         self.ws.settimeout(wait)
         try:
             op, data = self.ws.recv_data()
@@ -63,7 +77,16 @@ class WsAmqp:
             self.closed = True
             self.transport.close_tail()
             return
-        self.transport.push(data)
+        self._push(data)
+
+    def _push(self, data):
+        """Feed the transport as much as it takes; keep the rest for later."""
+        self.inbuf += data
+        cap = self.transport.capacity()
+        if cap > 0 and self.inbuf:
+            n = min(cap, len(self.inbuf))
+            self.transport.push(self.inbuf[:n])
+            self.inbuf = self.inbuf[n:]
         while self.collector.peek():
             self.collector.pop()
 
@@ -112,19 +135,32 @@ class WsAmqp:
         self.wait(lambda: dlv.remote_state != 0 and dlv.settled, what="outcome")
         return dlv.remote_state
 
-    def get(self, rcv, accept=True):
-        """The next message on rcv (accepted and settled unless accept=False)."""
-        self.wait(lambda: rcv.current is not None and rcv.current.readable
-                  and not rcv.current.partial, what="message")
+    def get_delivery(self, rcv):
+        """The next message on rcv and its Delivery, not settled."""
+        parts = []
+
+        def complete():
+            dlv = rcv.current
+            if dlv is None or not dlv.readable:
+                return False
+            if dlv.pending:  # read as it arrives: the session window refills
+                parts.append(rcv.recv(dlv.pending))
+            return not dlv.partial
+
+        self.wait(complete, what="message")
         dlv = rcv.current
-        data = rcv.recv(dlv.pending)
+        data = b"".join(parts)
         rcv.advance()
         m = Message()
         m.decode(data)
-        if accept:
-            dlv.update(Delivery.ACCEPTED)
-            dlv.settle()
-            self.pump()
+        return m, dlv
+
+    def get(self, rcv):
+        """The next message on rcv, accepted and settled."""
+        m, dlv = self.get_delivery(rcv)
+        dlv.update(Delivery.ACCEPTED)
+        dlv.settle()
+        self.pump()
         return m
 
     def close(self):
