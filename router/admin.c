@@ -505,6 +505,7 @@ static void admin_main(void *arg)
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
     uv_run(&a->loop, UV_RUN_DEFAULT);
+    rtr_http_finish(&a->loop);
 }
 
 /* ==== start and stop (main thread) ==== */

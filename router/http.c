@@ -132,10 +132,15 @@ struct http_server {
     stats_handle_t      st_probes;   /* /healthz probes the core answered */
     stats_handle_t      st_ws_amqp;  /* AMQP-over-WebSocket connections accepted */
     stats_handle_t      st_ws_mgmt;  /* junction-mgmt sessions opened */
+    int                 handles;     /* stopping: our handles not closed yet */
 };
 
 /* The running server, or NULL (admin thread). */
 static http_server_t *s_srv;
+
+/* The libwebsockets context until it is wholly destroyed (lws writes NULL here then: with a
+ * foreign loop that happens only once the loop ran lws's handle closes). */
+static struct lws_context *s_lws;
 
 /* The /healthz probe's answer from the core thread.  s_probe_async is set while the server
  * runs; probe_CT may run after the server stopped (a probe still queued), so it touches only
@@ -961,7 +966,9 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
         info.foreign_loops = loops;
         info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
         info.server_string = "junction/" JUNCTION_VERSION;
+        info.pcontext = &s_lws;
         srv->ctx = lws_create_context(&info);
+        s_lws = srv->ctx;
         if (!srv->ctx) {
             rc = -ENOTSUP;
             LOG(CRITICAL, "Cannot start the HTTP server: libwebsockets could not join the "
@@ -989,6 +996,7 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
     if (rc < 0) {
         if (srv->ctx)
             lws_context_destroy(srv->ctx);
+        srv->ctx = NULL;
         for (size_t i = 0; i < n; i++)
             close(srv->listeners[i].fd);
         http_free(srv);
@@ -1022,9 +1030,12 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
     return 0;
 }
 
-static void srv_handle_closed(uv_handle_t *h)
+/* One of our handles closed; the last one frees the server (libuv runs close callbacks in
+ * no order we can rely on). */
+static void srv_handle_closed(http_server_t *srv)
 {
-    (void)h;
+    if (--srv->handles == 0)
+        http_free(srv);
 }
 
 static void listener_closed_cb(uv_handle_t *h)
@@ -1032,13 +1043,12 @@ static void listener_closed_cb(uv_handle_t *h)
     http_listener_t *l = (http_listener_t *)h;
     close(l->fd);
     l->fd = -1;
+    srv_handle_closed(l->srv);
 }
 
-/* The last of our handles closed: free the server. */
-static void timer_closed_cb(uv_handle_t *h)
+static void srv_closed_cb(uv_handle_t *h)
 {
-    http_server_t *srv = h->data;
-    http_free(srv);
+    srv_handle_closed(h->data);
 }
 
 void rtr_http_stop(void)
@@ -1049,17 +1059,32 @@ void rtr_http_stop(void)
     pthread_mutex_lock(&s_probe_lock);
     s_probe_async = NULL;
     pthread_mutex_unlock(&s_probe_lock);
-    for (size_t i = 0; i < srv->n_listeners; i++)
-        if (srv->listeners[i].polling)
-            uv_close((uv_handle_t *)&srv->listeners[i].poll, listener_closed_cb);
     /* every connection closes: ws_amqp_t pipes close, /healthz waiters go */
-    struct lws_context *ctx = srv->ctx;
     srv->ctx = NULL;
-    lws_context_destroy(ctx);
+    lws_context_destroy(s_lws);
     srv->waiters = NULL;
     stats_shard_free(rtr_admin_registry(), srv->shard);
     srv->shard = NULL;
     s_srv = NULL;
-    uv_close((uv_handle_t *)&srv->probe_async, srv_handle_closed);
-    uv_close((uv_handle_t *)&srv->probe_timer, timer_closed_cb);
+    srv->handles = 2;
+    for (size_t i = 0; i < srv->n_listeners; i++)
+        if (srv->listeners[i].polling)
+            srv->handles++;
+    uv_close((uv_handle_t *)&srv->probe_async, srv_closed_cb);
+    uv_close((uv_handle_t *)&srv->probe_timer, srv_closed_cb);
+    for (size_t i = 0; i < srv->n_listeners; i++)
+        if (srv->listeners[i].polling)
+            uv_close((uv_handle_t *)&srv->listeners[i].poll, listener_closed_cb);
+}
+
+void rtr_http_finish(uv_loop_t *loop)
+{
+    /* lws_context_destroy() on a foreign loop stops at the handles it must wait for; once the
+     * loop ran their closes, a second call frees the rest */
+    for (int i = 0; i < 3 && s_lws; i++) {
+        lws_context_destroy(s_lws);
+        uv_run(loop, UV_RUN_DEFAULT);
+    }
+    if (s_lws)
+        LOG(WARNING, "libwebsockets did not finish its shutdown");
 }

@@ -27,4 +27,8 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
  * nothing when the server is not running.  Admin thread. */
 void rtr_http_stop(void);
 
+/* After the admin loop ran out: let libwebsockets finish destroying its context (it frees
+ * the rest once its handles' close callbacks ran).  Admin thread, after uv_run returned. */
+void rtr_http_finish(uv_loop_t *loop);
+
 #endif

@@ -201,8 +201,12 @@ def test_metrics_streams_many_stats(make_router, client):
     names = set(re.findall(r'address="[^"]*closest\.many\.(\d+)"', text))
     assert len(names) == n
     assert len(text) > 2_000_000
-    # the whole text never sat in the router's memory
-    assert r.rss_kb() - rss_before < len(text) // 1024 // 2
+    # the whole text never sat in the router's memory (not measurable under ASan, whose
+    # quarantine keeps every freed batch of the walk)
+    with open("/proc/%d/maps" % r.pid) as f:
+        asan = "libasan" in f.read()
+    if not asan:
+        assert r.rss_kb() - rss_before < len(text) // 1024 // 2
 
 
 # ---------------------------------------------------------------- /healthz
