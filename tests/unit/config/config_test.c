@@ -1054,11 +1054,16 @@ static void test_examples_load(void **state)
     assert_int_equal(
         cfg_load_file(SRCDIR "/config/examples/standalone.json", &cfg, errbuf, sizeof(errbuf)), 0);
     assert_string_equal(cfg->router.id, "Junction.A");
-    assert_int_equal(cfg->n_listeners, 1);
+    assert_int_equal(cfg->n_listeners, 2);
     assert_string_equal(cfg->listeners[0].host, "127.0.0.1");
     assert_int_equal(cfg_port_number(cfg->listeners[0].port), 5672);
     assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
     assert_false(cfg->listeners[0].authenticate_peer);
+    assert_false(cfg->listeners[0].http);
+    assert_int_equal(cfg_port_number(cfg->listeners[1].port), 8672);
+    assert_true(cfg->listeners[1].http);
+    assert_true(cfg->listeners[1].websockets && cfg->listeners[1].metrics &&
+                cfg->listeners[1].healthz);
     assert_int_equal(cfg->n_addresses, 5);
     static const struct {
         const char        *prefix;
@@ -1086,6 +1091,16 @@ static void test_examples_load(void **state)
     assert_int_equal(cfg->n_addresses, 4);
     assert_string_equal(cfg->addresses[0].pattern, "sensors.#");
     assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
+    cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/http.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_int_equal(cfg->n_listeners, 3);
+    assert_false(cfg->listeners[0].http);
+    assert_true(cfg->listeners[1].http && cfg->listeners[1].websockets);
+    assert_true(cfg->listeners[2].http);
+    assert_false(cfg->listeners[2].websockets);
+    assert_true(cfg->management.enabled);
     cfg_free(cfg);
 }
 
