@@ -967,6 +967,7 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
         info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
         info.server_string = "junction/" JUNCTION_VERSION;
         info.pcontext = &s_lws;
+        info.max_http_header_data = 8192; /* browsers send cookies; lws's default is 1 KiB */
         srv->ctx = lws_create_context(&info);
         s_lws = srv->ctx;
         if (!srv->ctx) {

@@ -41,11 +41,11 @@ def http_port(r, i=1):
     return r.addresses[i][1]
 
 
-def get(r, path, i=1, method="GET"):
+def get(r, path, i=1, method="GET", headers=None):
     """(status, headers dict with lower-case names, body bytes)."""
     c = http.client.HTTPConnection("127.0.0.1", http_port(r, i), timeout=TIMEOUT)
     try:
-        c.request(method, path)
+        c.request(method, path, headers=headers or {})
         resp = c.getresponse()
         body = resp.read()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
@@ -99,6 +99,9 @@ def test_http_listener_serves_the_console_page(make_router):
     assert status == 404
     status, _, _ = get(r, "/", method="POST")
     assert status == 405
+    # a browser's headers (cookies of other apps on localhost) fit
+    status, _, body3 = get(r, "/", headers={"Cookie": "a=" + "b" * 5000})
+    assert (status, body3) == (200, body)
 
 
 def test_http_listener_port_zero_logs_its_port(make_router):
