@@ -13,7 +13,8 @@
  *     (lws_adopt_socket_vhost), one lws vhost per listener.  Only HTTP is spoken there: bytes
  *     that are not HTTP (an AMQP header, garbage) make lws close the connection.
  *   - HTTP (protocol "http-only"): GET /metrics streams stats_prom_read() into the socket as it
- *     drains (32 KiB at a time, Connection: close, no length); GET /healthz waits for a round
+ *     drains (32 KiB at a time, Connection: close, no length; a reader that takes nothing
+ *     for HTTP_STALL_S is closed, since it holds a walk); GET /healthz waits for a round
  *     trip through the core thread (at most one probe in the core's queue; 200 "OK\n" when it
  *     answers, 503 after HEALTHZ_DEADLINE_MS); other paths are files: the embedded console
  *     (stats/console.h) or, with httpRootDir, that directory (`..` and paths that resolve
@@ -72,6 +73,8 @@
 #define WS_AMQP_CHUNK       (64u << 10) /* bytes read from the router per WebSocket message */
 #define WS_RX_BUFFER        (64u << 10) /* most WebSocket payload lws hands over at a time */
 #define ACCEPT_BATCH        64          /* connections accepted per readable event */
+#define HTTP_STALL_S        30          /* a reader that takes no body bytes for this long is
+                                           closed (it would hold a /metrics walk forever) */
 // clang-format on
 
 typedef struct http_server http_server_t;
@@ -236,6 +239,8 @@ static void req_reset(http_req_t *r)
 static int req_writable(http_req_t *r)
 {
     unsigned char buf[LWS_PRE + HTTP_CHUNK];
+    if (r->body == BODY_BYTES || r->body == BODY_PROM) /* the reader took the last chunk */
+        lws_set_timeout(r->wsi, PENDING_TIMEOUT_HTTP_CONTENT, HTTP_STALL_S);
     switch (r->body) {
     case BODY_BYTES: {
         size_t n = r->len - r->off;
@@ -253,6 +258,7 @@ static int req_writable(http_req_t *r)
             return 0;
         }
         req_reset(r);
+        lws_set_timeout(r->wsi, NO_PENDING_TIMEOUT, 0);
         return lws_http_transaction_completed(r->wsi) ? -1 : 0;
     }
     case BODY_PROM: {
@@ -261,6 +267,7 @@ static int req_writable(http_req_t *r)
             if (lws_write(r->wsi, buf + LWS_PRE, 0, LWS_WRITE_HTTP_FINAL) < 0)
                 return -1;
             req_reset(r);
+            lws_set_timeout(r->wsi, NO_PENDING_TIMEOUT, 0);
             return lws_http_transaction_completed(r->wsi) ? -1 : 0;
         }
         if (lws_write(r->wsi, buf + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
