@@ -1,17 +1,23 @@
-/* router/admin.c: the admin thread and the management socket.
+/* router/admin.c: the admin thread, the management socket, and the management session
+ * that every management transport shares (rtr_admin_sess_t).
  *
  * The admin thread runs one libuv loop with a Unix stream socket (uv_pipe) that speaks the
  * management protocol of stats/stats.h ("Management protocol"): newline-delimited JSON,
- * one stats_mgmt session per client.  This file only moves bytes: it cuts the input into
- * lines, hands each to the session, and writes what the session produces.
+ * one stats_mgmt session per client; the same loop runs the HTTP/WebSocket server of the
+ * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
+ * session.  This file only moves bytes: the session cuts the input into lines, hands each
+ * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
+ * The thread runs when there is a `management` entity or at least one http listener.
  *
  * Threads: rtr_admin_start() and rtr_admin_stop() run on the main thread.  Every other
  * function here is a callback of (or is called from) the admin loop and runs on the admin
  * thread only; nothing here is thread-safe, so no suffixes are used inside the file.  The
- * only cross-thread traffic is the stop request (uv_async_send) and the thread join.  The
+ * only cross-thread traffic is the stop request (uv_async_send), the start handshake (a
+ * semaphore: libwebsockets joins the loop from the admin thread) and the thread join.  The
  * stats registry is read through stats/'s thread-safe calls.
  *
- * DESIGN: everything a client can make the server hold is bounded.
+ * DESIGN: everything a client can make the server hold is bounded (per session, whatever
+ * the transport).
  *   - input: a line longer than STATS_MGMT_LINE_MAX gets a 413 error and the rest of it is
  *     dropped up to its newline; reading stops while the client has a streamed reply in
  *     progress or RTR_ADMIN_OUT_MAX bytes of output waiting, so at most one line plus one read
@@ -21,14 +27,18 @@
  *     line only then; subscription updates are refused (-EAGAIN) while the output is above
  *     RTR_ADMIN_OUT_MAX, and the session then sends the latest values next time - a slow
  *     subscriber never builds a backlog;
- *   - clients: at most management.maxClients; one more gets an error line and is closed.
+ *   - clients: at most management.maxClients per transport; one more gets an error line and
+ *     is closed.
  *
- *   client --bytes--> in[] --line--> stats_mgmt_handle() --lines--> pend[] --uv_write--> client
- *                                    stats_mgmt_tick() (timer) ---^   (one write in flight;
- *                                    stats_mgmt_resume() (drained) -^   pend[] gathers the next)
+ *   client --bytes--> in[] --line--> stats_mgmt_handle() --lines--> out[] --io->flush--> client
+ *                                    stats_mgmt_tick() (timer) ---^   (socket: one uv_write in
+ *                                    stats_mgmt_resume() (drained) -^  flight, out[] gathers the
+ *                                                                     next; WebSocket: one text
+ *                                                                     message per line)
  *
- * Lifetime of a client: accepted .. both its handles (pipe, tick timer) closed; freed in the
- * last close callback.  On stop, every handle of the loop is closed and the loop runs out.
+ * Lifetime: a session is freed in its timer's close callback after rtr_admin_sess_free(); a
+ * socket client when its pipe closed.  On stop, every handle of the loop is closed and the
+ * loop runs out.
  */
 #include "router/admin.h"
 
