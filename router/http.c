@@ -154,17 +154,16 @@ static _Atomic uint64_t s_probe_answered; /* the last probe sequence the core ra
 
 /* ==================================================================== small helpers */
 
-/* A log line from libwebsockets, into the HTTP module (lws's own levels: errors become
- * warnings, warnings info - they are about a client's connection, not the router). */
+/* A log line from libwebsockets, into the HTTP module at info: its errors and warnings are
+ * about one client's connection (a bad request, a header too long), which a client could
+ * repeat at will; the router's own failures (start-up) are logged by this file. */
 static void lws_emit(int level, const char *line)
 {
     size_t n = strlen(line);
+    (void)level;
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
-    if (level & LLL_ERR)
-        LOG(WARNING, "libwebsockets: %.*s", (int)n, line);
-    else
-        LOG(INFO, "libwebsockets: %.*s", (int)n, line);
+    LOG(INFO, "libwebsockets: %.*s", (int)n, line);
 }
 
 static http_listener_t *wsi_listener(struct lws *wsi)
