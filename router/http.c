@@ -441,10 +441,8 @@ static int serve_root(http_listener_t *l, http_req_t *r, const char *path)
     int rc = lws_serve_http_file(r->wsi, real, mime_of(real), NULL, 0);
     if (rc < 0)
         return -1;
-    if (rc > 0) { /* sent already, transaction completed */
-        r->body = BODY_NONE;
-        return lws_http_transaction_completed(r->wsi) ? -1 : 0;
-    }
+    if (rc > 0) /* sent already; lws completed the transaction and says: close */
+        return -1;
     return 0;
 }
 
