@@ -81,7 +81,7 @@ enum {
     R_DEFAULT_DISTRIBUTION, R_AREA, R_HELLO_INTERVAL, R_HELLO_MAX_AGE, R_RA_INTERVAL,
     R_RA_INTERVAL_FLUX, R_REMOTE_LS_MAX_AGE, R_MOBILE_ADDR_MAX_AGE, R_DEBUG_DUMP_FILE,
     R_SASL_CONFIG_DIR, R_SASL_CONFIG_NAME, R_ALLOW_RESUMABLE_LINK_ROUTE, R_TIMESTAMPS_IN_UTC,
-    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_N
+    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_SHUTDOWN_GRACE, R_N
 };
 static const attr_def_t router_attrs[R_N] = {
     [R_NAME]                  = {"name", AT_STRING, .ignored = true},
@@ -109,6 +109,8 @@ static const attr_def_t router_attrs[R_N] = {
     [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING, .ignored = true},
     [R_ALLOW_UNSETTLED_MULTICAST] = {"allowUnsettledMulticast", AT_BOOL, .ignored = true},
     [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
+    /* Junction's own */
+    [R_SHUTDOWN_GRACE]        = {"shutdownGraceSeconds", AT_INT},
 };
 
 enum {
@@ -118,7 +120,8 @@ enum {
     L_MAX_SESSIONS, L_MAX_SESSION_FRAMES, L_IDLE_TIMEOUT, L_INITIAL_HANDSHAKE_TIMEOUT,
     L_STRIP_ANNOTATIONS, L_LINK_CAPACITY, L_MULTI_TENANT, L_FAILOVER_URLS, L_HEALTHZ, L_METRICS,
     L_WEBSOCKETS, L_HTTP, L_HTTP_ROOT_DIR, L_MESSAGE_LOGGING_COMPONENTS, L_POLICY_VHOST,
-    L_OPEN_PROPERTIES, L_N
+    L_OPEN_PROPERTIES, L_MAX_SENDERS, L_MAX_RECEIVERS, L_MAX_MESSAGE_SIZE,
+    L_MAX_UNSETTLED, L_N
 };
 static const attr_def_t listener_attrs[L_N] = {
     [L_NAME]                  = {"name", AT_STRING},
@@ -143,8 +146,8 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_MAX_SESSIONS]          = {"maxSessions", AT_INT},
     [L_MAX_SESSION_FRAMES]    = {"maxSessionFrames", AT_INT},
     [L_IDLE_TIMEOUT]          = {"idleTimeoutSeconds", AT_INT},
+    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT},
     /* what a client sees does not depend on these (the HTTP ones only matter with http) */
-    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT, .ignored = true},
     [L_STRIP_ANNOTATIONS]     = {"stripAnnotations", AT_ENUM, strip_tags},
     [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
     [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
@@ -157,6 +160,12 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING, .ignored = true},
     [L_POLICY_VHOST]          = {"policyVhost", AT_STRING, .ignored = true}, /* no policy */
     [L_OPEN_PROPERTIES]       = {"openProperties", AT_MAP},
+    /* qdrouterd has these on vhost policy groups; Junction applies them per listener */
+    [L_MAX_SENDERS]           = {"maxSenders", AT_INT},
+    [L_MAX_RECEIVERS]         = {"maxReceivers", AT_INT},
+    [L_MAX_MESSAGE_SIZE]      = {"maxMessageSize", AT_INT},
+    /* Junction's own */
+    [L_MAX_UNSETTLED]         = {"maxUnsettledPerLink", AT_INT},
 };
 
 enum {
@@ -825,6 +834,10 @@ static int build_router(ent_t *e)
     if (get_enum(e, R_DEFAULT_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
         return -1;
     r->default_distribution = (cfg_distribution_t)i;
+
+    if (get_int(e, R_SHUTDOWN_GRACE, 0, 3600, CFG_SHUTDOWN_GRACE_DEFAULT, &x) < 0)
+        return -1;
+    r->shutdown_grace_seconds = (uint32_t)x;
     return 0;
 }
 
@@ -941,13 +954,25 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         get_u32(e, L_MAX_SESSIONS, 0, UINT32_MAX, 32768, &l->max_sessions) < 0 ||
         get_u32(e, L_MAX_SESSION_FRAMES, 0, UINT32_MAX, 0, &l->max_session_frames) < 0 ||
         get_u32(e, L_IDLE_TIMEOUT, 0, UINT32_MAX / 1000, 16, &l->idle_timeout_seconds) < 0 ||
-        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0)
+        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0 ||
+        get_u32(e, L_INITIAL_HANDSHAKE_TIMEOUT, 0, UINT32_MAX / 1000, 10,
+                &l->handshake_timeout_seconds) < 0 ||
+        get_u32(e, L_MAX_SENDERS, 1, INT32_MAX, 32768, &l->max_senders) < 0 ||
+        get_u32(e, L_MAX_RECEIVERS, 1, INT32_MAX, 32768, &l->max_receivers) < 0 ||
+        get_u32(e, L_MAX_UNSETTLED, 0, UINT32_MAX, 0, &l->max_unsettled) < 0)
         return -1;
+    long long mms;
+    if (get_int(e, L_MAX_MESSAGE_SIZE, 0, INT64_MAX, 0, &mms) < 0)
+        return -1;
+    l->max_message_size = (uint64_t)mms;
     /* qdrouterd (connection_manager.c): Proton allows at most 32768 sessions; 0 means that */
     if (l->max_sessions == 0 || l->max_sessions > 32768)
         l->max_sessions = 32768;
     if (l->link_capacity == 0)
         l->link_capacity = 250;
+    /* the credit window of an incoming link is the smaller of the two */
+    if (l->max_unsettled == 0 || l->max_unsettled > l->link_capacity)
+        l->max_unsettled = l->link_capacity;
 
     if (get_enum(e, L_STRIP_ANNOTATIONS, 2 /* both */, &i) < 0)
         return -1;

@@ -53,7 +53,14 @@ typedef struct cfg_router {
     char              *mode;                 /* "standalone" (the only mode accepted for now) */
     int                worker_threads;       /* >= 1; 0 when absent = number of CPUs */
     cfg_distribution_t default_distribution; /* default CFG_DIST_BALANCED */
+    uint32_t           shutdown_grace_seconds; /* `shutdownGraceSeconds` (Junction's own):
+                                                  on SIGTERM, how long deliveries in flight
+                                                  may take to settle before the rest are
+                                                  released to their senders; 0-3600,
+                                                  default CFG_SHUTDOWN_GRACE_DEFAULT */
 } cfg_router_t;
+
+#define CFG_SHUTDOWN_GRACE_DEFAULT 5
 
 typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */
@@ -69,6 +76,27 @@ typedef struct cfg_listener {
     uint32_t    idle_timeout_seconds; /* default 16; 0 = none; at most 4294967 (the AMQP
                                          idle-time-out is milliseconds in a uint) */
     uint32_t    link_capacity;        /* default 250; >= 1 (0 in the file gives 250) */
+    uint32_t    handshake_timeout_seconds; /* `initialHandshakeTimeoutSeconds`: a connection
+                                         that has not sent its AMQP open within it is
+                                         closed; default 10 (qdrouterd: 0); 0 = none */
+    uint32_t    max_senders;          /* `maxSenders`: links on one connection on which the
+                                         client sends (the router receives); more are
+                                         refused with amqp:resource-limit-exceeded;
+                                         1-2147483647, default 32768 */
+    uint32_t    max_receivers;        /* `maxReceivers`: likewise, links on which the client
+                                         receives; default 32768 */
+    uint64_t    max_message_size;     /* `maxMessageSize`: bytes of one message (all its
+                                         sections); a bigger one is rejected with
+                                         amqp:link:message-size-exceeded, its link closed and
+                                         the connection closed (qdrouterd's policy); default
+                                         0 = no limit */
+    uint32_t    max_unsettled;        /* `maxUnsettledPerLink` (Junction's own): deliveries a
+                                         client may have unsettled on one link toward the
+                                         router; the link's credit window is this (so it is
+                                         never more than link_capacity: 0 or more in the
+                                         file give link_capacity); a sender that sends
+                                         beyond its credit is detached with
+                                         amqp:link:transfer-limit-exceeded */
     cfg_strip_t strip_annotations;    /* default CFG_STRIP_BOTH */
 } cfg_listener_t;
 
