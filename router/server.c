@@ -194,15 +194,10 @@ static void proc_timer_cb(uv_timer_t *t)
     }
 }
 
-static void signal_cb(uv_signal_t *h, int signum)
+/* Stop accepting and end rtr_server_run()'s main loop; the shutdown proper follows there. */
+static void server_stop(rtr_server_t *s)
 {
-    rtr_server_t *s = h->data;
-    if (s->stopping)
-        return;
     s->stopping = true;
-    LOG(NOTICE, "Shut down on signal %d (%s): no new connections or credit; deliveries in "
-                "flight may settle for up to %u seconds", signum, strsignal(signum),
-        s->cfg->router.shutdown_grace_seconds);
     /* stop accepting: a client that connects now is refused, not left in the backlog */
     for (size_t i = 0; i < s->n_listeners; i++) {
         if (s->listeners[i].polling)
@@ -213,6 +208,26 @@ static void signal_cb(uv_signal_t *h, int signum)
         }
     }
     uv_stop(&s->loop);
+}
+
+void rtr_server_stop(rtr_server_t *s)
+{
+    if (s->stopping)
+        return;
+    LOG(NOTICE, "Shut down on request: no new connections or credit; deliveries in flight "
+                "may settle for up to %u seconds", s->cfg->router.shutdown_grace_seconds);
+    server_stop(s);
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    rtr_server_t *s = h->data;
+    if (s->stopping)
+        return;
+    LOG(NOTICE, "Shut down on signal %d (%s): no new connections or credit; deliveries in "
+                "flight may settle for up to %u seconds", signum, strsignal(signum),
+        s->cfg->router.shutdown_grace_seconds);
+    server_stop(s);
 }
 
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
