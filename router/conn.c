@@ -1273,6 +1273,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_read_stop(s);
         c->reading = false;
         pn_connection_driver_read_close(&c->driver);
+        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
+         * the rest forever): once it has written what it has to say, the connection ends */
+        c->close_after_write = true;
     }
     conn_process_WT(c);
 }

@@ -195,7 +195,8 @@ struct rtr_conn {
     bool                   strip_out;  /* write no router annotations toward the client */
     uint64_t               handshake_due; /* uv_now() by which the client must have sent
                                              its AMQP open; 0 once it did (or no limit) */
-    bool                   close_after_write; /* handshake timed out: close once written */
+    bool                   close_after_write; /* the handshake timed out or the client's
+                                                 input ended: close once written */
     uint32_t               n_in_links; /* links the client sends on (maxSenders) */
     uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
 };
