@@ -1262,7 +1262,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             c->reading = false;
             pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
                                         c->guard.why);
-            pn_connection_driver_close(&c->driver);
+            /* no more input; Proton's close frame (with the error, once the AMQP layer is
+             * up) still goes out, then the connection ends */
+            pn_connection_driver_read_close(&c->driver);
+            c->close_after_write = true;
         } else {
             pn_connection_driver_read_done(&c->driver, (size_t)n);
         }

@@ -227,10 +227,22 @@ def test_max_frame_size_is_offered_and_enforced(make_router):
     got, closed = raw_exchange(r.host, r.port, AMQP_HEADER + open_frame(), timeout=3)
     assert got.startswith(AMQP_HEADER)
     assert b"\x70\x00\x00\x04\x00" in got  # uint 1024 in the router's open
-    # a frame bigger than that closes the connection with a framing error
-    big = frame(_described(0x10, enc_list([enc_str("x" * 2000)])))
+    # a frame bigger than that closes the connection with a framing error (in the router's
+    # close frame once the connection is open; bytes before it are never seen)
+    big = frame(_described(0x11, enc_list([b"\x40", uint(0), uint(1), enc_str("x" * 2000)])))
     got, closed = raw_exchange(r.host, r.port, AMQP_HEADER + big, timeout=5)
     assert closed
+    raw = RawConn(r)
+    try:
+        raw.send(AMQP_HEADER + open_frame())
+        assert raw.read_until(lambda b: b"\x00\x53\x10" in b)
+        raw.send(big)
+        raw.read_until(lambda b: False)
+        assert raw.closed
+        assert b"amqp:connection:framing-error" in raw.got
+        assert b"larger than the maximum frame size" in raw.got
+    finally:
+        raw.close()
     assert_serving(r)
 
 
