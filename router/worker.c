@@ -7,6 +7,12 @@
  * loop's uv_async_t, so any number of posts between two loop iterations cost one wake-up.
  * Actions for the core are collected in `to_core` while callbacks run and pushed once per
  * loop iteration from a uv_prepare_t (run right before the loop polls for I/O).
+ *
+ * Shutdown (RTR_EXT_SHUTDOWN): the worker stops granting credit and taking connections, and
+ * checks after every loop iteration whether anything is still in flight (incoming deliveries
+ * not answered, outgoing copies not settled); when nothing is, or when its grace timer fires
+ * (what is left is then released to its senders), it closes every connection, and its loop
+ * stops once the core has answered for all of them.
  */
 #include "router/router_int.h"
 
