@@ -295,6 +295,17 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
     pn_condition_set_description(cond, desc);
     pn_link_close(pl);
     LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
+    /* Proton keeps a refused link until the client detaches it: a client that goes on
+     * attaching regardless loses its connection instead of growing the router's memory */
+    if (++c->n_refused > RTR_REFUSED_LINKS_MAX) {
+        pn_connection_t *pc = c->driver.connection;
+        pn_condition_t *cc = pn_connection_condition(pc);
+        pn_condition_set_name(cc, "amqp:resource-limit-exceeded");
+        pn_condition_set_description(cc, "too many links refused on this connection");
+        pn_connection_close(pc);
+        LOGC(c, NOTICE, "Connection from %s closed: amqp:resource-limit-exceeded more than %u "
+                        "links refused", c->peer, RTR_REFUSED_LINKS_MAX);
+    }
     return false;
 }
 

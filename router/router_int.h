@@ -55,6 +55,9 @@ enum {
 #define RTR_Q2_HIGH (1u << 20)
 #define RTR_Q2_LOW  (512u << 10)
 
+/* Attaches refused on one connection (maxSenders/maxReceivers) before it is closed. */
+#define RTR_REFUSED_LINKS_MAX 1000u
+
 /* A buffer of a streamed message's bytes after the head. */
 typedef struct rtr_buf rtr_buf_t;
 struct rtr_buf {
@@ -199,6 +202,7 @@ struct rtr_conn {
                                                  input ended: close once written */
     uint32_t               n_in_links; /* links the client sends on (maxSenders) */
     uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
+    uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
 };
 
 /* rtr_worker_t: one worker thread. */

@@ -145,6 +145,20 @@ def test_max_senders_and_receivers_refuse_extra_links(make_router, client):
     assert_serving(r)
 
 
+def test_a_client_that_keeps_attaching_refused_links_is_disconnected(make_router, client):
+    r = make_router(listener={"maxSenders": 1})
+    conn = client.connect(r.url)
+    conn.sender("limits.refused")
+    extra = [conn.sender("limits.refused", wait=False) for _ in range(1005)]
+    client.wait(lambda: conn.pn.state & Endpoint.REMOTE_CLOSED or conn.is_gone(),
+                timeout=30, msg="the connection closed")
+    assert conn.pn.remote_condition.name == "amqp:resource-limit-exceeded"
+    assert "too many links refused" in conn.pn.remote_condition.description
+    assert sum(1 for x in extra if x.is_remote_closed()) >= 1000
+    r.wait_log(r"more than 1000 links refused")
+    assert_serving(r)
+
+
 def test_1000_links_are_within_the_default_caps(router, client):
     conn = client.connect(router.url)
     rcvs = [conn.receiver("limits.many.%d" % i, credit=1, wait=False) for i in range(1000)]
