@@ -89,7 +89,9 @@ typedef struct cfg_listener {
                                          sections); a bigger one is rejected with
                                          amqp:link:message-size-exceeded, its link closed and
                                          the connection closed (qdrouterd's policy); default
-                                         0 = no limit */
+                                         0 = no limit; without the attribute, the policy
+                                         entity's maxMessageSize */
+    bool        max_message_size_set; /* maxMessageSize was given on the listener */
     uint32_t    max_unsettled;        /* `maxUnsettledPerLink` (Junction's own): deliveries a
                                          client may have unsettled on one link toward the
                                          router; the link's credit window is this (so it is
@@ -135,6 +137,17 @@ typedef struct cfg_management {
     uint32_t max_clients; /* `maxClients`: clients served at once, 1-1024, default 16 */
 } cfg_management_t;
 
+/* `policy` (qdrouterd's singleton, without vhost policies: enableVhostPolicy true and
+ * policyDir are refused).  Defaults apply without the entity. */
+typedef struct cfg_policy {
+    uint32_t max_connections;  /* `maxConnections`: client connections open at once (counted
+                                  from their AMQP open; more are refused with
+                                  amqp:resource-limit-exceeded); 0 = no limit; default
+                                  65535 */
+    uint64_t max_message_size; /* `maxMessageSize`: the default of every listener's (see
+                                  cfg_listener_t); 0 = no limit */
+} cfg_policy_t;
+
 /* Longest Unix socket path (sockaddr_un.sun_path holds 108 bytes with the NUL). */
 #define CFG_SOCKET_PATH_MAX 107
 
@@ -142,6 +155,7 @@ typedef struct cfg {
     char           *path;        /* file name as given, for messages */
     cfg_router_t    router;      /* always present (defaults when not in the file) */
     cfg_management_t management; /* management.enabled is false without the entity */
+    cfg_policy_t    policy;      /* defaults without the entity */
     cfg_listener_t *listeners;   /* array */
     size_t          n_listeners;
     cfg_address_t  *addresses;   /* array, in file order */

@@ -103,6 +103,8 @@ static void conn_free_WT(rtr_conn_t *c)
     }
     BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
+    if (c->counted)
+        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
     if (c->stats.gen)
         stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
     free(c->wbuf);
@@ -1071,6 +1073,29 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_exit(props);
 }
 
+/* policy maxConnections: count the connection, or refuse it (open, then close at once with
+ * amqp:resource-limit-exceeded, as qdrouterd's policy does).  Returns true when admitted. */
+static bool conn_admit_WT(rtr_conn_t *c)
+{
+    uint32_t max = g_rtr.cfg->policy.max_connections;
+    uint32_t n = atomic_fetch_add(&g_rtr.n_open_conns, 1);
+    if (max == 0 || n < max) {
+        c->counted = true;
+        return true;
+    }
+    atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+    pn_connection_t *pc = c->driver.connection;
+    pn_condition_t *cond = pn_connection_condition(pc);
+    pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
+    char desc[96];
+    snprintf(desc, sizeof(desc), "at most %u connections (policy maxConnections)", max);
+    pn_condition_set_description(cond, desc);
+    pn_connection_close(pc);
+    LOGC(c, NOTICE, "Connection from %s refused: amqp:resource-limit-exceeded %s", c->peer,
+         desc);
+    return false;
+}
+
 static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
 {
     rtr_link_t *k = c->links;
@@ -1093,6 +1118,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         c->handshake_due = 0; /* the handshake is done */
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
+        if (!c->counted && !conn_admit_WT(c))
+            break;
         if (!c->stats.gen) {
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
@@ -1108,6 +1135,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_SESSION_REMOTE_OPEN: {
         pn_session_t *s = pn_event_session(e);
+        if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
+            break; /* refused or closing: nothing new starts */
         if (pn_session_state(s) & PN_LOCAL_UNINIT) {
             pn_session_set_incoming_capacity(s, SESSION_IN_CAPACITY);
             pn_session_open(s);
@@ -1116,6 +1145,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_LINK_REMOTE_OPEN: {
         pn_link_t *pl = pn_event_link(e);
+        if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
+            break; /* refused or closing: nothing new starts */
         if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
             link_admit_WT(c, pl))
             link_attach_WT(c, pl);

@@ -203,6 +203,7 @@ struct rtr_conn {
     uint32_t               n_in_links; /* links the client sends on (maxSenders) */
     uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
     uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
+    bool                   counted;    /* counted in g_rtr.n_open_conns */
 };
 
 /* rtr_worker_t: one worker thread. */
@@ -240,6 +241,8 @@ typedef struct rtr_globals {
     size_t         node_id_enc_len;
     _Atomic uint64_t next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t next_link_id; /* link id counter (any worker) */
+    _Atomic uint32_t n_open_conns; /* client connections past their AMQP open (policy
+                                      maxConnections; any worker) */
     const core_stats_t *stats;   /* the built-in stat families */
     rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
     int            n_workers;    /* their count */

@@ -33,6 +33,12 @@ static void check(const cfg_t *cfg)
     }
     if (!cfg->router.id || strpbrk(cfg->router.id, " \t\r\n"))
         abort();
+    for (size_t i = 0; i < cfg->n_listeners; i++)
+        if (!cfg->listeners[i].max_message_size_set &&
+            cfg->listeners[i].max_message_size != cfg->policy.max_message_size)
+            abort(); /* a listener without its own limit has the policy's */
+    if (cfg->router.shutdown_grace_seconds > 3600)
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

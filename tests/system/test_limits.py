@@ -307,6 +307,45 @@ def test_max_message_size_stops_a_large_streamed_message(make_router, client):
     assert_serving(r)
 
 
+def test_policy_max_message_size_applies_to_every_listener(make_router, client):
+    r = make_router(extra=[["policy", {"maxMessageSize": 2000}]])
+    conn = client.connect(r.url)
+    rcv = conn.receiver("limits.policy", credit=5, settle="accept")
+    snd = conn.sender("limits.policy")
+    ok = snd.send(Message(body="a" * 500))
+    assert snd.wait_outcome(ok) == Delivery.ACCEPTED
+    big = snd.send(Message(body="b" * 5000))
+    assert snd.wait_outcome(big) == Delivery.REJECTED
+    assert big.remote.condition.name == "amqp:link:message-size-exceeded"
+    assert rcv.get().body == "a" * 500
+    assert_serving(r)
+
+
+def test_policy_max_connections_refuses_one_too_many(make_router, client):
+    r = make_router(extra=[["policy", {"maxConnections": 2}]])
+    c1 = client.connect(r.url)
+    c2 = client.connect(r.url)
+    c3 = client.connect(r.url, wait=False)
+    client.wait(lambda: c3.pn.state & Endpoint.REMOTE_CLOSED or c3.is_gone(),
+                msg="the third connection refused")
+    assert c3.pn.remote_condition.name == "amqp:resource-limit-exceeded"
+    assert "maxConnections" in c3.pn.remote_condition.description
+    r.wait_log(r"refused: amqp:resource-limit-exceeded at most 2 connections")
+    # the first two work; when one goes, another may come
+    rcv = c1.receiver("limits.conns", credit=1, settle="accept")
+    d = c2.sender("limits.conns").send(Message(body="in"))
+    assert rcv.get().body == "in"
+    c2.close()
+    c3.close(wait=False)
+    client.run_for(0.3)
+    c4 = client.connect(r.url)
+    snd = c4.sender("limits.conns")
+    rcv.flow(1)
+    d = snd.send(Message(body="again"))
+    assert rcv.get().body == "again"
+    assert snd.wait_outcome(d) == Delivery.ACCEPTED
+
+
 # ---- unsettled deliveries per link ----------------------------------------------------------
 
 def test_max_unsettled_per_link_caps_the_credit_window(make_router, client):

@@ -427,7 +427,6 @@ static void test_unsupported_types(void **state)
         {"autoLink", "autoLink"},
         {"sslProfile", "sslProfile"},
         {"ssl_profile", "sslProfile"},
-        {"policy", "policy"},
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
@@ -753,6 +752,45 @@ static void test_listener_values(void **state)
                  "attribute 'linkCapacity': expected an integer >= 0, got \"lots\"");
     listener_err("'maxSessionFrames': 1.25",
                  "attribute 'maxSessionFrames': expected an integer >= 0, got 1.25");
+}
+
+/* `policy`: global limits, maxMessageSize the default of every listener. */
+static void test_policy(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['listener', {}]]");
+    assert_int_equal(cfg->policy.max_connections, 65535);
+    assert_true(cfg->policy.max_message_size == 0);
+    assert_true(cfg->listeners[0].max_message_size == 0);
+    assert_int_equal(cfg->router.shutdown_grace_seconds, CFG_SHUTDOWN_GRACE_DEFAULT);
+    cfg_free(cfg);
+
+    /* the policy may come after the listeners; a listener's own value wins */
+    cfg = load_ok("[['listener', {'port': 1}], ['listener', {'port': 2, 'maxMessageSize': 5}],"
+                  " ['policy', {'maxConnections': '3', 'maxMessageSize': 1000, "
+                  "'enableVhostPolicy': false, 'defaultVhost': '$default', "
+                  "'enableVhostNamePatterns': true}]]");
+    assert_int_equal(cfg->policy.max_connections, 3);
+    assert_true(cfg->policy.max_message_size == 1000);
+    assert_true(cfg->listeners[0].max_message_size == 1000);
+    assert_true(cfg->listeners[1].max_message_size == 5);
+    cfg_free(cfg);
+    cfg = load_ok("[['org.apache.qpid.dispatch.policy', {'maxConnections': 0}]]");
+    assert_int_equal(cfg->policy.max_connections, 0);
+    cfg_free(cfg);
+
+    load_err("[['policy', {'enableVhostPolicy': true}]]",
+             "t.json: entity 0 (policy): attribute 'enableVhostPolicy': Junction does not "
+             "support enableVhostPolicy: true (vhost policies) yet");
+    load_err("[['policy', {'policyDir': '/etc/qpid-dispatch/policies'}]]",
+             "t.json: entity 0 (policy): attribute 'policyDir': Junction does not support "
+             "policyDir (vhost policies) yet");
+    load_err("[['policy', {'maxConnections': -1}]]",
+             "t.json: entity 0 (policy): attribute 'maxConnections': expected an integer from 0 "
+             "to 2147483647, got -1");
+    load_err("[['policy', {}], ['policy', {}]]",
+             "t.json: entity 1 (policy): a second policy entity (entity 0 is the policy "
+             "already)");
 }
 
 /* The limits: handshake timeout, links per connection, message size, unsettled per link. */
@@ -1274,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_listener_port),
         cmocka_unit_test(test_listener_values),
         cmocka_unit_test(test_listener_limits),
+        cmocka_unit_test(test_policy),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_address),
