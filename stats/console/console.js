@@ -337,6 +337,34 @@
         mem: null,
     };
 
+    /* Steps for the value axes: whole numbers (1, 2, 5, 10, 20, 50 ...). */
+    const INCRS = [];
+    for (let m = 1; m < 1e13; m *= 10)
+        INCRS.push(m, 2 * m, 5 * m);
+
+    /* The time axis: the data's span, and at least the last minute, so that a few points do
+     * not stretch over the axis (uPlot widens a lone point's range to 1000 days itself, so
+     * this reads the data rather than the min and max it is given). */
+    function timeRange(u) {
+        const xs = u.data[0];
+        const max = xs.length ? xs[xs.length - 1] : Date.now() / 1000;
+        const min = xs.length ? xs[0] : max;
+        return [Math.min(min, max - 60), max];
+    }
+
+    /* The value axis: from 0 to a little over the largest value shown (read from the data
+     * for the same reason). */
+    function valueRange(u) {
+        let max = 0;
+        for (let i = 1; i < u.data.length; i++) {
+            for (const v of u.data[i]) {
+                if (v !== null && v > max)
+                    max = v;
+            }
+        }
+        return [0, Math.max(max * 1.1, 1)];
+    }
+
     function makeChart(el, series, valueFmt) {
         if (typeof uPlot !== 'function')
             return null;
@@ -346,13 +374,15 @@
             width: Math.max(200, el.clientWidth),
             height: 200,
             cursor: {drag: {x: false, y: false}},
-            scales: {x: {time: true}, y: {range: (u, min, max) => [0, Math.max(max * 1.1, 1)]}},
-            axes: [axis, Object.assign({}, axis, {size: 64,
+            legend: {live: false},
+            scales: {
+                x: {time: true, range: timeRange},
+                y: {range: valueRange},
+            },
+            axes: [axis, Object.assign({}, axis, {size: 64, incrs: INCRS,
                                                   values: (u, vals) => vals.map(valueFmt)})],
             series: [{}].concat(series.map((s) => ({
                 label: s.label, stroke: s.color, width: 2, fill: s.fill, dash: s.dash,
-                points: {show: false},
-                value: (u, v) => (v === null || v === undefined ? '\u2013' : valueFmt(v)),
             }))),
         }, [[]].concat(series.map(() => [])), el);
     }
@@ -364,7 +394,7 @@
         ], (v) => rateFmt.format(v));
         chart.mem = makeChart($('chart-mem'), [
             {label: 'resident', color: '#9333ea', fill: 'rgba(147, 51, 234, 0.08)'},
-        ], (v) => (v < 10 ? v.toFixed(1) : Math.round(v)) + ' MiB');
+        ], (v) => (Number.isInteger(v) || v >= 10 ? Math.round(v) : v.toFixed(1)) + ' MiB');
         window.addEventListener('resize', () => {
             for (const [c, id] of [[chart.rate, 'chart-rate'], [chart.mem, 'chart-mem']]) {
                 if (c)

@@ -101,12 +101,19 @@ class _Lines:
         if is_out:
             self.q.put(None)
 
-    def next(self, timeout, what):
-        try:
-            line = self.q.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("%s: no output in %.0f s; stderr:\n%s" % (
-                what, timeout, "\n".join(self.stderr[-30:])))
+    def next(self, timeout, what, pump=None):
+        """The next line as a dict.  `pump(seconds)` (e.g. a Proton Client's run_for) is
+        called while waiting, so the test's own clients keep working meanwhile."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.q.get(timeout=0 if pump else timeout)
+                break
+            except queue.Empty:
+                if not pump or time.monotonic() > deadline:
+                    raise AssertionError("%s: no output in %.0f s; stderr:\n%s" % (
+                        what, timeout, "\n".join(self.stderr[-30:])))
+                pump(0.05)
         if line is None:
             self.proc.wait(5)
             raise AssertionError("%s exited (status %s) early; stderr:\n%s" % (
@@ -181,9 +188,10 @@ def start_rhea(node, opts):
     return proc, _Lines(proc)
 
 
-def rhea_result(proc, lines, timeout=None):
-    """The result line of a rhea_ws.mjs run (fails on its error line or exit status)."""
-    r = lines.next(timeout or max(60.0, TIMEOUT * 4), "rhea_ws.mjs")
+def rhea_result(proc, lines, timeout=None, pump=None):
+    """The result line of a rhea_ws.mjs run (fails on its error line or exit status);
+    `pump` as in _Lines.next."""
+    r = lines.next(timeout or max(60.0, TIMEOUT * 4), "rhea_ws.mjs", pump)
     assert "error" not in r, "rhea_ws.mjs: %s\nstderr:\n%s" % (r["error"],
                                                              "\n".join(lines.stderr[-20:]))
     proc.wait(30)
@@ -191,10 +199,10 @@ def rhea_result(proc, lines, timeout=None):
     return r
 
 
-def run_rhea(node, opts, timeout=None):
+def run_rhea(node, opts, timeout=None, pump=None):
     proc, lines = start_rhea(node, opts)
     try:
-        return rhea_result(proc, lines, timeout)
+        return rhea_result(proc, lines, timeout, pump)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -155,10 +155,12 @@ def test_console_stats_filter(make_router, client, pages):
     assert all(s["id"].startswith("router.") for s in p["statsTable"])
 
     page.filter("filtered")
-    p = page.wait_for(lambda p: any(s["id"].endswith(".deliveriesEgress") and
-                                    s["value"] == 7 for s in p["statsTable"]),
-                      "the address's deliveriesEgress = 7 under filter 'filtered'")
-    assert p["statsTable"] and all("filtered" in s["id"] for s in p["statsTable"])
+    p = page.wait_for(lambda p: p["statsTable"] and
+                      all("filtered" in s["id"] for s in p["statsTable"]) and
+                      any(s["id"].startswith("address.") and
+                          s["id"].endswith(".deliveriesEgress") and s["value"] == 7
+                          for s in p["statsTable"]),
+                      "only stats named *filtered*, the address's deliveriesEgress = 7")
 
     page.filter("address.*.deliveriesIngress")
     p = page.wait_for(lambda p: p["statsTable"] and all(

@@ -35,7 +35,7 @@ def test_rhea_ws_sender_to_proton_tcp_receiver(make_router, client, protocol):
             assert got.message.body == "msg-%d" % i
             assert got.message.properties["seq"] == i
             got.accept()
-        res = rhea_result(proc, lines)
+        res = rhea_result(proc, lines, pump=client.run_for)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -60,7 +60,7 @@ def test_proton_tcp_sender_to_rhea_ws_receiver(make_router, client, protocol):
             dlvs.append(snd.send(m))
         for d in dlvs:
             assert snd.wait_outcome(d) == Delivery.ACCEPTED
-        res = rhea_result(proc, lines)
+        res = rhea_result(proc, lines, pump=client.run_for)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -100,8 +100,8 @@ def test_rhea_ws_and_tcp_multicast_together(make_router, client):
             g = tcp_rcv.get()
             got.append(g.message.body)
             g.accept()
-        sent = rhea_result(snd, snd_lines)
-        res = rhea_result(ws_rcv, ws_lines)
+        sent = rhea_result(snd, snd_lines, pump=client.run_for)
+        res = rhea_result(ws_rcv, ws_lines, pump=client.run_for)
     finally:
         for p in (ws_rcv, snd):
             if p is not None and p.poll() is None:
