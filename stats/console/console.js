@@ -287,10 +287,24 @@
         }
     }
 
+    /* Highlight a value that just changed, for about a second.  A class set now and taken
+     * off by one sweep (not an animation: that would repaint every frame, all the time, on
+     * a page where something changes every second). */
+    const flashed = new Map(); /* element -> when it was highlighted (ms) */
+
     function flash(el) {
-        el.classList.remove('changed');
-        void el.offsetWidth; /* restart the animation */
         el.classList.add('changed');
+        flashed.set(el, Date.now());
+    }
+
+    function unflash() {
+        const now = Date.now();
+        for (const [el, t] of flashed) {
+            if (now - t >= 900) {
+                el.classList.remove('changed');
+                flashed.delete(el);
+            }
+        }
     }
 
     function intText(n) {
@@ -481,15 +495,40 @@
         if (polling || !feed.ws || feed.ws.readyState !== WebSocket.OPEN)
             return;
         polling = true;
-        try {
-            for (const type of Object.keys(TABLES)) {
+        for (const type of Object.keys(TABLES)) {
+            try {
                 const r = await request('entity.query', {type: type, count: TABLE_ROWS});
                 renderTable(TABLES[type], rowsOf(r));
+            } catch (e) {
+                if (!feed.ws)
+                    break; /* the feed went away: the banner says so */
+                $(TABLES[type].count).textContent = 'error: ' + e.message;
             }
-        } catch (e) {
-            noteError(e);
-        } finally {
-            polling = false;
+        }
+        polling = false;
+    }
+
+    /* Make `trs` the rows of `body`, in order, moving only the rows out of place (a table
+     * rebuilt every second would be laid out anew every second); an empty table gets one
+     * "none" row of `ncols` cells. */
+    function placeRows(body, trs, ncols) {
+        let cur = body.firstElementChild;
+        for (const tr of trs) {
+            if (tr === cur)
+                cur = cur.nextElementSibling;
+            else
+                body.insertBefore(tr, cur);
+        }
+        while (cur) {
+            const next = cur.nextElementSibling;
+            if (trs.length || !cur.querySelector('td.empty'))
+                cur.remove();
+            cur = next;
+        }
+        if (!trs.length && !body.rows.length) {
+            const td = body.insertRow().insertCell();
+            td.colSpan = ncols;
+            td.className = 'empty';
         }
     }
 
@@ -512,11 +551,10 @@
         const old = new Map();
         for (const tr of body.rows)
             old.set(tr.dataset.id, tr);
-        const fresh = document.createDocumentFragment();
+        const trs = [];
         for (const row of rows) {
             const id = String(row.identity !== undefined ? row.identity : row.name);
             let tr = old.get(id);
-            old.delete(id);
             if (!tr) {
                 tr = document.createElement('tr');
                 tr.dataset.id = id;
@@ -538,15 +576,12 @@
                         flash(td);
                 }
             });
-            fresh.appendChild(tr);
+            trs.push(tr);
         }
-        body.replaceChildren(fresh);
-        if (!rows.length) {
-            const td = body.insertRow().insertCell();
-            td.colSpan = spec.cols.length;
-            td.className = 'empty';
-            td.textContent = 'none';
-        }
+        placeRows(body, trs, spec.cols.length);
+        const none = body.querySelector('td.empty');
+        if (none)
+            none.textContent = 'none';
         const total = router.values['router.' + spec.total];
         $(spec.count).textContent = total !== undefined && total > rows.length ?
             'showing ' + intFmt.format(rows.length) + ' of ' + intFmt.format(total) :
@@ -559,6 +594,7 @@
         sub: null,        /* the subscription, or null */
         match: '',        /* its glob */
         values: new Map(),
+        names: null,      /* values' names sorted, or null when that must be redone */
         truncated: false,
         error: '',
         dirty: false,
@@ -579,6 +615,7 @@
         stats.sub = null;
         stats.match = match;
         stats.values.clear();
+        stats.names = null;
         stats.truncated = false;
         stats.error = '';
         renderStatsSoon();
@@ -590,10 +627,15 @@
             const sub = await subscribe(match, 1000, (u) => {
                 if (u.sub !== stats.sub && stats.sub !== null)
                     return;
-                for (const [k, v] of Object.entries(u.values))
+                for (const [k, v] of Object.entries(u.values)) {
+                    if (!stats.values.has(k))
+                        stats.names = null;
                     stats.values.set(k, v);
-                for (const k of u.gone || [])
-                    stats.values.delete(k);
+                }
+                for (const k of u.gone || []) {
+                    if (stats.values.delete(k))
+                        stats.names = null;
+                }
                 stats.truncated = !!u.truncated;
                 renderStatsSoon();
             });
@@ -629,33 +671,42 @@
     function renderStats() {
         stats.dirty = false;
         const table = $('stats-table');
-        const names = Array.from(stats.values.keys()).sort();
-        const shown = names.slice(0, STATS_ROWS);
-        const body = document.createElement('tbody');
-        for (const name of shown) {
-            const tr = body.insertRow();
-            tr.dataset.id = name;
-            const a = tr.insertCell();
-            a.textContent = name;
-            const b = tr.insertCell();
-            b.className = 'num';
-            b.textContent = statText(stats.values.get(name));
-        }
-        if (!shown.length) {
-            const td = body.insertRow().insertCell();
-            td.colSpan = 2;
-            td.className = 'empty';
-            td.textContent = stats.error ? 'error: ' + stats.error : 'no statistic matches ' +
-                                                                    stats.match;
-        }
         if (!table.tHead) {
             const tr = table.createTHead().insertRow();
             tr.innerHTML = '<th>name</th><th class="num">value</th>';
+            table.createTBody();
         }
-        if (table.tBodies[0])
-            table.replaceChild(body, table.tBodies[0]);
-        else
-            table.appendChild(body);
+        const body = table.tBodies[0];
+        if (!stats.names)
+            stats.names = Array.from(stats.values.keys()).sort();
+        const names = stats.names;
+        const shown = names.slice(0, STATS_ROWS);
+        const old = new Map();
+        for (const tr of body.rows)
+            old.set(tr.dataset.id, tr);
+        const trs = shown.map((name) => {
+            let tr = old.get(name);
+            if (!tr) {
+                tr = document.createElement('tr');
+                tr.dataset.id = name;
+                tr.insertCell().textContent = name;
+                tr.insertCell().className = 'num';
+            }
+            const text = statText(stats.values.get(name));
+            if (tr.cells[1].textContent !== text) {
+                const had = tr.cells[1].textContent !== '';
+                tr.cells[1].textContent = text;
+                if (had)
+                    flash(tr.cells[1]);
+            }
+            return tr;
+        });
+        placeRows(body, trs, 2);
+        const none = body.querySelector('td.empty');
+        if (none) {
+            none.textContent = stats.error ? 'error: ' + stats.error :
+                                             'no statistic matches ' + stats.match;
+        }
         $('stats-count').textContent = names.length > shown.length || stats.truncated ?
             'showing ' + intFmt.format(shown.length) + ' of ' + intFmt.format(names.length) +
                 (stats.truncated ? '+' : '') :
@@ -678,4 +729,5 @@
     connect();
     setInterval(poll, POLL_MS);
     setInterval(checkHealth, 500);
+    setInterval(unflash, 300);
 })();
