@@ -46,6 +46,7 @@
         maxSub: 0,           /* the highest subscription number replied (numbers only grow) */
         down: '',            /* why the router is not answering ('' = it is) */
         answered: false,     /* something arrived on the current WebSocket */
+        refused: '',         /* an error line without an id on it (the server refusing it) */
         everUp: false,       /* the feed worked once (the first attempt shows "connecting") */
     };
 
@@ -57,6 +58,7 @@
         const ws = new WebSocket(feedUrl(), PROTOCOL);
         feed.ws = ws;
         feed.answered = false;
+        feed.refused = '';
         feed.openedAt = Date.now();
         ws.onopen = () => {
             if (feed.ws === ws)
@@ -67,8 +69,10 @@
                 onFeedMessage(ev.data);
         };
         ws.onclose = (ev) => {
-            if (feed.ws === ws)
-                dropFeed(ev.wasClean ? 'the router closed the feed' : 'the feed was cut');
+            if (feed.ws === ws) {
+                dropFeed(feed.refused ? 'the router refused the feed: ' + feed.refused :
+                         ev.wasClean ? 'the router closed the feed' : 'the feed was cut');
+            }
         };
     }
 
@@ -138,6 +142,9 @@
             else if (m.sub > feed.maxSub) /* its subscribe reply is on its way */
                 feed.early.set(m.sub, (feed.early.get(m.sub) || []).concat([m]));
         } else if (m.error) {
+            /* e.g. 503, too many clients: the router closes the feed next; say why then */
+            if (m.id === null || m.id === undefined)
+                feed.refused = m.error.message || ('error ' + m.error.code);
             console.warn('console: router error:', m.error);
         }
         checkHealth();
