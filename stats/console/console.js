@@ -475,7 +475,7 @@
         },
         address: {
             table: 'addr-table', count: 'addr-count', total: 'addrCount',
-            sort: (a, b) => String(a.name).localeCompare(String(b.name)),
+            sort: (a, b) => String(a.name).localeCompare(String(b.name), 'en', {numeric: true}),
             cols: [
                 ['name', 'address'], ['distribution', 'distribution'],
                 ['subscriberCount', 'consumers', intText], ['senderCount', 'senders', intText],
