@@ -21,9 +21,18 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
-/* Count into the core thread's own shard. */
-#define COUNT(obj, field, n) stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n))
-#define GAUGE(obj, field, v) stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v))
+/* Count into the core thread's own shard; an object without stats (gen 0: an in-process
+ * link, or no room in the registry) counts nothing. */
+#define COUNT(obj, field, n)                                                                       \
+    do {                                                                                           \
+        if ((obj).gen)                                                                             \
+            stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n));                   \
+    } while (0)
+#define GAUGE(obj, field, v)                                                                       \
+    do {                                                                                           \
+        if ((obj).gen)                                                                             \
+            stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v));                     \
+    } while (0)
 
 /* ---- link sets ---- */
 
@@ -335,13 +344,17 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
-                            l->addr ? l->addr->key : ""};
-    if (stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
+                            l->addr ? l->addr->key : "", a->u.attach.name ? a->u.attach.name : ""};
+    /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
+     * qdrouterd where the agent is not a link */
+    if (l->conn_id != 0 &&
+        stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
         GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
         w->u.attached.stats = l->stats;
     }
     if (l->addr)
         addr_gauges_CT(core, l->addr);
+    BASE_FREE(a->u.attach.name);
 }
 
 static void link_detach_CT(core_t *core, core_action_t *a)
@@ -645,6 +658,23 @@ void core_stop(core_t *core)
 void core_free(core_t *core)
 {
     base_map_slot_t *s;
+    /* actions posted after the core stopped (an attach the management agent made while the
+     * router was already shutting down): free the strings they carry */
+    base_mpsc_chunk_t *late = base_mpsc_take(&core->in);
+    while (late) {
+        base_mpsc_chunk_t *next = late->next;
+        for (uint32_t i = 0; i < late->count; i++) {
+            core_action_t *a = base_mpsc_chunk_item(late, i);
+            if (a->type == CORE_A_LINK_ATTACH) {
+                free(a->u.attach.address);
+                free(a->u.attach.name);
+            } else if (a->type == CORE_A_DISPOSITION) {
+                free_disp_strings(&a->u.disposition.disp);
+            }
+        }
+        base_mpsc_chunk_free(late);
+        late = next;
+    }
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
         free(s->value);
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
@@ -669,6 +699,40 @@ void core_free(core_t *core)
     base_mpsc_fini(&core->in);
     free(core->router_id);
     free(core);
+}
+
+int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac)
+{
+    BASE_ASSERT_THREAD(CORE);
+    bool prefix = ac->prefix != NULL;
+    const char *text = prefix ? ac->prefix : ac->pattern;
+    if (!text)
+        return -EINVAL;
+    int rc = prefix ? base_pattern_add_prefix(core->patterns, text, (void *)ac)
+                    : base_pattern_add(core->patterns, text, (void *)ac);
+    if (rc == 0)
+        LOG(INFO, "Address configuration %s '%s' added (%s)", prefix ? "prefix" : "pattern", text,
+            cfg_distribution_name(ac->distribution));
+    return rc;
+}
+
+const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_t *ac)
+{
+    BASE_ASSERT_THREAD(CORE);
+    bool prefix = ac->prefix != NULL;
+    const char *text = prefix ? ac->prefix : ac->pattern;
+    char *norm = text ? base_pattern_normalize(text, prefix) : NULL;
+    if (!norm)
+        return NULL;
+    const cfg_address_t *old = base_pattern_get(core->patterns, norm);
+    if (old != ac) {
+        free(norm);
+        return NULL;
+    }
+    base_pattern_remove(core->patterns, norm);
+    free(norm);
+    LOG(INFO, "Address configuration %s '%s' removed", prefix ? "prefix" : "pattern", text);
+    return old;
 }
 
 const char *core_router_id(const core_t *core)

@@ -45,6 +45,7 @@ enum core_conn_field {
     CORE_CONN_DELIVERIES_IN = 0,
     CORE_CONN_DELIVERIES_OUT,
     CORE_CONN_OPENED_AT,
+    CORE_CONN_LAST_DLV,
     CORE_CONN_NFIELDS
 };
 enum core_link_field {
@@ -103,7 +104,8 @@ enum core_router_field {
 typedef struct core_stats {
     stats_registry_t *reg;        /* the process's registry */
     stats_family_t   *connection; /* labels: connection id, host, container, dir */
-    stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key */
+    stats_family_t   *link;       /* labels: link id, connection id, dir, owning address key,
+                                     link name */
     stats_family_t   *address;    /* labels: address key, distribution */
     stats_family_t   *router;     /* singleton: qdrouterd's router counters */
     stats_family_t   *allocator;  /* labels: typeName (one per pool, main thread writes) */
@@ -198,9 +200,12 @@ typedef struct core_action {
     uint64_t link_id; /* the link concerned (every type) */
     union {
         struct {
-            uint64_t conn_id;   /* its connection, for logs and management */
+            uint64_t conn_id;   /* its connection, for logs and management; 0 for an
+                                   in-process link (the management agent), which gets no
+                                   stats object */
             void    *handle;    /* the worker's link, echoed back, never dereferenced */
             char    *address;   /* terminus address (heap; the core frees it), or NULL */
+            char    *name;      /* the link's name (heap; the core frees it), or NULL */
             uint32_t capacity;  /* linkCapacity of the connection's listener */
             uint8_t  dir;       /* core_link_dir_t */
             bool     dynamic;   /* dynamic source: the core makes an address */
@@ -283,6 +288,16 @@ void core_post(core_t *core, base_mpsc_batch_t *b);
 /* Run fn(core, arg) on the core thread, after the actions already queued (any thread that
  * is not a worker: it posts a batch of its own).  Returns 0, or -ENOMEM. */
 int core_call(core_t *core, core_call_fn *fn, void *arg);
+
+/* Run-time address configuration (management CREATE/DELETE of `address`).  Core thread
+ * only: call them from a core_call() function.  They change the treatment of addresses
+ * created from now on; addresses that exist keep theirs until they go away (as in
+ * qdrouterd).  add: `ac` (prefix or pattern) must stay valid until it is removed; returns 0,
+ * -EEXIST when the same prefix/pattern is configured already, -EINVAL when it is not a valid
+ * pattern.  remove: returns the configuration that was removed, or NULL when it was not
+ * there. */
+int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac);
+const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_t *ac);
 
 /* Address helpers (pure, thread-safe). */
 

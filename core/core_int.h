@@ -62,7 +62,8 @@ struct core {
     bool               started;    /* main thread only */
     base_map_t         links;      /* _CT: link id -> core_link_t */
     base_map_t         addrs;      /* _CT: key -> core_addr_t */
-    struct base_pattern *patterns; /* _CT (read-only after new): address config matcher */
+    struct base_pattern *patterns; /* _CT: address config matcher (changed at run time only by
+                                      core_addr_config_*_CT, on the core thread) */
     uint64_t           temp_seq;   /* _CT: dynamic-address counter */
     uint64_t           temp_salt;  /* random salt for dynamic addresses */
 };

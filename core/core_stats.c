@@ -23,6 +23,7 @@ static const stats_field_t conn_fields[CORE_CONN_NFIELDS] = {
     [CORE_CONN_DELIVERIES_IN]  = C("deliveriesIn", "Deliveries received from the peer"),
     [CORE_CONN_DELIVERIES_OUT] = C("deliveriesOut", "Deliveries sent to the peer"),
     [CORE_CONN_OPENED_AT]      = G("openedAt", "When the peer opened the connection (Unix seconds)"),
+    [CORE_CONN_LAST_DLV]       = G("lastDeliveryAt", "When a delivery last went in or out (Unix seconds)"),
 };
 
 static const stats_field_t link_fields[CORE_LINK_NFIELDS] = {
@@ -107,7 +108,7 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
                                      .labels = {"connection", "host", "container", "dir"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
-                                     .labels = {"link", "connection", "dir", "address"}};
+                                     .labels = {"link", "connection", "dir", "address", "name"}};
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
                                      .nfields = CORE_ADDR_NFIELDS,
                                      .labels = {"address", "distribution"}};

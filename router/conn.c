@@ -287,6 +287,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     a->u.attach.capacity = c->listener->link_capacity;
     a->u.attach.dir = k->out ? CORE_LINK_OUT : CORE_LINK_IN;
     a->u.attach.dynamic = dynamic;
+    a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
     k->at_core = true;
     LOGL(k, INFO, "Link attaching: %s %s%s", k->out ? "outgoing from" : "incoming to",
          dynamic ? "(dynamic)" : (addr && *addr ? addr : "(anonymous)"),
@@ -414,6 +415,7 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
     WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
+    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;
@@ -802,6 +804,7 @@ static void link_pump_WT(rtr_link_t *k)
     sent:
         pn_link_advance(pl);
         WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
+        WGAUGE(k->conn->worker, k->conn->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
         k->next_send = o->next;
         k->queued--;
         o->done_sending = true;
@@ -890,6 +893,17 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
             rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
         } else if (work->u.ext.kind == RTR_EXT_STREAM) {
             on_stream_wake_WT(w);
+        } else if (work->u.ext.kind == RTR_EXT_CLOSE_CONN) {
+            for (rtr_conn_t *c = w->conns; c; c = c->next) {
+                if (c->id == (uint64_t)work->u.ext.arg) {
+                    LOGC(c, INFO, "Connection closed by management (adminStatus deleted)");
+                    pn_condition_t *cond = pn_connection_condition(c->driver.connection);
+                    pn_condition_set_name(cond, "amqp:connection:forced");
+                    pn_condition_set_description(cond, "Connection closed by management");
+                    rtr_conn_close_WT(c);
+                    break;
+                }
+            }
         } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
             w->stopping = true;
             for (rtr_conn_t *c = w->conns; c; c = c->next)
@@ -1208,9 +1222,10 @@ void rtr_conn_close_WT(rtr_conn_t *c)
         return;
     pn_connection_t *pc = c->driver.connection;
     pn_condition_t *cond = pn_connection_condition(pc);
-    if (!pn_condition_is_set(cond))
+    if (!pn_condition_is_set(cond)) {
         pn_condition_set_name(cond, "amqp:connection:forced");
-    pn_condition_set_description(cond, "router shutting down");
+        pn_condition_set_description(cond, "router shutting down");
+    }
     pn_connection_close(pc);
     conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);

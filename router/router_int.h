@@ -35,7 +35,13 @@ enum {
     RTR_EXT_ACCEPT = 0, /* arg = socket fd, ptr = the listener's cfg_listener_t */
     RTR_EXT_SHUTDOWN,   /* close every connection, then stop */
     RTR_EXT_STREAM,     /* a streamed message changed: re-check waiters and Q2 links */
+    RTR_EXT_CLOSE_CONN, /* arg = connection id: close it if this worker owns it
+                           (management UPDATE adminStatus=deleted; posted to every worker) */
 };
+
+/* Most worker threads (the management agent takes the next queue index, and indexes are
+ * uint8_t in core_action_t). */
+#define RTR_MAX_WORKERS 254
 
 /* Largest message prefix (sections before the body) the router accepts. */
 #define RTR_PREFIX_MAX (1u << 20)
@@ -241,6 +247,17 @@ BASE_POOL_DECLARE(rtr_buf_t);
 /* server.c: "host:port" of a socket address (thread-safe). */
 struct sockaddr_storage;
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
+
+/* server.c: listeners at run time (management CREATE/DELETE).  Thread-safe.
+ * rtr_server_listener_add() binds `lc` on the calling thread (so a port in use is an error
+ * at once) and hands the socket to the main thread, which starts accepting on it; `lc` must
+ * stay valid until the server is freed (connections point at it).  Returns the listener's
+ * id (> 0), or -1 with a one-line reason in err.  rtr_server_listener_del() asks the main
+ * thread to stop accepting on listener `id` and close it (connections stay).  The configured
+ * listeners have ids rtr_server_listener_id(index). */
+long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen);
+void rtr_server_listener_del(long id);
+long rtr_server_listener_id(size_t index);
 
 /* worker.c */
 int rtr_worker_init(rtr_worker_t *w, int index, core_t *core);

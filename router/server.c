@@ -11,6 +11,7 @@
 #include "core/base/pool.h"
 
 #include "router/admin.h"
+#include "router/agent.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -27,13 +28,25 @@
 
 rtr_globals_t g_rtr;
 
-typedef struct rtr_listener {
+typedef struct rtr_listener rtr_listener_t;
+struct rtr_listener {
     int                   fd;    /* listening socket */
     uv_poll_t             poll;  /* readable = connections to accept */
     const cfg_listener_t *cfg;   /* its configuration */
     rtr_server_t         *srv;   /* back pointer */
     bool                  polling; /* poll handle initialised */
-} rtr_listener_t;
+    long                  id;    /* 1.. for the configured ones (file order), then run-time */
+    bool                  runtime; /* made by management CREATE (heap, on srv->extra) */
+    bool                  deleted; /* management DELETE: no longer accepting */
+    rtr_listener_t       *next;  /* on srv->extra / srv->ctl_q */
+};
+
+/* A request from another thread to the main thread (management CREATE/DELETE listener). */
+typedef struct rtr_ctl {
+    struct rtr_ctl *next;     /* on srv->ctl_q */
+    rtr_listener_t *add;      /* bound listener to start accepting on, or NULL */
+    long            del;      /* id of a listener to stop, or 0 */
+} rtr_ctl_t;
 
 struct rtr_server {
     const cfg_t    *cfg;          /* configuration, outlives the server */
@@ -56,7 +69,16 @@ struct rtr_server {
     int             next_worker;  /* round-robin */
     bool            started;
     bool            stopping;
+    rtr_listener_t *extra;        /* main thread: listeners made at run time */
+    long            next_listener_id; /* [ctl_lock] ids given so far */
+    uv_async_t      ctl;          /* other threads -> main thread: ctl_q has requests */
+    bool            ctl_init;     /* ctl initialised (uv_async_send allowed) */
+    pthread_mutex_t ctl_lock;     /* guards ctl_q, next_listener_id */
+    rtr_ctl_t      *ctl_q;        /* [ctl_lock] requests, newest first */
 };
+
+/* The running server, for the thread-safe rtr_server_listener_* calls (set at start). */
+static rtr_server_t *s_server;
 
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
@@ -204,7 +226,133 @@ static void signal_cb(uv_signal_t *h, int signum)
     for (size_t i = 0; i < s->n_listeners; i++)
         if (s->listeners[i].polling)
             uv_poll_stop(&s->listeners[i].poll);
+    for (rtr_listener_t *l = s->extra; l; l = l->next)
+        if (l->polling)
+            uv_poll_stop(&l->poll);
     uv_stop(&s->loop);
+}
+
+/* ---- run-time listeners (management) ---- */
+
+static void listener_closed_cb(uv_handle_t *h)
+{
+    rtr_listener_t *l = h->data;
+    l->polling = false;
+    if (l->fd >= 0) {
+        close(l->fd);
+        l->fd = -1;
+    }
+}
+
+/* Main thread: stop accepting on l and close its socket. */
+static void listener_stop(rtr_listener_t *l)
+{
+    if (l->deleted)
+        return;
+    l->deleted = true;
+    if (l->polling) {
+        uv_poll_stop(&l->poll);
+        uv_close((uv_handle_t *)&l->poll, listener_closed_cb);
+    } else if (l->fd >= 0) {
+        close(l->fd);
+        l->fd = -1;
+    }
+    LOG(NOTICE, "Stopped listening on %s:%s", l->cfg->host && *l->cfg->host ? l->cfg->host
+                                                                             : "0.0.0.0",
+        l->cfg->port);
+}
+
+static void ctl_cb(uv_async_t *h)
+{
+    rtr_server_t *s = h->data;
+    pthread_mutex_lock(&s->ctl_lock);
+    rtr_ctl_t *q = s->ctl_q;
+    s->ctl_q = NULL;
+    pthread_mutex_unlock(&s->ctl_lock);
+    /* oldest first */
+    rtr_ctl_t *rev = NULL;
+    while (q) {
+        rtr_ctl_t *next = q->next;
+        q->next = rev;
+        rev = q;
+        q = next;
+    }
+    while (rev) {
+        rtr_ctl_t *c = rev;
+        rev = c->next;
+        if (c->add) {
+            rtr_listener_t *l = c->add;
+            l->next = s->extra;
+            s->extra = l;
+            if (s->stopping) {
+                listener_stop(l);
+            } else {
+                uv_poll_init(&s->loop, &l->poll, l->fd);
+                l->poll.data = l;
+                l->polling = true;
+                uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+            }
+        }
+        if (c->del) {
+            for (size_t i = 0; i < s->n_listeners; i++)
+                if (s->listeners[i].id == c->del)
+                    listener_stop(&s->listeners[i]);
+            for (rtr_listener_t *l = s->extra; l; l = l->next)
+                if (l->id == c->del)
+                    listener_stop(l);
+        }
+        free(c);
+    }
+}
+
+static void ctl_post(rtr_server_t *s, rtr_ctl_t *c)
+{
+    pthread_mutex_lock(&s->ctl_lock);
+    c->next = s->ctl_q;
+    s->ctl_q = c;
+    pthread_mutex_unlock(&s->ctl_lock);
+    uv_async_send(&s->ctl);
+}
+
+long rtr_server_listener_id(size_t index)
+{
+    return (long)index + 1;
+}
+
+long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen)
+{
+    rtr_server_t *s = s_server;
+    if (!s || !s->ctl_init) {
+        snprintf(err, errlen, "The router is not running");
+        return -1;
+    }
+    rtr_listener_t *l = base_calloc(1, sizeof(*l));
+    l->fd = -1;
+    l->cfg = lc;
+    l->srv = s;
+    l->runtime = true;
+    if (listener_bind(l, err, errlen) != 0) {
+        free(l);
+        return -1;
+    }
+    pthread_mutex_lock(&s->ctl_lock);
+    l->id = ++s->next_listener_id;
+    pthread_mutex_unlock(&s->ctl_lock);
+    long id = l->id;
+    rtr_ctl_t *c = base_calloc(1, sizeof(*c));
+    c->add = l;
+    ctl_post(s, c);
+    return id;
+}
+
+void rtr_server_listener_del(long id)
+{
+    rtr_server_t *s = s_server;
+    if (!s || !s->ctl_init || id <= 0)
+        return;
+    rtr_ctl_t *c = base_calloc(1, sizeof(*c));
+    c->del = id;
+    ctl_post(s, c);
 }
 
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
@@ -217,7 +365,10 @@ rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
         s->listeners[i].fd = -1;
         s->listeners[i].cfg = &cfg->listeners[i];
         s->listeners[i].srv = s;
+        s->listeners[i].id = rtr_server_listener_id(i);
     }
+    s->next_listener_id = (long)s->n_listeners;
+    pthread_mutex_init(&s->ctl_lock, NULL);
     for (size_t i = 0; i < s->n_listeners; i++) {
         if (listener_bind(&s->listeners[i], err, errlen) != 0) {
             rtr_server_free(s);
@@ -251,11 +402,13 @@ int rtr_server_start(rtr_server_t *s)
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpus > 0 ? (int)cpus : 1;
     }
-    if (n > 255)
-        n = 255;
+    if (n > RTR_MAX_WORKERS)
+        n = RTR_MAX_WORKERS;
     s->n_workers = n;
     s->workers = base_calloc((size_t)n, sizeof(*s->workers));
-    s->worker_q = base_calloc((size_t)n, sizeof(*s->worker_q));
+    /* one queue per worker, and the management agent's last (index n: the core sends it
+     * work as to any worker) */
+    s->worker_q = base_calloc((size_t)n + 1, sizeof(*s->worker_q));
     for (int i = 0; i < n; i++)
         s->worker_q[i] = &s->workers[i].inbox;
     g_rtr.workers = s->workers;
@@ -270,13 +423,21 @@ int rtr_server_start(rtr_server_t *s)
         return rc;
     s->shard = stats_shard_new(s->reg);
     stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
-    s->core = core_new(cfg, &s->stats, n, s->worker_q);
+    uv_async_init(&s->loop, &s->ctl, ctl_cb);
+    s->ctl.data = s;
+    s->ctl_init = true;
+    s_server = s;
+    s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
     for (int i = 0; i < n; i++) {
         rc = rtr_worker_init(&s->workers[i], i, s->core);
         if (rc)
             return rc;
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
     }
+    rc = rtr_agent_init(cfg, s->core, n, s->reg);
+    if (rc)
+        return rc;
+    s->worker_q[n] = rtr_agent_queue();
     rc = core_start(s->core);
     if (rc)
         return rc;
@@ -285,6 +446,9 @@ int rtr_server_start(rtr_server_t *s)
         if (rc)
             return rc;
     }
+    rc = rtr_agent_start();
+    if (rc)
+        return rc;
     s->started = true;
 
     int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -334,15 +498,29 @@ int rtr_server_run(rtr_server_t *s)
         }
     }
     core_stop(s->core);
+    rtr_agent_stop(); /* after the core: it may send the agent work until it stops */
     s->started = false;
+    s_server = NULL;
     for (size_t i = 0; i < s->n_listeners; i++) {
         if (s->listeners[i].fd >= 0) {
             close(s->listeners[i].fd);
             s->listeners[i].fd = -1;
         }
     }
+    for (rtr_listener_t *l = s->extra; l; l = l->next) {
+        if (l->fd >= 0 && !l->polling) {
+            close(l->fd);
+            l->fd = -1;
+        }
+    }
     uv_walk(&s->loop, close_walk_cb, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
+    for (rtr_listener_t *l = s->extra; l; l = l->next) {
+        if (l->fd >= 0) {
+            close(l->fd);
+            l->fd = -1;
+        }
+    }
     LOG(NOTICE, "Stopped");
     return 0;
 }
@@ -358,8 +536,30 @@ void rtr_server_free(rtr_server_t *s)
         for (int i = 0; i < s->n_workers; i++)
             rtr_worker_fini(&s->workers[i]);
     }
+    rtr_agent_free(); /* after the core and the workers: listeners' configurations */
     if (s->core)
         core_free(s->core);
+    while (s->extra) {
+        rtr_listener_t *l = s->extra;
+        s->extra = l->next;
+        if (l->fd >= 0)
+            close(l->fd);
+        free(l);
+    }
+    pthread_mutex_lock(&s->ctl_lock);
+    while (s->ctl_q) {
+        rtr_ctl_t *c = s->ctl_q;
+        s->ctl_q = c->next;
+        if (c->add) {
+            close(c->add->fd);
+            free(c->add);
+        }
+        free(c);
+    }
+    pthread_mutex_unlock(&s->ctl_lock);
+    pthread_mutex_destroy(&s->ctl_lock);
+    if (s_server == s)
+        s_server = NULL;
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
     rtr_admin_stop(); /* reads the registry: stopped before it goes */

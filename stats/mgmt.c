@@ -273,6 +273,9 @@ typedef enum col_src {
     COL_NULL,      /* always null */
     COL_INFO,      /* the session info's `arg`: "router_id", "mode", "version" */
     COL_UPTIME,    /* now - field `arg` (Unix seconds); null while that is 0 */
+    COL_DOUBLE,    /* field `arg` times `ival` (localFreeListMax = 2 x transferBatchSize) */
+    COL_DIFF,      /* field `arg` minus field `arg2` (heldByThreads) */
+    COL_PREFIXED,  /* `arg2` followed by label `arg` (allocator identity "allocator/T") */
 } col_src_t;
 
 /* One column of an entity type, as declared. */
@@ -282,6 +285,7 @@ typedef struct col_def {
     const char *arg;           /* label key, field name, constant, info key */
     long long   ival;          /* COL_INT / COL_BOOL */
     bool        null_if_empty; /* COL_LABEL: "" is null (owningAddr of an anonymous link) */
+    const char *arg2;          /* COL_DIFF: the field subtracted; COL_PREFIXED: the prefix */
 } col_def_t;
 
 /* A column resolved against the live family. */
@@ -290,6 +294,7 @@ typedef struct col {
     const char      *name;  /* attribute name */
     col_src_t        src;   /* COL_LABEL / COL_FIELD resolved, or the constant kinds */
     int              index; /* label index or field index; -1 = absent (null) */
+    int              index2; /* COL_DIFF: the second field's index; -1 = absent */
 } col_t;
 
 /* An entity type entity.query knows. */
@@ -305,51 +310,101 @@ typedef struct qtype {
 
 // clang-format off
 static const col_def_t router_cols[] = {
-    {"name",       COL_INFO,  "router_id", 0, false},
-    {"identity",   COL_STR,   "1", 0, false},
-    {"id",         COL_INFO,  "router_id", 0, false},
-    {"type",       COL_STR,   "org.apache.qpid.dispatch.router", 0, false},
-    {"mode",       COL_INFO,  "mode", 0, false},
-    {"area",       COL_STR,   "0", 0, false},
-    {"version",    COL_INFO,  "version", 0, false},
+    {"name",       COL_INFO,  "router_id", 0, false, NULL},
+    {"identity",   COL_STR,   "1", 0, false, NULL},
+    {"id",         COL_INFO,  "router_id", 0, false, NULL},
+    {"type",       COL_STR,   "org.apache.qpid.dispatch.router", 0, false, NULL},
+    {"mode",       COL_INFO,  "mode", 0, false, NULL},
+    {"area",       COL_STR,   "0", 0, false, NULL},
+    {"version",    COL_INFO,  "version", 0, false, NULL},
+    /* qdrouterd counters for features a standalone Junction does not have (yet): 0 */
+    {"nodeCount",                       COL_INT, NULL, 0, false, NULL},
+    {"linkRouteCount",                  COL_INT, NULL, 0, false, NULL},
+    {"autoLinkCount",                   COL_INT, NULL, 0, false, NULL},
+    {"blockedLinkCount",                COL_INT, NULL, 0, false, NULL},
+    {"linksBlocked",                    COL_INT, NULL, 0, false, NULL},
+    {"deliveriesDelayed1Sec",           COL_INT, NULL, 0, false, NULL},
+    {"deliveriesDelayed10Sec",          COL_INT, NULL, 0, false, NULL},
+    {"deliveriesStuck",                 COL_INT, NULL, 0, false, NULL},
+    {"deliveriesRedirectedToFallback",  COL_INT, NULL, 0, false, NULL},
+    {"deliveriesIngressRouteContainer", COL_INT, NULL, 0, false, NULL},
+    {"deliveriesEgressRouteContainer",  COL_INT, NULL, 0, false, NULL},
 };
 static const col_def_t conn_cols[] = {
-    {"identity",        COL_LABEL, "connection", 0, false},
-    {"type",            COL_STR,   "org.apache.qpid.dispatch.connection", 0, false},
-    {"host",            COL_LABEL, "host", 0, false},
-    {"container",       COL_LABEL, "container", 0, false},
-    {"role",            COL_STR,   "normal", 0, false},
-    {"protocol",        COL_STR,   "amqp", 0, false},
-    {"dir",             COL_LABEL, "dir", 0, false},
-    {"opened",          COL_BOOL,  NULL, 1, false},
-    {"active",          COL_BOOL,  NULL, 1, false},
-    {"adminStatus",     COL_STR,   "enabled", 0, false},
-    {"operStatus",      COL_STR,   "up", 0, false},
-    {"isAuthenticated", COL_BOOL,  NULL, 0, false},
-    {"isEncrypted",     COL_BOOL,  NULL, 0, false},
-    {"uptimeSeconds",   COL_UPTIME, "openedAt", 0, false},
+    {"name",            COL_LABEL, "connection", 0, false, NULL},
+    {"identity",        COL_LABEL, "connection", 0, false, NULL},
+    {"type",            COL_STR,   "org.apache.qpid.dispatch.connection", 0, false, NULL},
+    {"host",            COL_LABEL, "host", 0, false, NULL},
+    {"container",       COL_LABEL, "container", 0, false, NULL},
+    {"role",            COL_STR,   "normal", 0, false, NULL},
+    {"protocol",        COL_STR,   "amqp", 0, false, NULL},
+    {"dir",             COL_LABEL, "dir", 0, false, NULL},
+    {"opened",          COL_BOOL,  NULL, 1, false, NULL},
+    {"active",          COL_BOOL,  NULL, 1, false, NULL},
+    {"adminStatus",     COL_STR,   "enabled", 0, false, NULL},
+    {"operStatus",      COL_STR,   "up", 0, false, NULL},
+    {"isAuthenticated", COL_BOOL,  NULL, 0, false, NULL},
+    {"isEncrypted",     COL_BOOL,  NULL, 0, false, NULL},
+    {"sasl",            COL_STR,   "ANONYMOUS", 0, false, NULL},
+    {"user",            COL_STR,   "anonymous", 0, false, NULL},
+    {"ssl",             COL_BOOL,  NULL, 0, false, NULL},
+    {"sslProto",        COL_NULL,  NULL, 0, false, NULL},
+    {"sslCipher",       COL_NULL,  NULL, 0, false, NULL},
+    {"sslSsf",          COL_INT,   NULL, 0, false, NULL},
+    {"tenant",          COL_NULL,  NULL, 0, false, NULL},
+    {"enableProtocolTrace", COL_BOOL, NULL, 0, false, NULL},
+    {"properties",      COL_NULL,  NULL, 0, false, NULL},
+    {"uptimeSeconds",   COL_UPTIME, "openedAt", 0, false, NULL},
+    {"lastDlvSeconds",  COL_UPTIME, "lastDeliveryAt", 0, false, NULL},
 };
 static const col_def_t link_cols[] = {
-    {"identity",     COL_LABEL, "link", 0, false},
-    {"type",         COL_STR,   "org.apache.qpid.dispatch.router.link", 0, false},
-    {"linkType",     COL_STR,   "endpoint", 0, false},
-    {"linkDir",      COL_LABEL, "dir", 0, false},
-    {"connectionId", COL_LABEL, "connection", 0, false},
-    {"owningAddr",   COL_LABEL, "address", 0, true},
-    {"peer",         COL_NULL,  NULL, 0, false},
-    {"adminStatus",  COL_STR,   "enabled", 0, false},
-    {"operStatus",   COL_STR,   "up", 0, false},
+    {"name",         COL_LABEL, "link", 0, false, NULL},
+    {"identity",     COL_LABEL, "link", 0, false, NULL},
+    {"type",         COL_STR,   "org.apache.qpid.dispatch.router.link", 0, false, NULL},
+    {"linkType",     COL_STR,   "endpoint", 0, false, NULL},
+    {"linkDir",      COL_LABEL, "dir", 0, false, NULL},
+    {"connectionId", COL_LABEL, "connection", 0, false, NULL},
+    {"owningAddr",   COL_LABEL, "address", 0, true, NULL},
+    {"peer",         COL_NULL,  NULL, 0, false, NULL},
+    {"linkName",     COL_LABEL, "name", 0, false, NULL},
+    {"adminStatus",  COL_STR,   "enabled", 0, false, NULL},
+    {"operStatus",   COL_STR,   "up", 0, false, NULL},
+    {"priority",     COL_INT,   NULL, 4, false, NULL},
+    {"settleRate",   COL_INT,   NULL, 0, false, NULL},
+    {"deliveriesDelayed1Sec",  COL_INT, NULL, 0, false, NULL},
+    {"deliveriesDelayed10Sec", COL_INT, NULL, 0, false, NULL},
+    {"deliveriesStuck",        COL_INT, NULL, 0, false, NULL},
+    {"zeroCreditSeconds",      COL_INT, NULL, 0, false, NULL},
+    {"ingressHistogram",       COL_NULL, NULL, 0, false, NULL},
 };
 static const col_def_t addr_cols[] = {
-    {"name",           COL_LABEL, "address", 0, false},
-    {"identity",       COL_LABEL, "address", 0, false},
-    {"type",           COL_STR,   "org.apache.qpid.dispatch.router.address", 0, false},
-    {"key",            COL_LABEL, "address", 0, false},
-    {"distribution",   COL_LABEL, "distribution", 0, false},
-    {"inProcess",      COL_INT,   NULL, 0, false},
-    {"remoteCount",    COL_INT,   NULL, 0, false},
-    {"containerCount", COL_INT,   NULL, 0, false},
-    {"priority",       COL_INT,   NULL, -1, false},
+    {"name",           COL_LABEL, "address", 0, false, NULL},
+    {"identity",       COL_LABEL, "address", 0, false, NULL},
+    {"type",           COL_STR,   "org.apache.qpid.dispatch.router.address", 0, false, NULL},
+    {"key",            COL_LABEL, "address", 0, false, NULL},
+    {"distribution",   COL_LABEL, "distribution", 0, false, NULL},
+    {"inProcess",      COL_INT,   NULL, 0, false, NULL},
+    {"remoteCount",    COL_INT,   NULL, 0, false, NULL},
+    {"containerCount", COL_INT,   NULL, 0, false, NULL},
+    {"priority",       COL_INT,   NULL, -1, false, NULL},
+    {"remoteHostRouters",              COL_NULL, NULL, 0, false, NULL},
+    {"deliveriesToContainer",          COL_INT, NULL, 0, false, NULL},
+    {"deliveriesFromContainer",        COL_INT, NULL, 0, false, NULL},
+    {"deliveriesRedirectedToFallback", COL_INT, NULL, 0, false, NULL},
+    {"deliveriesIngressRouteContainer", COL_INT, NULL, 0, false, NULL},
+    {"deliveriesEgressRouteContainer", COL_INT, NULL, 0, false, NULL},
+    {"transitOutstanding",             COL_NULL, NULL, 0, false, NULL},
+    {"trackedDeliveries",              COL_INT, NULL, 0, false, NULL},
+};
+static const col_def_t alloc_cols[] = {
+    {"name",              COL_PREFIXED, "typeName", 0, false, "allocator/"},
+    {"identity",          COL_PREFIXED, "typeName", 0, false, "allocator/"},
+    {"type",              COL_STR,   "org.apache.qpid.dispatch.allocator", 0, false, NULL},
+    {"typeName",          COL_LABEL, "typeName", 0, false, NULL},
+    {"localFreeListMax",  COL_DOUBLE, "transferBatchSize", 2, false, NULL},
+    {"globalFreeListMax", COL_INT,   NULL, 0, false, NULL},
+    {"totalFreeToHeap",   COL_INT,   NULL, 0, false, NULL},
+    {"heldByThreads",     COL_DIFF,  "totalAllocFromHeap", 0, false, "globalFreeListItems"},
 };
 
 static const qtype_t qtypes[] = {
@@ -361,6 +416,8 @@ static const qtype_t qtypes[] = {
      link_cols, BASE_ARRAY_LEN(link_cols), false},
     {"address", "org.apache.qpid.dispatch.router.address", "router.address", "address",
      addr_cols, BASE_ARRAY_LEN(addr_cols), false},
+    {"allocator", "org.apache.qpid.dispatch.allocator", NULL, "allocator",
+     alloc_cols, BASE_ARRAY_LEN(alloc_cols), false},
 };
 
 static const char *const op_names[] = {
@@ -869,6 +926,29 @@ static void col_value(stats_mgmt_t *m, const stream_t *st, const col_t *c)
             jb_i64(b, up < 0 ? 0 : up);
         }
         return;
+    case COL_DOUBLE:
+        if (c->index < 0 || !row->have[c->index])
+            jb_lit(b, "null");
+        else
+            jb_i64(b, (int64_t)row->vals[c->index] * c->def->ival);
+        return;
+    case COL_DIFF:
+        if (c->index < 0 || !row->have[c->index] || c->index2 < 0 || !row->have[c->index2])
+            jb_lit(b, "null");
+        else
+            jb_i64(b, (int64_t)row->vals[c->index] - (int64_t)row->vals[c->index2]);
+        return;
+    case COL_PREFIXED: {
+        const char *v = c->index >= 0 ? row->labels[c->index] : NULL;
+        if (!v) {
+            jb_lit(b, "null");
+        } else {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "%s%s", c->def->arg2, v);
+            jb_str(b, buf);
+        }
+        return;
+    }
     }
 }
 
@@ -1044,10 +1124,14 @@ static col_t *columns_all(const qtype_t *t, stats_family_t *f, unsigned *n)
         c->name = d->name;
         c->src = d->src;
         c->index = -1;
-        if (d->src == COL_LABEL)
+        c->index2 = -1;
+        if (d->src == COL_LABEL || d->src == COL_PREFIXED)
             c->index = label_index(f, d->arg);
-        else if (d->src == COL_FIELD || d->src == COL_UPTIME)
+        else if (d->src == COL_FIELD || d->src == COL_UPTIME || d->src == COL_DOUBLE ||
+                 d->src == COL_DIFF)
             c->index = field_index(f, d->arg);
+        if (d->src == COL_DIFF)
+            c->index2 = field_index(f, d->arg2);
     }
     for (unsigned i = 0; i < nf; i++) {
         const char *name = stats_family_field(f, i)->name;
@@ -1060,6 +1144,7 @@ static col_t *columns_all(const qtype_t *t, stats_family_t *f, unsigned *n)
         c->name = name;
         c->src = COL_FIELD;
         c->index = (int)i;
+        c->index2 = -1;
     }
     *n = k;
     return cols;
@@ -1072,11 +1157,11 @@ static int op_query(const req_t *q)
     long long     offset, count;
     if (arg_str(q, "type", NULL, &type) < 0 || !type)
         return bad_arg(q, 400, "argument 'type': expected one of router, connection, link, "
-                               "address");
+                               "address, allocator");
     const qtype_t *t = qtype_find(type);
     if (!t)
         return bad_arg(q, 404, "argument 'type': unknown entity type '%.100s' (expected one "
-                               "of router, connection, link, address)", type);
+                               "of router, connection, link, address, allocator)", type);
     if (arg_int(q, "offset", 0, INT64_MAX / 2, 0, &offset) < 0)
         return bad_arg(q, 400, "argument 'offset': expected an integer >= 0");
     if (arg_int(q, "count", 0, INT64_MAX / 2, -1, &count) < 0)

@@ -81,7 +81,7 @@
                                               address space (128 MiB), used as ids are */
 #define STATS_COMMIT_SLOTS     (1u << 15)  /* growth step: 32,768 ids (256 KiB per shard) */
 #define STATS_MAX_BLOCK        4096u       /* slots one object of a family may take */
-#define STATS_MAX_LABELS       4                            /* label keys per family */
+#define STATS_MAX_LABELS       5                            /* label keys per family */
 #define STATS_MAX_FIELDS       1024                         /* fields per family */
 #define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
 /* Slots a histogram field with b finite buckets takes: b buckets, the +Inf bucket, the sum. */
@@ -535,7 +535,7 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out);
  *                    "truncated"?: true} holding what changed since the last update the
  *                    client got (the first holds everything); no line when nothing changed
  *   stats.unsubscribe {"sub": N} -> {"sub": N}
- *   entity.query     {"type": "router" | "connection" | "link" | "address" (qdrouterd's
+ *   entity.query     {"type": "router" | "connection" | "link" | "address" | "allocator" (qdrouterd's
  *                    names too: "router.link", "org.apache.qpid.dispatch.router.address"),
  *                    "attributeNames"?: [...], "offset"?: n, "count"?: n}
  *                    -> lines {"id", "result": {"type", "attributeNames": [...],

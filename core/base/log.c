@@ -1,9 +1,12 @@
-/* core/base/log.c: qdrouterd-shaped log lines (see log.h). Thread-safe writes; configuration
- * happens on the main thread at start-up only. */
+/* core/base/log.c: qdrouterd-shaped log lines (see log.h). Thread-safe writes, ring and
+ * counts; configuration happens on the main thread at start-up, except
+ * base_log_update_module() (any thread, under cfg_lock).  Locks: ring_lock and cfg_lock are
+ * never held together. */
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -14,13 +17,21 @@
 #define MASK_FOLLOW_DEFAULT 0xffu
 #define MASK_INFO_PLUS      0x7cu /* info, notice, warning, error, critical */
 
-uint8_t base_log_masks[BASE_LOG_N_MODULES] = {
+_Atomic uint8_t base_log_masks[BASE_LOG_N_MODULES] = {
     [BASE_LOG_MOD_DEFAULT] = MASK_INFO_PLUS,
 };
 static uint8_t configured[BASE_LOG_N_MODULES]; /* mask as configured, FOLLOW_DEFAULT if unset */
 static bool configured_init;
 static int out_fd[BASE_LOG_N_MODULES];       /* 0 = stderr */
 static bool with_timestamps = true;
+static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER; /* run-time updates of configured[] */
+
+/* The ring of recent lines: ring[(ring_next - ring_used + i) % BASE_LOG_RING], i < ring_used. */
+static base_log_entry_t ring[BASE_LOG_RING];
+static size_t ring_next;  /* [ring_lock] slot written next */
+static size_t ring_used;  /* [ring_lock] entries held */
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t counts[BASE_LOG_N_MODULES][BASE_LOG_N_LEVELS]; /* lines written */
 
 static const char *const module_names[] = {
 #define BASE__MOD_NAME(m) #m,
@@ -31,6 +42,8 @@ static const char *const level_names[] = {"trace",   "debug", "info",    "notice
                                           "warning", "error", "critical"};
 
 _Static_assert(sizeof(module_names) / sizeof(module_names[0]) == BASE_LOG_N_MODULES, "module table");
+
+static void apply_masks_LH(void);
 
 static void init_configured(void)
 {
@@ -114,11 +127,7 @@ void base_log_set_mask(base_log_module_t mod, uint8_t mask)
 void base_log_finish_config(void)
 {
     init_configured();
-    uint8_t def = configured[BASE_LOG_MOD_DEFAULT];
-    if (def == MASK_FOLLOW_DEFAULT)
-        def = MASK_INFO_PLUS;
-    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
-        base_log_masks[i] = configured[i] == MASK_FOLLOW_DEFAULT ? def : configured[i];
+    apply_masks_LH();
     for (int i = 0; i < BASE_LOG_N_MODULES; i++)
         if (out_fd[i] == 0 && i != BASE_LOG_MOD_DEFAULT)
             out_fd[i] = out_fd[BASE_LOG_MOD_DEFAULT];
@@ -145,7 +154,8 @@ void base_log_set_timestamps(bool on)
     with_timestamps = on;
 }
 
-void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fmt, va_list ap)
+void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *file, int line_no,
+                     const char *fmt, va_list ap)
 {
     char line[2048];
     size_t n = 0;
@@ -160,10 +170,32 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fm
     }
     n += (size_t)snprintf(line + n, sizeof(line) - n, "%s (%s) ", module_names[mod],
                           level_names[lvl]);
+    size_t text_at = n;
     int k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
     if (k < 0)
         k = 0;
     n += (size_t)k;
+    if (n > sizeof(line) - 2)
+        n = sizeof(line) - 2;
+
+    atomic_fetch_add_explicit(&counts[mod][lvl], 1, memory_order_relaxed);
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    pthread_mutex_lock(&ring_lock);
+    base_log_entry_t *e = &ring[ring_next];
+    ring_next = (ring_next + 1) % BASE_LOG_RING;
+    if (ring_used < BASE_LOG_RING)
+        ring_used++;
+    e->module = (uint8_t)mod;
+    e->level = (uint8_t)lvl;
+    e->file = file;
+    e->line = line_no;
+    e->time = (double)now.tv_sec + (double)now.tv_usec / 1e6;
+    size_t tl = n - text_at < sizeof(e->text) - 1 ? n - text_at : sizeof(e->text) - 1;
+    memcpy(e->text, line + text_at, tl);
+    e->text[tl] = '\0';
+    pthread_mutex_unlock(&ring_lock);
+
     if (n > sizeof(line) - 2)
         n = sizeof(line) - 2;
     line[n++] = '\n';
@@ -178,6 +210,103 @@ void base_log_write(base_log_module_t mod, base_log_level_t lvl, const char *fmt
 {
     va_list ap;
     va_start(ap, fmt);
-    base_log_vwrite(mod, lvl, fmt, ap);
+    base_log_vwrite(mod, lvl, NULL, 0, fmt, ap);
     va_end(ap);
+}
+
+void base_log_write_at(base_log_module_t mod, base_log_level_t lvl, const char *file, int line,
+                       const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    base_log_vwrite(mod, lvl, file, line, fmt, ap);
+    va_end(ap);
+}
+
+size_t base_log_recent(base_log_entry_t *out, size_t max)
+{
+    pthread_mutex_lock(&ring_lock);
+    size_t n = ring_used < max ? ring_used : max;
+    size_t first = (ring_next + BASE_LOG_RING - n) % BASE_LOG_RING; /* the newest n */
+    for (size_t i = 0; i < n; i++)
+        out[i] = ring[(first + i) % BASE_LOG_RING];
+    pthread_mutex_unlock(&ring_lock);
+    return n;
+}
+
+uint64_t base_log_count(base_log_module_t mod, base_log_level_t lvl)
+{
+    if ((unsigned)mod >= BASE_LOG_N_MODULES || (unsigned)lvl >= BASE_LOG_N_LEVELS)
+        return 0;
+    return atomic_load_explicit(&counts[mod][lvl], memory_order_relaxed);
+}
+
+/* Effective masks from configured[] (cfg_lock held, or start-up). */
+static void apply_masks_LH(void)
+{
+    uint8_t def = configured[BASE_LOG_MOD_DEFAULT];
+    if (def == MASK_FOLLOW_DEFAULT)
+        def = MASK_INFO_PLUS;
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        atomic_store_explicit(&base_log_masks[i],
+                              configured[i] == MASK_FOLLOW_DEFAULT ? def : configured[i],
+                              memory_order_relaxed);
+}
+
+void base_log_update_module(base_log_module_t mod, uint8_t mask)
+{
+    if ((unsigned)mod >= BASE_LOG_N_MODULES)
+        return;
+    pthread_mutex_lock(&cfg_lock);
+    init_configured();
+    if (mod == BASE_LOG_MOD_DEFAULT && mask == MASK_FOLLOW_DEFAULT)
+        mask = MASK_INFO_PLUS;
+    configured[mod] = mask;
+    apply_masks_LH();
+    pthread_mutex_unlock(&cfg_lock);
+}
+
+uint8_t base_log_module_configured(base_log_module_t mod)
+{
+    pthread_mutex_lock(&cfg_lock);
+    init_configured();
+    uint8_t m = configured[mod];
+    pthread_mutex_unlock(&cfg_lock);
+    return m;
+}
+
+uint8_t base_log_module_mask(base_log_module_t mod)
+{
+    return atomic_load_explicit(&base_log_masks[mod], memory_order_relaxed);
+}
+
+void base_log_format_enable(uint8_t mask, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    if (mask == MASK_FOLLOW_DEFAULT) {
+        snprintf(buf, len, "default");
+        return;
+    }
+    mask &= 0x7fu;
+    if (mask == 0) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    for (int i = 0; i < BASE_LOG_N_LEVELS && n < len; i++) {
+        if (!((mask >> i) & 1u))
+            continue;
+        /* the rest of the levels all enabled: "level+" */
+        uint8_t rest = (uint8_t)(0x7fu & ~((1u << i) - 1u));
+        bool plus = (mask & rest) == rest && i < BASE_LOG_N_LEVELS - 1;
+        int k = snprintf(buf + n, len - n, "%s%s%s", n ? "," : "", level_names[i],
+                         plus ? "+" : "");
+        if (k < 0)
+            break;
+        n += (size_t)k;
+        if (plus)
+            break;
+    }
 }

@@ -4,14 +4,24 @@
  * Each module has a mask of enabled levels, set from the `log` config entities; a module
  * without its own entity follows DEFAULT.  base_log() is thread-safe: it formats into a stack
  * buffer and writes the line with one write(2), so lines from different threads never mix.
- * Configuration (base_log_set_*) happens at start-up, before the other threads run.
+ * Configuration (base_log_set_*) happens at start-up, before the other threads run; after
+ * that base_log_update_module() changes a module's levels at run time (management UPDATE).
+ *
+ * Every line written is also kept in a ring of the last BASE_LOG_RING entries (module,
+ * level, text, source file and line, time) for the management GET-LOG operation, and counted
+ * per module and level (the `logStats` entity).  Both are thread-safe.
  */
 #ifndef JUNCTION_BASE_LOG_H
 #define JUNCTION_BASE_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* Entries the ring of recent log lines keeps (qdrouterd's LIST_MAX). */
+#define BASE_LOG_RING 1000
 
 // clang-format off
 typedef enum base_log_level {
@@ -39,24 +49,57 @@ typedef enum base_log_module {
 } base_log_module_t;
 // clang-format on
 
-/* Enabled-level masks, one per module: read without a lock (written only at start-up). */
-extern uint8_t base_log_masks[BASE_LOG_N_MODULES];
+/* Enabled-level masks, one per module: read with a relaxed load (written at start-up and
+ * by base_log_update_module()). */
+extern _Atomic uint8_t base_log_masks[BASE_LOG_N_MODULES];
 
 static inline bool base_log_enabled(base_log_module_t mod, base_log_level_t lvl)
 {
-    return (base_log_masks[mod] >> lvl) & 1u;
+    return (atomic_load_explicit(&base_log_masks[mod], memory_order_relaxed) >> lvl) & 1u;
 }
 
-/* Write one line if the level is enabled for the module. Thread-safe. */
+/* Write one line if the level is enabled for the module; the ring records the caller's
+ * source file and line. Thread-safe. */
 #define base_log(mod, lvl, ...)                                                                    \
     do {                                                                                           \
         if (base_log_enabled((mod), (lvl)))                                                        \
-            base_log_write((mod), (lvl), __VA_ARGS__);                                             \
+            base_log_write_at((mod), (lvl), __FILE__, __LINE__, __VA_ARGS__);                      \
     } while (0)
 
 void base_log_write(base_log_module_t mod, base_log_level_t lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fmt, va_list ap);
+void base_log_write_at(base_log_module_t mod, base_log_level_t lvl, const char *file, int line,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *file, int line,
+                     const char *fmt, va_list ap);
+
+/* One entry of the ring of recent lines. */
+typedef struct base_log_entry {
+    uint8_t     module;    /* base_log_module_t */
+    uint8_t     level;     /* base_log_level_t */
+    const char *file;      /* source file (static string), or NULL */
+    int         line;      /* source line, 0 when unknown */
+    double      time;      /* Unix time, seconds */
+    char        text[256]; /* the message (truncated), without module and level */
+} base_log_entry_t;
+
+/* Copy the most recent entries, oldest first, into out[0 .. max); returns how many were
+ * copied.  Thread-safe (takes the ring's mutex for the copy). */
+size_t base_log_recent(base_log_entry_t *out, size_t max);
+
+/* Lines written so far for a module at a level (the `logStats` entity).  Thread-safe. */
+uint64_t base_log_count(base_log_module_t mod, base_log_level_t lvl);
+
+/* Run time: set a module's `enable` mask as base_log_parse_enable() gives it (0xff = follow
+ * DEFAULT); changing DEFAULT changes every module that follows it.  Thread-safe. */
+void base_log_update_module(base_log_module_t mod, uint8_t mask);
+/* The module's configured mask (0xff when it follows DEFAULT) and its effective mask.
+ * Thread-safe. */
+uint8_t base_log_module_configured(base_log_module_t mod);
+uint8_t base_log_module_mask(base_log_module_t mod);
+/* Write a mask as an `enable` string ("info+", "trace,debug,warning+", "none") into buf.
+ * Pure. */
+void base_log_format_enable(uint8_t mask, char *buf, size_t len);
 
 /* Module by qdrouterd name ("ROUTER_CORE"); returns -1 for an unknown name. */
 int base_log_module_find(const char *name);

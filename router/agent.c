@@ -1,0 +1,400 @@
+/* router/agent.c: the management agent's thread (see agent.h): a libuv loop whose inbox is
+ * a core queue, three links at the core, requests in, replies out.
+ *
+ * Threads: rtr_agent_init/start/stop/free on the main thread; addr_add_CT/addr_del_CT on the
+ * core thread (through core_call()); every other function in this file is a callback of the
+ * agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
+ * uv_async wake-up); actions for the core are gathered during a loop iteration and pushed
+ * once from a uv_prepare_t, as a worker does; address changes go to the core with
+ * core_call(), listener changes to the main thread (rtr_server_listener_*), connection
+ * closes to the workers (RTR_EXT_CLOSE_CONN).
+ *
+ * Ownership: a request's content reference (CORE_W_SEND) is dropped once answered.  A reply
+ * is an rtr_msg_t made here plus a core_delivery_t in an agent_dlv_t that the agent owns
+ * until the core hands it back (CORE_W_RELEASE: presettled, the core is done with it); the
+ * workers that send it hold their own references to the content.
+ *
+ * DESIGN: a QUERY reads the stats registry (never the core), so a big one costs the agent
+ * thread time, not the core's; the core only routes the request and the reply, one
+ * delivery each.
+ */
+#include "router/agent.h"
+
+#include "router/agent_ops.h"
+#include "router/router_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "junction_version.h"
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_AGENT, BASE_LOG_##lvl, __VA_ARGS__)
+
+/* A reply on its way: owned by the agent until CORE_W_RELEASE. */
+typedef struct agent_dlv agent_dlv_t;
+struct agent_dlv {
+    core_delivery_t dlv;  /* first: what the core sees */
+    rtr_msg_t      *msg;  /* our content reference */
+    char           *to;   /* the destination (dlv.to points into it) */
+    agent_dlv_t    *prev; /* in agent->inflight */
+    agent_dlv_t    *next;
+};
+
+/* The agent's links, by what the core echoes back as their handle. */
+enum { LINK_MOBILE = 0, LINK_LOCAL, LINK_REPLY, N_LINKS };
+
+typedef struct agent {
+    uv_loop_t         loop;      /* the agent thread's loop */
+    uv_async_t        wake;      /* inbox not empty */
+    uv_async_t        stop;      /* main thread -> agent: stop */
+    uv_prepare_t      flush;     /* pushes to_core once per iteration */
+    uv_thread_t       thread;
+    base_mpsc_t       inbox;     /* core_work_t from the core */
+    base_mpsc_batch_t to_core;   /* actions built this iteration */
+    core_t           *core;
+    int               index;     /* our queue index at the core */
+    rtr_mgmt_t       *mgmt;      /* the request -> reply logic and entity records */
+    uint64_t          link_id[N_LINKS]; /* our link ids */
+    char              handles[N_LINKS]; /* &handles[i] is link i's handle */
+    agent_dlv_t      *inflight;  /* replies the core has not handed back */
+    bool              started;   /* the thread runs */
+    bool              stopping;  /* stop_cb ran */
+    uint64_t          requests;  /* answered so far (logged at stop) */
+} agent_t;
+
+/* The agent, or NULL.  Written by the main thread only (init, free). */
+static agent_t *s_agent;
+
+/* ---- hooks (agent_ops -> the rest of the router) ---- */
+
+static long hook_listener_add(void *ctx, const cfg_listener_t *lc, char *err, size_t errlen)
+{
+    (void)ctx;
+    return rtr_server_listener_add(lc, err, errlen);
+}
+
+static void hook_listener_del(void *ctx, long id)
+{
+    (void)ctx;
+    rtr_server_listener_del(id);
+}
+
+static void addr_add_CT(core_t *core, void *arg)
+{
+    const cfg_address_t *ac = arg;
+    if (core_addr_config_add_CT(core, ac) != 0)
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "Address configuration %s was not added",
+                 ac->prefix ? ac->prefix : ac->pattern);
+}
+
+static void addr_del_CT(core_t *core, void *arg)
+{
+    core_addr_config_remove_CT(core, arg);
+}
+
+static void hook_address_add(void *ctx, const cfg_address_t *ac)
+{
+    agent_t *a = ctx;
+    core_call(a->core, addr_add_CT, (void *)ac);
+}
+
+static void hook_address_del(void *ctx, const cfg_address_t *ac)
+{
+    agent_t *a = ctx;
+    core_call(a->core, addr_del_CT, (void *)ac);
+}
+
+static void hook_conn_close(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    for (int i = 0; i < g_rtr.n_workers; i++)
+        rtr_worker_post_ext(&g_rtr.workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
+}
+
+/* ---- core traffic ---- */
+
+static core_action_t *action(agent_t *a, core_action_type_t type, uint64_t link_id)
+{
+    core_action_t *act = core_batch_add(&a->to_core);
+    act->type = (uint8_t)type;
+    act->worker = (uint8_t)a->index;
+    act->link_id = link_id;
+    return act;
+}
+
+static void attach(agent_t *a, int which, const char *address, core_link_dir_t dir)
+{
+    a->link_id[which] = atomic_fetch_add(&g_rtr.next_link_id, 1) + 1;
+    core_action_t *act = action(a, CORE_A_LINK_ATTACH, a->link_id[which]);
+    act->u.attach.conn_id = 0;
+    act->u.attach.handle = &a->handles[which];
+    act->u.attach.address = address ? base_strdup(address) : NULL;
+    act->u.attach.capacity = 250;
+    act->u.attach.dir = (uint8_t)dir;
+    act->u.attach.dynamic = false;
+    act->u.attach.name = NULL;
+}
+
+static void reply_send(agent_t *a, uint8_t *bytes, size_t len, char *to)
+{
+    rtr_msg_t *m = rtr_msg_new();
+    rtr_msg_reserve(m, len);
+    memcpy(m->data, bytes, len);
+    m->len = len;
+    const char *why = NULL;
+    if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
+        /* our own encoding: cannot happen unless the codec and Proton disagree */
+        LOG(ERROR, "Management reply not sent: %s", why ? why : "scan failed");
+        rtr_msg_unref(m);
+        free(to);
+        return;
+    }
+    agent_dlv_t *d = base_calloc(1, sizeof(*d));
+    d->msg = m;
+    d->to = to;
+    d->dlv.content = &m->c;
+    d->dlv.link_id = a->link_id[LINK_REPLY];
+    d->dlv.to = to;
+    d->dlv.to_len = (uint32_t)strlen(to);
+    d->dlv.presettled = true;
+    d->next = a->inflight;
+    if (a->inflight)
+        a->inflight->prev = d;
+    a->inflight = d;
+    action(a, CORE_A_DELIVER, a->link_id[LINK_REPLY])->u.dlv = &d->dlv;
+}
+
+static void on_request(agent_t *a, core_work_t *w)
+{
+    rtr_msg_t *m = (rtr_msg_t *)w->u.send.content;
+    core_delivery_t *in = w->u.send.dlv;
+    core_disposition_t disp = {.outcome = CORE_OUTCOME_ACCEPTED};
+    const char *why = NULL;
+
+    if (m->c.streaming) {
+        rtr_msg_reader_del(m, NULL); /* we never read it: the receiving worker must not wait */
+        why = "the request is too large";
+    } else {
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        char *to = NULL;
+        if (rtr_mgmt_handle(a->mgmt, m->data, m->len, &out, &out_len, &to, &why) == 0) {
+            reply_send(a, out, out_len, to);
+            a->requests++;
+        }
+        free(out);
+    }
+    if (why) {
+        LOG(INFO, "Management request refused: %s", why);
+        disp.outcome = CORE_OUTCOME_REJECTED;
+        disp.cond_name = base_strdup("amqp:precondition-failed");
+        disp.cond_desc = base_strdup(why);
+    }
+    if (in) {
+        uint64_t link = (char *)w->handle == &a->handles[LINK_LOCAL] ? a->link_id[LINK_LOCAL]
+                                                                    : a->link_id[LINK_MOBILE];
+        core_action_t *act = action(a, CORE_A_DISPOSITION, link);
+        act->u.disposition.dlv = in;
+        act->u.disposition.disp = disp;
+    } else {
+        free(disp.cond_name);
+        free(disp.cond_desc);
+    }
+    rtr_msg_unref(m);
+}
+
+static void dlv_free(agent_t *a, agent_dlv_t *d)
+{
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        a->inflight = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    rtr_msg_unref(d->msg);
+    free(d->to);
+    free(d);
+}
+
+static void on_work(agent_t *a, core_work_t *w)
+{
+    switch ((core_work_type_t)w->type) {
+    case CORE_W_LINK_ATTACHED:
+        if (w->u.attached.cond_name)
+            LOG(WARNING, "The management node's link was refused: %s",
+                w->u.attached.cond_desc ? w->u.attached.cond_desc : w->u.attached.cond_name);
+        free(w->u.attached.address);
+        free(w->u.attached.cond_desc);
+        break;
+    case CORE_W_LINK_CREDIT:
+    case CORE_W_LINK_DETACHED:
+        break;
+    case CORE_W_SEND:
+        on_request(a, w);
+        break;
+    case CORE_W_SETTLE: { /* not expected: replies are presettled */
+        free(w->u.settle.disp.cond_name);
+        free(w->u.settle.disp.cond_desc);
+        dlv_free(a, (agent_dlv_t *)w->u.settle.dlv);
+        break;
+    }
+    case CORE_W_RELEASE:
+        dlv_free(a, (agent_dlv_t *)w->u.release);
+        break;
+    case CORE_W_EXTERNAL:
+        break;
+    }
+}
+
+static void drain_inbox(agent_t *a)
+{
+    base_mpsc_chunk_t *c = base_mpsc_take(&a->inbox);
+    while (c) {
+        base_mpsc_chunk_t *next = c->next;
+        for (uint32_t i = 0; i < c->count; i++)
+            on_work(a, base_mpsc_chunk_item(c, i));
+        base_mpsc_chunk_free(c);
+        c = next;
+    }
+}
+
+static void wake_cb(uv_async_t *h)
+{
+    drain_inbox(h->data);
+}
+
+static void flush_cb(uv_prepare_t *h)
+{
+    agent_t *a = h->data;
+    if (!a->stopping && !base_mpsc_batch_empty(&a->to_core))
+        core_post(a->core, &a->to_core);
+}
+
+static void inbox_wake(void *ctx)
+{
+    agent_t *a = ctx;
+    uv_async_send(&a->wake);
+}
+
+static void stop_cb(uv_async_t *h)
+{
+    agent_t *a = h->data;
+    /* the core has stopped: take what it sent last, then let go of everything */
+    drain_inbox(a);
+    a->stopping = true;
+    while (a->inflight)
+        dlv_free(a, a->inflight);
+    uv_close((uv_handle_t *)&a->wake, NULL);
+    uv_close((uv_handle_t *)&a->stop, NULL);
+    uv_close((uv_handle_t *)&a->flush, NULL);
+}
+
+static void agent_main(void *arg)
+{
+    agent_t *a = arg;
+    base_thread_set_role(BASE_THREAD_ADMIN, 1);
+    pthread_setname_np(pthread_self(), "junction-agent");
+    attach(a, LINK_MOBILE, "$management", CORE_LINK_OUT);
+    attach(a, LINK_LOCAL, "_local/$management", CORE_LINK_OUT);
+    attach(a, LINK_REPLY, NULL, CORE_LINK_IN);
+    core_post(a->core, &a->to_core);
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+}
+
+/* ---- main thread ---- */
+
+int rtr_agent_init(const cfg_t *cfg, core_t *core, int index, stats_registry_t *reg)
+{
+    if (s_agent)
+        return -EALREADY;
+    agent_t *a = base_calloc(1, sizeof(*a));
+    a->core = core;
+    a->index = index;
+    int rc = uv_loop_init(&a->loop);
+    if (rc) {
+        free(a);
+        return rc;
+    }
+    uv_async_init(&a->loop, &a->wake, wake_cb);
+    a->wake.data = a;
+    uv_async_init(&a->loop, &a->stop, stop_cb);
+    a->stop.data = a;
+    uv_prepare_init(&a->loop, &a->flush);
+    a->flush.data = a;
+    uv_prepare_start(&a->flush, flush_cb);
+    base_mpsc_init(&a->inbox, inbox_wake, a);
+    rtr_mgmt_info_t info = {.router_id = cfg->router.id, .mode = cfg->router.mode,
+                            .version = JUNCTION_VERSION};
+    rtr_mgmt_hooks_t hooks = {.ctx = a,
+                              .listener_add = hook_listener_add,
+                              .listener_del = hook_listener_del,
+                              .address_add = hook_address_add,
+                              .address_del = hook_address_del,
+                              .conn_close = hook_conn_close};
+    a->mgmt = rtr_mgmt_new(cfg, reg, &info, &hooks);
+    s_agent = a;
+    return 0;
+}
+
+base_mpsc_t *rtr_agent_queue(void)
+{
+    return s_agent ? &s_agent->inbox : NULL;
+}
+
+int rtr_agent_start(void)
+{
+    agent_t *a = s_agent;
+    if (!a || a->started)
+        return 0;
+    int rc = uv_thread_create(&a->thread, agent_main, a);
+    if (rc)
+        return rc;
+    a->started = true;
+    return 0;
+}
+
+void rtr_agent_stop(void)
+{
+    agent_t *a = s_agent;
+    if (!a || !a->started)
+        return;
+    uv_async_send(&a->stop);
+    uv_thread_join(&a->thread);
+    a->started = false;
+    LOG(DEBUG, "Management agent stopped after %llu requests", (unsigned long long)a->requests);
+}
+
+void rtr_agent_free(void)
+{
+    agent_t *a = s_agent;
+    if (!a)
+        return;
+    rtr_agent_stop();
+    if (!a->stopping) {
+        /* never started: close the handles here */
+        uv_close((uv_handle_t *)&a->wake, NULL);
+        uv_close((uv_handle_t *)&a->stop, NULL);
+        uv_close((uv_handle_t *)&a->flush, NULL);
+        uv_run(&a->loop, UV_RUN_DEFAULT);
+    }
+    uv_loop_close(&a->loop);
+    /* actions never pushed (the core had stopped) */
+    base_mpsc_chunk_t *c = a->to_core.head;
+    while (c) {
+        base_mpsc_chunk_t *next = c->next;
+        base_mpsc_chunk_free(c);
+        c = next;
+    }
+    base_mpsc_chunk_t *q = base_mpsc_take(&a->inbox);
+    while (q) {
+        base_mpsc_chunk_t *next = q->next;
+        base_mpsc_chunk_free(q);
+        q = next;
+    }
+    base_mpsc_fini(&a->inbox);
+    rtr_mgmt_free(a->mgmt);
+    free(a);
+    s_agent = NULL;
+}

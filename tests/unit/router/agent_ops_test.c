@@ -1,0 +1,471 @@
+/* tests/unit/router/agent_ops_test.c: the management request -> reply logic
+ * (router/agent_ops.c) without a router: requests encoded with Proton, replies decoded and
+ * checked; hooks record what the agent asked of the router.  Malformed requests included. */
+#include "router/agent_ops.h"
+
+#include "core/base/log.h"
+#include "core/core.h"
+
+#include <proton/codec.h>
+#include <proton/message.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static const char *CFG = "[[\"router\", {\"id\": \"T1\"}],"
+                         " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": \"5999\"}],"
+                         " [\"address\", {\"prefix\": \"mc\", \"distribution\": \"multicast\"}],"
+                         " [\"log\", {\"module\": \"DEFAULT\", \"enable\": \"info+\"}]]";
+
+/* what the hooks saw */
+static int n_listener_add, n_listener_del, n_addr_add, n_addr_del, n_close;
+static long last_del_id;
+static uint64_t last_close;
+static char last_prefix[64];
+static bool listener_fails;
+
+static long h_listener_add(void *ctx, const cfg_listener_t *lc, char *err, size_t errlen)
+{
+    (void)ctx;
+    n_listener_add++;
+    if (listener_fails) {
+        snprintf(err, errlen, "Cannot listen on %s:%s: Address in use", lc->host, lc->port);
+        return -1;
+    }
+    return 100 + n_listener_add;
+}
+static void h_listener_del(void *ctx, long id)
+{
+    (void)ctx;
+    n_listener_del++;
+    last_del_id = id;
+}
+static void h_addr_add(void *ctx, const cfg_address_t *ac)
+{
+    (void)ctx;
+    n_addr_add++;
+    snprintf(last_prefix, sizeof(last_prefix), "%s", ac->prefix ? ac->prefix : ac->pattern);
+}
+static void h_addr_del(void *ctx, const cfg_address_t *ac)
+{
+    (void)ctx;
+    (void)ac;
+    n_addr_del++;
+}
+static void h_close(void *ctx, uint64_t id)
+{
+    (void)ctx;
+    n_close++;
+    last_close = id;
+}
+
+typedef struct fx {
+    cfg_t            *cfg;
+    stats_registry_t *reg;
+    core_stats_t      st;
+    rtr_mgmt_t       *m;
+    pn_message_t     *rep;
+} fx_t;
+
+static int setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof(*f));
+    char err[256];
+    assert_int_equal(cfg_load_string(CFG, "t", &f->cfg, err, sizeof(err)), 0);
+    f->reg = stats_registry_new();
+    assert_int_equal(core_stats_families_new(f->reg, &f->st), 0);
+    rtr_mgmt_info_t info = {.router_id = "T1", .mode = "standalone", .version = "9.9"};
+    rtr_mgmt_hooks_t hooks = {.listener_add = h_listener_add, .listener_del = h_listener_del,
+                              .address_add = h_addr_add, .address_del = h_addr_del,
+                              .conn_close = h_close};
+    f->m = rtr_mgmt_new(f->cfg, f->reg, &info, &hooks);
+    f->rep = pn_message();
+    n_listener_add = n_listener_del = n_addr_add = n_addr_del = n_close = 0;
+    listener_fails = false;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    rtr_mgmt_free(f->m);
+    stats_registry_free(f->reg);
+    cfg_free(f->cfg);
+    pn_message_free(f->rep);
+    free(f);
+    return 0;
+}
+
+/* Encode a request: props as "key", "value" string pairs (NULL ends), body set by fill. */
+static int call(fx_t *f, void (*fill)(pn_data_t *body), const char *k1, ...)
+{
+    pn_message_t *req = pn_message();
+    pn_message_set_reply_to(req, "amqp:/_topo/0/T1/temp.1");
+    pn_msgid_t cid = {.type = PN_ULONG, .u.as_ulong = 4242};
+    pn_message_set_correlation_id(req, cid);
+    pn_data_t *p = pn_message_properties(req);
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    va_list ap;
+    va_start(ap, k1);
+    for (const char *k = k1; k; k = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        pn_data_put_string(p, pn_bytes(strlen(k), k));
+        if (strcmp(k, "offset") == 0 || strcmp(k, "count") == 0 || strcmp(k, "limit") == 0)
+            pn_data_put_long(p, atol(v));
+        else
+            pn_data_put_string(p, pn_bytes(strlen(v), v));
+    }
+    va_end(ap);
+    pn_data_exit(p);
+    if (fill)
+        fill(pn_message_body(req));
+    else
+        pn_data_put_map(pn_message_body(req));
+    pn_rwbytes_t buf = {0, NULL};
+    ssize_t n = pn_message_encode2(req, &buf);
+    assert_true(n > 0);
+    uint8_t *out;
+    size_t out_len;
+    char *to;
+    const char *why;
+    assert_int_equal(rtr_mgmt_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &out_len, &to,
+                                     &why),
+                     0);
+    assert_string_equal(to, "amqp:/_topo/0/T1/temp.1");
+    pn_message_clear(f->rep);
+    assert_int_equal(pn_message_decode(f->rep, (const char *)out, out_len), 0);
+    assert_string_equal(pn_message_get_address(f->rep), "amqp:/_topo/0/T1/temp.1");
+    pn_msgid_t rc = pn_message_get_correlation_id(f->rep);
+    assert_int_equal(rc.type, PN_ULONG);
+    assert_int_equal(rc.u.as_ulong, 4242);
+    free(out);
+    free(to);
+    free(buf.start);
+    pn_message_free(req);
+    /* statusCode */
+    pn_data_t *ap2 = pn_message_properties(f->rep);
+    pn_data_rewind(ap2);
+    pn_data_next(ap2);
+    pn_data_enter(ap2);
+    int status = -1;
+    while (pn_data_next(ap2)) {
+        pn_bytes_t k = pn_data_get_string(ap2);
+        pn_data_next(ap2);
+        if (k.size == 10 && memcmp(k.start, "statusCode", 10) == 0)
+            status = pn_data_get_int(ap2);
+    }
+    return status;
+}
+
+/* The reply body's first value (rewound, positioned on it). */
+static pn_data_t *body(fx_t *f)
+{
+    pn_data_t *b = pn_message_body(f->rep);
+    pn_data_rewind(b);
+    pn_data_next(b);
+    return b;
+}
+
+/* In the current map, find string key k and position on its value. */
+static bool map_find(pn_data_t *d, const char *k)
+{
+    size_t n = pn_data_get_map(d);
+    pn_data_enter(d);
+    for (size_t i = 0; i < n; i += 2) {
+        pn_data_next(d);
+        pn_bytes_t key = pn_data_get_string(d);
+        pn_data_next(d);
+        if (key.size == strlen(k) && memcmp(key.start, k, key.size) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void fill_create_addr(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(6, "prefix"));
+    pn_data_put_string(b, pn_bytes(3, "fan"));
+    pn_data_put_string(b, pn_bytes(12, "distribution"));
+    pn_data_put_string(b, pn_bytes(7, "closest"));
+    pn_data_exit(b);
+}
+
+static void fill_create_listener(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(4, "host"));
+    pn_data_put_string(b, pn_bytes(9, "127.0.0.1"));
+    pn_data_put_string(b, pn_bytes(4, "port"));
+    pn_data_put_string(b, pn_bytes(4, "6000"));
+    pn_data_exit(b);
+}
+
+static void fill_query_id(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(14, "attributeNames"));
+    pn_data_put_list(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(2, "id"));
+    pn_data_put_string(b, pn_bytes(4, "mode"));
+    pn_data_exit(b);
+    pn_data_exit(b);
+}
+
+static void fill_query_bad_names(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(14, "attributeNames"));
+    pn_data_put_list(b);
+    pn_data_enter(b);
+    pn_data_put_int(b, 7);
+    pn_data_exit(b);
+    pn_data_exit(b);
+}
+
+static void fill_binary(pn_data_t *b)
+{
+    pn_data_put_binary(b, pn_bytes(3, "\x01\x02\x03"));
+}
+
+static void fill_enable_trace(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(6, "enable"));
+    pn_data_put_string(b, pn_bytes(6, "trace+"));
+    pn_data_exit(b);
+}
+
+static void fill_admin_deleted(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(11, "adminStatus"));
+    pn_data_put_string(b, pn_bytes(7, "deleted"));
+    pn_data_exit(b);
+}
+
+static void test_not_a_message(void **state)
+{
+    fx_t *f = *state;
+    uint8_t *out = NULL;
+    size_t len = 1;
+    char *to = NULL;
+    const char *why = NULL;
+    const uint8_t garbage[] = {0x00, 0x53, 0x74, 0xd1, 0xff, 0xff, 0xff, 0xff, 0x01};
+    assert_int_equal(rtr_mgmt_handle(f->m, garbage, sizeof(garbage), &out, &len, &to, &why), -1);
+    assert_non_null(why);
+    assert_null(out);
+    assert_int_equal(rtr_mgmt_handle(f->m, garbage, 0, &out, &len, &to, &why), -1);
+    /* a message without reply-to */
+    pn_message_t *req = pn_message();
+    pn_data_put_map(pn_message_body(req));
+    pn_rwbytes_t buf = {0, NULL};
+    ssize_t n = pn_message_encode2(req, &buf);
+    assert_int_equal(rtr_mgmt_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &len, &to, &why),
+                     -1);
+    assert_string_equal(why, "the request has no reply-to");
+    free(buf.start);
+    pn_message_free(req);
+}
+
+static void test_bad_requests(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, NULL, "type", "org.amqp.management", NULL), 400); /* no operation */
+    assert_int_equal(call(f, NULL, "operation", "FLY", NULL), 501);
+    assert_int_equal(call(f, NULL, "operation", "QUERY", "entityType", "nosuch", NULL), 404);
+    assert_int_equal(call(f, fill_query_bad_names, "operation", "QUERY", "entityType", "router",
+                          NULL),
+                     400);
+    assert_int_equal(call(f, fill_binary, "operation", "QUERY", "entityType", "router", NULL),
+                     400);
+    assert_int_equal(call(f, NULL, "operation", "QUERY", "entityType", "router", "offset",
+                          "-3", NULL),
+                     400);
+    assert_int_equal(call(f, NULL, "operation", "CREATE", "type", "router", NULL), 403);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "connection", "identity", "1",
+                          NULL),
+                     403);
+    assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "listener", "name", "x", NULL),
+                     501);
+    /* an error reply has an empty map body */
+    pn_data_t *b = body(f);
+    assert_int_equal(pn_data_type(b), PN_MAP);
+    assert_int_equal(pn_data_get_map(b), 0);
+}
+
+static void test_query_router(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, fill_query_id, "operation", "QUERY", "entityType",
+                          "org.apache.qpid.dispatch.router", "name", "self", "type",
+                          "org.amqp.management", "offset", "0", "count", "500", NULL),
+                     200);
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "results"));
+    assert_int_equal(pn_data_get_list(b), 1);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_get_list(b), 2);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_memory_equal(pn_data_get_string(b).start, "T1", 2);
+    pn_data_next(b);
+    assert_memory_equal(pn_data_get_string(b).start, "standalone", 10);
+}
+
+static void test_query_paging(void **state)
+{
+    fx_t *f = *state;
+    /* 17 log modules: pages of 5 */
+    int total = 0;
+    for (int off = 0;; off += 5) {
+        char o[16];
+        snprintf(o, sizeof(o), "%d", off);
+        assert_int_equal(call(f, NULL, "operation", "QUERY", "entityType", "log", "offset", o,
+                              "count", "5", NULL),
+                         200);
+        pn_data_t *b = body(f);
+        assert_true(map_find(b, "results"));
+        int n = (int)pn_data_get_list(b);
+        total += n;
+        if (n < 5)
+            break;
+    }
+    assert_int_equal(total, BASE_LOG_N_MODULES);
+}
+
+static void test_address_create_delete(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, fill_create_addr, "operation", "CREATE", "type", "address", "name",
+                          "a1", NULL),
+                     201);
+    assert_int_equal(n_addr_add, 1);
+    assert_string_equal(last_prefix, "fan");
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "distribution"));
+    assert_memory_equal(pn_data_get_string(b).start, "closest", 7);
+    /* same prefix again: refused, no hook */
+    assert_int_equal(call(f, fill_create_addr, "operation", "CREATE", "type", "address", NULL),
+                     400);
+    assert_int_equal(n_addr_add, 1);
+    assert_int_equal(call(f, NULL, "operation", "READ", "type", "address", "name", "a1", NULL),
+                     200);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type",
+                          "org.apache.qpid.dispatch.router.config.address", "name", "a1", NULL),
+                     204);
+    assert_int_equal(n_addr_del, 1);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "address", "name", "a1", NULL),
+                     404);
+    assert_int_equal(n_addr_del, 1);
+}
+
+static void test_listener_create_delete(void **state)
+{
+    fx_t *f = *state;
+    listener_fails = true;
+    assert_int_equal(call(f, fill_create_listener, "operation", "CREATE", "type", "listener",
+                          NULL),
+                     400);
+    listener_fails = false;
+    assert_int_equal(call(f, fill_create_listener, "operation", "CREATE", "type", "listener",
+                          "name", "L2", NULL),
+                     201);
+    assert_int_equal(n_listener_add, 2);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "listener", "name", "L2",
+                          NULL),
+                     204);
+    assert_int_equal(last_del_id, 102);
+    /* the configured one: id 1 */
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "listener", "identity",
+                          "listener/127.0.0.1:5999", NULL),
+                     204);
+    assert_int_equal(last_del_id, 1);
+}
+
+static void test_log_update_and_get_log(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, fill_enable_trace, "operation", "UPDATE", "type", "log", "name",
+                          "log/MESSAGE", NULL),
+                     200);
+    assert_int_equal(base_log_module_configured(BASE_LOG_MOD_MESSAGE), 0x7f);
+    base_log(BASE_LOG_MOD_MESSAGE, BASE_LOG_TRACE, "unit test line %d", 1);
+    base_log(BASE_LOG_MOD_MESSAGE, BASE_LOG_TRACE, "unit test line %d", 2);
+    assert_int_equal(call(f, NULL, "operation", "GET-LOG", "limit", "1", NULL), 200);
+    pn_data_t *b = body(f);
+    assert_int_equal(pn_data_get_list(b), 1);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_get_list(b), 6);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_memory_equal(pn_data_get_string(b).start, "MESSAGE", 7);
+    pn_data_next(b);
+    assert_memory_equal(pn_data_get_string(b).start, "trace", 5);
+    pn_data_next(b);
+    assert_memory_equal(pn_data_get_string(b).start, "unit test line 2", 16);
+    assert_true(base_log_count(BASE_LOG_MOD_MESSAGE, BASE_LOG_TRACE) >= 2);
+    assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "log", "name", "log/NOPE",
+                          NULL),
+                     404);
+}
+
+static void test_node_operations(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, NULL, "operation", "GET-TYPES", "name", "self", "type",
+                          "org.amqp.management", NULL),
+                     200);
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "org.apache.qpid.dispatch.router.link"));
+    assert_int_equal(call(f, NULL, "operation", "GET-SCHEMA", NULL), 200);
+    b = body(f);
+    assert_true(map_find(b, "prefix"));
+    assert_memory_equal(pn_data_get_string(b).start, "org.apache.qpid.dispatch", 24);
+    assert_int_equal(call(f, NULL, "operation", "GET-JSON-SCHEMA", NULL), 200);
+    assert_int_equal(pn_data_type(body(f)), PN_STRING);
+    assert_int_equal(call(f, NULL, "operation", "GET-MGMT-NODES", NULL), 200);
+    assert_int_equal(pn_data_get_list(body(f)), 0);
+}
+
+static void test_connection_update_unknown(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, fill_admin_deleted, "operation", "UPDATE", "type", "connection",
+                          "identity", "77", NULL),
+                     404);
+    assert_int_equal(n_close, 0);
+}
+
+int main(void)
+{
+    base_log_finish_config();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_not_a_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_router, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_address_create_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_listener_create_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_update_unknown, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
