@@ -1143,6 +1143,17 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_read_stop(s);
         c->reading = false;
         pn_connection_driver_read_close(&c->driver);
+        /* Proton reports an end of input without a close frame only when no bytes wait in
+         * its input buffer: a peer that died in the middle of a frame would otherwise leave
+         * the connection (and its half-received deliveries) open until the idle timeout, or
+         * forever without one.  Nothing can complete that frame now. */
+        if (!(pn_connection_state(c->driver.connection) & PN_REMOTE_CLOSED) &&
+            !pn_condition_is_set(pn_transport_condition(c->driver.transport))) {
+            LOGC(c, INFO, "Connection from %s lost in the middle of a frame", c->peer);
+            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error",
+                                        "connection aborted in the middle of a frame");
+            pn_connection_driver_close(&c->driver);
+        }
     }
     conn_process_WT(c);
 }
