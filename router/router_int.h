@@ -54,6 +54,11 @@ enum {
 #define RTR_Q2_HIGH (1u << 20)
 #define RTR_Q2_LOW  (512u << 10)
 
+/* Seconds between two trims of the pools and of malloc (server.c), and the bytes of free
+ * items each pool keeps on its global list (base_pool_trim()). */
+#define RTR_TRIM_PERIOD  5u
+#define RTR_POOL_RESERVE (256u << 10)
+
 /* A buffer of a streamed message's bytes after the head. */
 typedef struct rtr_buf rtr_buf_t;
 struct rtr_buf {

@@ -11,8 +11,8 @@ receiver that a test can kill (SIGKILL) or let the router vanish under.
 Each prints lines on its standard output (flushed before it talks to the router again, so a
 line is out before the router can see what it reports):
 
-    send:    "ready", "resend <id>" for every message sent again, "progress <accepted>" now and
-             then, and "done <accepted> <resent> <modified> <released>" at the end (exit 0);
+    send:    "ready", "resend <id>" for every message sent again, "progress <accepted> <sent>"
+             now and then, and "done <accepted> <resent> <modified> <released>" at the end (exit 0);
              a REJECTED message prints "rejected <id> <condition>" and exits 3.
     recv:    "ready" once attached, then "got <id>" for every message accepted, or "held <id>"
              with --hold (kept unsettled); "aborted" for every aborted delivery.
@@ -97,7 +97,7 @@ def run_send(a):
     todo = list(range(a.start + a.count - 1, a.start - 1, -1))  # popped from the end
     inflight = {}  # Delivery -> id
     accepted = set()
-    resent = modified = released = 0
+    resent = modified = released = sent = 0
     last_progress = time.monotonic()
     conn = snd = None
     since_churn = 0
@@ -125,12 +125,14 @@ def run_send(a):
             if not ready:
                 out("ready")
                 ready = True
-        while todo and snd.pn.credit > 0 and len(inflight) < a.window and not lost(conn, snd):
+        while (todo and snd.pn.credit > 0 and len(inflight) < a.window and not client._streams
+               and not lost(conn, snd)):
             i = todo.pop()
             m = Message(id=i, body=payload if payload is not None else i)
             if payload is not None:
                 m.inferred = True
             inflight[snd.send(m, wait_credit=False)] = i
+            sent += 1
         step(client)
         for d in [d for d in inflight if d.settled or d.remote_state]:
             if not d.settled:
@@ -159,7 +161,7 @@ def run_send(a):
             client.wait(conn.is_gone, timeout=30, msg="churn close")
         now = time.monotonic()
         if now - last_progress > 0.5:
-            out("progress", len(accepted))
+            out("progress", len(accepted), sent)
             last_progress = now
     out("done", len(accepted), resent, modified, released)
     out.flush()
