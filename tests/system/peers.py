@@ -26,8 +26,8 @@ is sent again after its connection is lost; it finishes when every id was ACCEPT
 failing when the router is away; --churn M closes its connection after every M accepted
 messages and opens a new one.  The receiver accepts each message on arrival unless --hold;
 --delay sleeps that long per message (a slow consumer, granting credit as it goes);
---detach-after M closes the link after M messages (accepting only the first half of them, so
-the rest are unsettled when it goes) and exits 0.
+--detach-after M closes the link after M messages, or 2 s after the last one (accepting only
+the first half of M, so the rest are unsettled when it goes), and exits 0.
 """
 
 import argparse
@@ -172,6 +172,7 @@ def run_recv(a):
     client = Client(timeout=30)
     conn = rcv = None
     got = 0
+    last_msg = time.monotonic()
     while True:
         if rcv is None or lost(conn, rcv):
             if rcv is not None and not a.reconnect:
@@ -185,9 +186,12 @@ def run_recv(a):
         if rcv.aborted != aborted:
             for _ in range(rcv.aborted - aborted):
                 out("aborted")
+        if a.detach_after and got and time.monotonic() - last_msg > 2:
+            got = a.detach_after  # the stream went quiet: leave now, with what it holds
         while rcv.queue:
             r = rcv.queue.popleft()
             got += 1
+            last_msg = time.monotonic()
             i = r.message.id if r.message is not None else None
             if a.hold or (a.detach_after and got > a.detach_after // 2):
                 out("held", i)
@@ -198,11 +202,11 @@ def run_recv(a):
             if a.delay:
                 client.flush()
                 time.sleep(a.delay)
-            if a.detach_after and got >= a.detach_after:
-                out.flush()
-                rcv.close(wait=True)
-                client.close()
-                return
+        if a.detach_after and got >= a.detach_after:
+            out.flush()
+            rcv.close(wait=True)
+            client.close()
+            return
 
 
 def run_partial(a):

@@ -19,7 +19,7 @@ import pytest
 from proton import Delivery, Message
 
 from clients import Client, check_router_works
-from conftest import Router, free_port, router_entities, sanitizer_report
+from conftest import Router, free_port, router_entities, sanitizer_report, sanitizer_runtime
 from peerproc import Peer
 
 MB = 1024 * 1024
@@ -101,7 +101,8 @@ def test_sender_gone_mid_message_aborts_the_partial_delivery_downstream(make_rou
     grown = (router.rss_kb() - base) / 1024.0
     print("RSS before %.1f MB, after %d aborted 10 MB messages %.1f MB" % (
         base / 1024.0, rounds, router.rss_kb() / 1024.0))
-    assert grown < 8, "router RSS %.1f MB above its level before the aborted messages" % grown
+    if sanitizer_runtime(router.pid) is None:  # a sanitizer's allocator keeps what it likes
+        assert grown < 8, "router RSS %.1f MB above its level before the aborted messages" % grown
     del dlv
 
 

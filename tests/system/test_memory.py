@@ -13,6 +13,7 @@ import pytest
 from proton import Delivery, Message
 
 from clients import Client, check_router_works
+from conftest import sanitizer_runtime
 from peerproc import Peer
 from test_large import RssSampler
 
@@ -30,9 +31,7 @@ def asan_env():
 
 def sanitized(router):
     """The daemon runs under a sanitizer runtime (its own allocator: RSS says little)."""
-    with open("/proc/%d/maps" % router.pid) as f:
-        maps = f.read()
-    return any(lib in maps for lib in ("libasan", "libtsan", "libubsan"))
+    return sanitizer_runtime(router.pid) is not None
 
 
 def progress(snd):
