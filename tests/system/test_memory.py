@@ -124,19 +124,22 @@ def test_memory_goes_back_after_a_burst(make_router):
     check_router_works(router.url)
     time.sleep(1)
     base = router.rss_kb()
-    # half the bytes in 64 KiB messages (whole), half in 1 MiB ones (streamed)
+    # four pairs with 64 KiB messages (whole) and two with 1 MiB ones (streamed), the
+    # receivers a little slower than the senders so that the router holds each sender's credit
+    # (linkCapacity messages) at the peak, as under real bursts
+    shapes = [(64 * 1024, 0.004)] * 4 + [(1024 * 1024, 0.04)] * 2
     pairs = []
     sampler = RssSampler(router.pid, interval=0.05)
     sampler.start()
     t0 = time.monotonic()
     try:
-        for size in (64 * 1024, 1024 * 1024):
-            addr = "balanced.burst.%d" % size
-            r = Peer("recv", router.url, addr, "--credit", 50)
+        for k, (size, delay) in enumerate(shapes):
+            addr = "balanced.burst.%d" % k
+            n = total // len(shapes) // size
+            r = Peer("recv", router.url, addr, "--credit", 100, "--delay", delay)
             r.wait_line("ready")
-            s = Peer("send", router.url, addr, "--count", total // 2 // size, "--size", size,
-                     "--window", 500)
-            pairs.append((r, s, total // 2 // size))
+            s = Peer("send", router.url, addr, "--count", n, "--size", size, "--window", 1000)
+            pairs.append((r, s, n))
         for r, s, n in pairs:
             assert s.done(800 if LONG else 240)[0] == n
             r.wait_line("got", timeout=60, n=n)
