@@ -24,7 +24,8 @@ the id) is sent again when the router answers RELEASED or MODIFIED, and every un
 is sent again after its connection is lost; it finishes when every id was ACCEPTED.  With
 --reconnect it reconnects (every that many seconds, until --give-up seconds pass) instead of
 failing when the router is away; --churn M closes its connection after every M accepted
-messages and opens a new one.  The receiver accepts each message on arrival unless --hold;
+messages and opens a new one.  The receiver accepts each message on arrival unless --hold (it then keeps its first --credit
+messages unsettled and grants no more credit);
 --delay sleeps that long per message (a slow consumer, granting credit as it goes);
 --detach-after M closes the link after M messages, or 2 s after the last one (accepting only
 the first half of M, so the rest are unsettled when it goes), and exits 0.
@@ -178,7 +179,9 @@ def run_recv(a):
             if rcv is not None and not a.reconnect:
                 raise SystemExit("peers: connection to the router lost")
             conn = connect(client, a.url, a.reconnect, a.give_up)
-            rcv = conn.receiver(a.address, credit=a.credit, settle=None, wait=False)
+            # a holder keeps its first --credit messages and gets no more
+            rcv = conn.receiver(a.address, credit=a.credit, settle=None, wait=False,
+                                auto_credit=not a.hold)
             client.wait(lambda: not rcv.pn.state & Endpoint.REMOTE_UNINIT or conn.is_gone())
             out("ready")
         aborted = rcv.aborted
