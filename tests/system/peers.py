@@ -11,7 +11,8 @@ receiver that a test can kill (SIGKILL) or let the router vanish under.
 Each prints lines on its standard output (flushed before it talks to the router again, so a
 line is out before the router can see what it reports):
 
-    send:    "ready", "resend <id>" for every message sent again, "progress <accepted> <sent>"
+    send:    "ready", "resend <id>" for every message sent again, "progress <accepted> <sent>
+             <in flight> <to send> <credit>"
              now and then, and "done <accepted> <resent> <modified> <released>" at the end (exit 0);
              a REJECTED message prints "rejected <id> <condition>" and exits 3.
     recv:    "ready" once attached, then "got <id>" for every message accepted, or "held <id>"
@@ -162,7 +163,7 @@ def run_send(a):
             client.wait(conn.is_gone, timeout=30, msg="churn close")
         now = time.monotonic()
         if now - last_progress > 0.5:
-            out("progress", len(accepted), sent)
+            out("progress", len(accepted), sent, len(inflight), len(todo), snd.pn.credit)
             last_progress = now
     out("done", len(accepted), resent, modified, released)
     out.flush()

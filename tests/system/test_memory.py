@@ -39,7 +39,7 @@ def progress(snd):
     lines = snd.lines_starting("progress")
     if not lines:
         return 0, 0
-    _, acc, sent = lines[-1].split()
+    _, acc, sent = lines[-1].split()[:3]
     return int(acc), int(sent)
 
 
