@@ -207,3 +207,31 @@ def test_router_restarted_while_clients_reconnect(make_router, tmp_path, sig):
             if p:
                 p.stop()
         first.stop()
+
+
+@pytest.mark.xfail(strict=True, reason="known issue: a drain the router ends (or renews) before "
+                   "the sender's answer arrives can leave the sender with no credit while the "
+                   "router counts it 250 (seen with Proton-Python senders)")
+@pytest.mark.deadline(90)
+def test_consumer_flapping_never_leaves_the_sender_without_credit(router):
+    """The address's only consumer goes and another comes, 300 times, within a round trip of
+    the sender's answer to the router's drain; then a steady consumer must get everything."""
+    addr = "balanced.faults.flap"
+    snd = Peer("send", router.url, addr, "--count", 1000, "--window", 100)
+    c = Client(timeout=30)
+    try:
+        snd.wait_line("ready")
+        conn = c.connect(router.url)
+        r = conn.receiver(addr, credit=5, settle="accept")
+        for i in range(300):
+            c.run_for(0.001 * (i % 9))
+            r.close(wait=False)
+            c.run_for(0.0005 * (i % 40))
+            r = conn.receiver(addr, credit=5, settle="accept", wait=False)
+            c.flush()
+        conn.receiver(addr, credit=50, settle="accept")
+        c.run_for(10, stop=lambda: snd.proc.poll() is not None)
+        assert snd.proc.poll() == 0, "sender stuck: %s" % snd.lines_starting("progress")[-1:]
+    finally:
+        snd.stop()
+        c.close()
