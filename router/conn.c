@@ -398,6 +398,24 @@ static void on_link_credit_WT(rtr_link_t *k, bool grant)
     conn_mark_dirty_WT(k->conn);
 }
 
+/* The sender of an incoming link sent a flow.  When it answers a drain the router sent
+ * before the core granted credit again, Proton takes the drained credit off the link
+ * (delivery-count moved on): the grant that was sent meanwhile counted it as still there, so
+ * the sender would be left with less (or no) credit while the core wants it to have the full
+ * window.  Top the window up again whenever credit is on; with nothing drained, credit + held
+ * is the window already and nothing is sent. */
+static void link_flow_in_WT(rtr_link_t *k)
+{
+    if (!k->pn || !k->credit_on || k->conn->worker->stopping || pn_link_get_drain(k->pn))
+        return;
+    int want = (int)k->conn->listener->max_unsettled - pn_link_credit(k->pn) - (int)k->held;
+    if (want > 0) {
+        pn_link_flow(k->pn, want);
+        conn_mark_dirty_WT(k->conn);
+    }
+    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, pn_link_credit(k->pn));
+}
+
 /* ---------------------------------------------------------------- incoming deliveries */
 
 static void in_reject_WT(pn_delivery_t *d, const char *cond, const char *desc)
@@ -1174,6 +1192,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         rtr_link_t *k = pn_link_get_context(pn_event_link(e));
         if (k && k->out)
             link_schedule_pump_WT(k);
+        else if (k)
+            link_flow_in_WT(k);
         break;
     }
     case PN_DELIVERY: {
