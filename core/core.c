@@ -301,7 +301,6 @@ static void tick_CT(core_t *core)
     core_delivery_t *d;
     while ((d = core->inflight) != NULL && core->now_ms - d->_ingress_ms > CORE_STUCK_AGE_MS) {
         inflight_del_CT(core, d);
-        d->_stuck = true;
         count_stuck_CT(core, d->link_id);
         count_stuck_CT(core, d->_out_link);
     }
@@ -526,7 +525,6 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     memset(&dlv->_result, 0, sizeof(dlv->_result));
     dlv->_copies = 0;
     dlv->_mcast = false;
-    dlv->_stuck = false;
     dlv->_listed = false;
     dlv->_out_link = 0;
     dlv->_ingress_ms = core->now_ms;

@@ -182,8 +182,7 @@ typedef struct core_delivery {
     bool               _mcast;   /* aggregate outcomes with the multicast rule */
     uint8_t            _owner;   /* worker that posted it (gets CORE_W_SETTLE/RELEASE) */
     core_disposition_t _result;  /* aggregated outcome so far */
-    bool               _stuck;   /* counted in deliveriesStuck (left the in-flight list) */
-    bool               _listed;  /* on the core's in-flight list */
+    bool               _listed;  /* on the core's in-flight list (a stuck one has left it) */
     uint64_t           _ingress_ms; /* the core's loop clock when it arrived (monotonic) */
     uint64_t           _out_link;   /* the one outgoing link of a single-copy delivery, or 0 */
     struct core_delivery *_fnext; /* in-flight list (oldest first: the stuck sweep's order) */
