@@ -364,6 +364,7 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
             if (!k->pn || !k->stats.gen)
                 continue;
             int credit = pn_link_credit(k->pn);
+            WGAUGE(w, k->stats, CORE_LINK_CREDIT, credit); /* fresh at least once a second */
             if (credit > 0) {
                 if (k->zero_since)
                     link_credit_back_positive_WT(k);

@@ -276,8 +276,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l);
 void rtr_conn_close_WT(rtr_conn_t *c);
 void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_conn_process_dirty_WT(rtr_worker_t *w);
-/* Once a second: every link's zero-credit time (zeroCreditSeconds) and whether it has been
- * blocked long enough to count in the router's linksBlocked. */
+/* Once a second: every link's credit (creditAvailable), zero-credit time (zeroCreditSeconds)
+ * and whether it has been blocked long enough to count in the router's linksBlocked. */
 void rtr_conn_sweep_WT(rtr_worker_t *w);
 
 /* msg.c: thread-safe except where marked _WT (the receiving worker) */

@@ -5,11 +5,13 @@ sweep), zeroCreditSeconds, and the router's linksBlocked (links whose credit has
 more than 10 s) - on router.link rows, on the router entity, through qdstat's requests.
 """
 
+import re
 import time
 
 import pytest
 from proton import Message
 
+import mgmt_tool
 from mgmt_tool import LINK_ATTRS, Node
 
 
@@ -146,6 +148,11 @@ def test_zero_credit_blocked_and_stuck(node, router, client):
     assert stuck["in"]["deliveriesStuck"] == 1 and stuck["out"]["deliveriesStuck"] == 1
     assert stuck["out"]["unsettledCount"] == 1
     assert link_named(node, conn, blocked.link.name)["zeroCreditSeconds"] >= 10
+    general = mgmt_tool.view_general(node)  # what qdstat -g prints
+    assert re.search(r"Links Blocked\s+1\b", general), general
+    assert re.search(r"Deliveries Stuck > 10sec\s+2\b", general), general
+    print(general)
+    print(mgmt_tool.view_links(node))
     router.wait_log(r"Link blocked with zero credit for \d+ seconds")
     router.wait_log(r"Stuck delivery")
 
