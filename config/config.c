@@ -149,9 +149,9 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
     [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
     [L_FAILOVER_URLS]         = {"failoverUrls", AT_STRING, .ignored = true},
-    [L_HEALTHZ]               = {"healthz", AT_BOOL, .ignored = true},
-    [L_METRICS]               = {"metrics", AT_BOOL, .ignored = true},
-    [L_WEBSOCKETS]            = {"websockets", AT_BOOL, .ignored = true},
+    [L_HEALTHZ]               = {"healthz", AT_BOOL},
+    [L_METRICS]               = {"metrics", AT_BOOL},
+    [L_WEBSOCKETS]            = {"websockets", AT_BOOL},
     [L_HTTP]                  = {"http", AT_BOOL},
     [L_HTTP_ROOT_DIR]         = {"httpRootDir", AT_STRING},
     [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING, .ignored = true},
@@ -834,6 +834,7 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->host);
     BASE_FREE(l->port);
     BASE_FREE(l->sasl_mechanisms);
+    BASE_FREE(l->http_root_dir);
 }
 
 /* saslMechanisms: a blank-separated list; only ANONYMOUS (any case) for now. */
@@ -886,7 +887,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     }
     l->role = CFG_ROLE_NORMAL;
 
-    /* TLS, authentication, HTTP, multi-tenancy: refused rather than silently ignored, since
+    /* TLS, authentication, multi-tenancy: refused rather than silently ignored, since
      * a client would see the difference */
     if (e->vals[L_SSL_PROFILE] || e->vals[L_TRUSTED_CERTS_FILE])
         return unsupported(e, e->vals[L_SSL_PROFILE] ? L_SSL_PROFILE : L_TRUSTED_CERTS_FILE, "TLS");
@@ -898,7 +899,6 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         {L_REQUIRE_SSL, "requireSsl: true (TLS)"},
         {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
         {L_MULTI_TENANT, "multiTenant: true"},
-        {L_HTTP, "http: true (HTTP/WebSocket listeners)"},
     };
     for (size_t k = 0; k < BASE_ARRAY_LEN(refused_true); k++) {
         if (get_bool(e, refused_true[k].slot, false, &b) < 0)
@@ -907,12 +907,22 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return unsupported(e, refused_true[k].slot, refused_true[k].what);
     }
     l->authenticate_peer = false;
-    if (e->vals[L_HTTP_ROOT_DIR]) {
-        if (get_str(e, L_HTTP_ROOT_DIR, NULL, &s) < 0)
-            return -1;
-        BASE_FREE(s);
-        /* qdrouterd: httpRootDir implies http */
-        return unsupported(e, L_HTTP_ROOT_DIR, "httpRootDir (HTTP listeners)");
+
+    /* HTTP (qdrouterd's semantics): `http` makes the listener serve HTTP and WebSocket only;
+     * a non-empty httpRootDir implies http (connection_manager.c); healthz, metrics and
+     * websockets default to true and only matter on an http listener */
+    if (get_bool(e, L_HTTP, false, &l->http) < 0 ||
+        get_bool(e, L_HEALTHZ, true, &l->healthz) < 0 ||
+        get_bool(e, L_METRICS, true, &l->metrics) < 0 ||
+        get_bool(e, L_WEBSOCKETS, true, &l->websockets) < 0 ||
+        get_str(e, L_HTTP_ROOT_DIR, NULL, &l->http_root_dir) < 0)
+        return -1;
+    if (l->http_root_dir && !*l->http_root_dir)
+        BASE_FREE(l->http_root_dir);
+    if (l->http_root_dir) {
+        if (strlen(l->http_root_dir) >= CFG_PATH_MAX)
+            return expect(e, L_HTTP_ROOT_DIR, "a directory path shorter than 4096 bytes");
+        l->http = true;
     }
     if (e->vals[L_SASL_PLUGIN]) {
         if (get_str(e, L_SASL_PLUGIN, NULL, &s) < 0)

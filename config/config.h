@@ -70,7 +70,18 @@ typedef struct cfg_listener {
                                          idle-time-out is milliseconds in a uint) */
     uint32_t    link_capacity;        /* default 250; >= 1 (0 in the file gives 250) */
     cfg_strip_t strip_annotations;    /* default CFG_STRIP_BOTH */
+    bool        http;                 /* default false: serve HTTP and WebSocket (the console,
+                                         /metrics, /healthz, AMQP over WebSocket) instead of
+                                         AMQP; true when http_root_dir is set */
+    char       *http_root_dir;        /* `httpRootDir`: serve files at '/' from this directory
+                                         instead of the embedded console; NULL = none */
+    bool        websockets;           /* default true: WebSocket upgrades allowed (http only) */
+    bool        healthz;              /* default true: /healthz served (http only) */
+    bool        metrics;              /* default true: /metrics served (http only) */
 } cfg_listener_t;
+
+/* Longest httpRootDir accepted (bytes, without the NUL). */
+#define CFG_PATH_MAX 4096
 
 /* `address` (router.config.address): exactly one of prefix / pattern is non-NULL. */
 typedef struct cfg_address {

@@ -1,36 +1,48 @@
-/* router/admin.c: the admin thread and the management socket.
+/* router/admin.c: the admin thread, the management socket, and the management session
+ * that every management transport shares (rtr_admin_sess_t).
  *
  * The admin thread runs one libuv loop with a Unix stream socket (uv_pipe) that speaks the
  * management protocol of stats/stats.h ("Management protocol"): newline-delimited JSON,
- * one stats_mgmt session per client.  This file only moves bytes: it cuts the input into
- * lines, hands each to the session, and writes what the session produces.
+ * one stats_mgmt session per client; the same loop runs the HTTP/WebSocket server of the
+ * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
+ * session.  This file only moves bytes: the session cuts the input into lines, hands each
+ * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
+ * The thread runs when there is a `management` entity or at least one http listener.
  *
  * Threads: rtr_admin_start() and rtr_admin_stop() run on the main thread.  Every other
  * function here is a callback of (or is called from) the admin loop and runs on the admin
  * thread only; nothing here is thread-safe, so no suffixes are used inside the file.  The
- * only cross-thread traffic is the stop request (uv_async_send) and the thread join.  The
+ * only cross-thread traffic is the stop request (uv_async_send), the start handshake (a
+ * semaphore: libwebsockets joins the loop from the admin thread) and the thread join.  The
  * stats registry is read through stats/'s thread-safe calls.
  *
- * DESIGN: everything a client can make the server hold is bounded.
+ * DESIGN: everything a client can make the server hold is bounded (per session, whatever
+ * the transport).
  *   - input: a line longer than STATS_MGMT_LINE_MAX gets a 413 error and the rest of it is
  *     dropped up to its newline; reading stops while the client has a streamed reply in
- *     progress or ADMIN_OUT_MAX bytes of output waiting, so at most one line plus one read
+ *     progress or RTR_ADMIN_OUT_MAX bytes of output waiting, so at most one line plus one read
  *     is buffered;
  *   - output: replies are never dropped, but the next request is not read until the output
- *     drained below ADMIN_OUT_MAX, and a streamed reply (snapshot, query) produces its next
+ *     drained below RTR_ADMIN_OUT_MAX, and a streamed reply (snapshot, query) produces its next
  *     line only then; subscription updates are refused (-EAGAIN) while the output is above
- *     ADMIN_OUT_MAX, and the session then sends the latest values next time - a slow
+ *     RTR_ADMIN_OUT_MAX, and the session then sends the latest values next time - a slow
  *     subscriber never builds a backlog;
- *   - clients: at most management.maxClients; one more gets an error line and is closed.
+ *   - clients: at most management.maxClients per transport; one more gets an error line and
+ *     is closed.
  *
- *   client --bytes--> in[] --line--> stats_mgmt_handle() --lines--> pend[] --uv_write--> client
- *                                    stats_mgmt_tick() (timer) ---^   (one write in flight;
- *                                    stats_mgmt_resume() (drained) -^   pend[] gathers the next)
+ *   client --bytes--> in[] --line--> stats_mgmt_handle() --lines--> out[] --io->flush--> client
+ *                                    stats_mgmt_tick() (timer) ---^   (socket: one uv_write in
+ *                                    stats_mgmt_resume() (drained) -^  flight, out[] gathers the
+ *                                                                     next; WebSocket: one text
+ *                                                                     message per line)
  *
- * Lifetime of a client: accepted .. both its handles (pipe, tick timer) closed; freed in the
- * last close callback.  On stop, every handle of the loop is closed and the loop runs out.
+ * Lifetime: a session is freed in its timer's close callback after rtr_admin_sess_free(); a
+ * socket client when its pipe closed.  On stop, every handle of the loop is closed and the
+ * loop runs out.
  */
 #include "router/admin.h"
+
+#include "router/http.h"
 
 #include "core/base/base.h"
 #include "core/base/list.h"
@@ -51,8 +63,6 @@
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_AGENT, BASE_LOG_##lvl, __VA_ARGS__)
 
 // clang-format off
-#define ADMIN_OUT_MAX   (256u << 10) /* output waiting above which a client is paused and
-                                        its subscription updates are dropped */
 #define ADMIN_READ_SIZE (64u << 10)  /* room offered to each read */
 #define ADMIN_BACKLOG   64           /* listen() backlog */
 // clang-format on
@@ -62,56 +72,56 @@ typedef struct admin_client admin_client_t;
 
 /* admin_client_t: one connection to the management socket.  Admin thread only. */
 struct admin_client {
-    uv_pipe_t       pipe;       /* first member: handle <-> client cast */
-    uv_timer_t      tick;       /* fires when a subscription update is due */
-    admin_t        *admin;      /* the server */
-    stats_mgmt_t   *sess;       /* its protocol session; NULL for a refused client */
-    admin_client_t *prev;       /* in admin->clients */
-    admin_client_t *next;       /* in admin->clients */
-    char           *in;         /* bytes read that do not make a complete line yet */
-    size_t          in_len;     /* their count */
-    size_t          in_cap;     /* allocated */
-    bool            discarding; /* the line being read was too long: drop it to its newline */
-    char           *pend;       /* output gathered for the next uv_write */
-    size_t          pend_len;   /* its length */
-    size_t          pend_cap;   /* allocated */
-    char           *wdata;      /* output in flight in uv_write (swapped with pend) */
-    size_t          wlen;       /* its length */
-    size_t          wcap;       /* allocated */
-    uv_write_t      wreq;       /* the write in flight */
-    bool            writing;    /* a uv_write is in flight */
-    bool            reading;    /* uv_read_start is active */
-    bool            closing;    /* uv_close was called */
-    bool            refused;    /* over the cap: close once the error line is written */
-    int             handles;    /* handles not yet closed */
+    uv_pipe_t         pipe;     /* first member: handle <-> client cast */
+    admin_t          *admin;    /* the server */
+    rtr_admin_sess_t *sess;     /* its session (NULL once let go) */
+    admin_client_t   *prev;     /* in admin->clients */
+    admin_client_t   *next;     /* in admin->clients */
+    char             *wdata;    /* output in flight in uv_write (swapped with sess->out) */
+    size_t            wlen;     /* its length */
+    size_t            wcap;     /* allocated */
+    uv_write_t        wreq;     /* the write in flight */
+    bool              writing;  /* a uv_write is in flight */
+    bool              reading;  /* uv_read_start is active */
+    bool              closing;  /* uv_close was called */
+    bool              refused;  /* over the cap: not counted in n_clients */
 };
 
 /* admin_t: the server.  Written by the main thread before the admin thread starts and
  * after it was joined; in between, only the admin thread touches it. */
 struct admin {
-    uv_loop_t         loop;        /* the admin thread's loop */
-    uv_pipe_t         server;      /* the listening socket */
-    uv_async_t        stop;        /* main thread -> admin thread: stop */
-    uv_thread_t       thread;      /* the admin thread */
-    stats_registry_t *reg;         /* stats read by the sessions (borrowed) */
-    stats_mgmt_info_t info;        /* hello's product, version, router id, mode (borrowed
-                                      from the cfg and static strings) */
-    char             *path;        /* the socket's path (heap), removed at stop */
-    uint32_t          max_clients; /* management.maxClients */
-    uint32_t          n_clients;   /* clients served (refused ones not counted) */
-    admin_client_t   *clients;     /* every open client, refused ones included */
-    bool              stopping;    /* the stop request arrived */
+    uv_loop_t          loop;        /* the admin thread's loop */
+    uv_pipe_t          server;      /* the listening socket (when `path`) */
+    uv_async_t         stop;        /* main thread -> admin thread: stop */
+    uv_thread_t        thread;      /* the admin thread */
+    uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
+    stats_registry_t  *reg;         /* stats read by the sessions (borrowed) */
+    core_t            *core;        /* the core, for /healthz (borrowed) */
+    stats_mgmt_info_t  info;        /* hello's product, version, router id, mode (borrowed
+                                       from the cfg and static strings) */
+    char              *path;        /* the socket's path (heap), removed at stop; NULL when
+                                       there is no management entity */
+    uint32_t           max_clients; /* management.maxClients */
+    uint32_t           n_clients;   /* clients served (refused ones not counted) */
+    admin_client_t    *clients;     /* every open client, refused ones included */
+    rtr_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
+    size_t             n_http;      /* their count */
+    int                http_rc;     /* what rtr_http_start() returned (admin thread) */
+    bool               stopping;    /* the stop request arrived */
 };
 
-/* The running server, or NULL.  Written by the main thread only (start, stop). */
+/* The running server, or NULL.  Written by the main thread only (start, stop); read by the
+ * admin thread while it runs. */
 static admin_t *s_admin;
 
-/* ---- output ---- */
-
-static size_t out_bytes(const admin_client_t *c)
+static void close_walk_cb(uv_handle_t *h, void *arg)
 {
-    return c->pend_len + (c->writing ? c->wlen : 0);
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
 }
+
+/* ==== sessions (any transport) ==== */
 
 static void buf_append(char **buf, size_t *len, size_t *cap, const char *bytes, size_t n)
 {
@@ -126,30 +136,206 @@ static void buf_append(char **buf, size_t *len, size_t *cap, const char *bytes, 
     *len += n;
 }
 
+static size_t sess_out_bytes(const rtr_admin_sess_t *s)
+{
+    return s->out_len + (s->ctx ? s->io->in_flight(s->ctx) : 0);
+}
+
 /* stats_write_fn for replies: always taken (the client is paused instead, see DESIGN). */
 static int write_reply(void *ctx, const char *bytes, size_t len)
 {
-    admin_client_t *c = ctx;
-    if (c->closing)
+    rtr_admin_sess_t *s = ctx;
+    if (s->closed || !s->ctx)
         return -EPIPE;
-    buf_append(&c->pend, &c->pend_len, &c->pend_cap, bytes, len);
+    buf_append(&s->out, &s->out_len, &s->out_cap, bytes, len);
     return 0;
 }
 
 /* stats_write_fn for subscription updates: refused while the client is behind. */
 static int write_update(void *ctx, const char *bytes, size_t len)
 {
-    admin_client_t *c = ctx;
-    if (c->closing)
+    rtr_admin_sess_t *s = ctx;
+    if (s->closed || !s->ctx)
         return -EPIPE;
-    if (out_bytes(c) >= ADMIN_OUT_MAX)
+    if (sess_out_bytes(s) >= RTR_ADMIN_OUT_MAX)
         return -EAGAIN;
-    buf_append(&c->pend, &c->pend_len, &c->pend_cap, bytes, len);
+    buf_append(&s->out, &s->out_len, &s->out_cap, bytes, len);
     return 0;
 }
 
+bool rtr_admin_sess_paused(const rtr_admin_sess_t *s)
+{
+    return (s->mgmt && stats_mgmt_is_streaming(s->mgmt)) ||
+           sess_out_bytes(s) >= RTR_ADMIN_OUT_MAX;
+}
+
+static void sess_too_long(rtr_admin_sess_t *s)
+{
+    char msg[96];
+    snprintf(msg, sizeof(msg), "request line longer than %u bytes: dropped", STATS_MGMT_LINE_MAX);
+    stats_mgmt_error(write_reply, s, 413, msg);
+}
+
+/* Answer every complete line in s->in while the client is not paused. */
+static void sess_lines(rtr_admin_sess_t *s)
+{
+    size_t off = 0;
+    while (!s->closed && s->ctx && !rtr_admin_sess_paused(s) && off < s->in_len) {
+        char *start = s->in + off;
+        char *nl = memchr(start, '\n', s->in_len - off);
+        if (s->discarding) {
+            if (!nl) {
+                off = s->in_len; /* still inside the over-long line */
+                break;
+            }
+            s->discarding = false;
+            off = (size_t)(nl - s->in) + 1;
+            continue;
+        }
+        if (!nl) {
+            if (s->in_len - off > STATS_MGMT_LINE_MAX) {
+                sess_too_long(s);
+                s->discarding = true;
+                off = s->in_len;
+            }
+            break;
+        }
+        size_t len = (size_t)(nl - start);
+        off += len + 1;
+        if (len > STATS_MGMT_LINE_MAX) {
+            sess_too_long(s);
+            continue;
+        }
+        stats_mgmt_handle(s->mgmt, start, len, write_reply, s);
+    }
+    if (off) {
+        memmove(s->in, s->in + off, s->in_len - off);
+        s->in_len -= off;
+    }
+}
+
+static void sess_tick_cb(uv_timer_t *t)
+{
+    rtr_admin_sess_t *s = (rtr_admin_sess_t *)t;
+    if (s->closed || !s->ctx || !s->mgmt)
+        return;
+    if (stats_mgmt_tick(s->mgmt, uv_now(t->loop), write_update, s) < 0) {
+        s->io->fail(s->ctx);
+        return;
+    }
+    rtr_admin_sess_pump(s);
+}
+
+void rtr_admin_sess_pump(rtr_admin_sess_t *s)
+{
+    if (s->closed || !s->ctx)
+        return;
+    if (!s->mgmt) { /* refused: the error line goes out, then the transport closes */
+        if (s->out_len)
+            s->io->flush(s->ctx);
+        if (s->ctx && s->out_len == 0 && s->io->in_flight(s->ctx) == 0)
+            s->io->fail(s->ctx);
+        return;
+    }
+    while (stats_mgmt_is_streaming(s->mgmt) && sess_out_bytes(s) < RTR_ADMIN_OUT_MAX)
+        stats_mgmt_resume(s->mgmt, write_reply, s);
+    sess_lines(s);
+    if (s->out_len && s->ctx)
+        s->io->flush(s->ctx);
+    if (s->closed || !s->ctx)
+        return;
+
+    bool want = !rtr_admin_sess_paused(s);
+    if (want != s->reading) {
+        s->reading = want;
+        s->io->read(s->ctx, want);
+        if (s->closed || !s->ctx)
+            return;
+    }
+    int64_t due = stats_mgmt_next_due(s->mgmt, uv_now(s->tick.loop));
+    if (due < 0)
+        uv_timer_stop(&s->tick);
+    else
+        uv_timer_start(&s->tick, sess_tick_cb, (uint64_t)due, 0);
+}
+
+void rtr_admin_sess_in_room(rtr_admin_sess_t *s, size_t want)
+{
+    if (s->in_cap - s->in_len < want) {
+        s->in_cap = s->in_len + want;
+        s->in = base_realloc(s->in, s->in_cap);
+    }
+}
+
+void rtr_admin_sess_input(rtr_admin_sess_t *s, const void *bytes, size_t len, bool end_of_line)
+{
+    if (s->closed)
+        return;
+    if (bytes) {
+        rtr_admin_sess_in_room(s, len + 1);
+        memcpy(s->in + s->in_len, bytes, len);
+    }
+    s->in_len += len;
+    if (end_of_line) {
+        rtr_admin_sess_in_room(s, 1);
+        s->in[s->in_len++] = '\n';
+    }
+    rtr_admin_sess_pump(s);
+}
+
+rtr_admin_sess_t *rtr_admin_sess_new(uv_loop_t *loop, const rtr_admin_io_t *io, void *ctx,
+                                     const char *refuse_msg)
+{
+    admin_t          *a = s_admin;
+    rtr_admin_sess_t *s = base_calloc(1, sizeof(*s));
+    s->io = io;
+    s->ctx = ctx;
+    uv_timer_init(loop, &s->tick);
+    if (refuse_msg) {
+        stats_mgmt_error(write_reply, s, 503, refuse_msg);
+        return s;
+    }
+    s->mgmt = stats_mgmt_session_new(a->reg, &a->info);
+    stats_mgmt_hello(s->mgmt, write_reply, s);
+    return s;
+}
+
+static void sess_closed_cb(uv_handle_t *h)
+{
+    rtr_admin_sess_t *s = (rtr_admin_sess_t *)h;
+    stats_mgmt_session_free(s->mgmt);
+    free(s->in);
+    free(s->out);
+    free(s);
+}
+
+void rtr_admin_sess_free(rtr_admin_sess_t *s)
+{
+    if (!s || s->closed)
+        return;
+    s->closed = true;
+    s->ctx = NULL;
+    uv_close((uv_handle_t *)&s->tick, sess_closed_cb);
+}
+
+stats_registry_t *rtr_admin_registry(void)
+{
+    return s_admin->reg;
+}
+
+const stats_mgmt_info_t *rtr_admin_info(void)
+{
+    return &s_admin->info;
+}
+
+uint32_t rtr_admin_max_clients(void)
+{
+    return s_admin->max_clients;
+}
+
+/* ==== the management socket ==== */
+
 static void client_close(admin_client_t *c);
-static void client_pump(admin_client_t *c);
 
 static void write_cb(uv_write_t *req, int status)
 {
@@ -163,23 +349,25 @@ static void write_cb(uv_write_t *req, int status)
         client_close(c);
         return;
     }
-    client_pump(c);
+    rtr_admin_sess_pump(c->sess);
 }
 
-/* Hand the gathered output to uv_write unless a write is in flight. */
-static void client_flush(admin_client_t *c)
+/* io->flush: hand the gathered output to uv_write unless a write is in flight. */
+static void client_flush(void *ctx)
 {
-    if (c->writing || c->closing || c->pend_len == 0)
+    admin_client_t   *c = ctx;
+    rtr_admin_sess_t *s = c->sess;
+    if (c->writing || c->closing || s->out_len == 0)
         return;
     /* swap: the gathered bytes go out, the idle buffer gathers the next ones */
     char  *p = c->wdata;
     size_t cap = c->wcap;
-    c->wdata = c->pend;
-    c->wcap = c->pend_cap;
-    c->wlen = c->pend_len;
-    c->pend = p;
-    c->pend_cap = cap;
-    c->pend_len = 0;
+    c->wdata = s->out;
+    c->wcap = s->out_cap;
+    c->wlen = s->out_len;
+    s->out = p;
+    s->out_cap = cap;
+    s->out_len = 0;
     uv_buf_t b = uv_buf_init(c->wdata, (unsigned)c->wlen);
     c->wreq.data = c;
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->pipe, &b, 1, write_cb);
@@ -191,72 +379,24 @@ static void client_flush(admin_client_t *c)
     c->writing = true;
 }
 
-/* ---- input ---- */
+static size_t client_in_flight(void *ctx)
+{
+    admin_client_t *c = ctx;
+    return c->writing ? c->wlen : 0;
+}
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     admin_client_t *c = (admin_client_t *)h;
     (void)suggested;
-    if (c->in_cap - c->in_len < ADMIN_READ_SIZE) {
-        c->in_cap = c->in_len + ADMIN_READ_SIZE;
-        c->in = base_realloc(c->in, c->in_cap);
-    }
-    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+    rtr_admin_sess_in_room(c->sess, ADMIN_READ_SIZE);
+    *buf = uv_buf_init(c->sess->in + c->sess->in_len,
+                       (unsigned)(c->sess->in_cap - c->sess->in_len));
 }
 
-/* The client must wait: a streamed reply is still going out, or its output is behind. */
-static bool client_paused(const admin_client_t *c)
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
-    return stats_mgmt_is_streaming(c->sess) || out_bytes(c) >= ADMIN_OUT_MAX;
-}
-
-/* Answer every complete line in c->in while the client is not paused. */
-static void client_lines(admin_client_t *c)
-{
-    size_t off = 0;
-    while (!c->closing && !client_paused(c) && off < c->in_len) {
-        char *start = c->in + off;
-        char *nl = memchr(start, '\n', c->in_len - off);
-        if (c->discarding) {
-            if (!nl) {
-                off = c->in_len; /* still inside the over-long line */
-                break;
-            }
-            c->discarding = false;
-            off = (size_t)(nl - c->in) + 1;
-            continue;
-        }
-        if (!nl) {
-            if (c->in_len - off > STATS_MGMT_LINE_MAX) {
-                char msg[96];
-                snprintf(msg, sizeof(msg), "request line longer than %u bytes: dropped",
-                         STATS_MGMT_LINE_MAX);
-                stats_mgmt_error(write_reply, c, 413, msg);
-                c->discarding = true;
-                off = c->in_len;
-            }
-            break;
-        }
-        size_t len = (size_t)(nl - start);
-        off += len + 1;
-        if (len > STATS_MGMT_LINE_MAX) {
-            char msg[96];
-            snprintf(msg, sizeof(msg), "request line longer than %u bytes: dropped",
-                     STATS_MGMT_LINE_MAX);
-            stats_mgmt_error(write_reply, c, 413, msg);
-            continue;
-        }
-        stats_mgmt_handle(c->sess, start, len, write_reply, c);
-    }
-    if (off) {
-        memmove(c->in, c->in + off, c->in_len - off);
-        c->in_len -= off;
-    }
-}
-
-static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    admin_client_t *c = (admin_client_t *)s;
+    admin_client_t *c = (admin_client_t *)st;
     (void)buf;
     if (nread < 0) {
         if (nread != UV_EOF)
@@ -264,72 +404,42 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         client_close(c);
         return;
     }
-    c->in_len += (size_t)nread;
-    client_pump(c);
+    rtr_admin_sess_input(c->sess, NULL, (size_t)nread, false);
 }
 
-/* ---- subscriptions ---- */
-
-static void tick_cb(uv_timer_t *t)
+/* io->read */
+static void client_read(void *ctx, bool on)
 {
-    admin_client_t *c = BASE_CONTAINER_OF(t, admin_client_t, tick);
+    admin_client_t *c = ctx;
     if (c->closing)
         return;
-    if (stats_mgmt_tick(c->sess, uv_now(&c->admin->loop), write_update, c) < 0) {
-        client_close(c);
-        return;
-    }
-    client_pump(c);
-}
-
-/* Everything that follows a change (bytes in, output drained, a tick): more of a streamed
- * reply, more requests, the write, reading on or off, the next tick. */
-static void client_pump(admin_client_t *c)
-{
-    if (c->closing)
-        return;
-    if (c->refused) {
-        client_flush(c);
-        if (!c->writing && c->pend_len == 0)
-            client_close(c);
-        return;
-    }
-    while (stats_mgmt_is_streaming(c->sess) && out_bytes(c) < ADMIN_OUT_MAX)
-        stats_mgmt_resume(c->sess, write_reply, c);
-    client_lines(c);
-    client_flush(c);
-    if (c->closing)
-        return;
-
-    bool want = !client_paused(c);
-    if (want && !c->reading) {
+    if (on && !c->reading) {
         if (uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb) < 0) {
             client_close(c);
             return;
         }
         c->reading = true;
-    } else if (!want && c->reading) {
+    } else if (!on && c->reading) {
         uv_read_stop((uv_stream_t *)&c->pipe);
         c->reading = false;
     }
-
-    int64_t due = stats_mgmt_next_due(c->sess, uv_now(&c->admin->loop));
-    if (due < 0)
-        uv_timer_stop(&c->tick);
-    else
-        uv_timer_start(&c->tick, tick_cb, (uint64_t)due, 0);
 }
 
-/* ---- clients come and go ---- */
+static void client_fail(void *ctx)
+{
+    client_close(ctx);
+}
+
+static const rtr_admin_io_t client_io = {
+    .flush = client_flush,
+    .read = client_read,
+    .in_flight = client_in_flight,
+    .fail = client_fail,
+};
 
 static void client_closed_cb(uv_handle_t *h)
 {
     admin_client_t *c = h->data;
-    if (--c->handles > 0)
-        return;
-    stats_mgmt_session_free(c->sess);
-    free(c->in);
-    free(c->pend);
     free(c->wdata);
     free(c);
 }
@@ -343,7 +453,8 @@ static void client_close(admin_client_t *c)
     BASE_DLIST_REMOVE(a->clients, c, prev, next);
     if (!c->refused)
         a->n_clients--;
-    uv_close((uv_handle_t *)&c->tick, client_closed_cb);
+    rtr_admin_sess_free(c->sess);
+    c->sess = NULL;
     uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
 }
 
@@ -358,32 +469,28 @@ static void connection_cb(uv_stream_t *server, int status)
     c->admin = a;
     uv_pipe_init(&a->loop, &c->pipe, 0);
     c->pipe.data = c;
-    uv_timer_init(&a->loop, &c->tick);
-    c->tick.data = c;
-    c->handles = 2;
     BASE_DLIST_PUSH(a->clients, c, prev, next);
     if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
         c->refused = true;
         client_close(c);
         return;
     }
+    char msg[128];
+    const char *refuse = NULL;
     if (a->stopping || a->n_clients >= a->max_clients) {
-        char msg[128];
         snprintf(msg, sizeof(msg), "too many management clients (maxClients is %u): try again "
                  "later", a->max_clients);
         LOG(WARNING, "Management socket: a client refused: %u clients already", a->n_clients);
         c->refused = true;
-        stats_mgmt_error(write_reply, c, 503, msg);
-        client_pump(c);
-        return;
+        refuse = msg;
+    } else {
+        a->n_clients++;
     }
-    a->n_clients++;
-    c->sess = stats_mgmt_session_new(a->reg, &a->info);
-    stats_mgmt_hello(c->sess, write_reply, c);
-    client_pump(c);
+    c->sess = rtr_admin_sess_new(&a->loop, &client_io, c, refuse);
+    rtr_admin_sess_pump(c->sess);
 }
 
-/* ---- the thread ---- */
+/* ==== the thread ==== */
 
 static void stop_cb(uv_async_t *h)
 {
@@ -391,7 +498,9 @@ static void stop_cb(uv_async_t *h)
     a->stopping = true;
     while (a->clients)
         client_close(a->clients); /* takes it off the list */
-    uv_close((uv_handle_t *)&a->server, NULL);
+    if (a->path)
+        uv_close((uv_handle_t *)&a->server, NULL);
+    rtr_http_stop();
     uv_close((uv_handle_t *)&a->stop, NULL);
 }
 
@@ -400,10 +509,16 @@ static void admin_main(void *arg)
     admin_t *a = arg;
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
+    /* libwebsockets joins this loop from the thread that runs it */
+    a->http_rc = a->n_http ? rtr_http_start(&a->loop, a->core, a->http, a->n_http) : 0;
+    uv_sem_post(&a->started);
+    if (a->http_rc < 0)
+        return; /* the main thread cleans up */
     uv_run(&a->loop, UV_RUN_DEFAULT);
+    rtr_http_finish(&a->loop);
 }
 
-/* ---- start and stop (main thread) ---- */
+/* ==== start and stop (main thread) ==== */
 
 /* mkdir -p of the directory that holds `path` (new directories get mode 0755). */
 static int make_parent_dirs(const char *path)
@@ -462,39 +577,38 @@ static int remove_stale(const char *path, const char **why)
     return 0;
 }
 
+static void close_http_fds(const rtr_admin_http_t *http, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (http[i].fd >= 0)
+            close(http[i].fd);
+}
+
 static void admin_free(admin_t *a)
 {
     free(a->path);
+    free(a->http);
     free(a);
 }
 
-int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg)
+/* Close what the loop holds and run it out (main thread, the admin thread not running). */
+static void loop_drain(admin_t *a)
 {
-    const cfg_management_t *mc = &cfg->management;
-    if (!mc->enabled || s_admin)
-        return 0;
-    const char *why = NULL;
-    admin_t    *a = base_calloc(1, sizeof(*a));
-    a->reg = reg;
-    a->path = base_strdup(mc->socket);
-    a->max_clients = mc->max_clients ? mc->max_clients : 16;
-    a->info.product = "junction";
-    a->info.version = JUNCTION_VERSION;
-    a->info.router_id = cfg->router.id;
-    a->info.mode = cfg->router.mode;
+    uv_walk(&a->loop, close_walk_cb, NULL);
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&a->loop);
+}
 
-    int rc = make_parent_dirs(a->path);
+/* Bind the management socket into a->server.  Returns 0 or a negative errno (logged). */
+static int socket_open(admin_t *a)
+{
+    const char *why = NULL;
+    int         rc = make_parent_dirs(a->path);
     if (rc == 0)
         rc = remove_stale(a->path, &why);
     if (rc < 0) {
         LOG(CRITICAL, "Cannot open the management socket %s: %s", a->path,
             why ? why : strerror(-rc));
-        admin_free(a);
-        return rc;
-    }
-    rc = uv_loop_init(&a->loop);
-    if (rc < 0) {
-        admin_free(a);
         return rc;
     }
     uv_pipe_init(&a->loop, &a->server, 0);
@@ -506,29 +620,72 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg)
         rc = uv_listen((uv_stream_t *)&a->server, ADMIN_BACKLOG, connection_cb);
     if (rc < 0) {
         LOG(CRITICAL, "Cannot open the management socket %s: %s", a->path, uv_strerror(rc));
-        uv_close((uv_handle_t *)&a->server, NULL);
-        uv_run(&a->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&a->loop);
         unlink(a->path);
+    }
+    return rc;
+}
+
+int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+                    const rtr_admin_http_t *http, size_t n_http)
+{
+    const cfg_management_t *mc = &cfg->management;
+    if ((!mc->enabled && n_http == 0) || s_admin) {
+        close_http_fds(http, n_http);
+        return 0;
+    }
+    admin_t *a = base_calloc(1, sizeof(*a));
+    a->reg = reg;
+    a->core = core;
+    a->path = mc->enabled ? base_strdup(mc->socket) : NULL;
+    a->max_clients = mc->enabled && mc->max_clients ? mc->max_clients : 16;
+    a->info.product = "junction";
+    a->info.version = JUNCTION_VERSION;
+    a->info.router_id = cfg->router.id;
+    a->info.mode = cfg->router.mode;
+    if (n_http) {
+        a->http = base_calloc(n_http, sizeof(*a->http));
+        memcpy(a->http, http, n_http * sizeof(*http));
+        a->n_http = n_http;
+    }
+
+    int rc = uv_loop_init(&a->loop);
+    if (rc < 0) {
+        close_http_fds(http, n_http);
+        admin_free(a);
+        return rc;
+    }
+    if (a->path && (rc = socket_open(a)) < 0) {
+        close_http_fds(http, n_http);
+        loop_drain(a);
         admin_free(a);
         return rc;
     }
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
+    uv_sem_init(&a->started, 0);
     s_admin = a;
     rc = uv_thread_create(&a->thread, admin_main, a);
+    if (rc == 0) {
+        uv_sem_wait(&a->started);
+        if (a->http_rc < 0) { /* rtr_http_start logged why and closed the sockets */
+            rc = a->http_rc;
+            uv_thread_join(&a->thread);
+        }
+    } else {
+        close_http_fds(http, n_http);
+    }
+    uv_sem_destroy(&a->started);
     if (rc < 0) {
         s_admin = NULL;
-        uv_close((uv_handle_t *)&a->server, NULL);
-        uv_close((uv_handle_t *)&a->stop, NULL);
-        uv_run(&a->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&a->loop);
-        unlink(a->path);
+        loop_drain(a);
+        if (a->path)
+            unlink(a->path);
         admin_free(a);
         return rc;
     }
-    LOG(NOTICE, "Management socket %s (mode 0660, at most %u clients)", a->path,
-        a->max_clients);
+    if (a->path)
+        LOG(NOTICE, "Management socket %s (mode 0660, at most %u clients)", a->path,
+            a->max_clients);
     return 0;
 }
 
@@ -539,8 +696,9 @@ void rtr_admin_stop(void)
         return;
     uv_async_send(&a->stop);
     uv_thread_join(&a->thread);
+    loop_drain(a); /* normally empty: every handle closed in stop_cb */
     s_admin = NULL;
-    uv_loop_close(&a->loop);
-    unlink(a->path);
+    if (a->path)
+        unlink(a->path);
     admin_free(a);
 }

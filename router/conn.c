@@ -957,7 +957,11 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
         break;
     case CORE_W_EXTERNAL:
         if (work->u.ext.kind == RTR_EXT_ACCEPT) {
-            rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
+            rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr, NULL);
+        } else if (work->u.ext.kind == RTR_EXT_ACCEPT_WS) {
+            rtr_accept_t *acc = work->u.ext.ptr;
+            rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc->peer);
+            free(acc);
         } else if (work->u.ext.kind == RTR_EXT_STREAM) {
             on_stream_wake_WT(w);
         } else if (work->u.ext.kind == RTR_EXT_CLOSE_CONN) {
@@ -1300,7 +1304,7 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     conn_process_WT(c);
 }
 
-void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer)
 {
     if (w->stopping) {
         close(fd);
@@ -1316,7 +1320,9 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     snprintf(c->peer, sizeof(c->peer), "?");
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+    if (peer) /* a WebSocket's socketpair: its client's address, not the unix socket's */
+        snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    else if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
     uv_tcp_init(&w->loop, &c->tcp);
@@ -1341,6 +1347,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
     c->guard_buf = base_malloc(l->max_frame_size);
     codec_guard_init(&c->guard, l->max_frame_size, c->guard_buf, l->max_frame_size);
 
+    /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
+     * the same way (only uv_tcp_nodelay fails on it, harmlessly) */
     if (uv_tcp_open(&c->tcp, fd) != 0) {
         close(fd);
         LOGC(c, WARNING, "Cannot take the connection from %s", c->peer);
@@ -1349,7 +1357,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l)
         conn_close_socket_WT(c);
         return;
     }
-    uv_tcp_nodelay(&c->tcp, 1);
-    LOGC(c, INFO, "Accepted connection from %s", c->peer);
+    if (!peer)
+        uv_tcp_nodelay(&c->tcp, 1);
+    LOGC(c, INFO, "Accepted %sconnection from %s", peer ? "WebSocket " : "", c->peer);
     conn_process_WT(c);
 }

@@ -37,7 +37,16 @@ enum {
     RTR_EXT_STREAM,     /* a streamed message changed: re-check waiters and Q2 links */
     RTR_EXT_CLOSE_CONN, /* arg = connection id: close it if this worker owns it
                            (management UPDATE adminStatus=deleted; posted to every worker) */
+    RTR_EXT_ACCEPT_WS,  /* arg = one end of a socketpair carrying an AMQP-over-WebSocket
+                           connection (http.c pumps the other end), ptr = rtr_accept_t (heap,
+                           the worker frees it) */
 };
+
+/* What RTR_EXT_ACCEPT_WS carries besides the socket. */
+typedef struct rtr_accept {
+    const cfg_listener_t *listener; /* the http listener the WebSocket came in on */
+    char                  peer[64]; /* "host:port" of the WebSocket's client, for logs */
+} rtr_accept_t;
 
 /* Most worker threads (the management agent takes the next queue index, and indexes are
  * uint8_t in core_action_t). */
@@ -272,7 +281,8 @@ core_action_t *rtr_worker_action_WT(rtr_worker_t *w);
 void rtr_worker_maybe_exit_WT(rtr_worker_t *w);
 
 /* conn.c */
-void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l);
+/* Serve socket fd as an AMQP connection of listener l; peer NULL = ask the socket. */
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer);
 void rtr_conn_close_WT(rtr_conn_t *c);
 void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_conn_process_dirty_WT(rtr_worker_t *w);

@@ -418,9 +418,6 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     g_rtr.stats = &s->stats;
-    rc = rtr_admin_start(cfg, s->reg); /* the management socket, before any thread runs */
-    if (rc)
-        return rc;
     s->shard = stats_shard_new(s->reg);
     stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
     uv_async_init(&s->loop, &s->ctl, ctl_cb);
@@ -451,6 +448,23 @@ int rtr_server_start(rtr_server_t *s)
         return rc;
     s->started = true;
 
+    /* the admin thread: the management socket and the http listeners (which hand WebSocket
+     * AMQP connections to the workers and probe the core, so it starts after them) */
+    rtr_admin_http_t *http = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*http));
+    size_t            n_http = 0;
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        rtr_listener_t *l = &s->listeners[i];
+        if (!l->cfg->http)
+            continue;
+        http[n_http].fd = l->fd;
+        http[n_http++].cfg = l->cfg;
+        l->fd = -1; /* the admin thread's now */
+    }
+    rc = rtr_admin_start(cfg, s->reg, s->core, http, n_http);
+    free(http);
+    if (rc)
+        return rc;
+
     int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
     for (int i = 0; i < 4; i++) {
         uv_signal_init(&s->loop, &s->sigs[i]);
@@ -463,6 +477,8 @@ int rtr_server_start(rtr_server_t *s)
     uv_timer_start(&s->proc_timer, proc_timer_cb, 0, 1000);
     for (size_t i = 0; i < s->n_listeners; i++) {
         rtr_listener_t *l = &s->listeners[i];
+        if (l->fd < 0)
+            continue; /* http: served by the admin thread */
         uv_poll_init(&s->loop, &l->poll, l->fd);
         l->poll.data = l;
         l->polling = true;

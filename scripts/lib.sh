@@ -7,12 +7,14 @@
 JUNCTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # Packages needed to build and run junctiond.
-JUNCTION_RUN_PKGS=(libqpid-proton11-dev libuv1-dev libwebsockets-dev libcjson-dev
-                   meson ninja-build pkg-config gcc)
-# Extra packages needed by the tests (unit: cmocka; system: Proton-Python and pytest;
-# sanitizer builds: clang and its runtime; valgrind for `meson test --setup valgrind`).
-JUNCTION_TEST_PKGS=(libcmocka-dev python3-qpid-proton python3-pytest clang libclang-rt-14-dev
-                    valgrind)
+# (libwebsockets-evlib-uv: libwebsockets' libuv event library, loaded at run time by the
+# HTTP/WebSocket server)
+JUNCTION_RUN_PKGS=(libqpid-proton11-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv
+                   libcjson-dev meson ninja-build pkg-config gcc)
+# Extra packages needed by the tests (unit: cmocka; system: Proton-Python, pytest and
+# websocket-client for the WebSocket tests; sanitizer builds: clang and its runtime; valgrind for `meson test --setup valgrind`).
+JUNCTION_TEST_PKGS=(libcmocka-dev python3-qpid-proton python3-pytest python3-websocket clang
+                    libclang-rt-14-dev valgrind)
 
 jn_say() {
     printf '%s\n' "==> $*" >&2

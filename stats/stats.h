@@ -507,7 +507,9 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out);
  * A pure function: one request line in, zero or more reply lines out through a
  * stats_write_fn (each call gets exactly one complete line: a JSON object and "\n").  The
  * management socket (router/admin.c) keeps one session per client; so can any other
- * transport.  Newline-delimited JSON, UTF-8; strings the router does not control (labels)
+ * transport: the http listeners' WebSocket subprotocol `junction-mgmt` (router/http.c) carries
+ * each request line as one text message and each reply line as one text message (without
+ * its "\n").  Newline-delimited JSON, UTF-8; strings the router does not control (labels)
  * are sent with invalid bytes replaced by U+FFFD.
  *
  *   on connect  {"hello": {"product": "junction", "version": "0.1.0", "router_id": "R",

@@ -5,6 +5,7 @@ sweep), zeroCreditSeconds, and the router's linksBlocked (links whose credit has
 more than 10 s) - on router.link rows, on the router entity, through qdstat's requests.
 """
 
+import http.client
 import re
 import time
 
@@ -38,6 +39,20 @@ def link_named(node, conn, name):
 
 def router_row(node):
     return node.query_dicts("router")[0]
+
+
+def metrics(r):
+    """/metrics of router r's http listener (its second listener), as {name: value}."""
+    c = http.client.HTTPConnection("127.0.0.1", r.addresses[1][1], timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        resp = c.getresponse()
+        body = resp.read().decode()
+        assert resp.status == 200, body[:200]
+    finally:
+        c.close()
+    return {ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1])
+            for ln in body.splitlines() if ln and not ln.startswith("#")}
 
 
 def wait_for(client, what, fn, timeout):
@@ -117,7 +132,10 @@ def test_settle_rate_counts_presettled(node, router, client):
 
 
 @pytest.mark.deadline(90)
-def test_zero_credit_blocked_and_stuck(node, router, client):
+def test_zero_credit_blocked_and_stuck(make_router, client):
+    router = make_router(listeners=[{"host": "127.0.0.1", "port": "0"},
+                                    {"host": "127.0.0.1", "port": "0", "http": True}])
+    node = Node(router.url)
     conn = client.connect(router.url)
     # a sender to an address nobody consumes: the router gives it no credit
     blocked = conn.sender("closest.nobody")
@@ -152,6 +170,8 @@ def test_zero_credit_blocked_and_stuck(node, router, client):
     assert re.search(r"Links Blocked\s+1\b", general), general
     assert re.search(r"Deliveries Stuck > 10sec\s+2\b", general), general
     print(general)
+    m = metrics(router)
+    assert m["qdr_links_blocked_total"] == 1 and m["qdr_deliveries_stuck_total"] == 2
     print(mgmt_tool.view_links(node))
     router.wait_log(r"Link blocked with zero credit for \d+ seconds")
     router.wait_log(r"Stuck delivery")
@@ -165,6 +185,9 @@ def test_zero_credit_blocked_and_stuck(node, router, client):
         assert stuck[d]["deliveriesStuck"] == 1
     r = router_row(node)
     assert r["deliveriesDelayed10Sec"] == 1 and r["deliveriesStuck"] == 2
+    m = metrics(router)
+    assert m["qdr_deliveries_delayed_10sec_total"] == 1
+    assert m["qdr_deliveries_delayed_1sec_total"] == 0
 
     # a consumer arrives: the blocked sender gets credit, and is blocked no more
     conn.receiver("closest.nobody", credit=5)
@@ -172,4 +195,6 @@ def test_zero_credit_blocked_and_stuck(node, router, client):
              lambda: router_row(node)["linksBlocked"] == 0, timeout=10)
     k = link_named(node, conn, blocked.link.name)
     assert k["creditAvailable"] > 0 and k["zeroCreditSeconds"] == 0
+    assert metrics(router)["qdr_links_blocked_total"] == 0
+    node.close()
 

@@ -764,11 +764,6 @@ static void test_listener_unsupported(void **state)
                  "true yet");
     listener_err("'multiTenant': true",
                  "attribute 'multiTenant': Junction does not support multiTenant: true yet");
-    listener_err("'http': true", "attribute 'http': Junction does not support http: true "
-                                 "(HTTP/WebSocket listeners) yet");
-    listener_err("'httpRootDir': '/var/www'",
-                 "attribute 'httpRootDir': Junction does not support httpRootDir (HTTP listeners) "
-                 "yet");
     listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
                                          "saslPlugin (authentication services) yet");
     listener_err("'saslMechanisms': 'PLAIN'",
@@ -795,8 +790,7 @@ static void test_listener_unsupported(void **state)
 static void test_listener_ignored(void **state)
 {
     (void)state;
-    cfg_t *cfg = listener_ok("'cost': 1, 'socketAddressFamily': 'IPv4', 'healthz': true, "
-                             "'metrics': 'no', 'websockets': true, 'failoverUrls': 'a:1', "
+    cfg_t *cfg = listener_ok("'cost': 1, 'socketAddressFamily': 'IPv4', 'failoverUrls': 'a:1', "
                              "'messageLoggingComponents': 'all', 'policyVhost': 'v', "
                              "'initialHandshakeTimeoutSeconds': '5', 'identity': 'listener/1'");
     cfg_free(cfg);
@@ -807,6 +801,44 @@ static void test_listener_ignored(void **state)
     listener_err("'cost': 'cheap'", "attribute 'cost': expected an integer, got \"cheap\"");
     listener_err("'healthz': 'sure'", "attribute 'healthz': expected a boolean (true/false, "
                                       "yes/no, on/off), got \"sure\"");
+}
+
+/* http, httpRootDir, websockets, healthz, metrics: qdrouterd's defaults and semantics */
+static void test_listener_http(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("");
+    const cfg_listener_t *l = &cfg->listeners[0];
+    assert_false(l->http);
+    assert_null(l->http_root_dir);
+    assert_true(l->websockets);
+    assert_true(l->healthz);
+    assert_true(l->metrics);
+    cfg_free(cfg);
+
+    cfg = listener_ok("'http': 'yes', 'websockets': false, 'healthz': 'no', 'metrics': 'off'");
+    l = &cfg->listeners[0];
+    assert_true(l->http);
+    assert_false(l->websockets);
+    assert_false(l->healthz);
+    assert_false(l->metrics);
+    cfg_free(cfg);
+
+    /* httpRootDir implies http; an empty one is no directory at all */
+    cfg = listener_ok("'httpRootDir': '/var/www'");
+    assert_true(cfg->listeners[0].http);
+    assert_string_equal(cfg->listeners[0].http_root_dir, "/var/www");
+    cfg_free(cfg);
+    cfg = listener_ok("'http-root-dir': ''");
+    assert_false(cfg->listeners[0].http);
+    assert_null(cfg->listeners[0].http_root_dir);
+    cfg_free(cfg);
+
+    listener_err("'http': 'maybe'", "attribute 'http': expected a boolean (true/false, "
+                                    "yes/no, on/off), got \"maybe\"");
+    listener_err("'websockets': 2", "attribute 'websockets': expected a boolean (true/false, "
+                                    "yes/no, on/off), got 2");
+    listener_err("'httpRootDir': true", "attribute 'httpRootDir': expected a string, got true");
 }
 
 /* -- address -- */
@@ -1022,11 +1054,16 @@ static void test_examples_load(void **state)
     assert_int_equal(
         cfg_load_file(SRCDIR "/config/examples/standalone.json", &cfg, errbuf, sizeof(errbuf)), 0);
     assert_string_equal(cfg->router.id, "Junction.A");
-    assert_int_equal(cfg->n_listeners, 1);
+    assert_int_equal(cfg->n_listeners, 2);
     assert_string_equal(cfg->listeners[0].host, "127.0.0.1");
     assert_int_equal(cfg_port_number(cfg->listeners[0].port), 5672);
     assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
     assert_false(cfg->listeners[0].authenticate_peer);
+    assert_false(cfg->listeners[0].http);
+    assert_int_equal(cfg_port_number(cfg->listeners[1].port), 8672);
+    assert_true(cfg->listeners[1].http);
+    assert_true(cfg->listeners[1].websockets && cfg->listeners[1].metrics &&
+                cfg->listeners[1].healthz);
     assert_int_equal(cfg->n_addresses, 5);
     static const struct {
         const char        *prefix;
@@ -1054,6 +1091,16 @@ static void test_examples_load(void **state)
     assert_int_equal(cfg->n_addresses, 4);
     assert_string_equal(cfg->addresses[0].pattern, "sensors.#");
     assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
+    cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/http.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_int_equal(cfg->n_listeners, 3);
+    assert_false(cfg->listeners[0].http);
+    assert_true(cfg->listeners[1].http && cfg->listeners[1].websockets);
+    assert_true(cfg->listeners[2].http);
+    assert_false(cfg->listeners[2].websockets);
+    assert_true(cfg->management.enabled);
     cfg_free(cfg);
 }
 
@@ -1219,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_listener_values),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
+        cmocka_unit_test(test_listener_http),
         cmocka_unit_test(test_address),
         cmocka_unit_test(test_address_duplicates),
         cmocka_unit_test(test_log),

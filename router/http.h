@@ -1,0 +1,34 @@
+/* router/http.h: the HTTP/WebSocket server of listeners with `http: true` - the console's
+ * files, /metrics, /healthz, AMQP over WebSocket and the console's live feed - served by
+ * libwebsockets on the admin thread's libuv loop (router/admin.c owns the loop and the thread).
+ *
+ * Threads: both functions run on the admin thread (rtr_http_start before its loop runs,
+ * rtr_http_stop from a callback of that loop); everything in http.c runs there too, except
+ * the /healthz probe, which runs on the core thread (core_call) and only stores an atomic and
+ * wakes the admin loop.
+ */
+#ifndef JUNCTION_ROUTER_HTTP_H
+#define JUNCTION_ROUTER_HTTP_H
+
+#include "router/admin.h"
+
+#include <stddef.h>
+#include <uv.h>
+
+/* Serve the http listeners (n >= 1; their sockets are listening and become the server's: it
+ * closes them) on `loop`, handing AMQP-over-WebSocket connections to the workers (g_rtr) and
+ * probing `core` for /healthz.  Returns 0, or a negative errno after logging one line (every
+ * socket is closed then and nothing is left running; the loop may still hold closing handles,
+ * which the caller runs out).  Admin thread, once. */
+int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n);
+
+/* Stop accepting, close every HTTP and WebSocket connection (AMQP ones: the router side sees
+ * the connection end) and let libwebsockets go; the loop then runs out of handles.  Does
+ * nothing when the server is not running.  Admin thread. */
+void rtr_http_stop(void);
+
+/* After the admin loop ran out: let libwebsockets finish destroying its context (it frees
+ * the rest once its handles' close callbacks ran).  Admin thread, after uv_run returned. */
+void rtr_http_finish(uv_loop_t *loop);
+
+#endif
