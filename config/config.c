@@ -81,7 +81,7 @@ enum {
     R_DEFAULT_DISTRIBUTION, R_AREA, R_HELLO_INTERVAL, R_HELLO_MAX_AGE, R_RA_INTERVAL,
     R_RA_INTERVAL_FLUX, R_REMOTE_LS_MAX_AGE, R_MOBILE_ADDR_MAX_AGE, R_DEBUG_DUMP_FILE,
     R_SASL_CONFIG_DIR, R_SASL_CONFIG_NAME, R_ALLOW_RESUMABLE_LINK_ROUTE, R_TIMESTAMPS_IN_UTC,
-    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_N
+    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_SHUTDOWN_GRACE, R_N
 };
 static const attr_def_t router_attrs[R_N] = {
     [R_NAME]                  = {"name", AT_STRING, .ignored = true},
@@ -109,6 +109,8 @@ static const attr_def_t router_attrs[R_N] = {
     [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING, .ignored = true},
     [R_ALLOW_UNSETTLED_MULTICAST] = {"allowUnsettledMulticast", AT_BOOL, .ignored = true},
     [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
+    /* Junction's own */
+    [R_SHUTDOWN_GRACE]        = {"shutdownGraceSeconds", AT_INT},
 };
 
 enum {
@@ -118,7 +120,8 @@ enum {
     L_MAX_SESSIONS, L_MAX_SESSION_FRAMES, L_IDLE_TIMEOUT, L_INITIAL_HANDSHAKE_TIMEOUT,
     L_STRIP_ANNOTATIONS, L_LINK_CAPACITY, L_MULTI_TENANT, L_FAILOVER_URLS, L_HEALTHZ, L_METRICS,
     L_WEBSOCKETS, L_HTTP, L_HTTP_ROOT_DIR, L_MESSAGE_LOGGING_COMPONENTS, L_POLICY_VHOST,
-    L_OPEN_PROPERTIES, L_N
+    L_OPEN_PROPERTIES, L_MAX_SENDERS, L_MAX_RECEIVERS, L_MAX_MESSAGE_SIZE,
+    L_MAX_UNSETTLED, L_N
 };
 static const attr_def_t listener_attrs[L_N] = {
     [L_NAME]                  = {"name", AT_STRING},
@@ -143,8 +146,8 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_MAX_SESSIONS]          = {"maxSessions", AT_INT},
     [L_MAX_SESSION_FRAMES]    = {"maxSessionFrames", AT_INT},
     [L_IDLE_TIMEOUT]          = {"idleTimeoutSeconds", AT_INT},
+    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT},
     /* what a client sees does not depend on these (the HTTP ones only matter with http) */
-    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT, .ignored = true},
     [L_STRIP_ANNOTATIONS]     = {"stripAnnotations", AT_ENUM, strip_tags},
     [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
     [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
@@ -157,6 +160,12 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING, .ignored = true},
     [L_POLICY_VHOST]          = {"policyVhost", AT_STRING, .ignored = true}, /* no policy */
     [L_OPEN_PROPERTIES]       = {"openProperties", AT_MAP},
+    /* qdrouterd has these on vhost policy groups; Junction applies them per listener */
+    [L_MAX_SENDERS]           = {"maxSenders", AT_INT},
+    [L_MAX_RECEIVERS]         = {"maxReceivers", AT_INT},
+    [L_MAX_MESSAGE_SIZE]      = {"maxMessageSize", AT_INT},
+    /* Junction's own */
+    [L_MAX_UNSETTLED]         = {"maxUnsettledPerLink", AT_INT},
 };
 
 enum {
@@ -201,13 +210,32 @@ static const attr_def_t management_attrs[M_N] = {
     [M_MAX_CLIENTS] = {"maxClients", AT_INT},
 };
 
+/* `policy` (qdrouterd's singleton): the global limits, without vhost policies. */
+enum {
+    P_NAME = 0, P_IDENTITY, P_TYPE, P_MAX_CONNECTIONS, P_MAX_MESSAGE_SIZE, P_ENABLE_VHOST_POLICY,
+    P_ENABLE_VHOST_NAME_PATTERNS, P_POLICY_DIR, P_DEFAULT_VHOST, P_N
+};
+static const attr_def_t policy_attrs[P_N] = {
+    [P_NAME]              = {"name", AT_STRING},
+    [P_IDENTITY]          = {"identity", AT_STRING, .ignored = true},
+    [P_TYPE]              = {"type", AT_STRING},
+    [P_MAX_CONNECTIONS]   = {"maxConnections", AT_INT},
+    [P_MAX_MESSAGE_SIZE]  = {"maxMessageSize", AT_INT},
+    [P_ENABLE_VHOST_POLICY] = {"enableVhostPolicy", AT_BOOL},
+    /* without vhost policies these change nothing */
+    [P_ENABLE_VHOST_NAME_PATTERNS] = {"enableVhostNamePatterns", AT_BOOL, .ignored = true},
+    [P_POLICY_DIR]        = {"policyDir", AT_STRING},
+    [P_DEFAULT_VHOST]     = {"defaultVhost", AT_STRING, .ignored = true},
+};
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
-               G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
+               G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS,
+               "CFG_MAX_ATTRS");
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
     "connector", "linkRoute", "autoLink", "exchange", "binding", "sslProfile",
-    "authServicePlugin", "policy", "vhost", "vhostUserGroupSettings", "console",
+    "authServicePlugin", "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
 };
@@ -230,6 +258,7 @@ typedef struct load {
     cfg_t          *cfg;                        /* being built; freed by the caller on error */
     int             router_at;                  /* index of the router entity, -1 if none yet */
     int             management_at;              /* index of the management entity, -1 if none */
+    int             policy_at;                  /* index of the policy entity, -1 if none */
     int             log_at[BASE_LOG_N_MODULES]; /* index+1 of each module's log entity */
     base_pattern_t *patterns;                   /* address patterns so far; value = index + 1 */
     base_map_t      names;                      /* `name`s so far; value = entity index + 1 */
@@ -622,6 +651,7 @@ typedef enum type_kind {
     TK_ADDRESS,
     TK_LOG,
     TK_MANAGEMENT,  /* Junction's management socket (short name only) */
+    TK_POLICY,      /* qdrouterd's global limits (no vhost policies) */
     TK_UNSUPPORTED, /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL, /* a qdrouterd run-time type: never in a file */
     TK_REMOVED,     /* `container`: gone from qdrouterd since 1.0 */
@@ -671,6 +701,8 @@ static type_kind_t type_resolve(const char *written, char **canon)
         return TK_ADDRESS;
     if (strcmp(c, "log") == 0)
         return TK_LOG;
+    if (strcmp(c, "policy") == 0)
+        return TK_POLICY;
     if (in_list(unsupported_types, c))
         return TK_UNSUPPORTED;
     if (strcmp(c, "container") == 0)
@@ -825,6 +857,10 @@ static int build_router(ent_t *e)
     if (get_enum(e, R_DEFAULT_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
         return -1;
     r->default_distribution = (cfg_distribution_t)i;
+
+    if (get_int(e, R_SHUTDOWN_GRACE, 0, 3600, CFG_SHUTDOWN_GRACE_DEFAULT, &x) < 0)
+        return -1;
+    r->shutdown_grace_seconds = (uint32_t)x;
     return 0;
 }
 
@@ -951,13 +987,26 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         get_u32(e, L_MAX_SESSIONS, 0, UINT32_MAX, 32768, &l->max_sessions) < 0 ||
         get_u32(e, L_MAX_SESSION_FRAMES, 0, UINT32_MAX, 0, &l->max_session_frames) < 0 ||
         get_u32(e, L_IDLE_TIMEOUT, 0, UINT32_MAX / 1000, 16, &l->idle_timeout_seconds) < 0 ||
-        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0)
+        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0 ||
+        get_u32(e, L_INITIAL_HANDSHAKE_TIMEOUT, 0, UINT32_MAX / 1000, 10,
+                &l->handshake_timeout_seconds) < 0 ||
+        get_u32(e, L_MAX_SENDERS, 1, INT32_MAX, 32768, &l->max_senders) < 0 ||
+        get_u32(e, L_MAX_RECEIVERS, 1, INT32_MAX, 32768, &l->max_receivers) < 0 ||
+        get_u32(e, L_MAX_UNSETTLED, 0, UINT32_MAX, 0, &l->max_unsettled) < 0)
         return -1;
+    long long mms;
+    if (get_int(e, L_MAX_MESSAGE_SIZE, 0, INT64_MAX, 0, &mms) < 0)
+        return -1;
+    l->max_message_size = (uint64_t)mms;
+    l->max_message_size_set = e->vals[L_MAX_MESSAGE_SIZE] != NULL;
     /* qdrouterd (connection_manager.c): Proton allows at most 32768 sessions; 0 means that */
     if (l->max_sessions == 0 || l->max_sessions > 32768)
         l->max_sessions = 32768;
     if (l->link_capacity == 0)
         l->link_capacity = 250;
+    /* the credit window of an incoming link is the smaller of the two */
+    if (l->max_unsettled == 0 || l->max_unsettled > l->link_capacity)
+        l->max_unsettled = l->link_capacity;
 
     if (get_enum(e, L_STRIP_ANNOTATIONS, 2 /* both */, &i) < 0)
         return -1;
@@ -1109,6 +1158,38 @@ static int build_management(ent_t *e)
     return 0;
 }
 
+static int build_policy(ent_t *e)
+{
+    cfg_policy_t *p = &e->ld->cfg->policy;
+    long long     x;
+    bool          b;
+    char         *s = NULL;
+
+    if (e->ld->policy_at >= 0)
+        return ent_fail(e, "a second policy entity (entity %d is the policy already)",
+                        e->ld->policy_at);
+    e->ld->policy_at = e->index;
+    if (check_common(e, P_TYPE, P_NAME, NULL) < 0)
+        return -1;
+    if (get_bool(e, P_ENABLE_VHOST_POLICY, false, &b) < 0)
+        return -1;
+    if (b)
+        return unsupported(e, P_ENABLE_VHOST_POLICY, "enableVhostPolicy: true (vhost policies)");
+    if (e->vals[P_POLICY_DIR]) {
+        if (get_str(e, P_POLICY_DIR, NULL, &s) < 0)
+            return -1;
+        BASE_FREE(s);
+        return unsupported(e, P_POLICY_DIR, "policyDir (vhost policies)");
+    }
+    if (get_int(e, P_MAX_CONNECTIONS, 0, INT32_MAX, 65535, &x) < 0)
+        return -1;
+    p->max_connections = (uint32_t)x;
+    if (get_int(e, P_MAX_MESSAGE_SIZE, 0, INT64_MAX, 0, &x) < 0)
+        return -1;
+    p->max_message_size = (uint64_t)x;
+    return 0;
+}
+
 static void log_fini(cfg_log_t *g)
 {
     BASE_FREE(g->module);
@@ -1228,6 +1309,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = management_attrs;
         e.n_defs = M_N;
         break;
+    case TK_POLICY:
+        e.defs = policy_attrs;
+        e.n_defs = P_N;
+        break;
     }
     if (!cJSON_IsObject(attrs))
         return ent_fail(&e, "expected the attributes as a map, got %s",
@@ -1246,6 +1331,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_log(&e);
     case TK_MANAGEMENT:
         return build_management(&e);
+    case TK_POLICY:
+        return build_policy(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1313,7 +1400,7 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen)
 {
     load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1,
-                 .management_at = -1};
+                 .management_at = -1, .policy_at = -1};
     cJSON *root = NULL;
     int    rc = -1;
 
@@ -1329,6 +1416,8 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
     ld.cfg = base_calloc(1, sizeof(*ld.cfg));
     ld.cfg->path = base_strdup(ld.name);
     ld.cfg->router.default_distribution = CFG_DIST_BALANCED; /* a file may have no router */
+    ld.cfg->router.shutdown_grace_seconds = CFG_SHUTDOWN_GRACE_DEFAULT;
+    ld.cfg->policy.max_connections = 65535; /* qdrouterd's defaults without a policy entity */
     ld.patterns = base_pattern_new();
     base_map_init(&ld.names);
 
@@ -1351,6 +1440,10 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
         ld.cfg->router.id = random_router_id();
     if (!ld.cfg->router.mode)
         ld.cfg->router.mode = base_strdup("standalone");
+    /* a listener without its own maxMessageSize has the policy's (in any order in the file) */
+    for (size_t i = 0; i < ld.cfg->n_listeners; i++)
+        if (!ld.cfg->listeners[i].max_message_size_set)
+            ld.cfg->listeners[i].max_message_size = ld.cfg->policy.max_message_size;
     rc = 0;
 
 out:

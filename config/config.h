@@ -53,7 +53,14 @@ typedef struct cfg_router {
     char              *mode;                 /* "standalone" (the only mode accepted for now) */
     int                worker_threads;       /* >= 1; 0 when absent = number of CPUs */
     cfg_distribution_t default_distribution; /* default CFG_DIST_BALANCED */
+    uint32_t           shutdown_grace_seconds; /* `shutdownGraceSeconds` (Junction's own):
+                                                  on SIGTERM, how long deliveries in flight
+                                                  may take to settle before the rest are
+                                                  released to their senders; 0-3600,
+                                                  default CFG_SHUTDOWN_GRACE_DEFAULT */
 } cfg_router_t;
+
+#define CFG_SHUTDOWN_GRACE_DEFAULT 5
 
 typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */
@@ -69,6 +76,29 @@ typedef struct cfg_listener {
     uint32_t    idle_timeout_seconds; /* default 16; 0 = none; at most 4294967 (the AMQP
                                          idle-time-out is milliseconds in a uint) */
     uint32_t    link_capacity;        /* default 250; >= 1 (0 in the file gives 250) */
+    uint32_t    handshake_timeout_seconds; /* `initialHandshakeTimeoutSeconds`: a connection
+                                         that has not sent its AMQP open within it is
+                                         closed; default 10 (qdrouterd: 0); 0 = none */
+    uint32_t    max_senders;          /* `maxSenders`: links on one connection on which the
+                                         client sends (the router receives); more are
+                                         refused with amqp:resource-limit-exceeded;
+                                         1-2147483647, default 32768 */
+    uint32_t    max_receivers;        /* `maxReceivers`: likewise, links on which the client
+                                         receives; default 32768 */
+    uint64_t    max_message_size;     /* `maxMessageSize`: bytes of one message (all its
+                                         sections); a bigger one is rejected with
+                                         amqp:link:message-size-exceeded, its link closed and
+                                         the connection closed (qdrouterd's policy); default
+                                         0 = no limit; without the attribute, the policy
+                                         entity's maxMessageSize */
+    bool        max_message_size_set; /* maxMessageSize was given on the listener */
+    uint32_t    max_unsettled;        /* `maxUnsettledPerLink` (Junction's own): deliveries a
+                                         client may have unsettled on one link toward the
+                                         router; the link's credit window is this (so it is
+                                         never more than link_capacity: 0 or more in the
+                                         file give link_capacity); a sender that sends
+                                         beyond its credit is detached with
+                                         amqp:link:transfer-limit-exceeded */
     cfg_strip_t strip_annotations;    /* default CFG_STRIP_BOTH */
     bool        http;                 /* default false: serve HTTP and WebSocket (the console,
                                          /metrics, /healthz, AMQP over WebSocket) instead of
@@ -118,6 +148,17 @@ typedef struct cfg_management {
     uint32_t max_clients; /* `maxClients`: clients served at once, 1-1024, default 16 */
 } cfg_management_t;
 
+/* `policy` (qdrouterd's singleton, without vhost policies: enableVhostPolicy true and
+ * policyDir are refused).  Defaults apply without the entity. */
+typedef struct cfg_policy {
+    uint32_t max_connections;  /* `maxConnections`: client connections open at once (counted
+                                  from their AMQP open; more are refused with
+                                  amqp:resource-limit-exceeded); 0 = no limit; default
+                                  65535 */
+    uint64_t max_message_size; /* `maxMessageSize`: the default of every listener's (see
+                                  cfg_listener_t); 0 = no limit */
+} cfg_policy_t;
+
 /* Longest Unix socket path (sockaddr_un.sun_path holds 108 bytes with the NUL). */
 #define CFG_SOCKET_PATH_MAX 107
 
@@ -125,6 +166,7 @@ typedef struct cfg {
     char           *path;        /* file name as given, for messages */
     cfg_router_t    router;      /* always present (defaults when not in the file) */
     cfg_management_t management; /* management.enabled is false without the entity */
+    cfg_policy_t    policy;      /* defaults without the entity */
     cfg_listener_t *listeners;   /* array */
     size_t          n_listeners;
     cfg_address_t  *addresses;   /* array, in file order */

@@ -105,6 +105,8 @@ static void conn_free_WT(rtr_conn_t *c)
     }
     BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
+    if (c->counted)
+        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
     if (c->stats.gen)
         stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
     free(c->wbuf);
@@ -158,6 +160,7 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
     BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
     rtr_msg_unref(o->msg);
     rtr_out_t_free(o);
+    w->n_outs--;
 }
 
 static void in_unlink_WT(rtr_in_t *in)
@@ -174,7 +177,7 @@ static void link_credit_back_WT(rtr_link_t *k)
 {
     if (k->held)
         k->held--;
-    if (k->credit_on && k->pn) {
+    if (k->credit_on && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
         conn_mark_dirty_WT(k->conn);
     }
@@ -254,6 +257,10 @@ static void link_cleanup_WT(rtr_link_t *k)
     }
     pn_link_set_context(k->pn, NULL);
     k->pn = NULL;
+    if (k->out)
+        k->conn->n_out_links--;
+    else
+        k->conn->n_in_links--;
     if (k->at_core) {
         core_action_t *a = rtr_worker_action_WT(w);
         a->type = CORE_A_LINK_DETACH;
@@ -261,6 +268,53 @@ static void link_cleanup_WT(rtr_link_t *k)
     } else {
         link_unlink_WT(k);
     }
+}
+
+/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
+ * back; k may be freed). */
+static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
+{
+    rtr_conn_t *c = k->conn;
+    pn_link_t *pl = k->pn;
+    pn_condition_t *cond = pn_link_condition(pl);
+    pn_condition_set_name(cond, name);
+    pn_condition_set_description(cond, desc);
+    pn_link_close(pl);
+    link_cleanup_WT(k);
+    conn_mark_dirty_WT(c);
+}
+
+/* maxSenders / maxReceivers: refuse an attach beyond the connection's cap (attach and
+ * detach at once with amqp:resource-limit-exceeded, as qdrouterd's policy does).  Returns
+ * true when the link may attach. */
+static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
+{
+    bool client_sends = pn_link_is_receiver(pl);
+    uint32_t n = client_sends ? c->n_in_links : c->n_out_links;
+    uint32_t max = client_sends ? c->listener->max_senders : c->listener->max_receivers;
+    if (n < max)
+        return true;
+    char desc[96];
+    snprintf(desc, sizeof(desc), "at most %u %s on one connection (%s)", max,
+             client_sends ? "senders" : "receivers",
+             client_sends ? "maxSenders" : "maxReceivers");
+    pn_condition_t *cond = pn_link_condition(pl);
+    pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
+    pn_condition_set_description(cond, desc);
+    pn_link_close(pl);
+    LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
+    /* Proton keeps a refused link until the client detaches it: a client that goes on
+     * attaching regardless loses its connection instead of growing the router's memory */
+    if (++c->n_refused > RTR_REFUSED_LINKS_MAX) {
+        pn_connection_t *pc = c->driver.connection;
+        pn_condition_t *cc = pn_connection_condition(pc);
+        pn_condition_set_name(cc, "amqp:resource-limit-exceeded");
+        pn_condition_set_description(cc, "too many links refused on this connection");
+        pn_connection_close(pc);
+        LOGC(c, NOTICE, "Connection from %s closed: amqp:resource-limit-exceeded more than %u "
+                        "links refused", c->peer, RTR_REFUSED_LINKS_MAX);
+    }
+    return false;
 }
 
 static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
@@ -272,6 +326,10 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     k->pn = pl;
     k->out = pn_link_is_sender(pl);
     k->zero_since = uv_now(&w->loop) | 1; /* as qdrouterd: no credit yet since the attach */
+    if (k->out)
+        c->n_out_links++;
+    else
+        c->n_in_links++;
     BASE_DLIST_PUSH(c->links, k, prev, next);
     w->n_links++;
     pn_link_set_context(pl, k);
@@ -390,11 +448,14 @@ static void on_link_credit_WT(rtr_link_t *k, bool grant)
 {
     if (!k->pn || k->out)
         return;
+    if (k->conn->worker->stopping)
+        grant = false; /* shutting down: no more credit */
     k->credit_on = grant;
     if (grant) {
         if (pn_link_get_drain(k->pn))
             pn_link_set_drain(k->pn, false);
-        int want = (int)k->conn->listener->link_capacity - pn_link_credit(k->pn) - (int)k->held;
+        /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
+        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(k->pn) - (int)k->held;
         if (want > 0)
             pn_link_flow(k->pn, want);
     } else {
@@ -527,6 +588,41 @@ static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     link_credit_back_WT(k);
 }
 
+/* maxMessageSize: a delivery that is (or announces, by what Proton holds) bigger than the
+ * listener's limit is rejected with amqp:link:message-size-exceeded, its link closed with
+ * that condition and its connection closed with amqp:connection:forced (qdrouterd's policy).
+ * Returns true when it did that (the delivery and maybe k are gone). */
+static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
+{
+    uint64_t max = k->conn->listener->max_message_size;
+    if (!max)
+        return false;
+    rtr_msg_t *m = in->msg;
+    /* total is written by this worker only (the receiving one): no lock needed to read it */
+    uint64_t have = (m->c.streaming ? m->total : m->len) + pn_delivery_pending(d);
+    if (have <= max)
+        return false;
+
+    rtr_conn_t *c = k->conn;
+    char desc[96];
+    snprintf(desc, sizeof(desc), "message larger than maxMessageSize (%llu bytes)",
+             (unsigned long long)max);
+    LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
+    pn_delivery_set_context(d, NULL);
+    if (pn_delivery_settled(d))
+        pn_delivery_settle(d);
+    else
+        in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
+    in->pn = NULL; /* link cleanup frees or aborts the record */
+    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
+    pn_connection_t *pc = c->driver.connection;
+    pn_condition_t *cond = pn_connection_condition(pc);
+    pn_condition_set_name(cond, "amqp:connection:forced");
+    pn_condition_set_description(cond, desc);
+    pn_connection_close(pc);
+    return true;
+}
+
 static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_worker_t *w = k->conn->worker;
@@ -536,6 +632,17 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
     if (!in) {
         if (d != pn_link_current(pl) || k->receiving)
             return; /* an update on a delivery the router already handed on: nothing to do */
+        /* Proton counts a receiver's credit down when a delivery is advanced past, so the
+         * credit left is credit - queued; below zero, the sender sent without credit (and
+         * would make the router hold more than the link's window, maxUnsettledPerLink) */
+        if (pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
+            k->held >= k->conn->listener->max_unsettled) {
+            LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
+                            "without credit, %u deliveries unsettled)", k->held);
+            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
+                                "a transfer without link credit");
+            return;
+        }
         in = rtr_in_t_new();
         in->pn = d;
         in->msg = rtr_msg_new();
@@ -567,6 +674,8 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         return;
     }
     for (;;) {
+        if (in_too_big_WT(k, in, d))
+            return;
         if (in->discard) {
             in_discard_WT(k, in, d);
             return;
@@ -712,6 +821,7 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         return;
     }
     rtr_out_t *o = rtr_out_t_new();
+    w->n_outs++;
     o->in = dlv;
     o->msg = m;
     o->link = k;
@@ -976,11 +1086,42 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
                 }
             }
         } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
-            w->stopping = true;
-            for (rtr_conn_t *c = w->conns; c; c = c->next)
-                rtr_conn_close_WT(c);
+            rtr_worker_shutdown_WT(w, (uint64_t)work->u.ext.arg);
         }
         break;
+    }
+}
+
+void rtr_conn_quiesce_WT(rtr_worker_t *w)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            if (k->out || !k->pn)
+                continue;
+            k->credit_on = false;
+            if (pn_link_credit(k->pn) > 0)
+                pn_link_drain(k->pn, 0); /* the sender gives back what it cannot use */
+        }
+        conn_mark_dirty_WT(c);
+    }
+}
+
+void rtr_conn_release_all_WT(rtr_worker_t *w)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            if (k->out)
+                continue;
+            for (rtr_in_t *in = k->ins; in; in = in->next) {
+                if (!in->pn || in == k->receiving || in->dlv.presettled)
+                    continue; /* a delivery still arriving is aborted by the link's cleanup */
+                pn_delivery_set_context(in->pn, NULL);
+                pn_delivery_update(in->pn, PN_RELEASED);
+                pn_delivery_settle(in->pn);
+                in->pn = NULL; /* the record waits for the core's answer */
+            }
+        }
+        conn_mark_dirty_WT(c);
     }
 }
 
@@ -1017,6 +1158,29 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_exit(props);
 }
 
+/* policy maxConnections: count the connection, or refuse it (open, then close at once with
+ * amqp:resource-limit-exceeded, as qdrouterd's policy does).  Returns true when admitted. */
+static bool conn_admit_WT(rtr_conn_t *c)
+{
+    uint32_t max = g_rtr.cfg->policy.max_connections;
+    uint32_t n = atomic_fetch_add(&g_rtr.n_open_conns, 1);
+    if (max == 0 || n < max) {
+        c->counted = true;
+        return true;
+    }
+    atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+    pn_connection_t *pc = c->driver.connection;
+    pn_condition_t *cond = pn_connection_condition(pc);
+    pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
+    char desc[96];
+    snprintf(desc, sizeof(desc), "at most %u connections (policy maxConnections)", max);
+    pn_condition_set_description(cond, desc);
+    pn_connection_close(pc);
+    LOGC(c, NOTICE, "Connection from %s refused: amqp:resource-limit-exceeded %s", c->peer,
+         desc);
+    return false;
+}
+
 static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
 {
     rtr_link_t *k = c->links;
@@ -1036,8 +1200,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         break;
     case PN_CONNECTION_REMOTE_OPEN: {
         pn_connection_t *pc = pn_event_connection(e);
+        c->handshake_due = 0; /* the handshake is done */
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
+        if (!c->counted && !conn_admit_WT(c))
+            break;
         if (!c->stats.gen) {
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
@@ -1053,6 +1220,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_SESSION_REMOTE_OPEN: {
         pn_session_t *s = pn_event_session(e);
+        if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
+            break; /* refused or closing: nothing new starts */
         if (pn_session_state(s) & PN_LOCAL_UNINIT) {
             pn_session_set_incoming_capacity(s, SESSION_IN_CAPACITY);
             pn_session_open(s);
@@ -1061,7 +1230,10 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_LINK_REMOTE_OPEN: {
         pn_link_t *pl = pn_event_link(e);
-        if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl))
+        if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
+            break; /* refused or closing: nothing new starts */
+        if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
+            link_admit_WT(c, pl))
             link_attach_WT(c, pl);
         break;
     }
@@ -1217,7 +1389,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             c->reading = false;
             pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
                                         c->guard.why);
-            pn_connection_driver_close(&c->driver);
+            /* no more input; Proton's close frame (with the error, once the AMQP layer is
+             * up) still goes out, then the connection ends */
+            pn_connection_driver_read_close(&c->driver);
+            c->close_after_write = true;
         } else {
             pn_connection_driver_read_done(&c->driver, (size_t)n);
         }
@@ -1228,6 +1403,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_read_stop(s);
         c->reading = false;
         pn_connection_driver_read_close(&c->driver);
+        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
+         * the rest forever): once it has written what it has to say, the connection ends */
+        c->close_after_write = true;
     }
     conn_process_WT(c);
 }
@@ -1237,12 +1415,33 @@ static void timer_cb(uv_timer_t *t)
     conn_process_WT(t->data);
 }
 
+/* initialHandshakeTimeoutSeconds: a client that has not opened its connection in time is
+ * closed (the socket may have sent nothing, or only a protocol header). */
+static void conn_handshake_expired_WT(rtr_conn_t *c)
+{
+    c->handshake_due = 0;
+    LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
+         c->listener->handshake_timeout_seconds);
+    pn_connection_driver_errorf(&c->driver, "amqp:resource-limit-exceeded",
+                                "no AMQP open within %u seconds",
+                                c->listener->handshake_timeout_seconds);
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    pn_connection_driver_read_close(&c->driver);
+    c->close_after_write = true; /* whatever Proton says next is the last */
+}
+
 static void conn_process_WT(rtr_conn_t *c)
 {
     if (c->closing)
         return;
     pn_transport_t *t = c->driver.transport;
-    int64_t deadline = pn_transport_tick(t, (int64_t)uv_now(&c->worker->loop));
+    uint64_t now_ms = uv_now(&c->worker->loop);
+    if (c->handshake_due && now_ms >= c->handshake_due)
+        conn_handshake_expired_WT(c);
+    int64_t deadline = pn_transport_tick(t, (int64_t)now_ms);
     for (;;) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(&c->driver)) != NULL)
@@ -1255,6 +1454,8 @@ static void conn_process_WT(rtr_conn_t *c)
             link_pump_WT(k);
         }
         conn_write_WT(c);
+        if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
+            pn_connection_driver_write_close(&c->driver); /* events follow: loop again */
         /* Links that stopped on a full session window go on once Proton framed some bytes
          * and the socket took them; while the socket is full, its write callback comes back. */
         bool again = false;
@@ -1281,6 +1482,8 @@ static void conn_process_WT(rtr_conn_t *c)
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
     }
+    if (c->handshake_due && (!deadline || (uint64_t)deadline > c->handshake_due))
+        deadline = (int64_t)c->handshake_due;
     if (deadline) {
         int64_t now = (int64_t)uv_now(&c->worker->loop);
         uv_timer_start(&c->timer, timer_cb, deadline > now ? (uint64_t)(deadline - now) : 0, 0);
@@ -1359,6 +1562,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     }
     if (!peer)
         uv_tcp_nodelay(&c->tcp, 1);
+    if (l->handshake_timeout_seconds)
+        c->handshake_due = uv_now(&w->loop) + l->handshake_timeout_seconds * 1000ull;
     LOGC(c, INFO, "Accepted %sconnection from %s", peer ? "WebSocket " : "", c->peer);
     conn_process_WT(c);
 }

@@ -40,7 +40,9 @@ static void usage(FILE *f)
             "  -v, --version         print the version and exit\n"
             "  -h, --help            print this help and exit\n"
             "\n"
-            "SIGTERM, SIGINT, SIGHUP or SIGQUIT close every connection and exit 0.\n");
+            "SIGTERM, SIGINT, SIGHUP or SIGQUIT stop accepting and granting credit, let\n"
+            "deliveries in flight settle (router shutdownGraceSeconds), release the rest,\n"
+            "close every connection and exit 0.\n");
 }
 
 /* Apply the `log` entities (validated by the config loader). */

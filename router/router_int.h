@@ -33,7 +33,8 @@ typedef struct rtr_out rtr_out_t;
 /* Kinds of CORE_W_EXTERNAL work posted to a worker by the main thread. */
 enum {
     RTR_EXT_ACCEPT = 0, /* arg = socket fd, ptr = the listener's cfg_listener_t */
-    RTR_EXT_SHUTDOWN,   /* close every connection, then stop */
+    RTR_EXT_SHUTDOWN,   /* quiesce: stop granting credit, let deliveries in flight settle
+                           for up to arg ms, release the rest, close every connection, stop */
     RTR_EXT_STREAM,     /* a streamed message changed: re-check waiters and Q2 links */
     RTR_EXT_CLOSE_CONN, /* arg = connection id: close it if this worker owns it
                            (management UPDATE adminStatus=deleted; posted to every worker) */
@@ -68,6 +69,9 @@ typedef struct rtr_accept {
  * not sent yet, and goes on below RTR_Q2_LOW. */
 #define RTR_Q2_HIGH (1u << 20)
 #define RTR_Q2_LOW  (512u << 10)
+
+/* Attaches refused on one connection (maxSenders/maxReceivers) before it is closed. */
+#define RTR_REFUSED_LINKS_MAX 1000u
 
 /* A buffer of a streamed message's bytes after the head. */
 typedef struct rtr_buf rtr_buf_t;
@@ -209,6 +213,14 @@ struct rtr_conn {
     uint8_t               *guard_buf;  /* its performative buffer (maxFrameSize bytes) */
     bool                   strip_in;   /* drop client x-opt-qd.* annotations */
     bool                   strip_out;  /* write no router annotations toward the client */
+    uint64_t               handshake_due; /* uv_now() by which the client must have sent
+                                             its AMQP open; 0 once it did (or no limit) */
+    bool                   close_after_write; /* the handshake timed out or the client's
+                                                 input ended: close once written */
+    uint32_t               n_in_links; /* links the client sends on (maxSenders) */
+    uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
+    uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
+    bool                   counted;    /* counted in g_rtr.n_open_conns */
 };
 
 /* rtr_worker_t: one worker thread. */
@@ -230,7 +242,11 @@ struct rtr_worker {
     size_t            n_conns;   /* their count */
     size_t            n_ins;     /* rtr_in_t alive (shutdown waits for zero) */
     size_t            n_links;   /* rtr_link_t alive */
-    bool              stopping;  /* RTR_EXT_SHUTDOWN seen */
+    bool              stopping;  /* RTR_EXT_SHUTDOWN seen: no credit, no new connections */
+    bool              closing_all; /* in-flight work settled or the grace period is over:
+                                      every connection is being closed */
+    uv_timer_t        grace;     /* the shutdown grace period */
+    size_t            n_outs;    /* rtr_out_t alive (shutdown waits for zero, grace allowing) */
 };
 
 /* Process-wide read-mostly state, written on the main thread before the workers start. */
@@ -243,6 +259,8 @@ typedef struct rtr_globals {
     size_t         node_id_enc_len;
     _Atomic uint64_t next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t next_link_id; /* link id counter (any worker) */
+    _Atomic uint32_t n_open_conns; /* client connections past their AMQP open (policy
+                                      maxConnections; any worker) */
     const core_stats_t *stats;   /* the built-in stat families */
     rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
     int            n_workers;    /* their count */
@@ -279,6 +297,12 @@ void rtr_worker_fini(rtr_worker_t *w);
 void rtr_worker_post_ext(rtr_worker_t *w, int kind, void *ptr, long arg);
 core_action_t *rtr_worker_action_WT(rtr_worker_t *w);
 void rtr_worker_maybe_exit_WT(rtr_worker_t *w);
+/* Shutdown: once nothing is in flight (or the grace period is over), close every
+ * connection. */
+void rtr_worker_maybe_close_all_WT(rtr_worker_t *w);
+/* RTR_EXT_SHUTDOWN: stop granting credit and taking connections; close everything once
+ * nothing is in flight, or after grace_ms with what is left released. */
+void rtr_worker_shutdown_WT(rtr_worker_t *w, uint64_t grace_ms);
 
 /* conn.c */
 /* Serve socket fd as an AMQP connection of listener l; peer NULL = ask the socket. */
@@ -289,6 +313,11 @@ void rtr_conn_process_dirty_WT(rtr_worker_t *w);
 /* Once a second: every link's credit (creditAvailable), zero-credit time (zeroCreditSeconds)
  * and whether it has been blocked long enough to count in the router's linksBlocked. */
 void rtr_conn_sweep_WT(rtr_worker_t *w);
+/* Shutdown: stop granting credit on every incoming link of the worker (drain). */
+void rtr_conn_quiesce_WT(rtr_worker_t *w);
+/* Shutdown, at the end of the grace period: give RELEASED to every delivery a client sent
+ * that is still waiting for its outcome, so its sender may send it elsewhere. */
+void rtr_conn_release_all_WT(rtr_worker_t *w);
 
 /* msg.c: thread-safe except where marked _WT (the receiving worker) */
 rtr_msg_t *rtr_msg_new(void);

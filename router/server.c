@@ -216,20 +216,44 @@ static void proc_timer_cb(uv_timer_t *t)
     }
 }
 
+/* Stop accepting and end rtr_server_run()'s main loop; the shutdown proper follows there. */
+static void server_stop(rtr_server_t *s)
+{
+    s->stopping = true;
+    /* stop accepting: a client that connects now is refused, not left in the backlog */
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        if (s->listeners[i].polling)
+            uv_poll_stop(&s->listeners[i].poll);
+        if (s->listeners[i].fd >= 0) {
+            close(s->listeners[i].fd);
+            s->listeners[i].fd = -1;
+        }
+    }
+    /* run-time listeners (management CREATE): their sockets close with their handles */
+    for (rtr_listener_t *l = s->extra; l; l = l->next)
+        if (l->polling)
+            uv_poll_stop(&l->poll);
+    uv_stop(&s->loop);
+}
+
+void rtr_server_stop(rtr_server_t *s)
+{
+    if (s->stopping)
+        return;
+    LOG(NOTICE, "Shut down on request: no new connections or credit; deliveries in flight "
+                "may settle for up to %u seconds", s->cfg->router.shutdown_grace_seconds);
+    server_stop(s);
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     rtr_server_t *s = h->data;
     if (s->stopping)
         return;
-    s->stopping = true;
-    LOG(NOTICE, "Shut down on signal %d (%s)", signum, strsignal(signum));
-    for (size_t i = 0; i < s->n_listeners; i++)
-        if (s->listeners[i].polling)
-            uv_poll_stop(&s->listeners[i].poll);
-    for (rtr_listener_t *l = s->extra; l; l = l->next)
-        if (l->polling)
-            uv_poll_stop(&l->poll);
-    uv_stop(&s->loop);
+    LOG(NOTICE, "Shut down on signal %d (%s): no new connections or credit; deliveries in "
+                "flight may settle for up to %u seconds", signum, strsignal(signum),
+        s->cfg->router.shutdown_grace_seconds);
+    server_stop(s);
 }
 
 /* ---- run-time listeners (management) ---- */
@@ -500,16 +524,19 @@ int rtr_server_run(rtr_server_t *s)
     uv_run(&s->loop, UV_RUN_DEFAULT);
     rtr_admin_stop();
 
-    /* Every worker closes its connections and stops once the core answered for them. */
+    /* Every worker stops granting credit, waits up to the grace period for what is in
+     * flight to settle, releases the rest, closes its connections and stops once the core
+     * answered for them. */
+    uint32_t grace = s->cfg->router.shutdown_grace_seconds;
     for (int i = 0; i < s->n_workers; i++)
-        rtr_worker_post_ext(&s->workers[i], RTR_EXT_SHUTDOWN, NULL, 0);
+        rtr_worker_post_ext(&s->workers[i], RTR_EXT_SHUTDOWN, NULL, (long)grace * 1000);
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 15;
+    deadline.tv_sec += 15 + grace;
     for (int i = 0; i < s->n_workers; i++) {
         if (pthread_timedjoin_np(s->workers[i].thread, NULL, &deadline) != 0) {
             base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL,
-                     "Worker %d did not stop within 15 seconds; exiting anyway", i);
+                     "Worker %d did not stop within %u seconds; exiting anyway", i, 15 + grace);
             _exit(1);
         }
     }

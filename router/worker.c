@@ -7,6 +7,12 @@
  * loop's uv_async_t, so any number of posts between two loop iterations cost one wake-up.
  * Actions for the core are collected in `to_core` while callbacks run and pushed once per
  * loop iteration from a uv_prepare_t (run right before the loop polls for I/O).
+ *
+ * Shutdown (RTR_EXT_SHUTDOWN): the worker stops granting credit and taking connections, and
+ * checks after every loop iteration whether anything is still in flight (incoming deliveries
+ * not answered, outgoing copies not settled); when nothing is, or when its grace timer fires
+ * (what is left is then released to its senders), it closes every connection, and its loop
+ * stops once the core has answered for all of them.
  */
 #include "router/router_int.h"
 
@@ -31,6 +37,7 @@ static void flush_cb(uv_prepare_t *h)
 {
     rtr_worker_t *w = h->data;
     rtr_conn_process_dirty_WT(w);
+    rtr_worker_maybe_close_all_WT(w);
     if (!base_mpsc_batch_empty(&w->to_core))
         core_post(w->core, &w->to_core);
 }
@@ -47,14 +54,56 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
-/* Stop the loop once shutdown was asked and nothing the core may still answer is alive. */
+/* Stop the loop once every connection was closed and nothing the core may still answer is
+ * alive. */
 void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
 {
-    if (!w->stopping || w->n_conns || w->n_ins || w->n_links)
+    if (!w->closing_all || w->n_conns || w->n_ins || w->n_links)
         return;
     if (!base_mpsc_batch_empty(&w->to_core))
         core_post(w->core, &w->to_core);
     uv_walk(&w->loop, close_walk_cb, NULL);
+}
+
+/* Shutdown, once nothing is in flight or the grace period is over: close every connection
+ * (links report their copies to the core, which answers for them; then the loop stops). */
+static void close_all_WT(rtr_worker_t *w)
+{
+    w->closing_all = true;
+    uv_timer_stop(&w->grace);
+    for (rtr_conn_t *c = w->conns; c; c = c->next)
+        rtr_conn_close_WT(c); /* frees nothing now: the uv_close callbacks do */
+    rtr_worker_maybe_exit_WT(w);
+}
+
+void rtr_worker_maybe_close_all_WT(rtr_worker_t *w)
+{
+    if (!w->stopping || w->closing_all || w->n_ins || w->n_outs)
+        return;
+    close_all_WT(w);
+}
+
+static void grace_cb(uv_timer_t *t)
+{
+    rtr_worker_t *w = t->data;
+    if (w->closing_all)
+        return;
+    if (w->n_ins || w->n_outs)
+        base_log(BASE_LOG_MOD_SERVER, BASE_LOG_NOTICE,
+                 "Shutdown grace period over: releasing %zu deliveries still in flight, "
+                 "%zu copies unsettled", w->n_ins, w->n_outs);
+    rtr_conn_release_all_WT(w);
+    close_all_WT(w);
+}
+
+void rtr_worker_shutdown_WT(rtr_worker_t *w, uint64_t grace_ms)
+{
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    rtr_conn_quiesce_WT(w);
+    uv_timer_start(&w->grace, grace_cb, grace_ms, 0);
+    rtr_worker_maybe_close_all_WT(w);
 }
 
 static void async_cb(uv_async_t *h)
@@ -69,6 +118,7 @@ static void async_cb(uv_async_t *h)
         c = next;
     }
     rtr_conn_process_dirty_WT(w);
+    rtr_worker_maybe_close_all_WT(w);
     rtr_worker_maybe_exit_WT(w);
 }
 
@@ -101,6 +151,8 @@ int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)
     uv_timer_init(&w->loop, &w->sweep);
     w->sweep.data = w;
     uv_timer_start(&w->sweep, sweep_cb, 1000, 1000);
+    uv_timer_init(&w->loop, &w->grace);
+    w->grace.data = w;
     base_mpsc_init(&w->inbox, wake_cb, w);
     return 0;
 }

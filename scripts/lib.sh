@@ -12,9 +12,14 @@ JUNCTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JUNCTION_RUN_PKGS=(libqpid-proton11-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv
                    libcjson-dev meson ninja-build pkg-config gcc)
 # Extra packages needed by the tests (unit: cmocka; system: Proton-Python, pytest and
-# websocket-client for the WebSocket tests; sanitizer builds: clang and its runtime; valgrind for `meson test --setup valgrind`).
+# websocket-client for the WebSocket tests; sanitizer builds: clang and its runtime; valgrind
+# for `meson test --setup valgrind`; the console's browser test: Chromium, driven from node by
+# playwright-core).
 JUNCTION_TEST_PKGS=(libcmocka-dev python3-qpid-proton python3-pytest python3-websocket clang
-                    libclang-rt-14-dev valgrind)
+                    libclang-rt-14-dev valgrind chromium)
+# The npm projects: the console's charting library (embedded into junctiond at build time)
+# and the browser tests' clients (playwright-core, rhea, ws).  Each has a committed lockfile.
+JUNCTION_NPM_DIRS=(stats/console tests/browser)
 
 jn_say() {
     printf '%s\n' "==> $*" >&2
@@ -45,6 +50,40 @@ jn_ensure_packages() {
         jn_die "apt-get update failed"
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" ||
         jn_die "apt-get install failed: ${missing[*]}"
+}
+
+# jn_ensure_node: node and npm, from Debian's nodejs and npm packages when the commands are
+# missing (a node installed some other way, with its own npm, is used as it is).
+jn_ensure_node() {
+    if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+        return 0
+    fi
+    jn_ensure_packages nodejs npm
+}
+
+# jn_npm_ci DIR...: install each npm project's packages from its lockfile (`npm ci`), unless
+# node_modules is already newer than package.json and package-lock.json.  Returns non-zero
+# (after saying why) when npm is missing or `npm ci` fails; the build then embeds the
+# "console not built" page.
+jn_npm_ci() {
+    local d rc=0
+    if ! command -v npm >/dev/null 2>&1; then
+        jn_say "npm not found: the web console will not be built"
+        return 1
+    fi
+    for d in "$@"; do
+        local path="$JUNCTION_ROOT/$d" stamp="$JUNCTION_ROOT/$d/node_modules/.package-lock.json"
+        if [ -f "$stamp" ] && [ "$stamp" -nt "$path/package-lock.json" ] &&
+            [ "$stamp" -nt "$path/package.json" ]; then
+            continue
+        fi
+        jn_say "npm ci in $d"
+        if ! (cd "$path" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error); then
+            jn_say "npm ci failed in $d"
+            rc=1
+        fi
+    done
+    return $rc
 }
 
 # jn_build DIR [-DOPTION=VALUE...]: configure DIR with the options (`meson setup` the first

@@ -157,3 +157,17 @@ def test_many_malformed_messages_in_a_row(router, client):
     assert set(snd.wait_outcomes(dlvs)) == {Delivery.REJECTED}
     snd.send(Message(body="survivor"))
     assert rcv.get().body == "survivor"
+
+
+def test_half_a_frame_then_end_of_input_closes_the_connection(make_router):
+    # Proton 0.37 waits forever for the rest of a frame once its input has ended; the router
+    # must still close a connection whose client stopped sending mid-frame (found by
+    # fuzz_conn: tests/fuzz/conn/crashes/hang-partial-frame-at-eof).  No idle timeout here,
+    # so only the end of input can close it.
+    r = make_router(listener={"idleTimeoutSeconds": 0})
+    # an open frame of 200 bytes whose first 13 arrive: a list32 of one string, cut short
+    data = (AMQP_HEADER + struct.pack(">IBBH", 200, 2, 0, 0) +
+            b"\x00\x53\x10\xd0\x00\x00\x00\xb0\x00\x00\x00\x01\xa1")
+    got, closed = raw_exchange(r.host, r.port, data, timeout=10, close_write=True)
+    assert closed, "the router kept a connection open after its client's input ended"
+    check_router_works(r.url)

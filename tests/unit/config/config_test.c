@@ -152,6 +152,11 @@ static void test_listener_defaults(void **state)
     assert_int_equal(l->idle_timeout_seconds, 16);
     assert_int_equal(l->link_capacity, 250);
     assert_int_equal(l->strip_annotations, CFG_STRIP_BOTH);
+    assert_int_equal(l->handshake_timeout_seconds, 10);
+    assert_int_equal(l->max_senders, 32768);
+    assert_int_equal(l->max_receivers, 32768);
+    assert_int_equal(l->max_message_size, 0);
+    assert_int_equal(l->max_unsettled, 250);
     cfg_free(cfg);
 }
 
@@ -422,7 +427,6 @@ static void test_unsupported_types(void **state)
         {"autoLink", "autoLink"},
         {"sslProfile", "sslProfile"},
         {"ssl_profile", "sslProfile"},
-        {"policy", "policy"},
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
@@ -596,7 +600,17 @@ static void test_router(void **state)
     assert_string_equal(cfg->router.mode, "standalone");
     assert_int_equal(cfg->router.worker_threads, 8);
     assert_int_equal(cfg->router.default_distribution, CFG_DIST_CLOSEST);
+    assert_int_equal(cfg->router.shutdown_grace_seconds, CFG_SHUTDOWN_GRACE_DEFAULT);
     cfg_free(cfg);
+
+    cfg = load_ok("[['router', {'shutdownGraceSeconds': '0'}]]");
+    assert_int_equal(cfg->router.shutdown_grace_seconds, 0);
+    cfg_free(cfg);
+    cfg = load_ok("[['router', {'shutdown-grace-seconds': 3600}]]");
+    assert_int_equal(cfg->router.shutdown_grace_seconds, 3600);
+    cfg_free(cfg);
+    router_err("'shutdownGraceSeconds': 3601",
+               "attribute 'shutdownGraceSeconds': expected an integer from 0 to 3600, got 3601");
 
     cfg = load_ok("[['router', {'routerId': 'Old.Name'}]]"); /* deprecated spelling */
     assert_string_equal(cfg->router.id, "Old.Name");
@@ -738,6 +752,86 @@ static void test_listener_values(void **state)
                  "attribute 'linkCapacity': expected an integer >= 0, got \"lots\"");
     listener_err("'maxSessionFrames': 1.25",
                  "attribute 'maxSessionFrames': expected an integer >= 0, got 1.25");
+}
+
+/* `policy`: global limits, maxMessageSize the default of every listener. */
+static void test_policy(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['listener', {}]]");
+    assert_int_equal(cfg->policy.max_connections, 65535);
+    assert_true(cfg->policy.max_message_size == 0);
+    assert_true(cfg->listeners[0].max_message_size == 0);
+    assert_int_equal(cfg->router.shutdown_grace_seconds, CFG_SHUTDOWN_GRACE_DEFAULT);
+    cfg_free(cfg);
+
+    /* the policy may come after the listeners; a listener's own value wins */
+    cfg = load_ok("[['listener', {'port': 1}], ['listener', {'port': 2, 'maxMessageSize': 5}],"
+                  " ['policy', {'maxConnections': '3', 'maxMessageSize': 1000, "
+                  "'enableVhostPolicy': false, 'defaultVhost': '$default', "
+                  "'enableVhostNamePatterns': true}]]");
+    assert_int_equal(cfg->policy.max_connections, 3);
+    assert_true(cfg->policy.max_message_size == 1000);
+    assert_true(cfg->listeners[0].max_message_size == 1000);
+    assert_true(cfg->listeners[1].max_message_size == 5);
+    cfg_free(cfg);
+    cfg = load_ok("[['org.apache.qpid.dispatch.policy', {'maxConnections': 0}]]");
+    assert_int_equal(cfg->policy.max_connections, 0);
+    cfg_free(cfg);
+
+    load_err("[['policy', {'enableVhostPolicy': true}]]",
+             "t.json: entity 0 (policy): attribute 'enableVhostPolicy': Junction does not "
+             "support enableVhostPolicy: true (vhost policies) yet");
+    load_err("[['policy', {'policyDir': '/etc/qpid-dispatch/policies'}]]",
+             "t.json: entity 0 (policy): attribute 'policyDir': Junction does not support "
+             "policyDir (vhost policies) yet");
+    load_err("[['policy', {'maxConnections': -1}]]",
+             "t.json: entity 0 (policy): attribute 'maxConnections': expected an integer from 0 "
+             "to 2147483647, got -1");
+    load_err("[['policy', {}], ['policy', {}]]",
+             "t.json: entity 1 (policy): a second policy entity (entity 0 is the policy "
+             "already)");
+}
+
+/* The limits: handshake timeout, links per connection, message size, unsettled per link. */
+static void test_listener_limits(void **state)
+{
+    (void)state;
+    cfg_t *cfg = listener_ok("'initialHandshakeTimeoutSeconds': '3', 'maxSenders': 2, "
+                             "'max-receivers': '7', 'maxMessageSize': 10000000000, "
+                             "'maxUnsettledPerLink': 20, 'linkCapacity': 100");
+    const cfg_listener_t *l = &cfg->listeners[0];
+    assert_int_equal(l->handshake_timeout_seconds, 3);
+    assert_int_equal(l->max_senders, 2);
+    assert_int_equal(l->max_receivers, 7);
+    assert_true(l->max_message_size == 10000000000ull);
+    assert_int_equal(l->max_unsettled, 20);
+    assert_int_equal(l->link_capacity, 100);
+    cfg_free(cfg);
+
+    /* the credit window never exceeds linkCapacity; 0 means linkCapacity */
+    cfg = listener_ok("'maxUnsettledPerLink': 500, 'linkCapacity': 100");
+    assert_int_equal(cfg->listeners[0].max_unsettled, 100);
+    cfg_free(cfg);
+    cfg = listener_ok("'maxUnsettledPerLink': 0, 'linkCapacity': 30");
+    assert_int_equal(cfg->listeners[0].max_unsettled, 30);
+    cfg_free(cfg);
+    cfg = listener_ok("'initialHandshakeTimeoutSeconds': 0"); /* none */
+    assert_int_equal(cfg->listeners[0].handshake_timeout_seconds, 0);
+    cfg_free(cfg);
+
+    listener_err("'maxSenders': 0",
+                 "attribute 'maxSenders': expected an integer from 1 to 2147483647, got 0");
+    listener_err("'maxReceivers': 'few'",
+                 "attribute 'maxReceivers': expected an integer from 1 to 2147483647, got "
+                 "\"few\"");
+    listener_err("'maxMessageSize': -1",
+                 "attribute 'maxMessageSize': expected an integer >= 0, got -1");
+    listener_err("'maxUnsettledPerLink': 1.5",
+                 "attribute 'maxUnsettledPerLink': expected an integer >= 0, got 1.5");
+    listener_err("'initialHandshakeTimeoutSeconds': 4294968",
+                 "attribute 'initialHandshakeTimeoutSeconds': expected an integer from 0 to "
+                 "4294967, got 4294968");
 }
 
 static void test_listener_unsupported(void **state)
@@ -1264,6 +1358,8 @@ int main(void)
         cmocka_unit_test(test_router_ignored),
         cmocka_unit_test(test_listener_port),
         cmocka_unit_test(test_listener_values),
+        cmocka_unit_test(test_listener_limits),
+        cmocka_unit_test(test_policy),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_listener_http),

@@ -1,0 +1,210 @@
+/* tests/fuzz/fuzz_conn.c: libFuzzer target for a whole connection's input path - bytes ->
+ * frame guard -> Proton driver -> router (router/conn.c) -> core - on the real thing.
+ *
+ * The first input starts a real router in this process (rtr_server_new/start: the core
+ * thread and one worker thread, no listening socket is ever polled) from a fixed
+ * configuration that also sets every per-connection limit low, so inputs can hit them.  Each
+ * input is then one client connection over a socketpair: one end is handed to the worker as
+ * an accepted connection (RTR_EXT_ACCEPT, exactly as the main thread hands over accepted
+ * sockets), the input is written to the other end frame by frame (a pause after each of
+ * the first few frames lets the router answer, e.g. grant credit after an attach, as a real
+ * client would wait), the router's output is read and dropped, and once the router has gone
+ * quiet the client's write side is shut down.  The router must
+ * then close the connection: a connection still open 30 s after the client's EOF aborts.  A
+ * router crash, a sanitizer report or Proton's abort (PROTON-2853) is a finding.
+ *
+ * At exit the router is shut down as on SIGTERM (rtr_server_stop/run/free), so a replay under
+ * LeakSanitizer checks that every connection's memory went back.
+ *
+ * Seeds: tests/fuzz/conn/corpus - a sample of Proton's public connection-driver corpus, and
+ * client byte streams recorded from Proton-Python sessions through the router
+ * (tests/fuzz/conn/gen_corpus.py: attach, transfer, disposition, drain, dynamic links,
+ * multi-frame messages).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
+ */
+#include "router/router.h"
+#include "router/router_int.h"
+
+#include "config/config.h"
+#include "core/base/base.h"
+#include "core/base/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* One worker, limits low enough for inputs to reach them; no listener is ever polled. */
+static const char CONFIG[] =
+    "[[\"router\", {\"id\": \"Fuzz.A\", \"workerThreads\": 1, \"shutdownGraceSeconds\": 0}],"
+    " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": \"0\", \"maxSessions\": 4,"
+    "   \"maxSenders\": 4, \"maxReceivers\": 4, \"linkCapacity\": 8, \"maxUnsettledPerLink\": 5,"
+    "   \"maxMessageSize\": 50000, \"idleTimeoutSeconds\": 0, \"stripAnnotations\": \"out\"}],"
+    " [\"address\", {\"prefix\": \"multicast\", \"distribution\": \"multicast\"}],"
+    " [\"address\", {\"prefix\": \"closest\", \"distribution\": \"closest\"}],"
+    " [\"address\", {\"prefix\": \"unavailable\", \"distribution\": \"unavailable\"}]]";
+
+static cfg_t        *cfg;
+static rtr_server_t *srv;
+
+static void teardown(void)
+{
+    if (!srv)
+        return;
+    rtr_server_stop(srv);
+    rtr_server_run(srv);
+    rtr_server_free(srv);
+    srv = NULL;
+    cfg_free(cfg);
+    cfg = NULL;
+}
+
+static void setup(void)
+{
+    char err[512];
+    signal(SIGPIPE, SIG_IGN);
+    base_thread_set_role(BASE_THREAD_MAIN, 0);
+    /* the router logs every refused connection: keep the fuzzer's output readable */
+    uint8_t mask = 0;
+    if (base_log_parse_enable(getenv("JUNCTION_FUZZ_LOG") ? getenv("JUNCTION_FUZZ_LOG")
+                                                          : "critical+",
+                              &mask) != 0)
+        abort();
+    base_log_set_mask(BASE_LOG_MOD_DEFAULT, mask);
+    base_log_finish_config();
+    if (cfg_load_string(CONFIG, "fuzz_conn.json", &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "fuzz_conn: %s\n", err);
+        abort();
+    }
+    srv = rtr_server_new(cfg, err, sizeof(err));
+    if (!srv || rtr_server_start(srv) != 0) {
+        fprintf(stderr, "fuzz_conn: cannot start the router: %s\n", srv ? "start" : err);
+        abort();
+    }
+    atexit(teardown);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Read and drop what the router wrote until it has been quiet for quiet_ms (or until
+ * limit_ms passed).  Returns 1 on EOF (the router closed), else 0. */
+static int drain(int fd, int quiet_ms, uint64_t limit_ms)
+{
+    static char sink[65536];
+    uint64_t end = now_ms() + limit_ms;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        uint64_t t = now_ms();
+        if (t >= end)
+            return 0;
+        int wait = quiet_ms < 0 ? (int)(end - t) : quiet_ms;
+        int n = poll(&p, 1, wait);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0; /* quiet */
+        ssize_t r = read(fd, sink, sizeof(sink));
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return 1;
+    }
+}
+
+/* Write all of buf, reading (and dropping) the router's output meanwhile so neither side
+ * blocks on a full socket.  Returns -1 when the router closed first. */
+static int feed(int fd, const uint8_t *buf, size_t len)
+{
+    static char sink[65536];
+    uint64_t end = now_ms() + 30000;
+    while (len > 0) {
+        struct pollfd p = {.fd = fd, .events = POLLIN | POLLOUT};
+        if (now_ms() > end)
+            abort(); /* the router neither read nor closed for 30 s */
+        if (poll(&p, 1, 1000) <= 0)
+            continue;
+        if (p.revents & POLLIN) {
+            ssize_t r = read(fd, sink, sizeof(sink));
+            if (r == 0)
+                return -1;
+        }
+        if (p.revents & (POLLERR | POLLHUP))
+            return -1;
+        if (p.revents & POLLOUT) {
+            ssize_t w = write(fd, buf, len);
+            if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
+                return -1;
+            if (w > 0) {
+                buf += w;
+                len -= (size_t)w;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Where to pause: after each protocol header and each whole frame, as a client waiting for
+ * the router's answers would (an attach before its transfers waits for credit), at most
+ * BREAKS_MAX times; a size that makes no sense ends the walk (the rest goes in one piece). */
+#define BREAKS_MAX 12
+static size_t frame_breaks(const uint8_t *d, size_t n, size_t *at)
+{
+    size_t k = 0, pos = 0;
+    while (k < BREAKS_MAX && pos + 8 <= n) {
+        if (memcmp(d + pos, "AMQP", 4) == 0) {
+            pos += 8;
+        } else {
+            uint32_t fs = (uint32_t)d[pos] << 24 | (uint32_t)d[pos + 1] << 16 |
+                          (uint32_t)d[pos + 2] << 8 | d[pos + 3];
+            if (fs < 8 || fs > n - pos)
+                break;
+            pos += fs;
+        }
+        at[k++] = pos;
+    }
+    return k;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!srv)
+        setup();
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+        abort();
+    /* the worker owns sv[1] from here (it closes it with the connection) */
+    rtr_worker_post_ext(&g_rtr.workers[0], RTR_EXT_ACCEPT, (void *)&cfg->listeners[0], sv[1]);
+
+    size_t at[BREAKS_MAX + 1];
+    size_t n = frame_breaks(data, size, at);
+    if (n == 0 || at[n - 1] < size)
+        at[n++] = size;
+    int closed = 0;
+    size_t from = 0;
+    for (size_t i = 0; i < n && !closed; i++) {
+        closed = feed(sv[0], data + from, at[i] - from) < 0;
+        from = at[i];
+        if (!closed)
+            closed = drain(sv[0], 1, 100); /* let the router answer */
+    }
+    if (!closed) {
+        shutdown(sv[0], SHUT_WR);
+        if (!drain(sv[0], -1, 30000)) {
+            fprintf(stderr, "fuzz_conn: the router kept the connection open 30 s after the "
+                            "client's EOF\n");
+            abort();
+        }
+    }
+    close(sv[0]);
+    return 0;
+}
