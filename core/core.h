@@ -82,6 +82,7 @@ enum core_alloc_field {
     CORE_ALLOC_TO_THREADS,
     CORE_ALLOC_TO_GLOBAL,
     CORE_ALLOC_ON_GLOBAL,
+    CORE_ALLOC_TO_HEAP,
     CORE_ALLOC_NFIELDS
 };
 enum core_router_field {

@@ -60,6 +60,7 @@ static const stats_field_t alloc_fields[CORE_ALLOC_NFIELDS] = {
     [CORE_ALLOC_TO_THREADS] = G("batchesRebalancedToThreads", "Batches moved to a thread"),
     [CORE_ALLOC_TO_GLOBAL]  = G("batchesRebalancedToGlobal", "Batches moved to the global list"),
     [CORE_ALLOC_ON_GLOBAL]  = G("globalFreeListItems", "Free items on the global list"),
+    [CORE_ALLOC_TO_HEAP]    = G("totalFreeToHeap", "Items given back to the heap by trimming"),
 };
 
 static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {

@@ -73,6 +73,11 @@ typedef struct rtr_accept {
 /* Attaches refused on one connection (maxSenders/maxReceivers) before it is closed. */
 #define RTR_REFUSED_LINKS_MAX 1000u
 
+/* Seconds between two trims of the pools and of malloc (server.c), and the bytes of free
+ * items each pool keeps on its global list (base_pool_trim()). */
+#define RTR_TRIM_PERIOD  5u
+#define RTR_POOL_RESERVE (256u << 10)
+
 /* A buffer of a streamed message's bytes after the head. */
 typedef struct rtr_buf rtr_buf_t;
 struct rtr_buf {

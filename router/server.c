@@ -62,6 +62,7 @@ struct rtr_server {
     core_stats_t    stats;        /* the built-in families */
     stats_shard_t  *shard;        /* the main thread's shard: process gauges */
     uv_timer_t      proc_timer;   /* refreshes the process gauges every second */
+    unsigned        ticks;        /* proc_timer runs so far (for the pool trim period) */
     uint64_t        started_ms;   /* uv_now() at start, for uptimeSeconds */
     const char     *alloc_names[64]; /* pools with an `allocator` stats object */
     stats_obj_t     alloc_objs[64];  /* their objects */
@@ -171,10 +172,17 @@ static void accept_cb(uv_poll_t *p, int status, int events)
     }
 }
 
-/* Main thread, every second: uptime, memory and the pools' figures into their gauges. */
+/* Main thread, every second: uptime, memory and the pools' figures into their gauges; and
+ * every RTR_TRIM_PERIOD seconds the pools' surplus and malloc's free pages go back to the
+ * system, so that memory taken by a burst returns once it is over. */
 static void proc_timer_cb(uv_timer_t *t)
 {
     rtr_server_t *s = t->data;
+    if (++s->ticks % RTR_TRIM_PERIOD == 0) {
+        size_t freed = base_pool_trim(RTR_POOL_RESERVE);
+        if (freed)
+            LOG(DEBUG, "Pools gave %zu KiB back to the heap", freed >> 10);
+    }
     stats_obj_t r = s->stats.router_obj;
     uint64_t up = (uv_now(&s->loop) - s->started_ms) / 1000;
     stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_UPTIME), (int64_t)up);
@@ -213,6 +221,7 @@ static void proc_timer_cb(uv_timer_t *t)
                         (int64_t)info[i].to_global);
         stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_ON_GLOBAL),
                         (int64_t)info[i].on_global);
+        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_HEAP), (int64_t)info[i].to_heap);
     }
 }
 

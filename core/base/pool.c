@@ -2,6 +2,8 @@
  * function here takes the pool's mutex, once per batch. */
 #include "pool.h"
 
+#include <malloc.h>
+
 /* Every pool that has allocated, for base_pool_info().  Lock order: list_lock, then a pool's
  * lock. */
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -30,6 +32,7 @@ size_t base_pool_info(base_pool_info_t *out, size_t max)
                                     .size = p->size,
                                     .batch = p->batch,
                                     .from_heap = p->from_heap,
+                                    .to_heap = p->to_heap,
                                     .to_threads = p->to_threads,
                                     .to_global = p->to_global,
                                     .on_global = (uint64_t)p->n_chains * p->batch};
@@ -168,3 +171,47 @@ void base_buf_free(void *p, size_t cap)
         base_pool_spill(&buf_pools[c], l);
 }
 #endif
+
+/* ---- giving memory back ---- */
+
+/* Free the chains of one pool beyond `keep_bytes` worth of items.  Chains come off the
+ * global list under the lock and are freed outside it. */
+static size_t pool_trim_one(base_pool_t *p, size_t keep_bytes)
+{
+    size_t chain_bytes = p->size * p->batch;
+    size_t keep = keep_bytes / chain_bytes;
+    if (keep < 1)
+        keep = 1;
+    base_pool_item_t *loose = NULL;
+    size_t freed = 0;
+
+    pthread_mutex_lock(&p->lock);
+    while (p->n_chains > keep) {
+        base_pool_item_t *chain = p->chains[--p->n_chains];
+        base_pool_item_t *last = chain;
+        while (last->next)
+            last = last->next;
+        last->next = loose; /* one list of everything to free */
+        loose = chain;
+        freed += chain_bytes;
+        p->to_heap += p->batch;
+    }
+    pthread_mutex_unlock(&p->lock);
+    while (loose) {
+        base_pool_item_t *next = loose->next;
+        free(loose);
+        loose = next;
+    }
+    return freed;
+}
+
+size_t base_pool_trim(size_t keep_bytes)
+{
+    size_t freed = 0;
+    pthread_mutex_lock(&list_lock);
+    for (base_pool_t *p = pools; p; p = p->next_pool)
+        freed += pool_trim_one(p, keep_bytes);
+    pthread_mutex_unlock(&list_lock);
+    malloc_trim(0);
+    return freed;
+}

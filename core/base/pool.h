@@ -5,7 +5,9 @@
  * type (no lock); when it grows past 2*batch, `batch` items move to the type's global list as
  * one chain under its mutex; an empty private list takes one chain back, or mallocs a batch.
  * So an object allocated on one thread and freed on another costs no lock of its own: only
- * whole batches cross, under one lock each.  Memory stays in the pools until exit.
+ * whole batches cross, under one lock each.  A private list never holds more than 2*batch
+ * items; the global lists keep what threads gave back until base_pool_trim() returns all but
+ * a reserve to the heap (qdrouterd's pools never do: its most common memory complaint).
  *
  * Built with -Dpools=false (BASE_NO_POOLS) every _new/_free is plain calloc/free, so ASan sees
  * real use-after-free and leaks.  Thread-safe: any thread may call _new and _free.
@@ -37,6 +39,7 @@ typedef struct base_pool {
     size_t           n_chains;   /* chains on the stack */
     size_t           cap_chains; /* allocated slots in `chains` */
     uint64_t         from_heap;  /* items ever malloc'ed */
+    uint64_t         to_heap;    /* items freed back to the heap by base_pool_trim() */
     uint64_t         to_threads; /* batches moved from the global list to a thread */
     uint64_t         to_global;  /* batches moved from a thread to the global list */
     _Atomic bool     listed;     /* on the list base_pool_info() walks */
@@ -49,6 +52,7 @@ typedef struct base_pool_info {
     size_t      size;       /* item size */
     uint32_t    batch;      /* items per transfer */
     uint64_t    from_heap;  /* items ever malloc'ed */
+    uint64_t    to_heap;    /* items freed back to the heap */
     uint64_t    to_threads; /* batches global -> thread */
     uint64_t    to_global;  /* batches thread -> global */
     uint64_t    on_global;  /* items waiting on the global list */
@@ -57,6 +61,13 @@ typedef struct base_pool_info {
 /* Fill out[0 .. max) with the pools used so far; returns how many there are (may exceed max).
  * Thread-safe.  Returns 0 when built with -Dpools=false. */
 size_t base_pool_info(base_pool_info_t *out, size_t max);
+
+/* Free the chains on every pool's global list beyond a reserve of `keep_bytes` per pool (at
+ * least one chain is kept, so a pool that was busy does not start from the heap), the byte
+ * buffers' included, then ask malloc to hand free pages back to the system (malloc_trim).
+ * Returns the bytes of items freed.  Thread-safe; meant for a timer on a thread that is not
+ * on the data path.  Built with -Dpools=false it only trims malloc and returns 0. */
+size_t base_pool_trim(size_t keep_bytes);
 
 /* One thread's private free list for one type. */
 typedef struct base_pool_local {

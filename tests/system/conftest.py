@@ -382,3 +382,15 @@ def _deadline(request):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def sanitizer_runtime(pid):
+    """'tsan' or 'asan' when the process runs with that sanitizer's runtime (its own allocator,
+    so its RSS says little about the router's memory), else None."""
+    with open("/proc/%d/maps" % pid) as f:
+        maps = f.read()
+    if "libtsan" in maps or "__tsan" in maps:
+        return "tsan"
+    if "libasan" in maps:
+        return "asan"
+    return None

@@ -9,7 +9,7 @@ import time
 import pytest
 from proton import Delivery, Message
 
-from conftest import proc_status_kb
+from conftest import proc_status_kb, sanitizer_runtime
 
 MB = 1024 * 1024
 
@@ -97,6 +97,8 @@ def test_large_message_memory_stays_bounded(make_router, client):
     assert outcome == Delivery.ACCEPTED
     growth_mb = (peak - base) / 1024.0
     assert sampler.samples > 10
+    if sanitizer_runtime(router.pid) == "tsan":
+        return  # TSan's allocator keeps freed memory for its race history: RSS says nothing
     assert growth_mb < 40, "router RSS grew by %.1f MB while forwarding one 50 MB message " \
         "(base %.1f MB, peak %.1f MB)" % (growth_mb, base / 1024.0, peak / 1024.0)
 
