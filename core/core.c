@@ -11,6 +11,7 @@
  */
 #include "core/core_int.h"
 
+#include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
@@ -236,11 +238,103 @@ static void count_outcome_CT(core_t *core, stats_obj_t link, uint8_t outcome, bo
         COUNT(core->stats->router_obj, rf, 1);
 }
 
+/* ---- time-based figures: settleRate, deliveriesDelayed*, deliveriesStuck ----
+ * DESIGN: nothing here reads a clock.  The core reads a coarse monotonic clock once per loop
+ * pass (core->now_ms); a delivery takes that as its arrival time, a settlement compares with
+ * it (one subtraction), a settlement that counts for settleRate is one increment, and the
+ * rest happens once a second in tick_CT(). */
+
+/* A settlement that counts for the link's settleRate (qdrouterd: accepted, rejected, or
+ * presettled and not released). */
+static void rate_settled_CT(core_t *core, core_link_t *l)
+{
+    core_rate_add(&l->rate);
+    if (!l->rate_on && l->stats.gen) {
+        l->rate_on = true;
+        BASE_DLIST_PUSH(core->rate_links, l, rate_prev, rate_next);
+    }
+}
+
+/* deliveriesDelayed1Sec / 10Sec of a delivery settled now: on the link, and on the router
+ * for the sender's side (as qdrouterd: router totals count incoming links only). */
+static void count_delay_CT(core_t *core, stats_obj_t link, const core_delivery_t *dlv,
+                           bool router)
+{
+    int cls = core_delay_class(core->now_ms, dlv->_ingress_ms);
+    if (BASE_LIKELY(cls == 0))
+        return;
+    COUNT(link, cls == 1 ? CORE_LINK_DELAYED_1S : CORE_LINK_DELAYED_10S, 1);
+    if (router)
+        COUNT(core->stats->router_obj, cls == 1 ? CORE_ROUTER_DELAYED_1S : CORE_ROUTER_DELAYED_10S, 1);
+}
+
+static void inflight_del_CT(core_t *core, core_delivery_t *dlv)
+{
+    if (dlv->_listed) {
+        BASE_DLIST_REMOVE_T(core->inflight, core->inflight_tail, dlv, _fprev, _fnext);
+        dlv->_listed = false;
+    }
+}
+
+/* One link's share of a stuck delivery. */
+static void count_stuck_CT(core_t *core, uint64_t link_id)
+{
+    core_link_t *l = link_id ? base_map_uget(&core->links, link_id) : NULL;
+    if (!l || !l->stats.gen)
+        return;
+    COUNT(l->stats, CORE_LINK_STUCK, 1);
+    COUNT(core->stats->router_obj, CORE_ROUTER_STUCK, 1);
+    if (++l->stuck == 1)
+        LOG(INFO, "[C%llu][L%llu] Stuck delivery: at least one delivery on this link has been "
+            "unsettled for more than %u seconds", (unsigned long long)l->conn_id,
+            (unsigned long long)l->id, CORE_STUCK_AGE_MS / 1000);
+}
+
+/* Once a second: deliveries that became stuck (the in-flight list is in arrival order, so
+ * the walk stops at the first young one and visits each delivery once), and the settleRate
+ * window of every link that settled something in the last CORE_RATE_DEPTH seconds. */
+static void tick_CT(core_t *core)
+{
+    uint64_t secs = (core->now_ms - core->tick_ms) / 1000;
+    core->tick_ms += secs * 1000;
+
+    core_delivery_t *d;
+    while ((d = core->inflight) != NULL && core->now_ms - d->_ingress_ms > CORE_STUCK_AGE_MS) {
+        inflight_del_CT(core, d);
+        count_stuck_CT(core, d->link_id);
+        count_stuck_CT(core, d->_out_link);
+    }
+
+    core_link_t *l = core->rate_links;
+    while (l) {
+        core_link_t *next = l->rate_next;
+        GAUGE(l->stats, CORE_LINK_SETTLE_RATE, core_rate_tick(&l->rate, secs));
+        if (core_rate_idle(&l->rate)) {
+            BASE_DLIST_REMOVE(core->rate_links, l, rate_prev, rate_next);
+            l->rate_on = false;
+        }
+        l = next;
+    }
+}
+
+static uint64_t clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* Final outcome for an incoming delivery: hand it back to its owner with the outcome. */
 static void settle_in_CT(core_t *core, int owner, core_delivery_t *dlv, core_disposition_t *disp)
 {
     core_link_t *in = base_map_uget(&core->links, dlv->link_id);
     count_outcome_CT(core, in ? in->stats : (stats_obj_t){0, 0, 0}, disp->outcome, true);
+    inflight_del_CT(core, dlv);
+    if (in) {
+        count_delay_CT(core, in->stats, dlv, true);
+        if (disp->outcome == CORE_OUTCOME_ACCEPTED || disp->outcome == CORE_OUTCOME_REJECTED)
+            rate_settled_CT(core, in);
+    }
     core_work_t *w = work_add_CT(core, owner, CORE_W_SETTLE, NULL);
     w->u.settle.dlv = dlv;
     w->u.settle.disp = *disp;
@@ -375,6 +469,8 @@ static void link_detach_CT(core_t *core, core_action_t *a)
         addr_gauges_CT(core, addr);
         addr_release_CT(core, addr);
     }
+    if (l->rate_on)
+        BASE_DLIST_REMOVE(core->rate_links, l, rate_prev, rate_next);
     work_add_CT(core, l->worker, CORE_W_LINK_DETACHED, l->handle);
     LOG(DEBUG, "[C%llu][L%llu] Link detached", (unsigned long long)l->conn_id,
         (unsigned long long)l->id);
@@ -397,6 +493,7 @@ static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
         GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
     } else {
         COUNT(out->stats, CORE_LINK_PRESETTLED, 1);
+        rate_settled_CT(core, out);
     }
     out->delivered++;
     COUNT(out->stats, CORE_LINK_DELIVERIES, 1);
@@ -428,6 +525,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     memset(&dlv->_result, 0, sizeof(dlv->_result));
     dlv->_copies = 0;
     dlv->_mcast = false;
+    dlv->_listed = false;
+    dlv->_out_link = 0;
+    dlv->_ingress_ms = core->now_ms;
 
     if (BASE_WARN_ONCE(!in)) {
         core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
@@ -483,6 +583,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         for (size_t i = 0; i < n; i++)
             send_copy_CT(core, addr->consumers.items[i], dlv);
         dlv->_copies = (uint32_t)n;
+        if (n == 1)
+            dlv->_out_link = addr->consumers.items[0]->id;
         addr->egress += n;
     } else {
         core_link_t *out = dist == CFG_DIST_CLOSEST ? addr->consumers.items[addr->rr++ % n]
@@ -490,13 +592,19 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         core_content_ref(dlv->content, 1);
         send_copy_CT(core, out, dlv);
         dlv->_copies = 1;
+        dlv->_out_link = out->id;
         addr->egress++;
     }
     unsigned copies = dlv->_copies;
     COUNT(addr->stats, CORE_ADDR_EGRESS, copies);
     COUNT(router, CORE_ROUTER_EGRESS, copies);
+    if (!dlv->presettled) {
+        BASE_DLIST_APPEND(core->inflight, core->inflight_tail, dlv, _fprev, _fnext);
+        dlv->_listed = true;
+    }
     if (dlv->presettled) {
         /* at-most-once: nothing will come back; the owner may recycle it now */
+        rate_settled_CT(core, in);
         dlv->_copies = 0;
         work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
     }
@@ -531,6 +639,9 @@ static void disposition_CT(core_t *core, core_action_t *a)
             out->outstanding--;
         GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
         count_outcome_CT(core, out->stats, d->outcome, false);
+        count_delay_CT(core, out->stats, dlv, false);
+        if (d->outcome == CORE_OUTCOME_ACCEPTED || d->outcome == CORE_OUTCOME_REJECTED)
+            rate_settled_CT(core, out);
     }
     BASE_BUG_ON(dlv->_copies == 0);
 
@@ -582,12 +693,17 @@ static void *core_thread_main(void *arg)
     base_thread_set_role(BASE_THREAD_CORE, 0);
     pthread_setname_np(pthread_self(), "junction-core");
     core->shard = stats_shard_new(core->stats->reg);
+    core->now_ms = core->tick_ms = clock_ms();
     LOG(INFO, "Core thread started");
     for (;;) {
         base_mpsc_chunk_t *c = base_mpsc_take(&core->in);
+        core->now_ms = clock_ms(); /* once per pass, not per delivery */
+        if (core->now_ms - core->tick_ms >= 1000)
+            tick_CT(core);
         if (!c) {
             flush_CT(core);
-            if (!base_mpsc_wait(&core->in, -1))
+            uint64_t wait = 1000 - (core->now_ms - core->tick_ms);
+            if (!base_mpsc_wait(&core->in, (int)wait))
                 break;
             continue;
         }

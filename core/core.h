@@ -60,6 +60,11 @@ enum core_link_field {
     CORE_LINK_RELEASED,
     CORE_LINK_MODIFIED,
     CORE_LINK_CREDIT,
+    CORE_LINK_SETTLE_RATE,
+    CORE_LINK_DELAYED_1S,
+    CORE_LINK_DELAYED_10S,
+    CORE_LINK_STUCK,
+    CORE_LINK_ZERO_CREDIT_SECS,
     CORE_LINK_NFIELDS
 };
 enum core_addr_field {
@@ -97,6 +102,10 @@ enum core_router_field {
     CORE_ROUTER_UPTIME,
     CORE_ROUTER_MEMORY,
     CORE_ROUTER_RSS,
+    CORE_ROUTER_DELAYED_1S,
+    CORE_ROUTER_DELAYED_10S,
+    CORE_ROUTER_STUCK,
+    CORE_ROUTER_LINKS_BLOCKED,
     CORE_ROUTER_NFIELDS
 };
 
@@ -174,6 +183,11 @@ typedef struct core_delivery {
     bool               _mcast;   /* aggregate outcomes with the multicast rule */
     uint8_t            _owner;   /* worker that posted it (gets CORE_W_SETTLE/RELEASE) */
     core_disposition_t _result;  /* aggregated outcome so far */
+    bool               _listed;  /* on the core's in-flight list (a stuck one has left it) */
+    uint64_t           _ingress_ms; /* the core's loop clock when it arrived (monotonic) */
+    uint64_t           _out_link;   /* the one outgoing link of a single-copy delivery, or 0 */
+    struct core_delivery *_fnext; /* in-flight list (oldest first: the stuck sweep's order) */
+    struct core_delivery *_fprev;
 } core_delivery_t;
 
 typedef enum core_link_dir {

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "core/base/map.h"
+#include "core/core_metrics.h"
 
 #include <pthread.h>
 
@@ -33,6 +34,11 @@ struct core_link {
     bool         credit_on;    /* IN: credit currently granted */
     uint64_t     delivered;    /* IN: deliveries received; OUT: copies sent */
     stats_obj_t  stats;        /* its `link` stats object (retired at detach) */
+    core_rate_t  rate;         /* settleRate's window */
+    bool         rate_on;      /* on core->rate_links (something settled in the window) */
+    core_link_t *rate_next;    /* in core->rate_links */
+    core_link_t *rate_prev;    /* in core->rate_links */
+    uint64_t     stuck;        /* deliveries counted stuck (logged at the first) */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -66,6 +72,11 @@ struct core {
                                       core_addr_config_*_CT, on the core thread) */
     uint64_t           temp_seq;   /* _CT: dynamic-address counter */
     uint64_t           temp_salt;  /* random salt for dynamic addresses */
+    uint64_t           now_ms;     /* _CT: monotonic clock (coarse), read once per loop pass */
+    uint64_t           tick_ms;    /* _CT: when the last once-a-second sweep ran */
+    core_delivery_t   *inflight;   /* _CT: unsettled deliveries with copies out, oldest first */
+    core_delivery_t   *inflight_tail;
+    core_link_t       *rate_links; /* _CT: links whose settleRate is not 0 */
 };
 
 #endif

@@ -38,6 +38,11 @@ static const stats_field_t link_fields[CORE_LINK_NFIELDS] = {
     [CORE_LINK_RELEASED]          = C("releasedCount", "Deliveries released"),
     [CORE_LINK_MODIFIED]          = C("modifiedCount", "Deliveries modified"),
     [CORE_LINK_CREDIT]            = G("creditAvailable", "Credit the link holds now"),
+    [CORE_LINK_SETTLE_RATE]       = G("settleRate", "Settlements per second, averaged over 5 s"),
+    [CORE_LINK_DELAYED_1S]        = C("deliveriesDelayed1Sec", "Deliveries settled 1 to 10 s after they arrived"),
+    [CORE_LINK_DELAYED_10S]       = C("deliveriesDelayed10Sec", "Deliveries settled more than 10 s after they arrived"),
+    [CORE_LINK_STUCK]             = C("deliveriesStuck", "Deliveries found unsettled more than 10 s after they arrived"),
+    [CORE_LINK_ZERO_CREDIT_SECS]  = G("zeroCreditSeconds", "Seconds the link's credit has been zero"),
 };
 
 static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
@@ -97,6 +102,18 @@ static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
                                  .help = "Virtual memory size (bytes)", .prom = "qdr_memory_usage_bytes"},
     [CORE_ROUTER_RSS]         = {.name = "residentMemory", .kind = STATS_GAUGE,
                                  .help = "Resident memory (bytes)", .prom = "qdr_resident_memory_bytes"},
+    [CORE_ROUTER_DELAYED_1S]  = {.name = "deliveriesDelayed1Sec", .kind = STATS_COUNTER,
+                                 .help = "Deliveries settled 1 to 10 s after they arrived",
+                                 .prom = "qdr_deliveries_delayed_1sec_total"},
+    [CORE_ROUTER_DELAYED_10S] = {.name = "deliveriesDelayed10Sec", .kind = STATS_COUNTER,
+                                 .help = "Deliveries settled more than 10 s after they arrived",
+                                 .prom = "qdr_deliveries_delayed_10sec_total"},
+    [CORE_ROUTER_STUCK]       = {.name = "deliveriesStuck", .kind = STATS_COUNTER,
+                                 .help = "Deliveries found unsettled more than 10 s after they arrived",
+                                 .prom = "qdr_deliveries_stuck_total"},
+    [CORE_ROUTER_LINKS_BLOCKED] = {.name = "linksBlocked", .kind = STATS_GAUGE,
+                                 .help = "Links whose credit has been zero for more than 10 s",
+                                 .prom = "qdr_links_blocked_total"},
 };
 // clang-format on
 

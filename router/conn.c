@@ -18,6 +18,7 @@
 #include "router/router_int.h"
 
 #include "core/base/list.h"
+#include "core/core_metrics.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -74,6 +75,7 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
 #define WCOUNT(w, obj, field, n)                                                                   \
     stats_counter_add((w)->shard, stats_obj_stat((obj), (field)), (n))
 #define WGAUGE(w, obj, field, v) stats_gauge_set((w)->shard, stats_obj_stat((obj), (field)), (v))
+#define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
 
 /* Incoming window per session: bytes Proton may buffer for us before the peer must wait. */
 #define SESSION_IN_CAPACITY (8u << 20)
@@ -249,6 +251,10 @@ static void link_cleanup_WT(rtr_link_t *k)
                 in_finish_WT(w, in); /* answered while its last bytes were awaited */
         }
     }
+    if (k->reported_blocked) {
+        k->reported_blocked = false;
+        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+    }
     pn_link_set_context(k->pn, NULL);
     k->pn = NULL;
     if (k->out)
@@ -319,6 +325,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     k->conn = c;
     k->pn = pl;
     k->out = pn_link_is_sender(pl);
+    k->zero_since = uv_now(&w->loop) | 1; /* as qdrouterd: no credit yet since the attach */
     if (k->out)
         c->n_out_links++;
     else
@@ -377,6 +384,66 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
     free(desc);
 }
 
+/* ---------------------------------------------------------------- zero credit
+ * qdrouterd's zeroCreditSeconds and linksBlocked: a link's credit is looked at where the
+ * router changes or uses it (below) and once a second (rtr_conn_sweep_WT); the time it went
+ * to zero is the loop's cached clock, so the data path reads no clock for it. */
+
+static void link_credit_back_positive_WT(rtr_link_t *k)
+{
+    rtr_worker_t *w = k->conn->worker;
+    k->zero_since = 0;
+    if (k->stats.gen)
+        WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
+    if (k->reported_blocked) {
+        k->reported_blocked = false;
+        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+    }
+}
+
+/* The router saw the link's credit: creditAvailable, and the start or end of a zero run. */
+static void link_credit_seen_WT(rtr_link_t *k, int credit)
+{
+    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, credit);
+    if (credit > 0) {
+        if (BASE_UNLIKELY(k->zero_since != 0))
+            link_credit_back_positive_WT(k);
+    } else if (!k->zero_since) {
+        k->zero_since = uv_now(&k->conn->worker->loop) | 1;
+    }
+}
+
+void rtr_conn_sweep_WT(rtr_worker_t *w)
+{
+    uint64_t now = uv_now(&w->loop);
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            /* pn: not yet cleaned up, so the core has not retired its stats */
+            if (!k->pn || !k->stats.gen)
+                continue;
+            int credit = pn_link_credit(k->pn);
+            WGAUGE(w, k->stats, CORE_LINK_CREDIT, credit); /* fresh at least once a second */
+            if (credit > 0) {
+                if (k->zero_since)
+                    link_credit_back_positive_WT(k);
+                continue;
+            }
+            if (!k->zero_since) {
+                k->zero_since = now | 1;
+                continue;
+            }
+            uint64_t age = now > k->zero_since ? now - k->zero_since : 0;
+            WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
+            if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
+                k->reported_blocked = true;
+                stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), 1);
+                LOGL(k, INFO, "Link blocked with zero credit for %llu seconds",
+                     (unsigned long long)(age / 1000));
+            }
+        }
+    }
+}
+
 static void on_link_credit_WT(rtr_link_t *k, bool grant)
 {
     if (!k->pn || k->out)
@@ -394,7 +461,7 @@ static void on_link_credit_WT(rtr_link_t *k, bool grant)
     } else {
         pn_link_drain(k->pn, 0);
     }
-    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, pn_link_credit(k->pn));
+    link_credit_seen_WT(k, pn_link_credit(k->pn));
     conn_mark_dirty_WT(k->conn);
 }
 
@@ -947,7 +1014,7 @@ static void link_pump_WT(rtr_link_t *k)
         pn_link_drained(pl);
     rtr_worker_t *w = k->conn->worker;
     WGAUGE(w, k->stats, CORE_LINK_UNDELIVERED, k->queued);
-    WGAUGE(w, k->stats, CORE_LINK_CREDIT, pn_link_credit(pl));
+    link_credit_seen_WT(k, pn_link_credit(pl));
 }
 
 /* The receiver settled (or updated) an outgoing copy. */

@@ -184,6 +184,8 @@ struct rtr_link {
     bool         q2;         /* IN: reading stopped until readers catch up */
     rtr_link_t  *q2_next;    /* IN: on worker->q2_links */
     stats_obj_t  stats;      /* its `link` stats object (made and retired by the core) */
+    uint64_t     zero_since; /* uv_now() when its credit was first seen at zero; 0: credit */
+    bool         reported_blocked; /* counted in the router's linksBlocked */
 };
 
 /* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
@@ -232,6 +234,7 @@ struct rtr_worker {
     uv_loop_t         loop;      /* the worker's loop */
     uv_async_t        wake;      /* core / main thread -> this worker */
     uv_prepare_t      flush;     /* end of each loop iteration: push the batch to the core */
+    uv_timer_t        sweep;     /* once a second: zeroCreditSeconds, linksBlocked */
     uv_thread_t       thread;    /* the thread */
     base_mpsc_t       inbox;     /* core_work_t from the core and the main thread */
     base_mpsc_batch_t to_core;   /* actions built this iteration */
@@ -312,6 +315,9 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
 void rtr_conn_close_WT(rtr_conn_t *c);
 void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_conn_process_dirty_WT(rtr_worker_t *w);
+/* Once a second: every link's credit (creditAvailable), zero-credit time (zeroCreditSeconds)
+ * and whether it has been blocked long enough to count in the router's linksBlocked. */
+void rtr_conn_sweep_WT(rtr_worker_t *w);
 /* Shutdown: stop granting credit on every incoming link of the worker (drain). */
 void rtr_conn_quiesce_WT(rtr_worker_t *w);
 /* Shutdown, at the end of the grace period: give RELEASED to every delivery a client sent

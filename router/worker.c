@@ -42,6 +42,11 @@ static void flush_cb(uv_prepare_t *h)
         core_post(w->core, &w->to_core);
 }
 
+static void sweep_cb(uv_timer_t *t)
+{
+    rtr_conn_sweep_WT(t->data);
+}
+
 static void close_walk_cb(uv_handle_t *h, void *arg)
 {
     (void)arg;
@@ -143,6 +148,9 @@ int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)
     uv_prepare_init(&w->loop, &w->flush);
     w->flush.data = w;
     uv_prepare_start(&w->flush, flush_cb);
+    uv_timer_init(&w->loop, &w->sweep);
+    w->sweep.data = w;
+    uv_timer_start(&w->sweep, sweep_cb, 1000, 1000);
     uv_timer_init(&w->loop, &w->grace);
     w->grace.data = w;
     base_mpsc_init(&w->inbox, wake_cb, w);

@@ -322,10 +322,6 @@ static const col_def_t router_cols[] = {
     {"linkRouteCount",                  COL_INT, NULL, 0, false, NULL},
     {"autoLinkCount",                   COL_INT, NULL, 0, false, NULL},
     {"blockedLinkCount",                COL_INT, NULL, 0, false, NULL},
-    {"linksBlocked",                    COL_INT, NULL, 0, false, NULL},
-    {"deliveriesDelayed1Sec",           COL_INT, NULL, 0, false, NULL},
-    {"deliveriesDelayed10Sec",          COL_INT, NULL, 0, false, NULL},
-    {"deliveriesStuck",                 COL_INT, NULL, 0, false, NULL},
     {"deliveriesRedirectedToFallback",  COL_INT, NULL, 0, false, NULL},
     {"deliveriesIngressRouteContainer", COL_INT, NULL, 0, false, NULL},
     {"deliveriesEgressRouteContainer",  COL_INT, NULL, 0, false, NULL},
@@ -365,16 +361,12 @@ static const col_def_t link_cols[] = {
     {"linkDir",      COL_LABEL, "dir", 0, false, NULL},
     {"connectionId", COL_LABEL, "connection", 0, false, NULL},
     {"owningAddr",   COL_LABEL, "address", 0, true, NULL},
+    /* qdrouterd: the peer link of a link-routed link; message-routed links have none */
     {"peer",         COL_NULL,  NULL, 0, false, NULL},
     {"linkName",     COL_LABEL, "name", 0, false, NULL},
     {"adminStatus",  COL_STR,   "enabled", 0, false, NULL},
     {"operStatus",   COL_STR,   "up", 0, false, NULL},
     {"priority",     COL_INT,   NULL, 4, false, NULL},
-    {"settleRate",   COL_INT,   NULL, 0, false, NULL},
-    {"deliveriesDelayed1Sec",  COL_INT, NULL, 0, false, NULL},
-    {"deliveriesDelayed10Sec", COL_INT, NULL, 0, false, NULL},
-    {"deliveriesStuck",        COL_INT, NULL, 0, false, NULL},
-    {"zeroCreditSeconds",      COL_INT, NULL, 0, false, NULL},
     {"ingressHistogram",       COL_NULL, NULL, 0, false, NULL},
 };
 static const col_def_t addr_cols[] = {
