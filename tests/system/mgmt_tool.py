@@ -15,8 +15,8 @@ Used by tests/system/test_qdstat.py and test_qdmanage.py, and by hand:
 
     /usr/bin/python3 tests/system/mgmt_tool.py -b 127.0.0.1:5672 -g      # also -c -l -a -m -n
     /usr/bin/python3 tests/system/mgmt_tool.py -b HOST:PORT --autolinks  # --linkroutes --log
-    /usr/bin/python3 tests/system/mgmt_tool.py -b HOST:PORT manage query --type listener
-    /usr/bin/python3 tests/system/mgmt_tool.py -b HOST:PORT manage create --type address \
+    /usr/bin/python3 tests/system/mgmt_tool.py -b HOST:PORT manage --type listener query
+    /usr/bin/python3 tests/system/mgmt_tool.py -b HOST:PORT manage --type address create \
         prefix=foo distribution=multicast                                # read/update/delete too
 """
 
