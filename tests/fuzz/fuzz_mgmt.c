@@ -54,7 +54,7 @@ static void setup(void)
         snprintf(addr, sizeof(addr), "M0queue.%d", i);
         stats_obj_t c, l, a;
         const char *cl[] = {id, "127.0.0.1:1234", "client\"\\\x01", "in"};
-        const char *ll[] = {id, id, i % 2 ? "in" : "out", addr};
+        const char *ll[] = {id, id, i % 2 ? "in" : "out", addr, "link-name"};
         const char *al[] = {addr, "balanced"};
         if (stats_object_new(reg, fams.connection, cl, &c) != 0 ||
             stats_object_new(reg, fams.link, ll, &l) != 0 ||
