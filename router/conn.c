@@ -177,7 +177,7 @@ static void link_credit_back_WT(rtr_link_t *k)
 {
     if (k->held)
         k->held--;
-    if (k->credit_on && k->pn && !k->conn->worker->stopping) {
+    if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
         conn_mark_dirty_WT(k->conn);
     }
@@ -444,43 +444,72 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
     }
 }
 
+/* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
+ * link; link_credit_sync_WT reconciles once, right before the connection's next write, so a
+ * grant and a drain within one batch net out instead of reaching the sender as a flow with
+ * credit and drain set at once.  A drain stays outstanding (drain_out) until the sender has
+ * no credit left by the router's count: it answered (its delivery-count moved on, Proton took
+ * the credit off) or it used the credit up.  Until then nothing is granted relative to it: a
+ * grant made meanwhile waits for the answer, so the window is never computed from credit the
+ * sender is about to give back, and the grant that follows an answered drain always moves
+ * the sender's credit off 0 (a flow frame with drain off), whatever the sender's Proton
+ * does with the drained credit. */
+static void link_credit_sync_later_WT(rtr_link_t *k)
+{
+    k->credit_sync = true;
+    k->conn->credit_sync = true;
+    conn_mark_dirty_WT(k->conn);
+}
+
+static void link_credit_sync_WT(rtr_link_t *k)
+{
+    k->credit_sync = false;
+    pn_link_t *pl = k->pn;
+    if (!pl || k->out)
+        return;
+    /* what the sender has by the router's count (told, or about to be told) */
+    int avail = pn_link_credit(pl) - pn_link_queued(pl);
+    if (k->drain_out && avail <= 0)
+        k->drain_out = false; /* answered, or the credit was used up */
+    if (!k->credit_on || k->conn->worker->stopping) {
+        if (!k->drain_out && avail > 0) {
+            pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
+            k->drain_out = true;
+        }
+    } else if (!k->drain_out) {
+        if (pn_link_get_drain(pl))
+            pn_link_set_drain(pl, false);
+        /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
+        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
+        if (want > 0)
+            pn_link_flow(pl, want);
+    }
+    link_credit_seen_WT(k, pn_link_credit(pl));
+}
+
+static void conn_credit_sync_WT(rtr_conn_t *c)
+{
+    c->credit_sync = false;
+    for (rtr_link_t *k = c->links; k; k = k->next)
+        if (k->credit_sync)
+            link_credit_sync_WT(k);
+}
+
 static void on_link_credit_WT(rtr_link_t *k, bool grant)
 {
     if (!k->pn || k->out)
         return;
-    if (k->conn->worker->stopping)
-        grant = false; /* shutting down: no more credit */
     k->credit_on = grant;
-    if (grant) {
-        if (pn_link_get_drain(k->pn))
-            pn_link_set_drain(k->pn, false);
-        /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
-        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(k->pn) - (int)k->held;
-        if (want > 0)
-            pn_link_flow(k->pn, want);
-    } else {
-        pn_link_drain(k->pn, 0);
-    }
-    link_credit_seen_WT(k, pn_link_credit(k->pn));
-    conn_mark_dirty_WT(k->conn);
+    link_credit_sync_later_WT(k);
 }
 
-/* The sender of an incoming link sent a flow.  When it answers a drain the router sent
- * before the core granted credit again, Proton takes the drained credit off the link
- * (delivery-count moved on): the grant that was sent meanwhile counted it as still there, so
- * the sender would be left with less (or no) credit while the core wants it to have the full
- * window.  Top the window up again whenever credit is on; with nothing drained, credit + held
- * is the window already and nothing is sent. */
+/* The sender of an incoming link sent a flow: it may have answered a drain (Proton took the
+ * drained credit off the link), so a grant waiting for that answer goes out now, and with
+ * credit on the window is topped up again. */
 static void link_flow_in_WT(rtr_link_t *k)
 {
-    if (!k->pn || !k->credit_on || k->conn->worker->stopping || pn_link_get_drain(k->pn))
-        return;
-    int want = (int)k->conn->listener->max_unsettled - pn_link_credit(k->pn) - (int)k->held;
-    if (want > 0) {
-        pn_link_flow(k->pn, want);
-        conn_mark_dirty_WT(k->conn);
-    }
-    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, pn_link_credit(k->pn));
+    if (k->pn && (k->drain_out || k->credit_on))
+        link_credit_sync_later_WT(k);
 }
 
 /* ---------------------------------------------------------------- incoming deliveries */
@@ -668,6 +697,8 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         w->n_ins++;
         k->receiving = in;
         k->held++;
+        if (k->drain_out && pn_link_credit(pl) - pn_link_queued(pl) <= 0)
+            link_credit_sync_later_WT(k); /* the drain's credit is used up: a grant may wait */
         pn_delivery_set_context(d, in);
     } else if (in != k->receiving) {
         return; /* the sender changed a routed delivery (e.g. settled it first) */
@@ -1117,8 +1148,7 @@ void rtr_conn_quiesce_WT(rtr_worker_t *w)
             if (k->out || !k->pn)
                 continue;
             k->credit_on = false;
-            if (pn_link_credit(k->pn) > 0)
-                pn_link_drain(k->pn, 0); /* the sender gives back what it cannot use */
+            link_credit_sync_later_WT(k); /* the sender gives back what it cannot use */
         }
         conn_mark_dirty_WT(c);
     }
@@ -1473,6 +1503,8 @@ static void conn_process_WT(rtr_conn_t *c)
             k->pump_next = NULL;
             link_pump_WT(k);
         }
+        if (c->credit_sync)
+            conn_credit_sync_WT(c);
         conn_write_WT(c);
         if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
             pn_connection_driver_write_close(&c->driver); /* events follow: loop again */

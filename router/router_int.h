@@ -170,6 +170,8 @@ struct rtr_link {
     bool         at_core;    /* announced to the core, detach not yet confirmed */
     bool         open;       /* attach answered */
     bool         credit_on;  /* IN: the core wants the sender to have credit */
+    bool         credit_sync; /* IN: credit to reconcile before the next write */
+    bool         drain_out;  /* IN: a drain was sent; the sender still has credit (unanswered) */
     bool         in_pump;    /* OUT: on conn's pump list */
     bool         blocked;    /* OUT: stopped on a full session window */
     uint32_t     held;       /* IN: deliveries taken from credit, not yet returned */
@@ -210,6 +212,7 @@ struct rtr_conn {
     bool                   closed;     /* uv_close callback ran */
     bool                   reading;    /* uv_read_start active */
     bool                   dirty;      /* on worker->dirty: process after the inbox */
+    bool                   credit_sync; /* some link's credit_sync is set */
     rtr_conn_t            *dirty_next; /* in worker->dirty */
     int                    handles;    /* uv handles not yet closed */
     int                    n_blocked;  /* links with `blocked` set */

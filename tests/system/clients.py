@@ -157,6 +157,10 @@ class _Handler(Handler):
             snd = getattr(link, "jn_wrapper", None)
             if snd is not None:
                 snd.max_credit_seen = max(snd.max_credit_seen, link.credit)
+                # auto_drain gives the credit back at once (legal: nothing is queued yet).  A
+                # sender with messages to send should send them first (peers.py does); and
+                # Proton 0.37 holds the drain answer back while the link's newest delivery is
+                # settled but still referenced by the application (it counts as unwritten)
                 if link.drain_mode and snd.auto_drain:
                     link.drained()
                     snd.drained_count += 1

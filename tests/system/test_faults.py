@@ -120,9 +120,7 @@ def test_100_receivers_attach_and_detach_during_a_stream(router):
     try:
         conns = [c.connect(router.url) for _ in range(4)]
         # one receiver stays attached throughout (with no credit until the end), so that the
-        # address never loses its last consumer: a consumer that goes and another that comes
-        # within a round trip can leave a sender with no credit for good (the router ends its
-        # drain before the sender answered it; a known issue, not what this test is about)
+        # address never loses its last consumer (losing it is what the flapping test is about)
         last = conns[0].receiver(addr, credit=0, settle=None)
         snd.wait_line("ready")
         accepted = []  # ids accepted by some receiver
@@ -209,13 +207,12 @@ def test_router_restarted_while_clients_reconnect(make_router, tmp_path, sig):
         first.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="known issue: a drain the router ends (or renews) before "
-                   "the sender's answer arrives can leave the sender with no credit while the "
-                   "router counts it 250 (seen with Proton-Python senders)")
 @pytest.mark.deadline(90)
 def test_consumer_flapping_never_leaves_the_sender_without_credit(router):
     """The address's only consumer goes and another comes, 300 times, within a round trip of
-    the sender's answer to the router's drain; then a steady consumer must get everything."""
+    the sender's answer to the router's drain; then a steady consumer must get everything.
+    (Each grant and drain the router sends must be one the sender can answer: a grant and a
+    drain within one batch net out, a grant waits for the answer to an outstanding drain.)"""
     addr = "balanced.faults.flap"
     snd = Peer("send", router.url, addr, "--count", 1000, "--window", 100)
     c = Client(timeout=30)
