@@ -422,16 +422,9 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
             if (!k->pn || !k->stats.gen)
                 continue;
             int credit = pn_link_credit(k->pn);
-            WGAUGE(w, k->stats, CORE_LINK_CREDIT, credit); /* fresh at least once a second */
-            if (credit > 0) {
-                if (k->zero_since)
-                    link_credit_back_positive_WT(k);
+            link_credit_seen_WT(k, credit); /* creditAvailable fresh at least once a second */
+            if (credit > 0)
                 continue;
-            }
-            if (!k->zero_since) {
-                k->zero_since = now | 1;
-                continue;
-            }
             uint64_t age = now > k->zero_since ? now - k->zero_since : 0;
             WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
             if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
