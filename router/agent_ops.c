@@ -74,7 +74,7 @@ typedef struct etype {
 static const attr_def_t listener_attrs[] = {
     A("host", "string", "\"\"", true, false, false),
     A("port", "string", "\"amqp\"", true, false, false),
-    A("socketAddressFamily", "string", NULL, true, false, false),
+    A("socketAddressFamily", "[\"IPv4\",\"IPv6\"]", NULL, true, false, false),
     A("role", "[\"normal\",\"inter-router\",\"route-container\",\"edge\"]", "\"normal\"", true, false, false),
     A("cost", "integer", "1", true, false, false),
     A("saslMechanisms", "string", NULL, true, false, false),
@@ -86,17 +86,23 @@ static const attr_def_t listener_attrs[] = {
     A("maxSessions", "integer", "32768", true, false, false),
     A("maxSessionFrames", "integer", NULL, true, false, false),
     A("idleTimeoutSeconds", "integer", "16", true, false, false),
-    A("initialHandshakeTimeoutSeconds", "integer", "0", true, false, false),
+    A("initialHandshakeTimeoutSeconds", "integer", "10", true, false, false),
     A("stripAnnotations", "[\"in\",\"out\",\"both\",\"no\"]", "\"both\"", true, false, false),
-    A("linkCapacity", "integer", NULL, true, false, false),
+    A("linkCapacity", "integer", "250", true, false, false),
     A("multiTenant", "boolean", "false", true, false, false),
     A("failoverUrls", "string", NULL, true, false, false),
     A("http", "boolean", "false", true, false, false),
+    A("httpRootDir", "string", NULL, true, false, false),
     A("healthz", "boolean", "true", true, false, false),
     A("metrics", "boolean", "true", true, false, false),
     A("websockets", "boolean", "true", true, false, false),
     A("messageLoggingComponents", "string", "\"none\"", true, false, false),
     A("policyVhost", "string", NULL, true, false, false),
+    /* Junction's own (qdrouterd has the first three on vhost policies) */
+    A("maxSenders", "integer", "32768", true, false, false),
+    A("maxReceivers", "integer", "32768", true, false, false),
+    A("maxMessageSize", "integer", "0", true, false, false),
+    A("maxUnsettledPerLink", "integer", NULL, true, false, false),
 };
 static const attr_def_t connector_attrs[] = {
     A("host", "string", "\"127.0.0.1\"", true, false, false),
@@ -151,9 +157,10 @@ static const attr_def_t log_attrs[] = {
                 "\"SERVER\",\"AGENT\",\"AUTHSERVICE\",\"CONTAINER\",\"ERROR\",\"POLICY\",\"HTTP\","
                 "\"CONN_MGR\",\"PYTHON\",\"PROTOCOL\",\"DEFAULT\"]", NULL, true, false, true),
     A("enable", "string", "\"default\"", true, true, false),
-    A("includeTimestamp", "boolean", NULL, true, true, false),
-    A("includeSource", "boolean", NULL, true, true, false),
-    A("outputFile", "string", NULL, true, true, false),
+    /* set at start-up only (UPDATE changes `enable`) */
+    A("includeTimestamp", "boolean", NULL, true, false, false),
+    A("includeSource", "boolean", NULL, true, false, false),
+    A("outputFile", "string", NULL, true, false, false),
 };
 static const attr_def_t logstats_attrs[] = {
     A("traceCount", "integer", NULL, false, false, false),
@@ -678,35 +685,42 @@ static cJSON *row_base(const etype_t *t, const char *name, const char *identity)
     return o;
 }
 
+/* A listener as the router runs it: every value from its configuration (the constants are
+ * the only values the configuration loader accepts for those attributes). */
 static cJSON *listener_row(const etype_t *t, const rec_t *r)
 {
     const cfg_listener_t *lc = r->cfg;
     cJSON *o = row_base(t, r->name, r->identity);
     add_str(o, "host", lc->host ? lc->host : "");
     add_str(o, "port", lc->port);
-    cJSON_AddNullToObject(o, "socketAddressFamily");
+    add_str(o, "socketAddressFamily", cfg_family_name(lc->family));
     add_str(o, "role", cfg_role_name(lc->role));
-    cJSON_AddNumberToObject(o, "cost", 1);
+    cJSON_AddNumberToObject(o, "cost", (double)lc->cost);
     add_str(o, "saslMechanisms", lc->sasl_mechanisms);
     cJSON_AddBoolToObject(o, "authenticatePeer", lc->authenticate_peer);
-    cJSON_AddBoolToObject(o, "requireEncryption", false);
-    cJSON_AddBoolToObject(o, "requireSsl", false);
-    cJSON_AddNullToObject(o, "sslProfile");
+    cJSON_AddBoolToObject(o, "requireEncryption", false); /* true is refused */
+    cJSON_AddBoolToObject(o, "requireSsl", false);        /* likewise */
+    cJSON_AddNullToObject(o, "sslProfile");                /* any is refused */
     cJSON_AddNumberToObject(o, "maxFrameSize", lc->max_frame_size);
     cJSON_AddNumberToObject(o, "maxSessions", lc->max_sessions);
     cJSON_AddNumberToObject(o, "maxSessionFrames", lc->max_session_frames);
     cJSON_AddNumberToObject(o, "idleTimeoutSeconds", lc->idle_timeout_seconds);
-    cJSON_AddNumberToObject(o, "initialHandshakeTimeoutSeconds", 0);
+    cJSON_AddNumberToObject(o, "initialHandshakeTimeoutSeconds", lc->handshake_timeout_seconds);
     add_str(o, "stripAnnotations", cfg_strip_name(lc->strip_annotations));
     cJSON_AddNumberToObject(o, "linkCapacity", lc->link_capacity);
-    cJSON_AddBoolToObject(o, "multiTenant", false);
-    cJSON_AddNullToObject(o, "failoverUrls");
-    cJSON_AddBoolToObject(o, "http", false);
-    cJSON_AddBoolToObject(o, "healthz", true);
-    cJSON_AddBoolToObject(o, "metrics", true);
-    cJSON_AddBoolToObject(o, "websockets", true);
-    add_str(o, "messageLoggingComponents", "none");
-    cJSON_AddNullToObject(o, "policyVhost");
+    cJSON_AddBoolToObject(o, "multiTenant", false);      /* true is refused */
+    cJSON_AddNullToObject(o, "failoverUrls");             /* a list is refused */
+    cJSON_AddBoolToObject(o, "http", lc->http);
+    add_str(o, "httpRootDir", lc->http_root_dir);
+    cJSON_AddBoolToObject(o, "healthz", lc->healthz);
+    cJSON_AddBoolToObject(o, "metrics", lc->metrics);
+    cJSON_AddBoolToObject(o, "websockets", lc->websockets);
+    add_str(o, "messageLoggingComponents", "none");       /* anything else is refused */
+    add_str(o, "policyVhost", lc->policy_vhost);
+    cJSON_AddNumberToObject(o, "maxSenders", lc->max_senders);
+    cJSON_AddNumberToObject(o, "maxReceivers", lc->max_receivers);
+    cJSON_AddNumberToObject(o, "maxMessageSize", (double)lc->max_message_size);
+    cJSON_AddNumberToObject(o, "maxUnsettledPerLink", lc->max_unsettled);
     return o;
 }
 
@@ -746,8 +760,9 @@ static cJSON *log_row(const rtr_mgmt_t *m, const etype_t *t, int mod)
     base_log_format_enable(base_log_module_configured((base_log_module_t)mod), en, sizeof(en));
     add_str(o, "enable", en);
     const cfg_log_t *lc = log_cfg(m, mod);
-    cJSON_AddBoolToObject(o, "includeTimestamp", lc ? lc->include_timestamp : true);
-    cJSON_AddBoolToObject(o, "includeSource", lc ? lc->include_source : false);
+    /* what the module does (a module without its own setting follows DEFAULT's) */
+    cJSON_AddBoolToObject(o, "includeTimestamp", base_log_timestamps((base_log_module_t)mod));
+    cJSON_AddBoolToObject(o, "includeSource", base_log_source((base_log_module_t)mod));
     add_str(o, "outputFile", lc ? lc->output_file : NULL);
     return o;
 }
@@ -768,13 +783,14 @@ static cJSON *logstats_row(const etype_t *t, int mod)
 
 static cJSON *policy_row(req_t *q, const etype_t *t)
 {
+    const cfg_policy_t *pc = &q->m->cfg->policy;
     cJSON *o = row_base(t, "policy/1", "policy/1");
-    cJSON_AddNumberToObject(o, "maxConnections", 65535);
-    cJSON_AddNumberToObject(o, "maxMessageSize", 0);
-    cJSON_AddBoolToObject(o, "enableVhostPolicy", false);
-    cJSON_AddBoolToObject(o, "enableVhostNamePatterns", false);
-    cJSON_AddNullToObject(o, "policyDir");
-    add_str(o, "defaultVhost", "$default");
+    cJSON_AddNumberToObject(o, "maxConnections", pc->max_connections);
+    cJSON_AddNumberToObject(o, "maxMessageSize", (double)pc->max_message_size);
+    cJSON_AddBoolToObject(o, "enableVhostPolicy", false); /* true is refused */
+    cJSON_AddBoolToObject(o, "enableVhostNamePatterns", pc->enable_vhost_name_patterns);
+    cJSON_AddNullToObject(o, "policyDir");                /* any is refused */
+    add_str(o, "defaultVhost", pc->default_vhost ? pc->default_vhost : "$default");
     /* connectionsCurrent: the router's connectionCount */
     long long cur = 0;
     stats_handle_t h;

@@ -110,7 +110,11 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
 {
     const cfg_listener_t *lc = l->cfg;
     struct addrinfo hints = {0}, *res = NULL, *ai;
-    hints.ai_family = AF_UNSPEC;
+    /* socketAddressFamily: only that family's addresses (an empty host is then every IPv6
+     * address for IPv6, as qdrouterd's) */
+    hints.ai_family = lc->family == CFG_FAMILY_IPV4   ? AF_INET
+                      : lc->family == CFG_FAMILY_IPV6 ? AF_INET6
+                                                      : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     const char *host = lc->host && *lc->host ? lc->host : NULL;
@@ -133,7 +137,8 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
         int e = errno;
-        snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "0.0.0.0", lc->port,
+        snprintf(err, errlen, "Cannot listen on %s:%s: %s",
+                 host ? host : pick->ai_family == AF_INET6 ? "::" : "0.0.0.0", lc->port,
                  strerror(e));
         if (fd >= 0)
             close(fd);
