@@ -12,6 +12,7 @@
 
 #include "router/admin.h"
 #include "router/agent.h"
+#include "router/http.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -38,6 +39,7 @@ struct rtr_listener {
     long                  id;    /* 1.. for the configured ones (file order), then run-time */
     bool                  runtime; /* made by management CREATE (heap, on srv->extra) */
     bool                  deleted; /* management DELETE: no longer accepting */
+    bool                  http;    /* an http listener: its socket is the admin thread's */
     rtr_listener_t       *next;  /* on srv->extra / srv->ctl_q */
 };
 
@@ -288,6 +290,10 @@ static void listener_stop(rtr_listener_t *l)
     if (l->deleted)
         return;
     l->deleted = true;
+    if (l->http) {
+        rtr_admin_http_del(l->id); /* the admin thread closes it and logs */
+        return;
+    }
     if (l->polling) {
         uv_poll_stop(&l->poll);
         uv_close((uv_handle_t *)&l->poll, listener_closed_cb);
@@ -324,6 +330,14 @@ static void ctl_cb(uv_async_t *h)
             s->extra = l;
             if (s->stopping) {
                 listener_stop(l);
+            } else if (l->cfg->http) {
+                /* HTTP is served on the admin thread (started now if it is not running) */
+                rtr_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
+                l->fd = -1;
+                l->http = true;
+                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &hl) < 0)
+                    LOG(ERROR, "HTTP listener %s:%s not started (see above)",
+                        l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
                 uv_poll_init(&s->loop, &l->poll, l->fd);
                 l->poll.data = l;
@@ -364,6 +378,8 @@ long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen)
         snprintf(err, errlen, "The router is not running");
         return -1;
     }
+    if (lc->http_root_dir && rtr_http_root_check(lc->http_root_dir, NULL, err, errlen) < 0)
+        return -1; /* refused before anything is bound */
     rtr_listener_t *l = base_calloc(1, sizeof(*l));
     l->fd = -1;
     l->cfg = lc;
@@ -495,8 +511,10 @@ int rtr_server_start(rtr_server_t *s)
         if (!l->cfg->http)
             continue;
         http[n_http].fd = l->fd;
+        http[n_http].id = l->id;
         http[n_http++].cfg = l->cfg;
         l->fd = -1; /* the admin thread's now */
+        l->http = true;
     }
     rc = rtr_admin_start(cfg, s->reg, s->core, http, n_http);
     free(http);
