@@ -1312,7 +1312,17 @@ static int op_update(req_t *q)
     if (t->kind == ET_STATS && strcmp(t->name, "connection") == 0)
         return update_connection(q, t);
     if (t->kind == ET_STATS && strcmp(t->name, "router") == 0) {
-        cJSON *row = find_row(q, t); /* qdrouterd: a no-op */
+        /* qdrouterd answers 200 and changes nothing; an attribute that would not change is
+         * refused here rather than reported as done */
+        const cJSON *e;
+        cJSON_ArrayForEach(e, q->body)
+        {
+            const char *k = e->string;
+            if (strcmp(k, "name") != 0 && strcmp(k, "identity") != 0 && strcmp(k, "type") != 0)
+                return fail(q, 400, "Bad Request: attribute '%.100s' of router cannot be updated "
+                                    "at run time", k);
+        }
+        cJSON *row = find_row(q, t);
         return row ? ok(q, 200, row) : -1;
     }
     return fail(q, 501, "Not Implemented: operation UPDATE is not implemented for %s", full);

@@ -328,3 +328,11 @@ def test_real_qdmanage_reads_the_live_listener(make_router):
     row, = json.loads(out.stdout)
     assert row["initialHandshakeTimeoutSeconds"] == 3 and row["cost"] == 7
     assert row["linkCapacity"] == 40 and row["maxFrameSize"] == 4096
+
+
+def test_update_router_attribute_is_refused_not_ignored(router, node_of):
+    node = node_of(router)
+    with pytest.raises(ManagementError) as e:
+        node.update({"workerThreads": 7}, "router")
+    assert e.value.status == 400 and "workerThreads" in e.value.description
+    assert node.update({}, "router")["id"] == "JTest"  # nothing to change: qdrouterd's no-op
