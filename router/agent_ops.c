@@ -781,6 +781,17 @@ static cJSON *logstats_row(const etype_t *t, int mod)
     return o;
 }
 
+/* A stat's value by name, 0 when the registry has none (a unit test's registry). */
+static double stat_value(stats_registry_t *reg, const char *name)
+{
+    stats_handle_t h;
+    stats_kind_t kind;
+    stats_value_t v;
+    if (stats_lookup(reg, name, &h, &kind) == 0 && stats_value_get(reg, h, &v) == 0)
+        return (double)v.value;
+    return 0;
+}
+
 static cJSON *policy_row(req_t *q, const etype_t *t)
 {
     const cfg_policy_t *pc = &q->m->cfg->policy;
@@ -791,20 +802,18 @@ static cJSON *policy_row(req_t *q, const etype_t *t)
     cJSON_AddBoolToObject(o, "enableVhostNamePatterns", pc->enable_vhost_name_patterns);
     cJSON_AddNullToObject(o, "policyDir");                /* any is refused */
     add_str(o, "defaultVhost", pc->default_vhost ? pc->default_vhost : "$default");
-    /* connectionsCurrent: the router's connectionCount */
-    long long cur = 0;
-    stats_handle_t h;
-    stats_kind_t kind;
-    stats_value_t v;
-    if (stats_lookup(q->m->reg, "router.connectionCount", &h, &kind) == 0 &&
-        stats_value_get(q->m->reg, h, &v) == 0)
-        cur = (long long)v.value;
-    cJSON_AddNumberToObject(o, "connectionsProcessed", 0);
-    cJSON_AddNumberToObject(o, "connectionsDenied", 0);
-    cJSON_AddNumberToObject(o, "connectionsCurrent", (double)cur);
-    cJSON_AddNumberToObject(o, "linksDenied", 0);
-    cJSON_AddNumberToObject(o, "maxMessageSizeDenied", 0);
-    cJSON_AddNumberToObject(o, "totalDenials", 0);
+    /* connectionsCurrent: the router's connectionCount; the rest: the workers' counts */
+    double cur = stat_value(q->m->reg, "router.connectionCount");
+    double conn_denied = stat_value(q->m->reg, "policyConnectionsDenied");
+    double links_denied = stat_value(q->m->reg, "policyLinksDenied");
+    double size_denied = stat_value(q->m->reg, "policyMaxMessageSizeDenied");
+    cJSON_AddNumberToObject(o, "connectionsProcessed",
+                            stat_value(q->m->reg, "policyConnectionsProcessed"));
+    cJSON_AddNumberToObject(o, "connectionsDenied", conn_denied);
+    cJSON_AddNumberToObject(o, "connectionsCurrent", cur);
+    cJSON_AddNumberToObject(o, "linksDenied", links_denied);
+    cJSON_AddNumberToObject(o, "maxMessageSizeDenied", size_denied);
+    cJSON_AddNumberToObject(o, "totalDenials", conn_denied + links_denied + size_denied);
     return o;
 }
 

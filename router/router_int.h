@@ -258,6 +258,16 @@ struct rtr_worker {
 };
 
 /* Process-wide read-mostly state, written on the main thread before the workers start. */
+/* The `policy` entity's counters, as plain stats named by rtr_policy_stat_names[]. */
+enum {
+    RTR_POLICY_PROCESSED = 0, /* connections that reached the maxConnections check */
+    RTR_POLICY_CONN_DENIED,   /* refused by maxConnections */
+    RTR_POLICY_LINK_DENIED,   /* links refused by maxSenders / maxReceivers */
+    RTR_POLICY_SIZE_DENIED,   /* messages refused by maxMessageSize */
+    RTR_POLICY_N
+};
+extern const char *const rtr_policy_stat_names[RTR_POLICY_N];
+
 typedef struct rtr_globals {
     const cfg_t   *cfg;          /* the configuration */
     const char    *router_id;    /* cfg router id */
@@ -270,6 +280,8 @@ typedef struct rtr_globals {
     _Atomic uint32_t n_open_conns; /* client connections past their AMQP open (policy
                                       maxConnections; any worker) */
     const core_stats_t *stats;   /* the built-in stat families */
+    stats_handle_t policy_stats[RTR_POLICY_N]; /* the policy entity's counters (plain stats
+                                      made at start; workers count into their shard) */
     rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
     int            n_workers;    /* their count */
 } rtr_globals_t;

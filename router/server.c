@@ -29,6 +29,13 @@
 
 rtr_globals_t g_rtr;
 
+const char *const rtr_policy_stat_names[RTR_POLICY_N] = {
+    [RTR_POLICY_PROCESSED] = "policyConnectionsProcessed",
+    [RTR_POLICY_CONN_DENIED] = "policyConnectionsDenied",
+    [RTR_POLICY_LINK_DENIED] = "policyLinksDenied",
+    [RTR_POLICY_SIZE_DENIED] = "policyMaxMessageSizeDenied",
+};
+
 typedef struct rtr_listener rtr_listener_t;
 struct rtr_listener {
     int                   fd;    /* listening socket */
@@ -472,6 +479,16 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     g_rtr.stats = &s->stats;
+    static const char *const policy_help[RTR_POLICY_N] = {
+        "Connections checked against policy maxConnections",
+        "Connections refused by policy maxConnections",
+        "Links refused by maxSenders or maxReceivers",
+        "Messages refused by maxMessageSize",
+    };
+    for (int i = 0; i < RTR_POLICY_N; i++)
+        if (stats_stat_new(s->reg, rtr_policy_stat_names[i], STATS_COUNTER, policy_help[i], NULL,
+                           &g_rtr.policy_stats[i], NULL) < 0)
+            memset(&g_rtr.policy_stats[i], 0, sizeof(g_rtr.policy_stats[i])); /* sink slot */
     s->shard = stats_shard_new(s->reg);
     stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
     uv_async_init(&s->loop, &s->ctl, ctl_cb);

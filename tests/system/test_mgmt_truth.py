@@ -336,3 +336,31 @@ def test_update_router_attribute_is_refused_not_ignored(router, node_of):
         node.update({"workerThreads": 7}, "router")
     assert e.value.status == 400 and "workerThreads" in e.value.description
     assert node.update({}, "router")["id"] == "JTest"  # nothing to change: qdrouterd's no-op
+
+
+def test_policy_counters_count_what_the_policy_refused(make_router, client, node_of):
+    from proton import Delivery, Endpoint, Message
+    r = make_router(listener={"maxSenders": 1, "maxMessageSize": 1000},
+                    extra=[["policy", {"maxConnections": 2}]])
+    node = node_of(r)  # connection 1
+    c1 = client.connect(r.url)  # connection 2
+    snd = c1.sender("policy.q")
+    extra = c1.sender("policy.q", wait=False)  # one sender too many
+    assert extra.wait_remote_closed()
+    c3 = client.connect(r.url, wait=False)  # one connection too many
+    client.wait(lambda: c3.pn.state & Endpoint.REMOTE_CLOSED or c3.is_gone(),
+                msg="the third connection refused")
+    c1.receiver("policy.q", credit=5, settle="accept")
+    big = snd.send(Message(body="b" * 5000))  # too large: refused, c1 closed
+    assert snd.wait_outcome(big) == Delivery.REJECTED
+    want = {"connectionsDenied": 1, "linksDenied": 1, "maxMessageSizeDenied": 1,
+            "totalDenials": 3}
+    deadline = time.monotonic() + 10
+    while True:
+        row = node.read("policy")
+        if all(row[k] == v for k, v in want.items()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    for k, v in want.items():
+        assert row[k] == v, (k, row)
+    assert row["connectionsProcessed"] >= 3
