@@ -7,13 +7,16 @@
  * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
  * session.  This file only moves bytes: the session cuts the input into lines, hands each
  * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
- * The thread runs when there is a `management` entity or at least one http listener.
+ * The thread runs when there is a `management` entity or at least one http listener (from
+ * start-up, or from the management CREATE of the first one).
  *
  * Threads: rtr_admin_start() and rtr_admin_stop() run on the main thread.  Every other
  * function here is a callback of (or is called from) the admin loop and runs on the admin
  * thread only; nothing here is thread-safe, so no suffixes are used inside the file.  The
  * only cross-thread traffic is the stop request (uv_async_send), the start handshake (a
- * semaphore: libwebsockets joins the loop from the admin thread) and the thread join.  The
+ * semaphore: libwebsockets joins the loop from the admin thread), the thread join, and the
+ * main thread's requests for http listeners made or deleted at run time (a list under
+ * req_lock plus a uv_async_send; rtr_admin_http_add/_del).  The
  * stats registry is read through stats/'s thread-safe calls.
  *
  * DESIGN: everything a client can make the server hold is bounded (per session, whatever

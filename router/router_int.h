@@ -299,8 +299,10 @@ struct sockaddr_storage;
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* server.c: listeners at run time (management CREATE/DELETE).  Thread-safe.
- * rtr_server_listener_add() binds `lc` on the calling thread (so a port in use is an error
- * at once) and hands the socket to the main thread, which starts accepting on it; `lc` must
+ * rtr_server_listener_add() checks `lc`'s httpRootDir and binds `lc` on the calling thread
+ * (so a port in use or a missing directory is an error at once) and hands the socket to the
+ * main thread, which starts accepting on it (an http listener's socket goes on to the admin
+ * thread, started then if it is not running); `lc` must
  * stay valid until the server is freed (connections point at it).  Returns the listener's
  * id (> 0), or -1 with a one-line reason in err.  rtr_server_listener_del() asks the main
  * thread to stop accepting on listener `id` and close it (connections stay).  The configured
