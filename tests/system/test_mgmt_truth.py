@@ -9,6 +9,7 @@ the real qdmanage, it reads the same rows.
 
 import http.client
 import json
+import os
 import socket
 import subprocess
 import time
@@ -182,6 +183,22 @@ def test_create_http_listener_serves_http(make_router, node_of):
     status, body = http_get(port, "/metrics")
     assert status == 200 and b"# TYPE" in body
     assert node.read("listener", name="web")["http"] is True
+
+
+def test_create_http_listener_beside_the_management_socket(make_router, node_of, tmp_path):
+    # the admin thread runs (for the socket) but has no HTTP server yet: CREATE starts one
+    sock = tmp_path / "m.sock"
+    if len(str(sock)) > 100:
+        sock = "/tmp/jt-truth-%d.sock" % os.getpid()
+    r = make_router(extra=[["management", {"socket": str(sock)}]])
+    node = node_of(r)
+    port = free_port()
+    node.create({"host": "127.0.0.1", "port": str(port), "http": True, "metrics": False},
+                "listener", name="web")
+    assert wait_http(port, "/healthz") == (200, b"OK\n")
+    assert http_get(port, "/metrics")[0] == 404
+    node.delete("listener", name="web")
+    assert wait_refused(port)
 
 
 def test_create_second_http_listener_with_its_own_switches(make_router, node_of, tmp_path):
