@@ -257,6 +257,11 @@ static void test_counts_bounded_by_bytes(void **state)
         CODEC_INVALID);
     assert_int_equal(codec_value_check(BYTES(0xe0, 0x06, 0xff, 0x00, 0xa3, 0x01, 'd', 0x45)),
                      CODEC_INVALID);
+    /* the scanner's rule for an array it meets (codec.c) is the same: 5 described trues in 7
+     * bytes (the array, the descriptor, 5 elements), not 6 */
+    assert_int_equal(codec_value_check(BYTES(0xe0, 0x05, 0x05, 0x00, 0x53, 0x01, 0x41)), 7);
+    assert_int_equal(codec_value_check(BYTES(0xe0, 0x05, 0x06, 0x00, 0x53, 0x01, 0x41)),
+                     CODEC_INVALID);
     /* nested arrays: an array8 of arrays that each claim 255 nulls in 3 bytes */
     assert_int_equal(codec_value_check(BYTES(0xe0, 0x08, 0x02, 0xe0, 0x02, 0xff, 0x40, 0x02,
                                              0xff, 0x40)),
