@@ -35,10 +35,10 @@ static uint32_t be32(const uint8_t *p)
  * fast.  Fixed-width elements are counted without a loop; every loop below consumes at least
  * one byte per turn. */
 
-/* The walk over one value: the values it may still hold, and the depth limit. */
+/* The walk over one value (or a sequence of them): the values it may still hold. */
 typedef struct vwalk {
-    size_t left;       /* values still allowed: the value's length in bytes, minus those met */
-    bool   over;       /* the rule was broken (as opposed to a malformed encoding) */
+    size_t left; /* values still allowed: the bytes walked over, minus the values met */
+    bool   over; /* the rule was broken (as opposed to a malformed encoding) */
 } vwalk_t;
 
 /* Count n more values; false once there are more values than bytes. */
