@@ -1311,8 +1311,8 @@ static void test_counts_bounded_by_bytes(void **state)
     /* huge counts in tiny sizes: the section maps and lists, a value, the trace list */
     BAD("message-annotations: compound count does not fit", 0x00, 0x53, 0x72, 0xd1, 0, 0, 0, 4,
         0xff, 0xff, 0xff, 0xfe);
-    BAD("header: compound count does not fit", 0x00, 0x53, 0x70, 0xd0, 0, 0, 0, 4, 0xff, 0xff,
-        0xff, 0xff);
+    BAD("header: compound count does not fit", 0x00, 0x53, 0x70, 0xd0, 0, 0, 0, 4, 0xff, 0xff, 0xff,
+        0xff);
     BAD("properties: compound count does not fit", 0x00, 0x53, 0x73, 0xd0, 0, 0, 0, 5, 0xff, 0xff,
         0xff, 0xff, 0x40);
     BAD("delivery-annotations: compound count does not fit", 0x00, 0x53, 0x71, 0xc1, 0x01, 0xfe);
@@ -1889,17 +1889,27 @@ static void test_why_texts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_message),      cmocka_unit_test(test_every_section_located),
-        cmocka_unit_test(test_proton_vectors),     cmocka_unit_test(test_annotation_counts),
-        cmocka_unit_test(test_properties_to),      cmocka_unit_test(test_router_keys),
-        cmocka_unit_test(test_user_runs),          cmocka_unit_test(test_symbolic_descriptors),
-        cmocka_unit_test(test_malformed_sections), cmocka_unit_test(test_malformed_values),
+        cmocka_unit_test(test_empty_message),
+        cmocka_unit_test(test_every_section_located),
+        cmocka_unit_test(test_proton_vectors),
+        cmocka_unit_test(test_annotation_counts),
+        cmocka_unit_test(test_properties_to),
+        cmocka_unit_test(test_router_keys),
+        cmocka_unit_test(test_user_runs),
+        cmocka_unit_test(test_symbolic_descriptors),
+        cmocka_unit_test(test_malformed_sections),
+        cmocka_unit_test(test_malformed_values),
         cmocka_unit_test(test_counts_bounded_by_bytes),
-        cmocka_unit_test(test_truncations),        cmocka_unit_test(test_compose_fast_path),
-        cmocka_unit_test(test_compose_strip),      cmocka_unit_test(test_compose_write),
-        cmocka_unit_test(test_compose_trace),      cmocka_unit_test(test_compose_ma_created),
-        cmocka_unit_test(test_compose_map_sizes),  cmocka_unit_test(test_compose_need_and_errors),
-        cmocka_unit_test(test_compose_matrix),     cmocka_unit_test(test_partial_vs_invalid),
+        cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_compose_fast_path),
+        cmocka_unit_test(test_compose_strip),
+        cmocka_unit_test(test_compose_write),
+        cmocka_unit_test(test_compose_trace),
+        cmocka_unit_test(test_compose_ma_created),
+        cmocka_unit_test(test_compose_map_sizes),
+        cmocka_unit_test(test_compose_need_and_errors),
+        cmocka_unit_test(test_compose_matrix),
+        cmocka_unit_test(test_partial_vs_invalid),
         cmocka_unit_test(test_why_texts),
     };
 
