@@ -126,9 +126,10 @@ static inline const uint8_t *fail(codec_err_t *err, codec_err_t e)
 }
 
 /* Check an array's element constructor and that `count` elements can fit in [q, e): exactly
- * for fixed-width elements, as a lower bound for the others.  Returns e, or NULL with *err. */
-static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
-                                  codec_err_t *err);
+ * for fixed-width elements, as a lower bound for the others; the array starts at p (its format
+ * code).  Returns e, or NULL with *err. */
+static const uint8_t *array_check(const uint8_t *p, const uint8_t *q, const uint8_t *e,
+                                  uint32_t count, codec_err_t *err);
 
 /* plain_skip() for what its fast path leaves: the wider and compound encodings, and errors. */
 __attribute__((noinline)) static const uint8_t *
@@ -183,13 +184,13 @@ plain_skip_slow(const uint8_t *p, const uint8_t *end, codec_err_t *err)
             return fail(err, CODEC_ERR_OVERRUN);
         if (size < 1)
             return fail(err, CODEC_ERR_COMPOUND_SIZE);
-        return array_check(p + 3, p + 2 + size, p[2], err);
+        return array_check(p, p + 3, p + 2 + size, p[2], err);
     case CODEC_CLASS_ARRAY4:
         if (avail < 5 || (size = be32(p + 1)) > avail - 5)
             return fail(err, CODEC_ERR_OVERRUN);
         if (size < 4)
             return fail(err, CODEC_ERR_COMPOUND_SIZE);
-        return array_check(p + 9, p + 5 + size, be32(p + 5), err);
+        return array_check(p, p + 9, p + 5 + size, be32(p + 5), err);
     case CODEC_CLASS_DESCRIBED:
         return fail(err, CODEC_ERR_DESC_DESCRIBED);
     default:
@@ -225,15 +226,17 @@ static inline const uint8_t *plain_skip(const uint8_t *p, const uint8_t *end, co
     return plain_skip_slow(p, end, err);
 }
 
-static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t count,
-                                  codec_err_t *err)
+static const uint8_t *array_check(const uint8_t *p, const uint8_t *q, const uint8_t *e,
+                                  uint32_t count, codec_err_t *err)
 {
     uint8_t  cls;
     uint64_t room;
+    uint64_t values = 1 + (uint64_t)count; /* the array and its elements */
 
     if (q >= e)
         return fail(err, CODEC_ERR_ARRAY_CTOR);
     if (*q == CODEC_CODE_DESCRIBED) {
+        values++; /* the descriptor */
         /* described element constructor: 0x00 descriptor code */
         if (++q >= e)
             return fail(err, CODEC_ERR_ARRAY_CTOR);
@@ -248,6 +251,11 @@ static const uint8_t *array_check(const uint8_t *q, const uint8_t *e, uint32_t c
     room = (uint64_t)(e - q);
     switch (cls) {
     case CODEC_CLASS_W0:
+        /* zero-width elements take no bytes at all: at most one value per byte of the array
+         * (DESIGN.md, "Work bounded by bytes"), the rule every other element meets by itself */
+        if (room != 0 || values > (uint64_t)(e - p))
+            return fail(err, CODEC_ERR_ARRAY_COUNT);
+        return e;
     case CODEC_CLASS_W1:
     case CODEC_CLASS_W2:
     case CODEC_CLASS_W4:

@@ -194,8 +194,9 @@ extern const uint8_t codec__class_width[CODEC_CLASS_DESCRIBED];
  * Returns the first byte after it, or NULL with *err set when it is malformed or does not end
  * by `end`.  Compounds and arrays are skipped by their size field after O(1) checks (size
  * covers the count field, count fits the size, no elements means no bytes, maps have an even
- * count, an array has a valid element constructor and fixed-width elements fill its size
- * exactly); their elements are not visited.  Never reads at or past `end`. */
+ * count, an array has a valid element constructor, fixed-width elements fill its size exactly,
+ * and zero-width ones number at most one per byte of the array: DESIGN.md, "Work bounded by
+ * bytes"); their elements are not visited.  Never reads at or past `end`. */
 const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err_t *err);
 
 /* Read a section's descriptor at msg[0, len): on success returns 0 and sets *code (0x70..0x78)

@@ -22,13 +22,46 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* ---- values, all the way down ---- */
+/* ---- values, all the way down ----
+ *
+ * The rule (codec/DESIGN.md, "Work bounded by bytes"): a value may hold at most one value per
+ * byte of its encoding, counting itself and every element of every list, map and array,
+ * nested ones included, and every described value with its descriptor.  A value that carries
+ * its own format code takes at least that byte, so only the elements of an array whose
+ * constructor is zero-width (null, true, false, uint0, ulong0, list0, or a described one of
+ * those) can break the rule: an array32 of 2^32-1 nulls is 10 bytes long.  Checking the rule
+ * makes the walk proportional to the bytes, and it bounds what Proton (pn_data, one node per
+ * value) builds from what we pass: refusing such an array is the point, not just skipping it
+ * fast.  Fixed-width elements are counted without a loop; every loop below consumes at least
+ * one byte per turn. */
 
-static const uint8_t *check_value(const uint8_t *p, const uint8_t *end, int depth);
+/* The walk over one value (or a sequence of them): the values it may still hold. */
+typedef struct vwalk {
+    size_t left; /* values still allowed: the bytes walked over, minus the values met */
+    bool   over; /* the rule was broken (as opposed to a malformed encoding) */
+} vwalk_t;
 
-/* One element of an array whose elements share the constructor `code` (no code byte each). */
-static const uint8_t *check_array_elem(uint8_t code, const uint8_t *p, const uint8_t *end,
-                                       int depth)
+/* Count n more values; false once there are more values than bytes. */
+static bool vwalk_take(vwalk_t *w, uint64_t n)
+{
+    if (n > w->left) {
+        w->over = true;
+        return false;
+    }
+    w->left -= (size_t)n;
+    return true;
+}
+
+static const uint8_t *check_value(vwalk_t *w, const uint8_t *p, const uint8_t *end, int depth);
+
+/* `count` elements of an array whose elements share the constructor `code` (no code byte
+ * each), from p; they must end exactly at end.  Returns end, or NULL. */
+static const uint8_t *check_array_elems(vwalk_t *w, uint8_t code, uint32_t count,
+                                        const uint8_t *p, const uint8_t *end, int depth);
+
+/* One value of constructor `code` whose code byte is already read: p is just past it. */
+static const uint8_t *check_body(vwalk_t *w, uint8_t code, const uint8_t *p, const uint8_t *end,
+                                 int depth)
 {
     size_t n;
     switch (codec__class[code]) {
@@ -54,44 +87,43 @@ static const uint8_t *check_array_elem(uint8_t code, const uint8_t *p, const uin
     case CODEC_CLASS_COMPOUND4:
     case CODEC_CLASS_ARRAY1:
     case CODEC_CLASS_ARRAY4: {
-        /* re-use the value checker on a copy-free view: rebuild "code + rest" */
-        if (p == NULL || depth > MAX_DEPTH)
+        if (depth > MAX_DEPTH)
             return NULL;
-        /* the element is laid out exactly as a value without its code byte */
         bool four = codec__class[code] == CODEC_CLASS_COMPOUND4 ||
                     codec__class[code] == CODEC_CLASS_ARRAY4;
-        size_t w = four ? 4 : 1;
-        if ((size_t)(end - p) < 2 * w)
+        size_t cw = four ? 4 : 1;
+        if ((size_t)(end - p) < 2 * cw)
             return NULL;
         size_t size = four ? be32(p) : p[0];
-        size_t count = four ? be32(p + w) : p[w];
-        if (size < w || size > (size_t)(end - p) - w)
+        uint32_t count = four ? be32(p + cw) : p[cw];
+        if (size < cw || size > (size_t)(end - p) - cw)
             return NULL;
-        const uint8_t *q = p + 2 * w;
-        const uint8_t *bend = p + w + size;
+        const uint8_t *q = p + 2 * cw;
+        const uint8_t *bend = p + cw + size;
         if (codec__class[code] == CODEC_CLASS_COMPOUND1 ||
             codec__class[code] == CODEC_CLASS_COMPOUND4) {
             if ((code == CODEC_CODE_MAP8 || code == CODEC_CODE_MAP32) && (count & 1))
                 return NULL;
-            for (size_t i = 0; i < count; i++)
-                if (!(q = check_value(q, bend, depth + 1)))
+            /* each element has its code byte: the loop ends by the size whatever the count */
+            for (uint32_t i = 0; i < count; i++)
+                if (!(q = check_value(w, q, bend, depth + 1)))
                     return NULL;
-        } else {
-            if (q >= bend)
-                return NULL;
-            uint8_t ec = *q++;
-            if (ec == CODEC_CODE_DESCRIBED) {
-                if (!(q = check_value(q, bend, depth + 1)) || q >= bend)
-                    return NULL;
-                ec = *q++;
-            }
-            if (codec__class[ec] == CODEC_CLASS_BAD || codec__class[ec] == CODEC_CLASS_DESCRIBED)
-                return NULL;
-            for (size_t i = 0; i < count; i++)
-                if (!(q = check_array_elem(ec, q, bend, depth + 1)))
-                    return NULL;
+            return q == bend ? q : NULL;
         }
-        return q == bend ? q : NULL;
+        if (q >= bend)
+            return NULL;
+        uint8_t ec = *q++;
+        if (ec == CODEC_CODE_DESCRIBED) {
+            /* a described element constructor: its descriptor once, for every element */
+            if (q >= bend || *q == CODEC_CODE_DESCRIBED)
+                return NULL;
+            if (!(q = check_value(w, q, bend, depth + 1)) || q >= bend)
+                return NULL;
+            ec = *q++;
+        }
+        if (codec__class[ec] == CODEC_CLASS_BAD || codec__class[ec] == CODEC_CLASS_DESCRIBED)
+            return NULL;
+        return check_array_elems(w, ec, count, q, bend, depth + 1);
     }
     default:
         return NULL;
@@ -99,9 +131,28 @@ static const uint8_t *check_array_elem(uint8_t code, const uint8_t *p, const uin
     return (size_t)(end - p) >= n ? p + n : NULL;
 }
 
-static const uint8_t *check_value(const uint8_t *p, const uint8_t *end, int depth)
+static const uint8_t *check_array_elems(vwalk_t *w, uint8_t code, uint32_t count,
+                                        const uint8_t *p, const uint8_t *end, int depth)
 {
-    if (p >= end || depth > MAX_DEPTH)
+    /* the elements are values too: counted before any is walked, so a count that the bytes
+     * cannot pay for is refused at once */
+    if (!vwalk_take(w, count))
+        return NULL;
+    uint8_t cls = codec__class[code];
+    if (cls >= CODEC_CLASS_W0 && cls <= CODEC_CLASS_W16) {
+        /* fixed width: the elements fill the rest exactly, nothing to walk */
+        return (uint64_t)count * codec__class_width[cls] == (uint64_t)(end - p) ? end : NULL;
+    }
+    /* variable or compound elements: each takes at least its size field */
+    for (uint32_t i = 0; i < count; i++)
+        if (!(p = check_body(w, code, p, end, depth)))
+            return NULL;
+    return p == end ? p : NULL;
+}
+
+static const uint8_t *check_value(vwalk_t *w, const uint8_t *p, const uint8_t *end, int depth)
+{
+    if (p >= end || depth > MAX_DEPTH || !vwalk_take(w, 1))
         return NULL;
     uint8_t code = *p;
     switch (codec__class[code]) {
@@ -111,19 +162,39 @@ static const uint8_t *check_value(const uint8_t *p, const uint8_t *end, int dept
         const uint8_t *q = p + 1;
         if (q >= end || *q == CODEC_CODE_DESCRIBED)
             return NULL; /* a descriptor is not itself described */
-        if (!(q = check_value(q, end, depth + 1)))
+        if (!(q = check_value(w, q, end, depth + 1)))
             return NULL;
-        return check_value(q, end, depth + 1);
+        return check_value(w, q, end, depth + 1);
     }
     default:
-        return check_array_elem(code, p + 1, end, depth);
+        return check_body(w, code, p + 1, end, depth);
     }
+}
+
+/* Check the value at p[0, len): its length, or CODEC_INVALID (*over says whether the rule of
+ * one value per byte was what failed). */
+static long value_check(const uint8_t *p, size_t len, bool *over)
+{
+    vwalk_t        w = {.left = len, .over = false};
+    const uint8_t *q = check_value(&w, p, p + len, 0);
+    if (over)
+        *over = w.over;
+    return q ? (long)(q - p) : CODEC_INVALID;
 }
 
 long codec_value_check(const uint8_t *p, size_t len)
 {
-    const uint8_t *q = check_value(p, p + len, 0);
-    return q ? (long)(q - p) : CODEC_INVALID;
+    return value_check(p, len, NULL);
+}
+
+int codec_values_check(const uint8_t *p, size_t len)
+{
+    vwalk_t        w = {.left = len, .over = false};
+    const uint8_t *end = p + len;
+    while (p < end)
+        if (!(p = check_value(&w, p, end, 0)))
+            return CODEC_INVALID;
+    return 0;
 }
 
 /* ---- performatives ---- */
@@ -278,8 +349,10 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
 {
     /* the list starts after the descriptor */
     uint32_t d = b[1] == CODEC_CODE_SMALLULONG ? 3 : 10;
-    if (!check_value(b, b + len, 0))
-        return fail(g, "a performative is not a well-formed AMQP value");
+    bool over = false;
+    if (value_check(b, len, &over) < 0)
+        return fail(g, over ? "a performative claims more values than it has bytes"
+                            : "a performative is not a well-formed AMQP value");
 
     perf_t f = {.code = code};
     const uint8_t *p = b + d;
@@ -294,9 +367,10 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
         f.count = 0;
         p += 1;
     }
+    vwalk_t w = {.left = len, .over = false};
     for (uint32_t i = 0; i < f.count && i < 12; i++) {
         f.field[i] = p;
-        p = check_value(p, end, 1); /* validated above: cannot fail */
+        p = check_value(&w, p, end, 1); /* validated above: cannot fail */
         if (!p)
             return fail(g, "a performative's fields do not fill its list");
     }

@@ -12,11 +12,19 @@
  *   frame header     size:4 doff:1 type:1 channel:2   8 <= size <= max frame,
  *                    2 <= doff, doff*4 <= size, type 0 (AMQP layer) or 1 (SASL layer)
  *   performative     0x00 0x53|0x80 code, then a list (list0/list8/list32) every element of
- *                    which is a complete, well-formed value (checked all the way down);
+ *                    which is a complete, well-formed value (checked all the way down, at
+ *                    most 32 deep, and holding at most one value per byte: see below);
  *                    codes 0x10-0x18 in the AMQP layer, 0x41 / 0x43 (init, response) in SASL
  *   payload          only after a transfer
  *   fields           the mandatory fields of each performative are present with their type;
  *                    the first transfer of a delivery on a handle carries a delivery-id
+ *
+ * Work is bounded by the bytes, whatever the encoding claims: every value is walked once, and
+ * a performative may hold at most as many values (itself, every element of every list, map
+ * and array, nested ones included) as it has bytes.  A value with its own format code always
+ * pays for itself; only an array of zero-width elements (null, true, false, uint0, ulong0,
+ * list0, or a described one of those) can claim more, and is refused: an array32 of 2^32-1
+ * nulls is 10 bytes, and Proton (pn_data, one node per value) must never see it.
  *
  * Payload bytes are counted, not copied; only performatives are gathered into the caller's
  * buffer (at most max_frame bytes).  Nothing allocates.  Not thread-safe: one guard belongs
@@ -61,8 +69,14 @@ void codec_guard_init(codec_guard_t *g, uint32_t max_frame, uint8_t *buf, uint32
  * without feeding Proton any of these bytes. */
 int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n);
 
-/* Validate one complete AMQP value at p[0, len) all the way down (every element of every
- * list, map and array); returns its length, or CODEC_INVALID.  Exposed for tests. */
+/* Validate one complete AMQP value at the start of p[0, len) all the way down (every element
+ * of every list, map and array, at most 32 deep), holding at most `len` values in all (see
+ * above); returns its length, or CODEC_INVALID.  Thread-safe; reads nothing outside p[0, len). */
 long codec_value_check(const uint8_t *p, size_t len);
+
+/* Validate that p[0, len) is a sequence of complete values, as codec_value_check() checks each,
+ * holding at most `len` values in all: what must be true of bytes before Proton decodes them
+ * (pn_message_decode, pn_data_decode).  Returns 0 or CODEC_INVALID.  Thread-safe. */
+int codec_values_check(const uint8_t *p, size_t len);
 
 #endif

@@ -191,13 +191,17 @@ static void sess_too_long(rtr_admin_sess_t *s)
     stats_mgmt_error(write_reply, s, 413, msg);
 }
 
-/* Answer every complete line in s->in while the client is not paused. */
+/* Answer every complete line in s->in while the client is not paused.  Bytes already known
+ * to hold no newline (s->in_scanned) are not searched again: a line that arrives a byte at a
+ * time (a WebSocket message in one-byte fragments) costs its length, not its square. */
 static void sess_lines(rtr_admin_sess_t *s)
 {
     size_t off = 0;
     while (!s->closed && s->ctx && !rtr_admin_sess_paused(s) && off < s->in_len) {
-        char *start = s->in + off;
-        char *nl = memchr(start, '\n', s->in_len - off);
+        char  *start = s->in + off;
+        size_t from = off == 0 && s->in_scanned <= s->in_len ? s->in_scanned : 0;
+        char  *nl = memchr(start + from, '\n', s->in_len - off - from);
+        s->in_scanned = 0;
         if (s->discarding) {
             if (!nl) {
                 off = s->in_len; /* still inside the over-long line */
@@ -212,6 +216,8 @@ static void sess_lines(rtr_admin_sess_t *s)
                 sess_too_long(s);
                 s->discarding = true;
                 off = s->in_len;
+            } else {
+                s->in_scanned = s->in_len - off; /* after the memmove below */
             }
             break;
         }
@@ -277,7 +283,9 @@ void rtr_admin_sess_pump(rtr_admin_sess_t *s)
 void rtr_admin_sess_in_room(rtr_admin_sess_t *s, size_t want)
 {
     if (s->in_cap - s->in_len < want) {
-        s->in_cap = s->in_len + want;
+        /* at least doubled, so that many small inputs are not a copy each */
+        size_t cap = s->in_cap * 2;
+        s->in_cap = cap > s->in_len + want ? cap : s->in_len + want;
         s->in = base_realloc(s->in, s->in_cap);
     }
 }

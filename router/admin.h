@@ -93,6 +93,7 @@ struct rtr_admin_sess {
     char                 *in;         /* bytes read that do not make a complete line yet */
     size_t                in_len;     /* their count */
     size_t                in_cap;     /* allocated */
+    size_t                in_scanned; /* leading bytes of `in` known to hold no newline */
     bool                  discarding; /* the line being read was too long: drop to its newline */
     char                 *out;        /* reply lines waiting for the transport */
     size_t                out_len;    /* their length */

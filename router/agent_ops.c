@@ -11,10 +11,12 @@
  * shows), the configuration types from the agent's own records.  QUERY picks columns and
  * pages, READ/UPDATE/DELETE find a row by name or identity, and the rows are converted to
  * AMQP (pn_data_t) only when the reply is written.  Requests are decoded with Proton's
- * pn_message_t; nothing in a request is trusted (types, keys, sizes are all checked).
+ * pn_message_t, after codec_values_check() made sure that Proton's work is bounded by the
+ * request's bytes; nothing in a request is trusted (types, keys, sizes are all checked).
  */
 #include "router/agent_ops.h"
 
+#include "codec/frame.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
@@ -1665,7 +1667,19 @@ int rtr_mgmt_handle(rtr_mgmt_t *m, const uint8_t *bytes, size_t len, uint8_t **o
     *to = NULL;
     pn_message_clear(req);
     /* (Proton asserts on an empty buffer) */
-    if (!bytes || len == 0 || pn_message_decode(req, (const char *)bytes, len) != 0) {
+    if (!bytes || len == 0) {
+        *why = "the request is not an AMQP message";
+        return -1;
+    }
+    /* Proton builds one node per value, recursing per level of nesting, whatever the bytes
+     * pay for: they must hold at most one value per byte and nest at most 32 deep first, the
+     * rule the frame guard applies to performatives (codec/frame.h) */
+    if (codec_values_check(bytes, len) != 0) {
+        *why = "the request is not a well-formed AMQP message (malformed, nested more than 32 "
+               "deep, or more values than bytes)";
+        return -1;
+    }
+    if (pn_message_decode(req, (const char *)bytes, len) != 0) {
         *why = "the request is not an AMQP message";
         return -1;
     }

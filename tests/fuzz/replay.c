@@ -1,22 +1,92 @@
 /* tests/fuzz/replay.c: run a libFuzzer target over saved inputs without libFuzzer.
  *
- * Usage: replay <file or directory>...  Every regular file named on the command line, or found
- * directly in a directory named there, is passed once to LLVMFuzzerTestOneInput().  Files
- * whose names start with '.' or "README" are skipped, so a directory can carry a README.
+ * Usage: replay [-t MS] <file or directory>...  Every regular file named on the command line,
+ * or found directly in a directory named there, is passed once to LLVMFuzzerTestOneInput().
+ * Files whose names start with '.' or "README" are skipped, so a directory can carry a README.
  * Each input is placed at the end of a guard-paged buffer, so that even a build without
- * AddressSanitizer faults on a read past its end.  Exits 0 when every input ran (the target
- * aborts on a violated invariant), 1 when a path could not be read.
+ * AddressSanitizer faults on a read past its end.
+ *
+ * A slow input fails like a crash: each input may use at most MS milliseconds of CPU time
+ * (-t, default REPLAY_LIMIT_MS; the process's CPU time, every thread included, so a loaded
+ * machine does not make an input fail) and ten times that of wall-clock time.  Past either,
+ * the replay names the input and exits 3.  The work a decoder does is bounded by the bytes it
+ * is given (STYLE.md, "Errors"); the inputs here are at most a few hundred KiB, so a legitimate
+ * one takes milliseconds even under ASan, and an input that makes a decoder loop on a count
+ * its bytes do not pay for takes seconds.  At the end the slowest input is named.
+ *
+ * Exits 0 when every input ran (the target aborts on a violated invariant), 1 when a path
+ * could not be read, 2 on a usage or system error, 3 on a slow input.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define REPLAY_LIMIT_MS 2000 /* CPU time one input may take, by default */
+
+static long        s_limit_ms = REPLAY_LIMIT_MS; /* -t */
+static const char *s_current;                    /* the input being run (for the signal) */
+static double      s_slowest_ms;                 /* the slowest input so far (CPU ms) */
+static char        s_slowest[4096];              /* its path */
+
+/* SIGPROF (CPU limit) or SIGALRM (wall-clock limit): name the input and stop.  Only
+ * async-signal-safe calls. */
+static void on_limit(int sig)
+{
+    static const char pre[] = "replay: SLOW INPUT (more than the per-input ";
+    const char       *what = sig == SIGPROF ? "CPU time limit, -t): " : "wall-clock limit): ";
+    ssize_t           rc;
+    rc = write(2, pre, sizeof(pre) - 1);
+    rc = write(2, what, strlen(what));
+    if (s_current)
+        rc = write(2, s_current, strlen(s_current));
+    rc = write(2, "\n", 1);
+    (void)rc;
+    _exit(3);
+}
+
+/* Arm (ms > 0) or disarm (ms == 0) both limits. */
+static void limits_arm(long ms)
+{
+    struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
+    if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+        perror("replay: setitimer");
+        exit(2);
+    }
+    alarm(ms ? (unsigned)((ms * 10 + 999) / 1000) : 0);
+}
+
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Run the target on one input, under the limits. */
+static void run_one(const char *path, const uint8_t *p, size_t size)
+{
+    s_current = path;
+    double t0 = cpu_ms();
+    limits_arm(s_limit_ms);
+    LLVMFuzzerTestOneInput(p, size);
+    limits_arm(0);
+    double ms = cpu_ms() - t0;
+    if (ms > s_slowest_ms) {
+        s_slowest_ms = ms;
+        snprintf(s_slowest, sizeof(s_slowest), "%s", path);
+    }
+    s_current = NULL;
+}
 
 /* Run one file; returns 0, or -1 when it cannot be read. */
 static int replay_file(const char *path)
@@ -50,7 +120,7 @@ static int replay_file(const char *path)
     fclose(f);
     /* read-only, as libFuzzer hands it over */
     mprotect(map, data, PROT_READ);
-    LLVMFuzzerTestOneInput(p, (size_t)st.st_size);
+    run_one(path, p, (size_t)st.st_size);
     munmap(map, data + page);
     return 0;
 }
@@ -64,8 +134,27 @@ int main(int argc, char **argv)
 {
     int    failed = 0;
     size_t runs = 0;
+    int    first = 1;
 
-    for (int i = 1; i < argc; i++) {
+    if (argc > 2 && strcmp(argv[1], "-t") == 0) {
+        char *end;
+        s_limit_ms = strtol(argv[2], &end, 10);
+        if (*end || s_limit_ms <= 0) {
+            fprintf(stderr, "replay: -t needs a positive number of milliseconds\n");
+            return 2;
+        }
+        first = 3;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_limit;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, NULL) != 0 || sigaction(SIGALRM, &sa, NULL) != 0) {
+        perror("replay: sigaction");
+        return 2;
+    }
+
+    for (int i = first; i < argc; i++) {
         struct stat st;
 
         if (stat(argv[i], &st) != 0) {
@@ -112,6 +201,7 @@ int main(int argc, char **argv)
         }
         free(names);
     }
-    printf("replay: %zu inputs\n", runs);
+    printf("replay: %zu inputs (limit %ld ms of CPU time each); slowest %.2f ms: %s\n", runs,
+           s_limit_ms, s_slowest_ms, runs ? s_slowest : "-");
     return failed;
 }

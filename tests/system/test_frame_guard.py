@@ -5,6 +5,7 @@ the project; the replay test is skipped where that folder is absent."""
 
 import glob
 import os
+import select
 import socket
 import struct
 import time
@@ -82,3 +83,74 @@ def test_proton_fuzz_inputs_leave_the_router_serving(router):
             assert router.is_running(), "router died after %s" % path
     assert router.is_running()
     check_router_works(router.url)
+
+
+# Issue 11: an open whose outgoing-locales is an array32 claiming 2^32-1 nulls (zero-width
+# elements) in a 31-byte frame.  The guard walked every claimed element, 18 s on one worker.
+HOSTILE_OPEN = (b"\x00\x53\x10\xc0\x12\x06\xa1\x01x\x40\x40\x40\x40"
+                b"\xf0\x00\x00\x00\x05\xff\xff\xff\xff\x40")
+
+
+def read_until(s, want, timeout):
+    """Read from socket s until `want` bytes arrived, the peer closed, or `timeout` passed;
+    returns (bytes, closed)."""
+    got = bytearray()
+    deadline = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < deadline:
+        r, _, _ = select.select([s], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            break
+        try:
+            chunk = s.recv(65536)
+        except (ConnectionResetError, BrokenPipeError):
+            return bytes(got), True
+        if not chunk:
+            return bytes(got), True
+        got.extend(chunk)
+    return bytes(got), False
+
+
+@pytest.mark.parametrize("body", [
+    HOSTILE_OPEN,
+    # the same claim behind a described element constructor, in an attach's source
+    None,
+], ids=["open-locales", "attach-source-described"])
+def test_counts_the_bytes_do_not_pay_for_do_not_hold_the_worker(make_router, body):
+    """With one worker thread, a connection that sends a performative claiming 2^32-1
+    zero-width values is closed with a framing error at once, and a second connection on the
+    same worker gets its protocol header answered meanwhile."""
+    r = make_router(router={"workerThreads": 1}, listener={"idleTimeoutSeconds": 60})
+    if body is None:
+        data = (frame(OPEN)
+                + frame(b"\x00\x53\x11\xc0\x07\x04\x40\x43\x52\x64\x52\x64")
+                + frame(b"\x00\x53\x12\xc0\x1b\x06\xa1\x01l\x43\x41\x40\x40\x00\x53\x28\xc0"
+                        b"\x0e\x01\xf0\x00\x00\x00\x08\xff\xff\xff\xff\x00\x53\x01\x45"))
+    else:
+        assert len(frame(body)) == 31
+        data = frame(body)
+    hostile = socket.create_connection((r.host, r.port), timeout=5)
+    probe = None
+    try:
+        # the protocol header first, so that the router's AMQP layer is up and its close
+        # frame can carry the error
+        hostile.sendall(AMQP_HEADER)
+        got, _ = read_until(hostile, 8, timeout=5)
+        assert got == AMQP_HEADER
+        hostile.sendall(data)
+        time.sleep(0.3)  # the worker has the hostile bytes in hand
+        probe = socket.create_connection((r.host, r.port), timeout=5)
+        t0 = time.monotonic()
+        probe.sendall(AMQP_HEADER)
+        got, _ = read_until(probe, 8, timeout=2)
+        assert got[:8] == AMQP_HEADER, \
+            "second connection's header not answered within 2 s (%.1f s)" % (
+                time.monotonic() - t0)
+        got, closed = read_until(hostile, 1 << 20, timeout=5)
+        assert closed, "the hostile connection is still open"
+        assert b"amqp:connection:framing-error" in got
+    finally:
+        hostile.close()
+        if probe:
+            probe.close()
+    check_router_works(r.url)
+    assert "a performative claims more values than it has bytes" in r.stderr_text()

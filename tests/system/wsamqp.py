@@ -6,12 +6,15 @@ WebSocket messages and feeds what arrived into the engine.  Only what the tests 
 one session, senders and receivers with credit, send, receive, settle.
 """
 
+import select
 import time
 
 import websocket
 from proton import Collector, Connection, Delivery, Message, Transport
 
 DEFAULT_TIMEOUT = 10.0
+WRITE_CHUNK = 64 * 1024  # bytes per WebSocket message that pump() writes
+WRITE_BURST = 16  # messages per pump() before it reads and pumps the peer again
 
 
 class WsAmqp:
@@ -51,13 +54,16 @@ class WsAmqp:
             self.peer.flush()
             wait = 0.005
         self.transport.tick(time.monotonic())  # heartbeats: the router has an idle timeout
-        while True:
+        # At most WRITE_CHUNK bytes per WebSocket message, and only while the socket takes
+        # them without waiting: a 5 MB message written in one blocking send would wait for the
+        # router, which waits for the peer client, which is pumped only between calls here.
+        for _ in range(WRITE_BURST):
             n = self.transport.pending()
-            if n < 0:
+            if n <= 0:
                 break
-            if n == 0:
+            if not select.select([], [self.ws.sock], [], 0)[1]:
                 break
-            data = self.transport.peek(n)
+            data = self.transport.peek(min(n, WRITE_CHUNK))
             self.ws.send_binary(data)
             self.transport.pop(len(data))
         if self.inbuf:

@@ -1276,6 +1276,71 @@ static void test_malformed_values(void **state)
     BAD("application-properties: map count is odd", 0x00, 0x53, 0x74, 0xc1, 0x02, 0x01, 0x40);
 }
 
+/* Work bounded by bytes (DESIGN.md): every loop driven by a count consumes a byte per turn, so
+ * huge counts with tiny sizes are refused at once; an array of zero-width elements, which
+ * take no bytes, may claim at most one value per byte of its encoding. */
+#define GOOD(...)                                                                                  \
+    do {                                                                                           \
+        static const uint8_t g_[] = {__VA_ARGS__};                                                 \
+        codec_scan_t         s_;                                                                   \
+        assert_scan_ok(g_, sizeof(g_), &s_, NULL);                                                 \
+    } while (0)
+
+static void test_counts_bounded_by_bytes(void **state)
+{
+    (void)state;
+    /* an annotation value: an array8 of 255 nulls, an array32 of 2^32-1, of described list0s */
+    BAD("message-annotations: array count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x08, 0x02, 0xa3,
+        0x01, 'a', 0xe0, 0x02, 0xff, 0x40);
+    BAD("message-annotations: array count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x0e, 0x02, 0xa3,
+        0x01, 'a', 0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x40);
+    BAD("message-annotations: array count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x11, 0x02, 0xa3,
+        0x01, 'a', 0xf0, 0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0x00, 0x53, 0x01, 0x45);
+    /* ...one value per byte is fine: 3 nulls in 4 bytes (the array, 3 elements), 5 described
+     * trues in 7 (the array, the descriptor, 5 elements) */
+    GOOD(0x00, 0x53, 0x72, 0xc1, 0x08, 0x02, 0xa3, 0x01, 'a', 0xe0, 0x02, 0x03, 0x40);
+    BAD("message-annotations: array count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x08, 0x02, 0xa3,
+        0x01, 'a', 0xe0, 0x02, 0x04, 0x40);
+    GOOD(0x00, 0x53, 0x72, 0xc1, 0x0b, 0x02, 0xa3, 0x01, 'a', 0xe0, 0x05, 0x05, 0x00, 0x53, 0x01,
+         0x41);
+    BAD("message-annotations: array count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x0b, 0x02, 0xa3,
+        0x01, 'a', 0xe0, 0x05, 0x06, 0x00, 0x53, 0x01, 0x41);
+    /* a header field and an application property too */
+    BAD("header: array count does not fit", 0x00, 0x53, 0x70, 0xc0, 0x0b, 0x01, 0xf0, 0, 0, 0, 5,
+        0xff, 0xff, 0xff, 0xff, 0x40);
+    /* huge counts in tiny sizes: the section maps and lists, a value, the trace list */
+    BAD("message-annotations: compound count does not fit", 0x00, 0x53, 0x72, 0xd1, 0, 0, 0, 4,
+        0xff, 0xff, 0xff, 0xfe);
+    BAD("header: compound count does not fit", 0x00, 0x53, 0x70, 0xd0, 0, 0, 0, 4, 0xff, 0xff, 0xff,
+        0xff);
+    BAD("properties: compound count does not fit", 0x00, 0x53, 0x73, 0xd0, 0, 0, 0, 5, 0xff, 0xff,
+        0xff, 0xff, 0x40);
+    BAD("delivery-annotations: compound count does not fit", 0x00, 0x53, 0x71, 0xc1, 0x01, 0xfe);
+    BAD("application-properties: compound count does not fit", 0x00, 0x53, 0x74, 0xd1, 0, 0, 0, 4,
+        0xff, 0xff, 0xff, 0xfe);
+    BAD("message-annotations: compound count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x0d, 0x02,
+        0xa3, 0x01, 'a', 0xd0, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff);
+    BAD("message-annotations: compound count does not fit", 0x00, 0x53, 0x72, 0xc1, 0x1a, 0x02,
+        0xa3, 0x0e, 'x', '-', 'o', 'p', 't', '-', 'q', 'd', '.', 't', 'r', 'a', 'c', 'e', 0xd0, 0,
+        0, 0, 4, 0xff, 0xff, 0xff, 0xff);
+    /* a chain of 10,000 described values (0x00 ulong0 ... null) as an annotation value is
+     * walked without recursion, two bytes per link; so is a map of 20,000 two-byte pairs */
+    enc_t       *e = enc_new();
+    codec_scan_t s;
+    section(e, 0x72);
+    size_t at = compound_open(e, 0xd1);
+    sym(e, "a");
+    for (int i = 0; i < 10000; i++)
+        RAW(e, 0x00, 0x44);
+    u8(e, 0x40);
+    for (int i = 0; i < 20000; i++)
+        RAW(e, 0x44, 0x40);
+    compound_close(e, at, 2 + 2 * 20000);
+    assert_scan_ok(e->b, e->n, &s, NULL);
+    assert_int_equal(s.ma_count, 20001);
+    free(e);
+}
+
 /* Every prefix of a valid message: PARTIAL when incomplete (until the body's descriptor has
  * arrived), and when complete, valid only at a section boundary. */
 static void truncations_check(const uint8_t *full, size_t len)
@@ -1824,16 +1889,27 @@ static void test_why_texts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_message),      cmocka_unit_test(test_every_section_located),
-        cmocka_unit_test(test_proton_vectors),     cmocka_unit_test(test_annotation_counts),
-        cmocka_unit_test(test_properties_to),      cmocka_unit_test(test_router_keys),
-        cmocka_unit_test(test_user_runs),          cmocka_unit_test(test_symbolic_descriptors),
-        cmocka_unit_test(test_malformed_sections), cmocka_unit_test(test_malformed_values),
-        cmocka_unit_test(test_truncations),        cmocka_unit_test(test_compose_fast_path),
-        cmocka_unit_test(test_compose_strip),      cmocka_unit_test(test_compose_write),
-        cmocka_unit_test(test_compose_trace),      cmocka_unit_test(test_compose_ma_created),
-        cmocka_unit_test(test_compose_map_sizes),  cmocka_unit_test(test_compose_need_and_errors),
-        cmocka_unit_test(test_compose_matrix),     cmocka_unit_test(test_partial_vs_invalid),
+        cmocka_unit_test(test_empty_message),
+        cmocka_unit_test(test_every_section_located),
+        cmocka_unit_test(test_proton_vectors),
+        cmocka_unit_test(test_annotation_counts),
+        cmocka_unit_test(test_properties_to),
+        cmocka_unit_test(test_router_keys),
+        cmocka_unit_test(test_user_runs),
+        cmocka_unit_test(test_symbolic_descriptors),
+        cmocka_unit_test(test_malformed_sections),
+        cmocka_unit_test(test_malformed_values),
+        cmocka_unit_test(test_counts_bounded_by_bytes),
+        cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_compose_fast_path),
+        cmocka_unit_test(test_compose_strip),
+        cmocka_unit_test(test_compose_write),
+        cmocka_unit_test(test_compose_trace),
+        cmocka_unit_test(test_compose_ma_created),
+        cmocka_unit_test(test_compose_map_sizes),
+        cmocka_unit_test(test_compose_need_and_errors),
+        cmocka_unit_test(test_compose_matrix),
+        cmocka_unit_test(test_partial_vs_invalid),
         cmocka_unit_test(test_why_texts),
     };
 

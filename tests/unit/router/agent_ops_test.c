@@ -282,6 +282,77 @@ static void test_not_a_message(void **state)
     pn_message_free(req);
 }
 
+/* A GET-TYPES request whose body section is `body` (raw bytes); returns rtr_mgmt_handle()'s
+ * result and sets *why. */
+static int call_raw_body(fx_t *f, const uint8_t *bodyb, size_t body_len, const char **why)
+{
+    pn_message_t *req = pn_message();
+    pn_message_set_reply_to(req, "amqp:/_topo/0/T1/temp.1");
+    pn_data_t *p = pn_message_properties(req);
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    pn_data_put_string(p, pn_bytes(9, "operation"));
+    pn_data_put_string(p, pn_bytes(9, "GET-TYPES"));
+    pn_data_exit(p);
+    pn_rwbytes_t buf = {0, NULL};
+    ssize_t n = pn_message_encode2(req, &buf); /* no body section: the body is empty */
+    assert_true(n > 0);
+    uint8_t *msg = malloc((size_t)n + body_len);
+    memcpy(msg, buf.start, (size_t)n);
+    memcpy(msg + n, bodyb, body_len);
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    char *to = NULL;
+    *why = NULL;
+    int rc = rtr_mgmt_handle(f->m, msg, (size_t)n + body_len, &out, &out_len, &to, why);
+    free(out);
+    free(to);
+    free(msg);
+    free(buf.start);
+    pn_message_free(req);
+    return rc;
+}
+
+/* Proton builds one node per value: a request may hold at most one value per byte, as a
+ * performative may (codec/frame.h), and is refused before Proton decodes it otherwise. */
+static void test_values_bounded_by_bytes(void **state)
+{
+    fx_t *f = *state;
+    const char *why;
+    /* amqp-value [null, null]: paid for, answered */
+    assert_int_equal(call_raw_body(f, (const uint8_t[]){0x00, 0x53, 0x77, 0xe0, 0x02, 0x02, 0x40},
+                                   7, &why),
+                     0);
+    /* an array8 of 255 nulls, an array32 of 2^32-1 of them, a described list0 of 2^32-1 */
+    assert_int_equal(call_raw_body(f, (const uint8_t[]){0x00, 0x53, 0x77, 0xe0, 0x02, 0xff, 0x40},
+                                   7, &why),
+                     -1);
+    assert_string_equal(why, "the request is not a well-formed AMQP message (malformed, nested "
+                             "more than 32 deep, or more values than bytes)");
+    assert_int_equal(call_raw_body(f,
+                                   (const uint8_t[]){0x00, 0x53, 0x77, 0xf0, 0, 0, 0, 5, 0xff,
+                                                     0xff, 0xff, 0xff, 0x40},
+                                   13, &why),
+                     -1);
+    assert_non_null(strstr(why, "more values than bytes"));
+    assert_int_equal(call_raw_body(f,
+                                   (const uint8_t[]){0x00, 0x53, 0x77, 0xf0, 0, 0, 0, 8, 0xff,
+                                                     0xff, 0xff, 0xff, 0x00, 0x53, 0x01, 0x45},
+                                   16, &why),
+                     -1);
+    assert_non_null(strstr(why, "more values than bytes"));
+    /* a body of lists nested 40 deep */
+    uint8_t deep[3 + 3 * 40 + 1] = {0x00, 0x53, 0x77};
+    for (size_t i = 0; i < 40; i++) {
+        deep[3 + 3 * i] = 0xc0;
+        deep[4 + 3 * i] = (uint8_t)(1 + 3 * (40 - 1 - i) + 1); /* count, deeper lists, list0 */
+        deep[5 + 3 * i] = 1;
+    }
+    deep[3 + 3 * 40] = 0x45;
+    assert_int_equal(call_raw_body(f, deep, sizeof(deep), &why), -1);
+    assert_non_null(strstr(why, "nested"));
+}
+
 static void test_bad_requests(void **state)
 {
     fx_t *f = *state;
@@ -459,6 +530,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_not_a_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values_bounded_by_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_router, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_address_create_delete, setup, teardown),
