@@ -447,6 +447,9 @@ int rtr_server_start(rtr_server_t *s)
     g_rtr.workers = s->workers;
     g_rtr.n_workers = n;
     s->reg = stats_registry_new();
+    static_assert(CFG_MAX_STATS_DEFAULT == STATS_MAX_SLOTS - STATS_SINK_SLOTS,
+                  "maxStats's default is the registry's whole id space");
+    BASE_BUG_ON(stats_registry_set_limit(s->reg, cfg->router.max_stats) != 0); /* checked */
     rc = core_stats_families_new(s->reg, &s->stats);
     if (rc)
         return rc;

@@ -5,6 +5,16 @@
  * mutex `_lock`.  The hot path (stats.h inline functions) never comes here.  Functions named
  * *_LH need the caller to hold `_lock`.  No other lock exists, so there is no lock order.
  *
+ * DESIGN: writers first.  The threads that create and retire objects are the routing threads
+ * (the core, the workers); the walks are readers (a scrape, a snapshot, a subscription tick).
+ * A routing thread must never wait for a reader, so the mutex is taken two ways: writers
+ * (lock_writer: object, stat, shard and family creation, retirement) announce themselves in
+ * `_writers` and spin briefly before sleeping on the mutex; a walk (lock_reader) waits while
+ * a writer is announced before it takes the mutex, and, holding it, looks at `_writers`
+ * before each object it visits and lets go as soon as a writer is waiting (after at least
+ * one object, so a walk always progresses).  A writer thus waits for at most one object's
+ * worth of a walk's work (a few hundred ns), not a batch.  See DESIGN.md "Threads".
+ *
  * Owns: families (permanent), object records and their label strings, the per-slot
  * generation and owner arrays, every shard's slot range (a shard's owner only writes into
  * it), and the base shard (shards[0]) that holds what freed shards counted; the base shard
@@ -17,7 +27,8 @@
  * moves, the hot path needs no page table, and an id past the committed part faults at once.
  *
  * Must never: take a lock on the hot path, move or unmap memory a reader or writer may be
- * using, hand a slot to a new object without zeroing it in every shard, log anything.
+ * using, hand a slot to a new object without zeroing it in every shard, hand out an id of
+ * the sink [0, STATS_SINK_SLOTS), log anything.
  */
 #include "stats/stats.h"
 
@@ -29,11 +40,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 // clang-format off
 #define HOLE          UINT32_MAX /* an empty position in a family's object list */
 #define BATCH_SLOTS   16384u     /* values one iterator batch holds (128 KiB) */
 #define BATCH_OBJECTS 512u       /* objects one batch visits at most */
+#define SINK_TAG      0x80000000u /* stats_obj_t.index of a sink object: this | family index */
+#define WRITER_SPIN_NS 50000u    /* a writer spins this long for a walk to let go, then sleeps */
+#define READER_DEFER_NS 2000000u /* a walk defers to announced writers at most this long */
 // clang-format on
 
 /* A growable array of u32 (object positions, free blocks, holes). */
@@ -72,6 +87,7 @@ struct stats_family {
     u32vec_t       _holes;       /* free positions in _objs */
     u32vec_t       _freeb;       /* retired blocks' base ids, reused first */
     uint32_t       _nlive;       /* live objects */
+    uint32_t       _nsink;       /* sink objects handed out and not yet retired */
     stats_obj_t    _single;      /* the singleton's object */
 };
 
@@ -97,7 +113,12 @@ typedef struct hslot {
  * are written once under it and then read by anyone the handles reached. */
 struct stats_registry {
     pthread_mutex_t   _lock;     /* the one lock */
-    uint32_t          _hwm;      /* first never-used slot id (slot 0 is the sink) */
+    _Atomic uint32_t  _writers;  /* writers waiting for `_lock` (lock_writer): a hint that
+                                    makes walks let go; read and written without `_lock` */
+    uint32_t          _hwm;      /* first never-used slot id (ids below STATS_SINK_SLOTS are
+                                    the sink) */
+    uint32_t          _max_hwm;  /* _hwm never passes it (stats_registry_set_limit) */
+    uint64_t          _refused;  /* objects refused for want of room, ever */
     uint32_t          _ncommit;  /* ids usable in every array (a multiple of COMMIT_SLOTS) */
     uint32_t          _gen_next; /* next object generation (never 0) */
     _Atomic uint32_t *_gens;     /* per slot: its object's gen, 0 = none; read lock-free by
@@ -127,6 +148,65 @@ struct stats_registry {
 /* ---------------------------------------------------------------------------------------
  * small helpers
  * ------------------------------------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Take `_lock` as a writer (see "writers first" at the top): announce, try for a while (a
+ * walk lets go within one object), then sleep on the mutex (its holder may be descheduled,
+ * or another writer). */
+static void lock_writer(stats_registry_t *r)
+{
+    atomic_fetch_add_explicit(&r->_writers, 1, memory_order_relaxed);
+    if (pthread_mutex_trylock(&r->_lock) != 0) {
+        uint64_t t0 = mono_ns();
+        for (unsigned i = 1;; i++) {
+            cpu_relax();
+            if (pthread_mutex_trylock(&r->_lock) == 0)
+                break;
+            if ((i & 31) == 0 && mono_ns() - t0 > WRITER_SPIN_NS) {
+                pthread_mutex_lock(&r->_lock);
+                break;
+            }
+        }
+    }
+    atomic_fetch_sub_explicit(&r->_writers, 1, memory_order_relaxed);
+}
+
+/* A writer is waiting for `_lock`: a walk holding it should let go. */
+static inline bool writer_waiting(stats_registry_t *r)
+{
+    return atomic_load_explicit(&r->_writers, memory_order_relaxed) != 0;
+}
+
+/* Take `_lock` as a walk: first let announced writers through (for at most READER_DEFER_NS,
+ * so a stream of writers cannot stop a walk for good). */
+static void lock_reader(stats_registry_t *r)
+{
+    if (writer_waiting(r)) {
+        uint64_t t0 = mono_ns();
+        for (unsigned i = 1; writer_waiting(r); i++) {
+            if (i < 64)
+                cpu_relax();
+            else
+                sched_yield(); /* the writer may need this CPU */
+            if ((i & 15) == 0 && mono_ns() - t0 > READER_DEFER_NS)
+                break;
+        }
+    }
+    pthread_mutex_lock(&r->_lock);
+}
 
 static void *aligned_zalloc(size_t align, size_t n)
 {
@@ -269,8 +349,10 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
         return 0;
     }
     uint32_t b = r->_hwm;
-    if ((uint64_t)b + w > STATS_MAX_SLOTS)
+    if ((uint64_t)b + w > r->_max_hwm) {
+        r->_refused++;
         return -ENOSPC;
+    }
     commit_ensure_LH(r, b + w);
     r->_hwm = b + w;
     *base = b;
@@ -321,17 +403,28 @@ stats_registry_t *stats_registry_new(void)
     pthread_mutex_init(&r->_lock, NULL);
     r->_gen_next = 1;
     r->_sum_from = 1;
-    r->_hwm = 1; /* slot 0: the sink of {0,0} handles */
+    r->_hwm = STATS_SINK_SLOTS; /* the sink: what objects without stats write */
+    r->_max_hwm = STATS_MAX_SLOTS;
     r->_hmask = 1023;
     r->_hs = base_calloc(r->_hmask + 1, sizeof(*r->_hs));
     r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hs);
     r->_gens = range_reserve(sizeof(uint32_t));
     r->_owner = range_reserve(sizeof(uint32_t));
     shard_alloc_LH(r); /* the base shard */
-    commit_ensure_LH(r, 1);
+    commit_ensure_LH(r, STATS_SINK_SLOTS);
     r->_plain[0] = plain_family_new(r, STATS_COUNTER);
     r->_plain[1] = plain_family_new(r, STATS_GAUGE);
     return r;
+}
+
+int stats_registry_set_limit(stats_registry_t *r, uint64_t max_slots)
+{
+    if (max_slots == 0 || max_slots > STATS_MAX_SLOTS - STATS_SINK_SLOTS)
+        return -EINVAL;
+    pthread_mutex_lock(&r->_lock);
+    r->_max_hwm = STATS_SINK_SLOTS + (uint32_t)max_slots;
+    pthread_mutex_unlock(&r->_lock);
+    return 0;
 }
 
 static void family_release(stats_family_t *f)
@@ -380,7 +473,7 @@ void stats_registry_free(stats_registry_t *r)
 
 stats_shard_t *stats_shard_new(stats_registry_t *r)
 {
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     stats_shard_t *s = shard_alloc_LH(r);
     pthread_mutex_unlock(&r->_lock);
     return s;
@@ -390,17 +483,17 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     uint32_t i;
     for (i = 1; i < r->_nshards && r->_shards[i] != s; i++)
         ;
     BASE_BUG_ON(i == r->_nshards); /* not a shard of this registry (or the base shard) */
     /* Fold every slot into the base shard: counters stay monotonic, gauge deltas and
      * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
-     * their stale values is harmless. */
+     * their stale values is harmless; the sink is nobody's. */
     _Atomic uint64_t *from = s->_slots, *to = r->_shards[0]->_slots;
     r->_sum_from = 0;
-    for (uint32_t j = 0; j < r->_hwm; j++) {
+    for (uint32_t j = STATS_SINK_SLOTS; j < r->_hwm; j++) {
         uint64_t v = atomic_load_explicit(&from[j], memory_order_relaxed);
         if (v)
             atomic_store_explicit(&to[j], atomic_load_explicit(&to[j], memory_order_relaxed) + v,
@@ -547,7 +640,7 @@ int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_f
             nlabels = 1; /* labels[0] defaults to the family's name */
     }
 
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = 0;
     if (family_find_LH(r, def->name, strlen(def->name)) || rec_find_LH(r, r->_plain[0], def->name)) {
         rc = -EEXIST;
@@ -793,13 +886,19 @@ static int object_new_LH(stats_registry_t *r, stats_family_t *f, const char *con
 int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *labels,
                      stats_obj_t *out)
 {
+    *out = (stats_obj_t){0, 0, 0};
     if (!f || f->_singleton || f->_plain || !labels)
         return -EINVAL;
     for (unsigned i = 0; i < f->_nlabels; i++)
         if (!labels[i])
             return -EINVAL;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = rec_find_LH(r, f, labels[0]) ? -EEXIST : object_new_LH(r, f, labels, f->_nlabels, out);
+    if (rc != 0) {
+        /* The sink rule: the caller gets an object it can write through and retire. */
+        *out = (stats_obj_t){0, 0, SINK_TAG | f->_index};
+        f->_nsink++;
+    }
     pthread_mutex_unlock(&r->_lock);
     return rc;
 }
@@ -807,6 +906,9 @@ int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *
 int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, const char *help,
                    const char *prom, stats_handle_t *out, stats_obj_t *obj)
 {
+    *out = (stats_handle_t){0, 0}; /* a sink handle until the stat exists */
+    if (obj)
+        *obj = (stats_obj_t){0, 0, 0};
     if (!name_is_valid(name) || (kind != STATS_COUNTER && kind != STATS_GAUGE) ||
         (prom && !prom_name_is_valid(prom)))
         return -EINVAL;
@@ -814,7 +916,7 @@ int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, con
     char           *derived = prom ? NULL : prom_derive("junction", name, kind);
     const char     *strs[3] = {name, help ? help : "", prom ? prom : derived};
     stats_obj_t     o;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = 0;
     if (rec_find_LH(r, f, name) || family_find_LH(r, name, strlen(name)))
         rc = -EEXIST;
@@ -841,9 +943,17 @@ static objrec_t *rec_get_LH(stats_registry_t *r, stats_obj_t o)
 
 int stats_object_retire(stats_registry_t *r, stats_obj_t o)
 {
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     objrec_t *rec = rec_get_LH(r, o);
     int       rc = 0;
+    if (!rec && o.gen == 0 && (o.index & SINK_TAG)) {
+        uint32_t fi = o.index & ~SINK_TAG;
+        if (fi < r->_nfams && r->_fams[fi]->_nsink)
+            r->_fams[fi]->_nsink--;
+        else
+            rc = -ESTALE;
+        goto out_unlock;
+    }
     if (!rec) {
         rc = -ESTALE;
         goto out_unlock;
@@ -916,7 +1026,7 @@ static uint64_t derived_LH(stats_registry_t *r, const fam_field_t *ff, totals_ca
 {
     stats_family_t *src = ff->src;
     if (ff->src_field < 0)
-        return src->_nlive;
+        return (uint64_t)src->_nlive + src->_nsink; /* things without stats count too */
     uint32_t off = src->_ff[ff->src_field].off;
     if (cache) {
         for (unsigned i = 0; i < cache->n; i++)
@@ -1306,7 +1416,8 @@ static void fam_next(stats_iter_t *it)
  * mutex hold.  Field by field over a family of several fields, the batch is the whole family,
  * taken in such chunks with the mutex released in between, so that next() can serve one
  * field for every object, then the next field (Prometheus's grouping) from one pass over the
- * shards instead of one pass per field. */
+ * shards instead of one pass per field.  Either way a hold ends early, after at least one
+ * object, as soon as a writer waits (see "writers first" at the top). */
 static bool batch_fill(stats_iter_t *it)
 {
     stats_registry_t *r = it->_r;
@@ -1316,7 +1427,7 @@ static bool batch_fill(stats_iter_t *it)
     it->_bf = 0;
     if (it->_done)
         return false;
-    pthread_mutex_lock(&r->_lock);
+    lock_reader(r);
     for (;;) {
         stats_family_t *f = NULL;
         if (!it->_in_plain && it->_fam >= r->_nfams) {
@@ -1375,19 +1486,27 @@ static bool batch_fill(stats_iter_t *it)
             maxobj = 1;
         it->_chunk = 0;
         for (;;) {
+            bool     yield = false; /* a writer waits */
+            uint32_t seen = 0;      /* positions visited in this hold */
             while (it->_pos < f->_objs.n && it->_chunk < maxobj) {
+                if (seen++ && writer_waiting(r)) {
+                    yield = true;
+                    break;
+                }
                 uint32_t idx = f->_objs.v[it->_pos++];
                 if (idx != HOLE) {
                     batch_add_LH(it, idx, 0, f->_nslots);
                     it->_chunk++;
                 }
             }
-            if (!it->_bwhole || it->_pos >= f->_objs.n)
+            if (it->_pos >= f->_objs.n)
                 break;
-            /* Let object creation and retirement in between chunks. */
+            if (!it->_bwhole && (it->_nb || !yield))
+                break; /* a batch to hand out (the mutex is released below) */
+            /* Let object creation and retirement in: between chunks, and whenever a writer
+             * waits (lock_reader lets announced writers go first). */
             pthread_mutex_unlock(&r->_lock);
-            sched_yield();
-            pthread_mutex_lock(&r->_lock);
+            lock_reader(r);
             it->_chunk = 0;
         }
         if (it->_pos >= f->_objs.n)
@@ -1552,10 +1671,12 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out)
     for (uint32_t i = 0; i < r->_nfams + 2; i++) {
         stats_family_t *f = i < r->_nfams ? r->_fams[i] : r->_plain[i - r->_nfams];
         out->objects += f->_nlive;
+        out->sinks += f->_nsink;
         out->stats += (uint64_t)f->_nlive * f->_nfields;
         out->slots += (uint64_t)f->_nlive * f->_nslots;
         out->registry_bytes += (f->_objs.cap + f->_holes.cap + f->_freeb.cap) * sizeof(uint32_t);
     }
+    out->refused = r->_refused;
     out->slots_used = r->_hwm;
     out->slots_committed = r->_ncommit;
     out->shard_bytes = sizeof(stats_shard_t) + (uint64_t)r->_ncommit * sizeof(uint64_t);
