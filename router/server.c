@@ -205,9 +205,13 @@ static void proc_timer_cb(uv_timer_t *t)
         while (k < s->n_alloc && s->alloc_names[k] != info[i].name)
             k++;
         if (k == s->n_alloc) {
-            if (s->n_alloc == 64 ||
-                stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k]))
+            if (s->n_alloc == 64)
                 continue;
+            if (stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k])) {
+                /* no room (the router's maxStats): give the sink back, try next time */
+                stats_object_retire(s->reg, s->alloc_objs[k]);
+                continue;
+            }
             s->alloc_names[s->n_alloc++] = info[i].name;
         }
         stats_obj_t o = s->alloc_objs[k];

@@ -9,11 +9,14 @@
  * (the core, the workers); the walks are readers (a scrape, a snapshot, a subscription tick).
  * A routing thread must never wait for a reader, so the mutex is taken two ways: writers
  * (lock_writer: object, stat, shard and family creation, retirement) announce themselves in
- * `_writers` and spin briefly before sleeping on the mutex; a walk (lock_reader) waits while
- * a writer is announced before it takes the mutex, and, holding it, looks at `_writers`
- * before each object it visits and lets go as soon as a writer is waiting (after at least
- * one object, so a walk always progresses).  A writer thus waits for at most one object's
- * worth of a walk's work (a few hundred ns), not a batch.  See DESIGN.md "Threads".
+ * `_writers` and spin briefly before sleeping on the mutex; a walk (lock_reader) lets the
+ * writers announced at that moment go first, and, holding the mutex, looks at `_writers`
+ * before each object it visits and lets go as soon as a writer is waiting (after
+ * READER_MIN_OBJECTS objects, so a walk always progresses).  A walk holds the mutex only to
+ * copy objects' labels and block ids; it sums their slots with the mutex released
+ * (hold_end_unlock), and grows its buffers with it released (batch_grow).  A writer thus
+ * waits for at most a few objects' labels (about a microsecond), unless the walk's thread is
+ * descheduled while it holds the mutex.  See DESIGN.md "Threads".
  *
  * Owns: families (permanent), object records and their label strings, the per-slot
  * generation and owner arrays, every shard's slot range (a shard's owner only writes into
@@ -48,7 +51,15 @@
 #define BATCH_OBJECTS 512u       /* objects one batch visits at most */
 #define SINK_TAG      0x80000000u /* stats_obj_t.index of a sink object: this | family index */
 #define WRITER_SPIN_NS 50000u    /* a writer spins this long for a walk to let go, then sleeps */
-#define READER_DEFER_NS 2000000u /* a walk defers to announced writers at most this long */
+#define READER_DEFER_NS 50000u   /* a walk defers to announced writers at most this long */
+#define READER_MIN_OBJECTS 16u   /* objects a walk visits per hold, writers waiting or not */
+
+/* Called by a walk right after it released the mutex and before it sums a hold's objects:
+ * tests/unit/stats/stats_walk_test.c, which includes this file, makes the races happen
+ * there (a shard freed, an object retired and its block reused). */
+#ifndef STATS_TEST_UNLOCKED_HOOK
+#define STATS_TEST_UNLOCKED_HOOK(r) ((void)0)
+#endif
 // clang-format on
 
 /* A growable array of u32 (object positions, free blocks, holes). */
@@ -115,10 +126,20 @@ struct stats_registry {
     pthread_mutex_t   _lock;     /* the one lock */
     _Atomic uint32_t  _writers;  /* writers waiting for `_lock` (lock_writer): a hint that
                                     makes walks let go; read and written without `_lock` */
+    _Atomic uint32_t  _wdone;    /* writers that got `_lock` so far (wraps): a walk that let
+                                    go waits for the ones it let go for, not for later ones */
     uint32_t          _hwm;      /* first never-used slot id (ids below STATS_SINK_SLOTS are
                                     the sink) */
     uint32_t          _max_hwm;  /* _hwm never passes it (stats_registry_set_limit) */
     uint64_t          _refused;  /* objects refused for want of room, ever */
+    _Atomic uint32_t  _walkers;  /* walks summing slots with `_lock` released (incremented
+                                    under it, decremented without it) */
+    _Atomic uint32_t  _shard_seq; /* bumped under `_lock` before a freed shard is folded:
+                                     a walk summing without the lock checks it */
+    stats_shard_t   **_dead;     /* freed shards a walk may still be reading: released
+                                    once no walk is (under `_lock`) */
+    uint32_t          _ndead;    /* count */
+    uint32_t          _deadcap;  /* allocated */
     uint32_t          _ncommit;  /* ids usable in every array (a multiple of COMMIT_SLOTS) */
     uint32_t          _gen_next; /* next object generation (never 0) */
     _Atomic uint32_t *_gens;     /* per slot: its object's gen, 0 = none; read lock-free by
@@ -164,7 +185,7 @@ static inline void cpu_relax(void)
 }
 
 /* Take `_lock` as a writer (see "writers first" at the top): announce, try for a while (a
- * walk lets go within one object), then sleep on the mutex (its holder may be descheduled,
+ * walk lets go within a few objects), then sleep on the mutex (its holder may be descheduled,
  * or another writer). */
 static void lock_writer(stats_registry_t *r)
 {
@@ -182,6 +203,7 @@ static void lock_writer(stats_registry_t *r)
         }
     }
     atomic_fetch_sub_explicit(&r->_writers, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->_wdone, 1, memory_order_relaxed);
 }
 
 /* A writer is waiting for `_lock`: a walk holding it should let go. */
@@ -190,13 +212,18 @@ static inline bool writer_waiting(stats_registry_t *r)
     return atomic_load_explicit(&r->_writers, memory_order_relaxed) != 0;
 }
 
-/* Take `_lock` as a walk: first let announced writers through (for at most READER_DEFER_NS,
- * so a stream of writers cannot stop a walk for good). */
+/* Take `_lock` as a walk: first let the writers announced now through - each gets one turn,
+ * later ones wait for the walk's next hold - for at most READER_DEFER_NS (a writer may be
+ * descheduled), so writers cannot stop a walk for good. */
 static void lock_reader(stats_registry_t *r)
 {
-    if (writer_waiting(r)) {
+    uint32_t n = atomic_load_explicit(&r->_writers, memory_order_relaxed);
+    if (n) {
+        uint32_t d0 = atomic_load_explicit(&r->_wdone, memory_order_relaxed);
         uint64_t t0 = mono_ns();
-        for (unsigned i = 1; writer_waiting(r); i++) {
+        for (unsigned i = 1; writer_waiting(r) &&
+                             atomic_load_explicit(&r->_wdone, memory_order_relaxed) - d0 < n;
+             i++) {
             if (i < 64)
                 cpu_relax();
             else
@@ -340,6 +367,10 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
     uint32_t w = f->_nslots;
     if (f->_freeb.n) {
         uint32_t b = f->_freeb.v[--f->_freeb.n];
+        /* A walk summing without the lock that reads one of these zeroes sees, after its
+         * acquire fence, the block's generation at 0 (set by the retire, before this fence)
+         * or newer: never its object's, so it drops the object (batch_sum_unlocked). */
+        atomic_thread_fence(memory_order_release);
         for (uint32_t i = 0; i < r->_nshards; i++) {
             _Atomic uint64_t *p = stats__slot(r->_shards[i], b);
             for (uint32_t j = 0; j < w; j++)
@@ -393,6 +424,21 @@ static void shard_release(stats_shard_t *s)
 {
     range_release((void *)s->_slots, sizeof(uint64_t));
     free(s);
+}
+
+/* Release the freed shards if no walk is summing without the lock (a walk that starts
+ * later cannot see them: they left the shard list under `_lock`), then unlock. */
+static void dead_release_LH_unlock(stats_registry_t *r)
+{
+    stats_shard_t *dead[16];
+    uint32_t       n = 0;
+    if (r->_ndead && atomic_load_explicit(&r->_walkers, memory_order_acquire) == 0) {
+        while (r->_ndead && n < 16)
+            dead[n++] = r->_dead[--r->_ndead];
+    }
+    pthread_mutex_unlock(&r->_lock);
+    for (uint32_t i = 0; i < n; i++)
+        shard_release(dead[i]);
 }
 
 static stats_family_t *plain_family_new(stats_registry_t *r, stats_kind_t kind);
@@ -455,6 +501,9 @@ void stats_registry_free(stats_registry_t *r)
         return;
     for (uint32_t i = 0; i < r->_nshards; i++)
         shard_release(r->_shards[i]);
+    for (uint32_t i = 0; i < r->_ndead; i++)
+        shard_release(r->_dead[i]);
+    free(r->_dead);
     range_release((void *)r->_gens, sizeof(uint32_t));
     range_release(r->_owner, sizeof(uint32_t));
     for (uint32_t i = 0; i < r->_nrecs; i++)
@@ -488,6 +537,11 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
     for (i = 1; i < r->_nshards && r->_shards[i] != s; i++)
         ;
     BASE_BUG_ON(i == r->_nshards); /* not a shard of this registry (or the base shard) */
+    /* A walk summing without the lock may have both this shard and the base shard in its
+     * list: it sees the bump (it reads the sequence after the slots, with an acquire fence,
+     * and the fold's stores come after this release fence) and sums again under the lock. */
+    atomic_fetch_add_explicit(&r->_shard_seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
     /* Fold every slot into the base shard: counters stay monotonic, gauge deltas and
      * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
      * their stale values is harmless; the sink is nobody's. */
@@ -500,8 +554,13 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
                                   memory_order_relaxed);
     }
     r->_shards[i] = r->_shards[--r->_nshards];
-    pthread_mutex_unlock(&r->_lock);
-    shard_release(s);
+    /* A walk summing without the lock may still read it: keep its memory until none is. */
+    if (r->_ndead == r->_deadcap) {
+        r->_deadcap = r->_deadcap ? r->_deadcap * 2 : 4;
+        r->_dead = base_realloc(r->_dead, r->_deadcap * sizeof(*r->_dead));
+    }
+    r->_dead[r->_ndead++] = s;
+    dead_release_LH_unlock(r);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1285,6 +1344,11 @@ struct stats_iter {
     uint32_t          _bf;       /* next field (of that object, or for all objects) */
     uint32_t          _chunk;    /* objects added since the mutex was last taken */
     totals_cache_t    _cache;    /* derived fields' source totals */
+    _Atomic uint64_t **_sh;      /* the shards' slot arrays, as of the last hold */
+    uint32_t          _nsh;      /* count */
+    uint32_t          _shcap;    /* allocated */
+    uint32_t          _h0;       /* first batch object added in the current hold */
+    size_t            _need[3];  /* objects, values, string bytes the batch must hold next */
     stats_sample_t    _s;        /* what next() returns */
     char             *_name;     /* full name buffer */
     size_t            _namecap;  /* allocated */
@@ -1343,6 +1407,7 @@ void stats_iter_free(stats_iter_t *it)
     free(it->_vals);
     free(it->_str);
     free(it->_name);
+    free(it->_sh);
     free(it);
 }
 
@@ -1363,26 +1428,46 @@ static bool field_wanted(const stats_iter_t *it, const stats_family_t *f, uint32
     return !it->_only_field || f->_plain || strcmp(f->_fields[field].name, it->_only_field) == 0;
 }
 
-/* Copy object `idx` into the batch with `width` values from block offset `off` summed over
- * the shards (plus a derived value for a singleton's derived field). */
-static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t width)
+/* Make room in the batch for `objs` objects, `vals` values and `str` bytes of strings in
+ * all (doubling).  Called with the mutex released, except for a single object: a batch that
+ * grows to a whole family copies megabytes, which no writer should wait for. */
+static void batch_grow(stats_iter_t *it, size_t objs, size_t vals, size_t str)
+{
+    if (objs > it->_bcap) {
+        it->_bcap = objs * 2 > 64 ? (uint32_t)(objs * 2) : 64;
+        it->_bobjs = base_realloc(it->_bobjs, it->_bcap * sizeof(*it->_bobjs));
+    }
+    if (vals > it->_valcap) {
+        it->_valcap = vals * 2;
+        it->_vals = base_realloc(it->_vals, it->_valcap * sizeof(uint64_t));
+    }
+    if (str > it->_strcap) {
+        it->_strcap = str * 2 + 256;
+        it->_str = base_realloc(it->_str, it->_strcap);
+    }
+}
+
+/* Copy object `idx` into the batch with `width` values from block offset `off`: summed over
+ * the shards now (plus a derived value for a singleton's derived field) if `now`, else
+ * zeroed, to be summed once the mutex is released (hold_end_unlock).  Returns false, adding
+ * nothing, when the batch has no room: the caller grows it (batch_grow, it->_need) with the
+ * mutex released - or here, if `grow`. */
+static bool batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t width, bool now,
+                         bool grow)
 {
     stats_registry_t *r = it->_r;
     objrec_t         *o = &r->_recs[idx];
-    if (it->_nb == it->_bcap) {
-        it->_bcap = it->_bcap ? it->_bcap * 2 : 64;
-        it->_bobjs = base_realloc(it->_bobjs, it->_bcap * sizeof(*it->_bobjs));
+    size_t            val_off = it->_nb ? it->_bobjs[it->_nb - 1].val_off + width : 0;
+    if (it->_nb == it->_bcap || val_off + width > it->_valcap ||
+        it->_nstr + o->strs_len > it->_strcap) {
+        it->_need[0] = (size_t)it->_nb + 1;
+        it->_need[1] = val_off + width;
+        it->_need[2] = it->_nstr + o->strs_len;
+        if (!grow)
+            return false;
+        batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
     }
     batch_obj_t *b = &it->_bobjs[it->_nb];
-    size_t       val_off = it->_nb ? it->_bobjs[it->_nb - 1].val_off + width : 0;
-    if (val_off + width > it->_valcap) {
-        it->_valcap = (val_off + width) * 2;
-        it->_vals = base_realloc(it->_vals, it->_valcap * sizeof(uint64_t));
-    }
-    if (it->_nstr + o->strs_len > it->_strcap) {
-        it->_strcap = (it->_nstr + o->strs_len) * 2 + 256;
-        it->_str = base_realloc(it->_str, it->_strcap);
-    }
     b->base = o->base;
     b->gen = o->gen;
     b->str_off = (uint32_t)it->_nstr;
@@ -1392,7 +1477,8 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
     it->_nstr += o->strs_len;
     uint64_t *v = &it->_vals[val_off];
     memset(v, 0, width * sizeof(uint64_t));
-    block_sum_LH(r, o->base + off, width, v);
+    if (now)
+        block_sum_LH(r, o->base + off, width, v);
     stats_family_t *f = o->fam;
     if (f->_derived) {
         for (unsigned i = 0; i < f->_nfields; i++) {
@@ -1402,6 +1488,75 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
         }
     }
     it->_nb++;
+    return true;
+}
+
+/* End a hold of `_lock` (the caller holds it): unlock, and sum the slots of the batch's
+ * objects added during the hold [_h0, _nb) over the shards without the lock, which is most
+ * of a walk's work - so a writer (object creation, retirement) rarely finds the mutex taken,
+ * and never for long.  What makes that safe:
+ *   - the shard list is copied under the lock, and a shard freed meanwhile stays mapped
+ *     while any walk is summing (`_walkers`, `_dead`);
+ *   - a shard freed meanwhile was folded into the base shard: `_shard_seq` says so, and the
+ *     hold's objects are summed again under the lock (rare: a thread exiting);
+ *   - an object retired meanwhile, its block perhaps zeroed and reused: its generation is
+ *     checked after the slots were read (acquire fence; block_alloc_LH's release fence comes
+ *     before the zeroing), and a changed one drops the object from the batch (`gen` 0), as
+ *     if it had been retired before the walk reached it.  So values are never shown under
+ *     another object's name.
+ * Objects of derived families were summed under the lock (`now`): they are singletons. */
+static void hold_end_unlock(stats_iter_t *it)
+{
+    stats_registry_t *r = it->_r;
+    uint32_t          h0 = it->_h0, nb = it->_nb;
+    if (h0 >= nb || it->_bfam->_derived) {
+        pthread_mutex_unlock(&r->_lock);
+        return;
+    }
+    uint32_t n = r->_nshards - r->_sum_from;
+    if (n > it->_shcap) {
+        it->_shcap = n;
+        it->_sh = base_realloc(it->_sh, n * sizeof(*it->_sh));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        it->_sh[i] = r->_shards[r->_sum_from + i]->_slots;
+    it->_nsh = n;
+    uint32_t seq = atomic_load_explicit(&r->_shard_seq, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->_walkers, 1, memory_order_relaxed);
+    uint32_t width = it->_bfam->_nslots;
+    pthread_mutex_unlock(&r->_lock);
+    STATS_TEST_UNLOCKED_HOOK(r);
+
+    for (uint32_t k = h0; k < nb; k++) {
+        batch_obj_t *b = &it->_bobjs[k];
+        uint64_t    *v = &it->_vals[b->val_off];
+        for (uint32_t i = 0; i < n; i++) {
+            _Atomic uint64_t *p = &it->_sh[i][b->base];
+            for (uint32_t j = 0; j < width; j++)
+                v[j] += atomic_load_explicit(&p[j], memory_order_relaxed);
+        }
+    }
+    atomic_thread_fence(memory_order_acquire);
+    for (uint32_t k = h0; k < nb; k++) {
+        batch_obj_t *b = &it->_bobjs[k];
+        if (atomic_load_explicit(&r->_gens[b->base], memory_order_relaxed) != b->gen)
+            b->gen = 0; /* retired while we read it */
+    }
+    if (atomic_load_explicit(&r->_shard_seq, memory_order_relaxed) != seq) {
+        /* A shard was folded meanwhile: sum again, under the lock. */
+        lock_reader(r);
+        for (uint32_t k = h0; k < nb; k++) {
+            batch_obj_t *b = &it->_bobjs[k];
+            uint64_t    *v = &it->_vals[b->val_off];
+            memset(v, 0, width * sizeof(uint64_t));
+            if (b->gen && atomic_load_explicit(&r->_gens[b->base], memory_order_relaxed) == b->gen)
+                block_sum_LH(r, b->base, width, v);
+            else
+                b->gen = 0;
+        }
+        pthread_mutex_unlock(&r->_lock);
+    }
+    atomic_fetch_sub_explicit(&r->_walkers, 1, memory_order_release);
 }
 
 /* Move the walk to the next family. */
@@ -1416,8 +1571,9 @@ static void fam_next(stats_iter_t *it)
  * mutex hold.  Field by field over a family of several fields, the batch is the whole family,
  * taken in such chunks with the mutex released in between, so that next() can serve one
  * field for every object, then the next field (Prometheus's grouping) from one pass over the
- * shards instead of one pass per field.  Either way a hold ends early, after at least one
- * object, as soon as a writer waits (see "writers first" at the top). */
+ * shards instead of one pass per field.  Either way a hold ends early, after
+ * READER_MIN_OBJECTS objects, as soon as a writer waits, and ends when the batch needs more
+ * room (see "writers first" at the top). */
 static bool batch_fill(stats_iter_t *it)
 {
     stats_registry_t *r = it->_r;
@@ -1428,6 +1584,12 @@ static bool batch_fill(stats_iter_t *it)
     if (it->_done)
         return false;
     lock_reader(r);
+    if (r->_ndead && atomic_load_explicit(&r->_walkers, memory_order_acquire) == 0) {
+        dead_release_LH_unlock(r);
+        lock_reader(r);
+    }
+    it->_h0 = 0;
+    bool grow = false; /* the batch ran out of room: grow it with the mutex released */
     for (;;) {
         stats_family_t *f = NULL;
         if (!it->_in_plain && it->_fam >= r->_nfams) {
@@ -1476,7 +1638,7 @@ static bool batch_fill(stats_iter_t *it)
                 free(ident);
             }
             if (i)
-                batch_add_LH(it, i - 1, 0, f->_nslots);
+                batch_add_LH(it, i - 1, 0, f->_nslots, f->_derived, true);
             it->_pos = f->_objs.n;
         }
         uint32_t maxobj = BATCH_SLOTS / f->_nslots;
@@ -1488,25 +1650,34 @@ static bool batch_fill(stats_iter_t *it)
         for (;;) {
             bool     yield = false; /* a writer waits */
             uint32_t seen = 0;      /* positions visited in this hold */
+            grow = false;
             while (it->_pos < f->_objs.n && it->_chunk < maxobj) {
-                if (seen++ && writer_waiting(r)) {
+                if (seen++ >= READER_MIN_OBJECTS && writer_waiting(r)) {
                     yield = true;
                     break;
                 }
-                uint32_t idx = f->_objs.v[it->_pos++];
+                uint32_t idx = f->_objs.v[it->_pos];
                 if (idx != HOLE) {
-                    batch_add_LH(it, idx, 0, f->_nslots);
+                    if (!batch_add_LH(it, idx, 0, f->_nslots, f->_derived, false)) {
+                        grow = true;
+                        break;
+                    }
                     it->_chunk++;
                 }
+                it->_pos++;
             }
             if (it->_pos >= f->_objs.n)
                 break;
-            if (!it->_bwhole && (it->_nb || !yield))
+            if (!it->_bwhole && (it->_nb || !(yield || grow)))
                 break; /* a batch to hand out (the mutex is released below) */
             /* Let object creation and retirement in: between chunks, and whenever a writer
              * waits (lock_reader lets announced writers go first). */
-            pthread_mutex_unlock(&r->_lock);
+            hold_end_unlock(it);
+            if (grow)
+                batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
+            grow = false;
             lock_reader(r);
+            it->_h0 = it->_nb;
             it->_chunk = 0;
         }
         if (it->_pos >= f->_objs.n)
@@ -1514,7 +1685,9 @@ static bool batch_fill(stats_iter_t *it)
         if (it->_nb)
             break;
     }
-    pthread_mutex_unlock(&r->_lock);
+    hold_end_unlock(it);
+    if (grow) /* for the next batch (the one in hand keeps its offsets) */
+        batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
     return it->_nb > 0;
 }
 
@@ -1613,10 +1786,17 @@ const stats_sample_t *stats_iter_next(stats_iter_t *it)
         if (it->_bwhole) {
             field = it->_bf;
             voff = f->_ff[field].off;
-            sample_object(it, b);
             if (++it->_bi >= it->_nb && ++it->_bf < f->_nfields)
                 it->_bi = 0; /* the next field, from the first object again */
+            if (b->gen == 0)
+                continue; /* retired while the batch was summed */
+            sample_object(it, b);
         } else {
+            if (b->gen == 0) {
+                it->_bf = 0;
+                it->_bi++;
+                continue;
+            }
             field = it->_bf;
             voff = f->_ff[field].off;
             if (field == 0)
