@@ -11,7 +11,10 @@
  * Then: time to register 1M stats (as 40,000 objects of a 25-field family, and as 1M plain
  * named stats), time to snapshot 1M stats over 2, 3 and 8 shards (and to render them as
  * Prometheus text), a writer's increment cost alone and during back-to-back snapshots, and
- * bytes per stat per shard.
+ * bytes per stat per shard.  Last, the core thread during scrapes: a thread creating an
+ * object, counting into it and retiring it every 20 µs (what the router's core does when
+ * links come and go) while 1M stats are scraped back to back, its operation times with and
+ * without the scrapes (see stall_figures).
  *
  * Method: every figure runs --repeat times (default 3); the best is reported with the range
  * (the machine is shared: the best is the least disturbed).  A variant runs as many
