@@ -24,9 +24,11 @@
  * Threads.
  *   - Registry calls (stats_registry_*, stats_family_*, stats_object_*, stats_stat_new,
  *     stats_shard_new/free, stats_lookup, stats_value_get, stats_iter_*, stats_prom_*) are
- *     thread-safe: they take the registry's mutex, and only for a bounded stretch (an
- *     iterator or the renderer holds it for one batch of objects at a time, never while the
- *     caller runs).  None of them is meant for a hot path.
+ *     thread-safe: they take the registry's mutex, and only for a bounded stretch.  Object
+ *     creation and retirement (the routing threads) go first: an iterator or the renderer
+ *     holds the mutex only to copy a few objects' labels, lets go as soon as a writer waits,
+ *     and sums the slots with it released - so a routing thread never waits for a reader
+ *     (DESIGN.md "Threads").  None of them is meant for a hot path.
  *   - The hot-path calls (stats_counter_add, stats_counter_inc, stats_gauge_add,
  *     stats_gauge_set, stats_hist_record) are inline and take the caller's OWN shard: only
  *     the thread that owns `shard` may call them - the shard argument plays the part of a
