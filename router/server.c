@@ -205,9 +205,13 @@ static void proc_timer_cb(uv_timer_t *t)
         while (k < s->n_alloc && s->alloc_names[k] != info[i].name)
             k++;
         if (k == s->n_alloc) {
-            if (s->n_alloc == 64 ||
-                stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k]))
+            if (s->n_alloc == 64)
                 continue;
+            if (stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k])) {
+                /* no room (the router's maxStats): give the sink back, try next time */
+                stats_object_retire(s->reg, s->alloc_objs[k]);
+                continue;
+            }
             s->alloc_names[s->n_alloc++] = info[i].name;
         }
         stats_obj_t o = s->alloc_objs[k];
@@ -447,6 +451,9 @@ int rtr_server_start(rtr_server_t *s)
     g_rtr.workers = s->workers;
     g_rtr.n_workers = n;
     s->reg = stats_registry_new();
+    static_assert(CFG_MAX_STATS_DEFAULT == STATS_MAX_SLOTS - STATS_SINK_SLOTS,
+                  "maxStats's default is the registry's whole id space");
+    BASE_BUG_ON(stats_registry_set_limit(s->reg, cfg->router.max_stats) != 0); /* checked */
     rc = core_stats_families_new(s->reg, &s->stats);
     if (rc)
         return rc;
