@@ -1,9 +1,10 @@
 /* router/admin.c: the admin thread, the management socket, and the management session
  * that every management transport shares (rtr_admin_sess_t).
  *
- * The admin thread runs one libuv loop with a Unix stream socket (uv_pipe) that speaks the
- * management protocol of stats/stats.h ("Management protocol"): newline-delimited JSON,
- * one stats_mgmt session per client; the same loop runs the HTTP/WebSocket server of the
+ * The admin thread runs one libuv loop with a Unix stream socket (accepted through an
+ * rtr_acceptor_t, router/accept.h; each client a uv_pipe) that speaks the management
+ * protocol of stats/stats.h ("Management protocol"): newline-delimited JSON, one stats_mgmt
+ * session per client; the same loop runs the HTTP/WebSocket server of the
  * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
  * session.  This file only moves bytes: the session cuts the input into lines, hands each
  * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
