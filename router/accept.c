@@ -26,12 +26,15 @@
  */
 #include "router/accept.h"
 
+#include "core/base/base.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -58,6 +61,18 @@ void rtr_fd_reserve_fini(void)
     int fd = atomic_exchange(&s_reserve, -1);
     if (fd >= 0)
         close(fd);
+}
+
+static void loop_reserve_closed_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+void rtr_fd_loop_reserve_init(uv_loop_t *loop)
+{
+    uv_pipe_t *p = base_malloc(sizeof(*p));
+    uv_pipe_init(loop, p, 0); /* libuv opens the loop's reserve here, once */
+    uv_close((uv_handle_t *)p, loop_reserve_closed_cb);
 }
 
 /* Open the reserve again if it is closed; fails quietly while descriptors are short. */

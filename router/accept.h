@@ -88,6 +88,13 @@ void rtr_fd_reserve_init(void);
 /* Close the reserve (shutdown; harmless when it is not open). */
 void rtr_fd_reserve_fini(void);
 
+/* Make libuv open now the descriptor it reserves per loop (on /dev/null, for its own accept
+ * loops), which it otherwise opens when the loop makes its first stream handle: that may be
+ * in the middle of a shortage, in the slot the process's reserve left for a moment, and the
+ * reserve would be lost.  For loops that make streams (workers, the admin loop); call before
+ * the loop runs, from the thread that starts it. */
+void rtr_fd_loop_reserve_init(uv_loop_t *loop);
+
 /* Raise the soft RLIMIT_NOFILE to the hard limit (capped at what the kernel allows one
  * process) and log the result, at start-up.  Returns the soft limit in force. */
 uint64_t rtr_fd_limit_raise(void);

@@ -697,6 +697,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
         admin_free(a);
         return rc;
     }
+    rtr_fd_loop_reserve_init(&a->loop);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
     uv_sem_init(&a->started, 0);
