@@ -429,6 +429,7 @@ int rtr_server_start(rtr_server_t *s)
     int rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
+    rtr_fd_reserve_init(); /* before any thread accepts */
 
     g_rtr.cfg = cfg;
     g_rtr.router_id = cfg->router.id;
@@ -513,7 +514,6 @@ int rtr_server_start(rtr_server_t *s)
     }
     s->started_ms = uv_now(&s->loop);
     s->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    rtr_fd_reserve_init();
     uv_timer_init(&s->loop, &s->proc_timer);
     s->proc_timer.data = s;
     uv_timer_start(&s->proc_timer, proc_timer_cb, 0, 1000);
