@@ -78,8 +78,8 @@
 #define HEALTHZ_DEADLINE_MS 2000        /* the core must answer a /healthz probe within this */
 #define WS_AMQP_CHUNK       (64u << 10) /* bytes read from the router per WebSocket message */
 #define WS_RX_BUFFER        (64u << 10) /* most WebSocket payload lws hands over at a time */
-#define FD_WARN_PERIOD_MS   10000       /* at most one line per period about a connection
-                                           refused for lack of descriptors */
+#define FD_WARN_PERIOD_MS   10000       /* at most one line per period and kind about
+                                           requests refused for lack of a descriptor */
 #define HTTP_STALL_S        30          /* a reader that takes no body bytes for this long is
                                            closed (it would hold a /metrics walk forever) */
 // clang-format on
@@ -707,8 +707,9 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
         /* this client is refused (the WebSocket closes with a reason); the next may fit */
         warn_limited(srv, &srv->warn_ws, "AMQP over WebSocket: cannot make the connection's "
                      "socketpair", errno);
-        lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
-                         (unsigned char *)"out of file descriptors", 23);
+        static const char why[] = "out of file descriptors";
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, (unsigned char *)why,
+                         sizeof(why) - 1);
         return -1;
     }
     ws_amqp_t *b = base_calloc(1, sizeof(*b));
