@@ -182,8 +182,8 @@ static void episode_begin(rtr_acceptor_t *a, int e)
                      "): new connections are refused until some close",
                      a->what, strerror(e), fd_limit());
             else
-                LOGM(a, WARNING, "Cannot accept on %s: %s: retrying in %u ms", a->what,
-                     strerror(e), (unsigned)a->_backoff_ms);
+                LOGM(a, WARNING, "Cannot accept on %s: %s: retrying in %u ms", a->what, strerror(e),
+                     (unsigned)a->_backoff_ms);
         }
     }
 }
@@ -210,8 +210,8 @@ static void acceptor_short(rtr_acceptor_t *a, int e)
     uv_poll_stop(&a->_poll);
     a->_paused = true;
     uv_timer_start(&a->_retry, retry_cb, a->_backoff_ms, 0);
-    a->_backoff_ms = a->_backoff_ms * 2 > RTR_ACCEPT_RETRY_MAX_MS ? RTR_ACCEPT_RETRY_MAX_MS
-                                                                   : a->_backoff_ms * 2;
+    a->_backoff_ms =
+        a->_backoff_ms * 2 > RTR_ACCEPT_RETRY_MAX_MS ? RTR_ACCEPT_RETRY_MAX_MS : a->_backoff_ms * 2;
 }
 
 /* A connection was accepted: the episode (if any) is over. */
@@ -376,8 +376,7 @@ uint64_t rtr_fd_limit_raise(void)
 
 /* ---- rate-limited log lines ---- */
 
-bool rtr_ratelimit_pass(rtr_ratelimit_t *rl, uint64_t now_ms, uint32_t period_ms,
-                        uint64_t *held)
+bool rtr_ratelimit_pass(rtr_ratelimit_t *rl, uint64_t now_ms, uint32_t period_ms, uint64_t *held)
 {
     if (rl->next_ms && now_ms < rl->next_ms) {
         rl->suppressed++;

@@ -115,7 +115,6 @@ typedef struct rtr_ratelimit {
 
 /* True when a line may be logged now (`now_ms` in any monotonic milliseconds); *held gets
  * how many were held back before it (and the count restarts).  False counts one more. */
-bool rtr_ratelimit_pass(rtr_ratelimit_t *rl, uint64_t now_ms, uint32_t period_ms,
-                        uint64_t *held);
+bool rtr_ratelimit_pass(rtr_ratelimit_t *rl, uint64_t now_ms, uint32_t period_ms, uint64_t *held);
 
 #endif
