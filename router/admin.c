@@ -502,6 +502,13 @@ static void connection_cb(rtr_acceptor_t *acc, int fd)
 
 /* ==== the thread ==== */
 
+static void server_closed_cb(rtr_acceptor_t *acc)
+{
+    admin_t *a = acc->data;
+    close(a->server_fd);
+    a->server_fd = -1;
+}
+
 static void stop_cb(uv_async_t *h)
 {
     admin_t *a = h->data;
@@ -509,7 +516,7 @@ static void stop_cb(uv_async_t *h)
     while (a->clients)
         client_close(a->clients); /* takes it off the list */
     if (a->accepting) {
-        rtr_acceptor_close(&a->server, NULL);
+        rtr_acceptor_close(&a->server, server_closed_cb);
         a->accepting = false;
     }
     rtr_http_stop();
