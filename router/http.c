@@ -9,9 +9,13 @@
  * DESIGN.
  *   - Listening: the main thread binds every listener (so a port in use stops start-up and
  *     `Listening on HOST:PORT` is logged alike for all); this file accepts on the http ones
- *     (uv_poll on the listening socket) and hands each socket to libwebsockets
- *     (lws_adopt_socket_vhost), one lws vhost per listener.  Only HTTP is spoken there: bytes
- *     that are not HTTP (an AMQP header, garbage) make lws close the connection.
+ *     (an rtr_acceptor_t: it pauses instead of spinning when descriptors run out) and hands
+ *     each socket to libwebsockets (lws_adopt_socket_vhost), one lws vhost per listener.
+ *     Only HTTP is spoken there: bytes that are not HTTP (an AMQP header, garbage) make lws
+ *     close the connection.
+ *   - Out of descriptors: a WebSocket whose socketpair cannot be made is closed (1011, "out
+ *     of file descriptors"), a file of httpRootDir that cannot be opened is a 503; either
+ *     logs one warning per FD_WARN_PERIOD_MS at most.
  *   - HTTP (protocol "http-only"): GET /metrics streams stats_prom_read() into the socket as it
  *     drains (32 KiB at a time, Connection: close, no length; a reader that takes nothing
  *     for HTTP_STALL_S is closed, since it holds a walk); GET /healthz waits for a round
@@ -44,6 +48,7 @@
  */
 #include "router/http.h"
 
+#include "router/accept.h"
 #include "router/router_int.h"
 
 #include "core/base/list.h"
@@ -53,6 +58,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -72,7 +78,8 @@
 #define HEALTHZ_DEADLINE_MS 2000        /* the core must answer a /healthz probe within this */
 #define WS_AMQP_CHUNK       (64u << 10) /* bytes read from the router per WebSocket message */
 #define WS_RX_BUFFER        (64u << 10) /* most WebSocket payload lws hands over at a time */
-#define ACCEPT_BATCH        64          /* connections accepted per readable event */
+#define FD_WARN_PERIOD_MS   10000       /* at most one line per period and kind about
+                                           requests refused for lack of a descriptor */
 #define HTTP_STALL_S        30          /* a reader that takes no body bytes for this long is
                                            closed (it would hold a /metrics walk forever) */
 // clang-format on
@@ -83,14 +90,14 @@ typedef struct http_req http_req_t;
 
 /* http_listener_t: one http listener: its socket, its lws vhost and its flags. */
 struct http_listener {
-    uv_poll_t             poll;      /* first member: readable = connections to accept */
+    rtr_acceptor_t        acc;       /* accepts on fd (data = this listener) */
     int                   fd;        /* listening socket (closed at stop) */
     const cfg_listener_t *cfg;       /* its configuration */
     struct lws_vhost     *vhost;     /* its lws vhost (freed with the context) */
     http_server_t        *srv;       /* the server */
     char                 *root;      /* realpath of httpRootDir, or NULL (heap) */
     size_t                root_len;  /* its length */
-    bool                  polling;   /* poll handle initialised */
+    bool                  polling;   /* acc started (its handles initialised) */
 };
 
 /* What a request is answering with. */
@@ -135,6 +142,9 @@ struct http_server {
     stats_handle_t      st_probes;   /* /healthz probes the core answered */
     stats_handle_t      st_ws_amqp;  /* AMQP-over-WebSocket connections accepted */
     stats_handle_t      st_ws_mgmt;  /* junction-mgmt sessions opened */
+    rtr_ratelimit_t     warn_file;   /* lines about httpRootDir files that could not be opened */
+    rtr_ratelimit_t     warn_ws;     /* lines about WebSocket socketpairs that could not be made */
+    rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
     int                 handles;     /* stopping: our handles not closed yet */
 };
 
@@ -171,6 +181,19 @@ static http_listener_t *wsi_listener(struct lws *wsi)
     return lws_get_vhost_user(lws_get_vhost(wsi));
 }
 
+/* Something a request needed (a descriptor, most often) could not be had (`e`: its errno,
+ * or 0): one warning per FD_WARN_PERIOD_MS at most, however many clients ask meanwhile. */
+static void warn_limited(http_server_t *srv, rtr_ratelimit_t *rl, const char *what, int e)
+{
+    uint64_t held;
+    char     more[64] = "";
+    if (!rtr_ratelimit_pass(rl, uv_now(srv->loop), FD_WARN_PERIOD_MS, &held))
+        return;
+    if (held)
+        snprintf(more, sizeof(more), " (%" PRIu64 " more since the last such line)", held);
+    LOG(WARNING, "%s: %s%s", what, e ? strerror(e) : "no reason given", more);
+}
+
 /* "host:port" of the connection's peer. */
 static void wsi_peer(struct lws *wsi, char *buf, size_t len)
 {
@@ -187,6 +210,7 @@ static void wsi_peer(struct lws *wsi, char *buf, size_t len)
 static const char BODY_404[] = "Not Found\n";
 static const char BODY_403[] = "Forbidden\n";
 static const char BODY_503[] = "Service Unavailable: the core thread did not answer\n";
+static const char BODY_503_FDS[] = "Service Unavailable: out of file descriptors\n";
 static const char BODY_OK[] = "OK\n";
 
 /* Send the status line and headers; the body follows from the writable callback.  Returns 0,
@@ -437,6 +461,16 @@ static int serve_root(http_listener_t *l, http_req_t *r, const char *path)
     } else if (!S_ISREG(st.st_mode)) {
         return respond_text(r, 404, BODY_404);
     }
+    /* lws answers 404 when it cannot open the file; for lack of descriptors the truth is 503
+     * (and worth a line in the log) */
+    int probe = open(real, O_RDONLY | O_CLOEXEC);
+    if (probe < 0 && rtr_errno_is_fd_shortage(errno)) {
+        warn_limited(l->srv, &l->srv->warn_file, "HTTP: cannot open a file of httpRootDir",
+                     errno);
+        return respond_text(r, 503, BODY_503_FDS);
+    }
+    if (probe >= 0)
+        close(probe);
     r->body = BODY_FILE;
     int rc = lws_serve_http_file(r->wsi, real, mime_of(real), NULL, 0);
     if (rc < 0)
@@ -670,14 +704,22 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
     http_server_t   *srv = l->srv;
     int              sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
-        LOG(WARNING, "AMQP over WebSocket: socketpair failed: %s", strerror(errno));
+        /* this client is refused (the WebSocket closes with a reason); the next may fit */
+        warn_limited(srv, &srv->warn_ws, "AMQP over WebSocket: cannot make the connection's "
+                     "socketpair", errno);
+        static const char why[] = "out of file descriptors";
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, (unsigned char *)why,
+                         sizeof(why) - 1);
         return -1;
     }
     ws_amqp_t *b = base_calloc(1, sizeof(*b));
     b->wsi = wsi;
     b->rbuf = base_malloc(LWS_PRE + WS_AMQP_CHUNK);
     uv_pipe_init(srv->loop, &b->pipe, 0);
-    if (uv_pipe_open(&b->pipe, sv[0]) != 0) {
+    int rc = uv_pipe_open(&b->pipe, sv[0]);
+    if (rc != 0) {
+        warn_limited(srv, &srv->warn_ws, "AMQP over WebSocket: cannot open the connection's "
+                     "socketpair", -rc);
         close(sv[0]);
         close(sv[1]);
         b->wsi = NULL;
@@ -885,24 +927,17 @@ static const struct lws_protocols PROTOCOLS[] = {
 };
 // clang-format on
 
-static void accept_cb(uv_poll_t *p, int status, int events)
+static void accept_cb(rtr_acceptor_t *a, int fd)
 {
-    http_listener_t *l = (http_listener_t *)p;
-    (void)events;
-    if (status < 0 || !l->srv->ctx)
+    http_listener_t *l = a->data;
+    if (!l->srv->ctx) {
+        close(fd);
         return;
-    for (int i = 0; i < ACCEPT_BATCH; i++) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                LOG(WARNING, "HTTP accept failed: %s", strerror(errno));
-            return;
-        }
-        if (!lws_adopt_socket_vhost(l->vhost, fd)) {
-            /* lws closes the socket when adopting fails */
-            LOG(WARNING, "HTTP: could not take a connection");
-        }
     }
+    /* lws closes the socket when adopting fails */
+    errno = 0;
+    if (!lws_adopt_socket_vhost(l->vhost, fd))
+        warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", errno);
 }
 
 static void http_free(http_server_t *srv)
@@ -1027,9 +1062,11 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
 
     for (size_t i = 0; i < n; i++) {
         http_listener_t *l = &srv->listeners[i];
-        uv_poll_init(loop, &l->poll, l->fd);
-        l->polling = true;
-        uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+        l->acc.data = l;
+        if (rtr_acceptor_start(&l->acc, loop, l->fd, BASE_LOG_MOD_HTTP, NULL, accept_cb) == 0)
+            l->polling = true;
+        else
+            LOG(ERROR, "Cannot accept on http listener %s", l->cfg->port);
     }
     s_srv = srv;
     return 0;
@@ -1043,9 +1080,9 @@ static void srv_handle_closed(http_server_t *srv)
         http_free(srv);
 }
 
-static void listener_closed_cb(uv_handle_t *h)
+static void listener_closed_cb(rtr_acceptor_t *a)
 {
-    http_listener_t *l = (http_listener_t *)h;
+    http_listener_t *l = a->data;
     close(l->fd);
     l->fd = -1;
     srv_handle_closed(l->srv);
@@ -1077,9 +1114,15 @@ void rtr_http_stop(void)
             srv->handles++;
     uv_close((uv_handle_t *)&srv->probe_async, srv_closed_cb);
     uv_close((uv_handle_t *)&srv->probe_timer, srv_closed_cb);
-    for (size_t i = 0; i < srv->n_listeners; i++)
-        if (srv->listeners[i].polling)
-            uv_close((uv_handle_t *)&srv->listeners[i].poll, listener_closed_cb);
+    for (size_t i = 0; i < srv->n_listeners; i++) {
+        http_listener_t *l = &srv->listeners[i];
+        if (l->polling) {
+            rtr_acceptor_close(&l->acc, listener_closed_cb);
+        } else if (l->fd >= 0) {
+            close(l->fd);
+            l->fd = -1;
+        }
+    }
 }
 
 void rtr_http_finish(uv_loop_t *loop)
