@@ -81,7 +81,8 @@ enum {
     R_DEFAULT_DISTRIBUTION, R_AREA, R_HELLO_INTERVAL, R_HELLO_MAX_AGE, R_RA_INTERVAL,
     R_RA_INTERVAL_FLUX, R_REMOTE_LS_MAX_AGE, R_MOBILE_ADDR_MAX_AGE, R_DEBUG_DUMP_FILE,
     R_SASL_CONFIG_DIR, R_SASL_CONFIG_NAME, R_ALLOW_RESUMABLE_LINK_ROUTE, R_TIMESTAMPS_IN_UTC,
-    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_SHUTDOWN_GRACE, R_N
+    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_SHUTDOWN_GRACE,
+    R_MAX_STATS, R_N
 };
 static const attr_def_t router_attrs[R_N] = {
     [R_NAME]                  = {"name", AT_STRING, .ignored = true},
@@ -111,6 +112,7 @@ static const attr_def_t router_attrs[R_N] = {
     [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
     /* Junction's own */
     [R_SHUTDOWN_GRACE]        = {"shutdownGraceSeconds", AT_INT},
+    [R_MAX_STATS]             = {"maxStats", AT_INT},
 };
 
 enum {
@@ -862,6 +864,11 @@ static int build_router(ent_t *e)
         return -1;
     r->shutdown_grace_seconds = (uint32_t)x;
 
+    if (get_int(e, R_MAX_STATS, CFG_MAX_STATS_MIN, CFG_MAX_STATS_DEFAULT, CFG_MAX_STATS_DEFAULT,
+                &x) < 0)
+        return -1;
+    r->max_stats = (uint32_t)x;
+
     /* log lines always carry qdrouterd's default timestamp form */
     if (e->vals[R_TIMESTAMP_FORMAT]) {
         char *fmt = NULL;
@@ -1474,6 +1481,7 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
     ld.cfg->path = base_strdup(ld.name);
     ld.cfg->router.default_distribution = CFG_DIST_BALANCED; /* a file may have no router */
     ld.cfg->router.shutdown_grace_seconds = CFG_SHUTDOWN_GRACE_DEFAULT;
+    ld.cfg->router.max_stats = CFG_MAX_STATS_DEFAULT;
     ld.cfg->policy.max_connections = 65535; /* qdrouterd's defaults without a policy entity */
     ld.patterns = base_pattern_new();
     base_map_init(&ld.names);

@@ -65,9 +65,18 @@ typedef struct cfg_router {
                                                   may take to settle before the rest are
                                                   released to their senders; 0-3600,
                                                   default CFG_SHUTDOWN_GRACE_DEFAULT */
+    uint32_t           max_stats;            /* `maxStats` (Junction's own): stat slots the
+                                                router may hand out (4 per connection, 16 per
+                                                link, 5 per address, ...); objects past it
+                                                get no stats of their own, router totals stay
+                                                exact; CFG_MAX_STATS_MIN to
+                                                CFG_MAX_STATS_DEFAULT (the default) */
 } cfg_router_t;
 
 #define CFG_SHUTDOWN_GRACE_DEFAULT 5
+#define CFG_MAX_STATS_MIN          1024
+#define CFG_MAX_STATS_DEFAULT      16773120 /* stats/'s whole id space: STATS_MAX_SLOTS -
+                                               STATS_SINK_SLOTS (checked in router/server.c) */
 
 typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */

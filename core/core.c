@@ -23,18 +23,11 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
-/* Count into the core thread's own shard; an object without stats (gen 0: an in-process
- * link, or no room in the registry) counts nothing. */
-#define COUNT(obj, field, n)                                                                       \
-    do {                                                                                           \
-        if ((obj).gen)                                                                             \
-            stats_counter_add(core->shard, stats_obj_stat((obj), (field)), (n));                   \
-    } while (0)
-#define GAUGE(obj, field, v)                                                                       \
-    do {                                                                                           \
-        if ((obj).gen)                                                                             \
-            stats_gauge_set(core->shard, stats_obj_stat((obj), (field)), (v));                     \
-    } while (0)
+/* Count into the core thread's own shard.  Any object may be written, without a check: one
+ * without stats of its own (an in-process link: none; no room in the registry: a sink)
+ * writes into the sink (stats/stats.h "The sink rule"). */
+#define COUNT(obj, field, n) stats_obj_add(core->shard, (obj), (field), (n))
+#define GAUGE(obj, field, v) stats_obj_set(core->shard, (obj), (field), (v))
 
 /* ---- link sets ---- */
 
@@ -200,8 +193,7 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
             addr->dist = dist;
             base_map_put(&core->addrs, buf, klen, addr);
             const char *labels[] = {addr->key, cfg_distribution_name(dist)};
-            if (stats_object_new(core->stats->reg, core->stats->address, labels, &addr->stats))
-                memset(&addr->stats, 0, sizeof(addr->stats)); /* no room: counts go to slot 0 */
+            core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
             LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
         }
     } else if (addr && dist_out) {
@@ -256,8 +248,7 @@ static void addr_release_CT(core_t *core, core_addr_t *addr)
     if (addr->consumers.count || addr->senders.count)
         return;
     LOG(DEBUG, "Address %s removed", addr->key);
-    if (addr->stats.gen)
-        stats_object_retire(core->stats->reg, addr->stats);
+    stats_object_retire(core->stats->reg, addr->stats); /* live or sink */
     base_map_del(&core->addrs, addr->key, addr->keylen);
     free(addr->consumers.items);
     free(addr->senders.items);
@@ -318,8 +309,7 @@ static void count_outcome_CT(core_t *core, stats_obj_t link, uint8_t outcome, bo
         rf = CORE_ROUTER_RELEASED;
         break;
     }
-    if (link.gen)
-        COUNT(link, lf, 1);
+    COUNT(link, lf, 1);
     if (router)
         COUNT(core->stats->router_obj, rf, 1);
 }
@@ -335,7 +325,7 @@ static void count_outcome_CT(core_t *core, stats_obj_t link, uint8_t outcome, bo
 static void rate_settled_CT(core_t *core, core_link_t *l)
 {
     core_rate_add(&l->rate);
-    if (!l->rate_on && l->stats.gen) {
+    if (!l->rate_on && stats_obj_is_live(l->stats)) { /* settleRate is a link stat only */
         l->rate_on = true;
         BASE_DLIST_PUSH(core->rate_links, l, rate_prev, rate_next);
     }
@@ -366,8 +356,8 @@ static void inflight_del_CT(core_t *core, core_delivery_t *dlv)
 static void count_stuck_CT(core_t *core, uint64_t link_id)
 {
     core_link_t *l = link_id ? base_map_uget(&core->links, link_id) : NULL;
-    if (!l || !l->stats.gen)
-        return;
+    if (!l || stats_obj_is_none(l->stats))
+        return; /* an in-process link's are not counted (a sink's are: it is a real link) */
     COUNT(l->stats, CORE_LINK_STUCK, 1);
     COUNT(core->stats->router_obj, CORE_ROUTER_STUCK, 1);
     if (++l->stuck == 1)
@@ -539,11 +529,11 @@ static void link_attach_CT(core_t *core, core_action_t *a)
                             l->addr ? l->addr->key : "", a->u.attach.name ? a->u.attach.name : ""};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
-    if (l->conn_id != 0 &&
-        stats_object_new(core->stats->reg, core->stats->link, labels, &l->stats) == 0) {
-        GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
-        w->u.attached.stats = l->stats;
-    }
+    if (l->conn_id != 0)
+        core_stats_object_new(core->stats, core->stats->link, labels, &l->stats);
+    GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
+    /* live, sink or none: the worker writes it unchecked */
+    w->u.attached.stats = l->stats;
     if (l->addr)
         addr_gauges_CT(core, l->addr);
     BASE_FREE(a->u.attach.name);
@@ -572,8 +562,9 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     work_add_CT(core, l->worker, CORE_W_LINK_DETACHED, l->handle);
     LOG(DEBUG, "[C%llu][L%llu] Link detached", (unsigned long long)l->conn_id,
         (unsigned long long)l->id);
-    /* the worker's last write to the link's stats came before its detach action */
-    if (l->stats.gen)
+    /* the worker's last write to the link's stats came before its detach action; a none
+     * object (in-process link) is not retired */
+    if (!stats_obj_is_none(l->stats))
         stats_object_retire(core->stats->reg, l->stats);
     free(l);
 }

@@ -124,6 +124,12 @@ typedef struct core_stats {
 
 int core_stats_families_new(stats_registry_t *reg, core_stats_t *out);
 
+/* A new object of family f (stats_object_new()).  *out is always usable: live, or a sink
+ * when the registry had no room (see stats/stats.h "The sink rule"), which is logged here,
+ * rate-limited; either way retire it with stats_object_retire().  Thread-safe. */
+void core_stats_object_new(const core_stats_t *cs, stats_family_t *f, const char *const *labels,
+                           stats_obj_t *out);
+
 /* The reference-counted head of a message's content; the router embeds it first in its
  * message type.  The core only adds references (one per outgoing copy). */
 typedef struct core_content {

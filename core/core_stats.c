@@ -9,11 +9,26 @@
  *                their counters; link undelivered / credit gauges; presettled drops
  *   main thread  process gauges (uptime, memory), workerThreads, and the `allocator`
  *                family (one object per pool, figures from base_pool_info())
- * Threads: core_stats_families_new() on the main thread before any other thread starts.
+ * Threads: core_stats_families_new() on the main thread before any other thread starts;
+ * core_stats_object_new() on any thread that makes objects (the core, the workers).
+ *
+ * Objects without stats.  When the registry has no room (the router's `maxStats`) an object
+ * is a sink (stats/stats.h "The sink rule"): its counts go nowhere, the router's totals
+ * (counted on the router object) and its count_of gauges stay exact, and nobody needs a
+ * check.  core_stats_object_new() says so in the log once, then at most once a minute.
  */
 #include "core/core.h"
 
+#include "core/base/log.h"
+
+#include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl, __VA_ARGS__)
+
+#define REFUSED_LOG_PERIOD_MS 60000 /* the log mentions refusals at most this often */
 
 #define C(n, h)  {.name = n, .kind = STATS_COUNTER, .help = h}
 #define G(n, h)  {.name = n, .kind = STATS_GAUGE, .help = h}
@@ -145,4 +160,50 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
         return rc;
     out->router_obj = stats_family_object(out->router);
     return 0;
+}
+
+/* Refusals not yet logged, and the monotonic time (ms) before which a refusal is only
+ * counted (0: none logged yet).  Any thread, lock-free: the log's rate limit only. */
+static _Atomic uint64_t s_refused;
+static _Atomic uint64_t s_refused_quiet_until;
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void refused_log(const core_stats_t *cs, const char *family, int rc)
+{
+    atomic_fetch_add_explicit(&s_refused, 1, memory_order_relaxed);
+    uint64_t now = mono_ms(), until = atomic_load_explicit(&s_refused_quiet_until,
+                                                            memory_order_relaxed);
+    if (until && now < until)
+        return;
+    if (!atomic_compare_exchange_strong(&s_refused_quiet_until, &until,
+                                        now + REFUSED_LOG_PERIOD_MS))
+        return; /* another thread logs this period */
+    uint64_t n = atomic_exchange_explicit(&s_refused, 0, memory_order_relaxed);
+    stats_info_t info;
+    stats_registry_info(cs->reg, &info);
+    const char *why = rc == -ENOSPC   ? "the stats registry is full"
+                      : rc == -EEXIST ? "its identity is taken"
+                                      : "bad labels";
+    if (until == 0)
+        LOG(WARNING, "A new %s has no stats of its own: %s (%llu stat slots in use, router "
+            "maxStats); router totals still count it.  Logged again at most once a minute.",
+            family, why, (unsigned long long)info.slots_used);
+    else
+        LOG(WARNING, "%llu more objects got no stats of their own in the last minute or more "
+            "(%llu in all without stats now): %s", (unsigned long long)n,
+            (unsigned long long)info.sinks, why);
+}
+
+void core_stats_object_new(const core_stats_t *cs, stats_family_t *f, const char *const *labels,
+                           stats_obj_t *out)
+{
+    int rc = stats_object_new(cs->reg, f, labels, out);
+    if (BASE_UNLIKELY(rc != 0))
+        refused_log(cs, stats_family_name(f), rc);
 }

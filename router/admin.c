@@ -1,9 +1,10 @@
 /* router/admin.c: the admin thread, the management socket, and the management session
  * that every management transport shares (rtr_admin_sess_t).
  *
- * The admin thread runs one libuv loop with a Unix stream socket (uv_pipe) that speaks the
- * management protocol of stats/stats.h ("Management protocol"): newline-delimited JSON,
- * one stats_mgmt session per client; the same loop runs the HTTP/WebSocket server of the
+ * The admin thread runs one libuv loop with a Unix stream socket (accepted through an
+ * rtr_acceptor_t, router/accept.h; each client a uv_pipe) that speaks the management
+ * protocol of stats/stats.h ("Management protocol"): newline-delimited JSON, one stats_mgmt
+ * session per client; the same loop runs the HTTP/WebSocket server of the
  * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
  * session.  This file only moves bytes: the session cuts the input into lines, hands each
  * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
@@ -45,6 +46,7 @@
  */
 #include "router/admin.h"
 
+#include "router/accept.h"
 #include "router/http.h"
 
 #include "core/base/base.h"
@@ -52,6 +54,7 @@
 #include "core/base/log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,7 +106,10 @@ struct admin_req {
  * queue (reqs, under req_lock). */
 struct admin {
     uv_loop_t          loop;        /* the admin thread's loop */
-    uv_pipe_t          server;      /* the listening socket (when `path`) */
+    int                server_fd;   /* the listening socket (when `path`), or -1 */
+    rtr_acceptor_t     server;      /* accepts on server_fd (data = this admin_t) */
+    bool               accepting;   /* server started (its handles initialised) */
+    rtr_ratelimit_t    open_warn;   /* lines about clients whose socket could not be opened */
     uv_async_t         stop;        /* main thread -> admin thread: stop */
     uv_thread_t        thread;      /* the admin thread */
     uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
@@ -481,19 +487,23 @@ static void client_close(admin_client_t *c)
     uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
 }
 
-static void connection_cb(uv_stream_t *server, int status)
+/* A new client on the management socket (the acceptor pauses when descriptors run out). */
+static void connection_cb(rtr_acceptor_t *acc, int fd)
 {
-    admin_t *a = server->data;
-    if (status < 0) {
-        LOG(WARNING, "Management socket: accept failed: %s", uv_strerror(status));
-        return;
-    }
+    admin_t *a = acc->data;
     admin_client_t *c = base_calloc(1, sizeof(*c));
     c->admin = a;
     uv_pipe_init(&a->loop, &c->pipe, 0);
     c->pipe.data = c;
     BASE_DLIST_PUSH(a->clients, c, prev, next);
-    if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+    int rc = uv_pipe_open(&c->pipe, fd);
+    if (rc < 0) {
+        uint64_t held;
+        if (rtr_ratelimit_pass(&a->open_warn, uv_now(&a->loop), RTR_ACCEPT_WARN_PERIOD_MS,
+                               &held))
+            LOG(WARNING, "Management socket: cannot take a client: %s (%" PRIu64
+                " more since the last such line)", uv_strerror(rc), held);
+        close(fd);
         c->refused = true;
         client_close(c);
         return;
@@ -557,6 +567,13 @@ static void req_cb(uv_async_t *h)
     }
 }
 
+static void server_closed_cb(rtr_acceptor_t *acc)
+{
+    admin_t *a = acc->data;
+    close(a->server_fd);
+    a->server_fd = -1;
+}
+
 static void stop_cb(uv_async_t *h)
 {
     admin_t *a = h->data;
@@ -565,8 +582,10 @@ static void stop_cb(uv_async_t *h)
     uv_close((uv_handle_t *)&a->req_async, NULL);
     while (a->clients)
         client_close(a->clients); /* takes it off the list */
-    if (a->path)
-        uv_close((uv_handle_t *)&a->server, NULL);
+    if (a->accepting) {
+        rtr_acceptor_close(&a->server, server_closed_cb);
+        a->accepting = false;
+    }
     rtr_http_stop();
     uv_close((uv_handle_t *)&a->stop, NULL);
 }
@@ -653,6 +672,8 @@ static void close_http_fds(const rtr_admin_http_t *http, size_t n)
 
 static void admin_free(admin_t *a)
 {
+    if (a->server_fd >= 0)
+        close(a->server_fd);
     free(a->path);
     /* requests that came after the admin thread stopped */
     admin_req_t *r = a->reqs;
@@ -676,7 +697,8 @@ static void loop_drain(admin_t *a)
     uv_loop_close(&a->loop);
 }
 
-/* Bind the management socket into a->server.  Returns 0 or a negative errno (logged). */
+/* Bind the management socket (a->server_fd) and accept on it (a->server).  Returns 0 or a
+ * negative errno (logged). */
 static int socket_open(admin_t *a)
 {
     const char *why = NULL;
@@ -688,16 +710,37 @@ static int socket_open(admin_t *a)
             why ? why : strerror(-rc));
         return rc;
     }
-    uv_pipe_init(&a->loop, &a->server, 0);
-    a->server.data = a;
-    rc = uv_pipe_bind(&a->server, a->path);
-    if (rc == 0 && chmod(a->path, 0660) != 0)
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(a->path) >= sizeof(sa.sun_path)) {
+        LOG(CRITICAL, "Cannot open the management socket %s: the path is longer than %zu bytes",
+            a->path, sizeof(sa.sun_path) - 1);
+        return -ENAMETOOLONG;
+    }
+    memcpy(sa.sun_path, a->path, strlen(a->path) + 1);
+    /* our own socket, not uv_listen(): libuv's accept loop cannot pause when descriptors run
+     * out, and spins if its reserve descriptor was lost to another thread */
+    bool bound = false;
+    a->server_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (a->server_fd < 0 || bind(a->server_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         rc = -errno;
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&a->server, ADMIN_BACKLOG, connection_cb);
+    } else {
+        bound = true;
+        if (chmod(a->path, 0660) != 0 || listen(a->server_fd, ADMIN_BACKLOG) != 0)
+            rc = -errno;
+    }
+    if (rc == 0) {
+        a->server.data = a;
+        rc = rtr_acceptor_start(&a->server, &a->loop, a->server_fd, BASE_LOG_MOD_AGENT, NULL,
+                                connection_cb);
+        a->accepting = rc == 0;
+    }
     if (rc < 0) {
-        LOG(CRITICAL, "Cannot open the management socket %s: %s", a->path, uv_strerror(rc));
-        unlink(a->path);
+        LOG(CRITICAL, "Cannot open the management socket %s: %s", a->path, strerror(-rc));
+        if (a->server_fd >= 0)
+            close(a->server_fd);
+        a->server_fd = -1;
+        if (bound) /* the file is ours: a failed bind leaves another's in place */
+            unlink(a->path);
     }
     return rc;
 }
@@ -712,6 +755,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     }
     admin_t *a = base_calloc(1, sizeof(*a));
     pthread_mutex_init(&a->req_lock, NULL);
+    a->server_fd = -1;
     a->reg = reg;
     a->core = core;
     a->path = mc->enabled ? base_strdup(mc->socket) : NULL;
@@ -738,6 +782,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
         admin_free(a);
         return rc;
     }
+    rtr_fd_loop_reserve_init(&a->loop);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
     uv_async_init(&a->loop, &a->req_async, req_cb);

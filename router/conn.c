@@ -71,10 +71,11 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
         base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
 }
 
-/* Count into the worker's own shard. */
-#define WCOUNT(w, obj, field, n)                                                                   \
-    stats_counter_add((w)->shard, stats_obj_stat((obj), (field)), (n))
-#define WGAUGE(w, obj, field, v) stats_gauge_set((w)->shard, stats_obj_stat((obj), (field)), (v))
+/* Count into the worker's own shard.  Any object may be written, without a check: one
+ * without stats (not attached yet: none; no room in the registry: a sink) writes into the
+ * sink (stats/stats.h "The sink rule"). */
+#define WCOUNT(w, obj, field, n) stats_obj_add((w)->shard, (obj), (field), (n))
+#define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
 #define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
 
 /* Incoming window per session: bytes Proton may buffer for us before the peer must wait. */
@@ -107,8 +108,8 @@ static void conn_free_WT(rtr_conn_t *c)
     w->n_conns--;
     if (c->counted)
         atomic_fetch_sub(&g_rtr.n_open_conns, 1);
-    if (c->stats.gen)
-        stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
+    if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
+        stats_object_retire(g_rtr.stats->reg, c->stats);
     free(c->wbuf);
     free(c->guard_buf);
     free(c);
@@ -394,8 +395,7 @@ static void link_credit_back_positive_WT(rtr_link_t *k)
 {
     rtr_worker_t *w = k->conn->worker;
     k->zero_since = 0;
-    if (k->stats.gen)
-        WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
+    WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
     if (k->reported_blocked) {
         k->reported_blocked = false;
         stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
@@ -419,8 +419,10 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
     uint64_t now = uv_now(&w->loop);
     for (rtr_conn_t *c = w->conns; c; c = c->next) {
         for (rtr_link_t *k = c->links; k; k = k->next) {
-            /* pn: not yet cleaned up, so the core has not retired its stats */
-            if (!k->pn || !k->stats.gen)
+            /* pn: not yet cleaned up, so the core has not retired its stats; none: the core
+             * has not answered the attach (a link without stats of its own, a sink, counts
+             * in linksBlocked all the same) */
+            if (!k->pn || stats_obj_is_none(k->stats))
                 continue;
             int credit = pn_link_credit(k->pn);
             link_credit_seen_WT(k, credit); /* creditAvailable fresh at least once a second */
@@ -1250,14 +1252,13 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             pn_connection_open(pc);
         if (!c->counted && !conn_admit_WT(c))
             break;
-        if (!c->stats.gen) {
+        if (stats_obj_is_none(c->stats)) {
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
             const char *container = pn_connection_remote_container(pc);
             const char *labels[] = {id, c->peer, container ? container : "", "in"};
-            if (stats_object_new(g_rtr.stats->reg, g_rtr.stats->connection, labels,
-                                 &c->stats) == 0)
-                WGAUGE(c->worker, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+            core_stats_object_new(g_rtr.stats, g_rtr.stats->connection, labels, &c->stats);
+            WGAUGE(c->worker, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");

@@ -9,12 +9,15 @@
  * DESIGN.
  *   - Listening: the main thread binds every listener (so a port in use stops start-up and
  *     `Listening on HOST:PORT` is logged alike for all); this file accepts on the http ones
- *     (uv_poll on the listening socket) and hands each socket to libwebsockets
- *     (adopted with the listener as the connection's opaque user data: lws may move a
- *     connection to the first vhost by its Host header), one lws vhost per listener, made
- *     at start or by management CREATE (DELETE closes the socket; the vhost stays for the
- *     connections it has).  Only HTTP is spoken there: bytes
- *     that are not HTTP (an AMQP header, garbage) make lws close the connection.
+ *     (an rtr_acceptor_t: it pauses instead of spinning when descriptors run out) and hands
+ *     each socket to libwebsockets (adopted with the listener as the connection's opaque
+ *     user data: lws may move a connection to the first vhost by its Host header), one lws
+ *     vhost per listener, made at start or by management CREATE (DELETE closes the socket;
+ *     the vhost stays for the connections it has).  Only HTTP is spoken there: bytes that
+ *     are not HTTP (an AMQP header, garbage) make lws close the connection.
+ *   - Out of descriptors: a WebSocket whose socketpair cannot be made is closed (1011, "out
+ *     of file descriptors"), a file of httpRootDir that cannot be opened is a 503; either
+ *     logs one warning per FD_WARN_PERIOD_MS at most.
  *   - HTTP (protocol "http-only"): GET /metrics streams stats_prom_read() into the socket as it
  *     drains (32 KiB at a time, Connection: close, no length; a reader that takes nothing
  *     for HTTP_STALL_S is closed, since it holds a walk); GET /healthz waits for a round
@@ -47,6 +50,7 @@
  */
 #include "router/http.h"
 
+#include "router/accept.h"
 #include "router/router_int.h"
 
 #include "core/base/list.h"
@@ -56,6 +60,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -75,7 +80,8 @@
 #define HEALTHZ_DEADLINE_MS 2000        /* the core must answer a /healthz probe within this */
 #define WS_AMQP_CHUNK       (64u << 10) /* bytes read from the router per WebSocket message */
 #define WS_RX_BUFFER        (64u << 10) /* most WebSocket payload lws hands over at a time */
-#define ACCEPT_BATCH        64          /* connections accepted per readable event */
+#define FD_WARN_PERIOD_MS   10000       /* at most one line per period and kind about
+                                           requests refused for lack of a descriptor */
 #define HTTP_STALL_S        30          /* a reader that takes no body bytes for this long is
                                            closed (it would hold a /metrics walk forever) */
 // clang-format on
@@ -86,16 +92,16 @@ typedef struct http_req http_req_t;
 
 /* Where a listener's socket is. */
 typedef enum http_lstate {
-    LST_NEW = 0, /* not accepting yet (no poll handle) */
+    LST_NEW = 0, /* not accepting (no acceptor yet, or it could not start) */
     LST_POLLING, /* accepting */
-    LST_CLOSING, /* its poll handle is closing (DELETE or stop); the socket closes after */
+    LST_CLOSING, /* its acceptor is closing (DELETE or stop); the socket closes after */
     LST_CLOSED,  /* socket closed; the vhost stays for the connections it accepted */
 } http_lstate_t;
 
 /* http_listener_t: one http listener: its socket, its lws vhost and its flags.  Heap, on
  * srv->listeners until the server is freed (its vhost's connections point at it). */
 struct http_listener {
-    uv_poll_t             poll;      /* first member: readable = connections to accept */
+    rtr_acceptor_t        acc;       /* accepts on fd (data = this listener) */
     int                   fd;        /* listening socket (closed at DELETE or stop) */
     long                  id;        /* the server's listener id (management DELETE) */
     const cfg_listener_t *cfg;       /* its configuration */
@@ -149,6 +155,9 @@ struct http_server {
     stats_handle_t      st_probes;   /* /healthz probes the core answered */
     stats_handle_t      st_ws_amqp;  /* AMQP-over-WebSocket connections accepted */
     stats_handle_t      st_ws_mgmt;  /* junction-mgmt sessions opened */
+    rtr_ratelimit_t     warn_file;   /* lines about httpRootDir files that could not be opened */
+    rtr_ratelimit_t     warn_ws;     /* lines about WebSocket socketpairs that could not be made */
+    rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
     int                 handles;     /* stopping: our handles not closed yet */
 };
 
@@ -185,6 +194,19 @@ static http_listener_t *wsi_listener(struct lws *wsi)
     return lws_get_opaque_user_data(wsi);
 }
 
+/* Something a request needed (a descriptor, most often) could not be had (`e`: its errno,
+ * or 0): one warning per FD_WARN_PERIOD_MS at most, however many clients ask meanwhile. */
+static void warn_limited(http_server_t *srv, rtr_ratelimit_t *rl, const char *what, int e)
+{
+    uint64_t held;
+    char     more[64] = "";
+    if (!rtr_ratelimit_pass(rl, uv_now(srv->loop), FD_WARN_PERIOD_MS, &held))
+        return;
+    if (held)
+        snprintf(more, sizeof(more), " (%" PRIu64 " more since the last such line)", held);
+    LOG(WARNING, "%s: %s%s", what, e ? strerror(e) : "no reason given", more);
+}
+
 /* "host:port" of the connection's peer. */
 static void wsi_peer(struct lws *wsi, char *buf, size_t len)
 {
@@ -201,6 +223,7 @@ static void wsi_peer(struct lws *wsi, char *buf, size_t len)
 static const char BODY_404[] = "Not Found\n";
 static const char BODY_403[] = "Forbidden\n";
 static const char BODY_503[] = "Service Unavailable: the core thread did not answer\n";
+static const char BODY_503_FDS[] = "Service Unavailable: out of file descriptors\n";
 static const char BODY_OK[] = "OK\n";
 
 /* Send the status line and headers; the body follows from the writable callback.  Returns 0,
@@ -451,6 +474,16 @@ static int serve_root(http_listener_t *l, http_req_t *r, const char *path)
     } else if (!S_ISREG(st.st_mode)) {
         return respond_text(r, 404, BODY_404);
     }
+    /* lws answers 404 when it cannot open the file; for lack of descriptors the truth is 503
+     * (and worth a line in the log) */
+    int probe = open(real, O_RDONLY | O_CLOEXEC);
+    if (probe < 0 && rtr_errno_is_fd_shortage(errno)) {
+        warn_limited(l->srv, &l->srv->warn_file, "HTTP: cannot open a file of httpRootDir",
+                     errno);
+        return respond_text(r, 503, BODY_503_FDS);
+    }
+    if (probe >= 0)
+        close(probe);
     r->body = BODY_FILE;
     int rc = lws_serve_http_file(r->wsi, real, mime_of(real), NULL, 0);
     if (rc < 0)
@@ -684,14 +717,22 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
     http_server_t   *srv = l->srv;
     int              sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
-        LOG(WARNING, "AMQP over WebSocket: socketpair failed: %s", strerror(errno));
+        /* this client is refused (the WebSocket closes with a reason); the next may fit */
+        warn_limited(srv, &srv->warn_ws, "AMQP over WebSocket: cannot make the connection's "
+                     "socketpair", errno);
+        static const char why[] = "out of file descriptors";
+        lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, (unsigned char *)why,
+                         sizeof(why) - 1);
         return -1;
     }
     ws_amqp_t *b = base_calloc(1, sizeof(*b));
     b->wsi = wsi;
     b->rbuf = base_malloc(LWS_PRE + WS_AMQP_CHUNK);
     uv_pipe_init(srv->loop, &b->pipe, 0);
-    if (uv_pipe_open(&b->pipe, sv[0]) != 0) {
+    int rc = uv_pipe_open(&b->pipe, sv[0]);
+    if (rc != 0) {
+        warn_limited(srv, &srv->warn_ws, "AMQP over WebSocket: cannot open the connection's "
+                     "socketpair", -rc);
         close(sv[0]);
         close(sv[1]);
         b->wsi = NULL;
@@ -899,32 +940,25 @@ static const struct lws_protocols PROTOCOLS[] = {
 };
 // clang-format on
 
-static void accept_cb(uv_poll_t *p, int status, int events)
+static void accept_cb(rtr_acceptor_t *a, int fd)
 {
-    http_listener_t *l = (http_listener_t *)p;
-    (void)events;
-    if (status < 0 || !l->srv->ctx)
+    http_listener_t *l = a->data;
+    if (!l->srv->ctx) {
+        close(fd);
         return;
-    for (int i = 0; i < ACCEPT_BATCH; i++) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                LOG(WARNING, "HTTP accept failed: %s", strerror(errno));
-            return;
-        }
-        /* the listener rides on the connection itself: lws may move a connection to another
-         * vhost by its Host header (all ours share one "port"), so the vhost cannot say */
-        lws_adopt_desc_t ad;
-        memset(&ad, 0, sizeof(ad));
-        ad.vh = l->vhost;
-        ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP;
-        ad.fd.sockfd = fd;
-        ad.opaque = l;
-        if (!lws_adopt_descriptor_vhost_via_info(&ad)) {
-            /* lws closes the socket when adopting fails */
-            LOG(WARNING, "HTTP: could not take a connection");
-        }
     }
+    /* the listener rides on the connection itself: lws may move a connection to another
+     * vhost by its Host header (all ours share one "port"), so the vhost cannot say */
+    lws_adopt_desc_t ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = l->vhost;
+    ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP;
+    ad.fd.sockfd = fd;
+    ad.opaque = l;
+    /* lws closes the socket when adopting fails */
+    errno = 0;
+    if (!lws_adopt_descriptor_vhost_via_info(&ad))
+        warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", errno);
 }
 
 static void http_free(http_server_t *srv)
@@ -1013,11 +1047,17 @@ static http_listener_t *listener_new(http_server_t *srv, const rtr_admin_http_t 
     return l;
 }
 
-static void listener_poll(http_server_t *srv, http_listener_t *l)
+/* Start accepting on l.  Returns 0, or -1 after logging why (l stays LST_NEW, its socket
+ * open until stop). */
+static int listener_poll(http_server_t *srv, http_listener_t *l)
 {
-    uv_poll_init(srv->loop, &l->poll, l->fd);
+    l->acc.data = l;
+    if (rtr_acceptor_start(&l->acc, srv->loop, l->fd, BASE_LOG_MOD_HTTP, NULL, accept_cb) != 0) {
+        LOG(ERROR, "Cannot accept on http listener %s", l->cfg->port);
+        return -1;
+    }
     l->state = LST_POLLING;
-    uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+    return 0;
 }
 
 int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n)
@@ -1094,8 +1134,7 @@ int rtr_http_listener_add(const rtr_admin_http_t *h)
         close(h->fd);
         return -EINVAL;
     }
-    listener_poll(srv, l);
-    return 0;
+    return listener_poll(srv, l) == 0 ? 0 : -EIO;
 }
 
 /* One of our handles closed; the last one frees the server (libuv runs close callbacks in
@@ -1106,10 +1145,10 @@ static void srv_handle_closed(http_server_t *srv)
         http_free(srv);
 }
 
-/* A listener's poll handle closed (DELETE or stop): its socket goes now. */
-static void listener_closed_cb(uv_handle_t *h)
+/* A listener's acceptor closed (DELETE or stop): its socket goes now. */
+static void listener_closed_cb(rtr_acceptor_t *a)
 {
-    http_listener_t *l = (http_listener_t *)h;
+    http_listener_t *l = a->data;
     close(l->fd);
     l->fd = -1;
     l->state = LST_CLOSED;
@@ -1126,12 +1165,16 @@ void rtr_http_listener_del(long id)
 {
     http_server_t *srv = s_srv;
     for (http_listener_t *l = srv ? srv->listeners : NULL; l; l = l->next) {
+        if (l->id == id && l->state == LST_NEW && l->fd >= 0) {
+            close(l->fd); /* it never accepted */
+            l->fd = -1;
+            l->state = LST_CLOSED;
+        }
         if (l->id != id || l->state != LST_POLLING)
             continue;
         /* the connections it accepted stay, as on an AMQP listener */
         l->state = LST_CLOSING;
-        uv_poll_stop(&l->poll);
-        uv_close((uv_handle_t *)&l->poll, listener_closed_cb);
+        rtr_acceptor_close(&l->acc, listener_closed_cb);
         LOG(NOTICE, "Stopped listening on %s:%s (HTTP)",
             l->cfg->host && *l->cfg->host ? l->cfg->host : "0.0.0.0", l->cfg->port);
     }
@@ -1163,7 +1206,10 @@ void rtr_http_stop(void)
     for (http_listener_t *l = srv->listeners; l; l = l->next) {
         if (l->state == LST_POLLING) {
             l->state = LST_CLOSING;
-            uv_close((uv_handle_t *)&l->poll, listener_closed_cb);
+            rtr_acceptor_close(&l->acc, listener_closed_cb);
+        } else if (l->state == LST_NEW && l->fd >= 0) {
+            close(l->fd);
+            l->fd = -1;
         }
     }
 }

@@ -2,14 +2,16 @@
  *
  *   junctiond [-c CONFIG] [-d] [-P PIDFILE] [-v] [-h]
  *
- * Loads and validates the configuration, applies the `log` entities, binds the listeners,
- * daemonizes if asked (only after the listeners are bound, so that a bad configuration or a
- * port in use is reported by the foreground process), then runs until a signal.
+ * Loads and validates the configuration, applies the `log` entities, raises the open-files
+ * soft limit to the hard one, binds the listeners, daemonizes if asked (only after the
+ * listeners are bound, so that a bad configuration or a port in use is reported by the
+ * foreground process), then runs until a signal.
  * Start-up failures print one line to stderr and exit 1.  Threads: main thread only.
  */
 #include "router/router.h"
 
 #include "config/config.h"
+#include "router/accept.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
 
@@ -175,6 +177,9 @@ int main(int argc, char **argv)
     }
     base_log(BASE_LOG_MOD_ROUTER, BASE_LOG_INFO, "Junction %s: router id %s, mode %s",
              JUNCTION_VERSION, cfg->router.id, cfg->router.mode);
+    /* every connection is a descriptor: take all the hard limit allows (a soft limit of
+     * 1024 is a common default), and say what it is */
+    rtr_fd_limit_raise();
     rtr_server_t *srv = rtr_server_new(cfg, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "junctiond: %s\n", err);

@@ -10,11 +10,13 @@
 
 #include "core/base/pool.h"
 
+#include "router/accept.h"
 #include "router/admin.h"
 #include "router/agent.h"
 #include "router/http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -39,10 +41,10 @@ const char *const rtr_policy_stat_names[RTR_POLICY_N] = {
 typedef struct rtr_listener rtr_listener_t;
 struct rtr_listener {
     int                   fd;    /* listening socket */
-    uv_poll_t             poll;  /* readable = connections to accept */
+    rtr_acceptor_t        acc;   /* accepts on fd (data = this listener) */
     const cfg_listener_t *cfg;   /* its configuration */
     rtr_server_t         *srv;   /* back pointer */
-    bool                  polling; /* poll handle initialised */
+    bool                  polling; /* acc started (its handles initialised) */
     long                  id;    /* 1.. for the configured ones (file order), then run-time */
     bool                  runtime; /* made by management CREATE (heap, on srv->extra) */
     bool                  deleted; /* management DELETE: no longer accepting */
@@ -71,6 +73,7 @@ struct rtr_server {
     core_stats_t    stats;        /* the built-in families */
     stats_shard_t  *shard;        /* the main thread's shard: process gauges */
     uv_timer_t      proc_timer;   /* refreshes the process gauges every second */
+    int             statm_fd;     /* /proc/self/statm for proc_timer, or -1 (start .. free) */
     unsigned        ticks;        /* proc_timer runs so far (for the pool trim period) */
     uint64_t        started_ms;   /* uv_now() at start, for uptimeSeconds */
     const char     *alloc_names[64]; /* pools with an `allocator` stats object */
@@ -166,24 +169,28 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
     return 0;
 }
 
-static void accept_cb(uv_poll_t *p, int status, int events)
+/* A new AMQP connection: to the next worker (round-robin). */
+static void accept_cb(rtr_acceptor_t *a, int fd)
 {
-    rtr_listener_t *l = p->data;
+    rtr_listener_t *l = a->data;
     rtr_server_t *s = l->srv;
-    (void)events;
-    if (status < 0 || s->stopping)
+    if (s->stopping) {
+        close(fd);
         return;
-    for (int i = 0; i < 64; i++) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                LOG(WARNING, "Accept failed: %s", strerror(errno));
-            return;
-        }
-        rtr_worker_t *w = &s->workers[s->next_worker];
-        s->next_worker = (s->next_worker + 1) % s->n_workers;
-        rtr_worker_post_ext(w, RTR_EXT_ACCEPT, (void *)l->cfg, fd);
     }
+    rtr_worker_t *w = &s->workers[s->next_worker];
+    s->next_worker = (s->next_worker + 1) % s->n_workers;
+    rtr_worker_post_ext(w, RTR_EXT_ACCEPT, (void *)l->cfg, fd);
+}
+
+/* Main thread: start accepting on a bound listener. */
+static void listener_start(rtr_server_t *s, rtr_listener_t *l)
+{
+    l->acc.data = l;
+    if (rtr_acceptor_start(&l->acc, &s->loop, l->fd, BASE_LOG_MOD_SERVER, NULL, accept_cb) == 0)
+        l->polling = true;
+    else
+        LOG(ERROR, "Cannot accept on %s:%s", l->cfg->host ? l->cfg->host : "", l->cfg->port);
 }
 
 /* Main thread, every second: uptime, memory and the pools' figures into their gauges; and
@@ -200,16 +207,19 @@ static void proc_timer_cb(uv_timer_t *t)
     stats_obj_t r = s->stats.router_obj;
     uint64_t up = (uv_now(&s->loop) - s->started_ms) / 1000;
     stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_UPTIME), (int64_t)up);
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        unsigned long size = 0, rss = 0;
-        if (fscanf(f, "%lu %lu", &size, &rss) == 2) {
+    /* read through the descriptor opened at start: with every descriptor in use, opening
+     * the file now would fail, just when the figures matter */
+    char statm[128];
+    ssize_t got = s->statm_fd >= 0 ? pread(s->statm_fd, statm, sizeof(statm) - 1, 0) : -1;
+    unsigned long size = 0, rss = 0;
+    if (got > 0) {
+        statm[got] = '\0';
+        if (sscanf(statm, "%lu %lu", &size, &rss) == 2) {
             long page = sysconf(_SC_PAGESIZE);
             stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_MEMORY),
                             (int64_t)size * page);
             stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_RSS), (int64_t)rss * page);
         }
-        fclose(f);
     }
     /* one `allocator` object per pool, as qdrouterd's allocator entity */
     base_pool_info_t info[64];
@@ -219,9 +229,13 @@ static void proc_timer_cb(uv_timer_t *t)
         while (k < s->n_alloc && s->alloc_names[k] != info[i].name)
             k++;
         if (k == s->n_alloc) {
-            if (s->n_alloc == 64 ||
-                stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k]))
+            if (s->n_alloc == 64)
                 continue;
+            if (stats_object_new(s->reg, s->stats.allocator, &info[i].name, &s->alloc_objs[k])) {
+                /* no room (the router's maxStats): give the sink back, try next time */
+                stats_object_retire(s->reg, s->alloc_objs[k]);
+                continue;
+            }
             s->alloc_names[s->n_alloc++] = info[i].name;
         }
         stats_obj_t o = s->alloc_objs[k];
@@ -246,7 +260,7 @@ static void server_stop(rtr_server_t *s)
     /* stop accepting: a client that connects now is refused, not left in the backlog */
     for (size_t i = 0; i < s->n_listeners; i++) {
         if (s->listeners[i].polling)
-            uv_poll_stop(&s->listeners[i].poll);
+            rtr_acceptor_stop(&s->listeners[i].acc);
         if (s->listeners[i].fd >= 0) {
             close(s->listeners[i].fd);
             s->listeners[i].fd = -1;
@@ -255,7 +269,7 @@ static void server_stop(rtr_server_t *s)
     /* run-time listeners (management CREATE): their sockets close with their handles */
     for (rtr_listener_t *l = s->extra; l; l = l->next)
         if (l->polling)
-            uv_poll_stop(&l->poll);
+            rtr_acceptor_stop(&l->acc);
     uv_stop(&s->loop);
 }
 
@@ -281,9 +295,9 @@ static void signal_cb(uv_signal_t *h, int signum)
 
 /* ---- run-time listeners (management) ---- */
 
-static void listener_closed_cb(uv_handle_t *h)
+static void listener_closed_cb(rtr_acceptor_t *a)
 {
-    rtr_listener_t *l = h->data;
+    rtr_listener_t *l = a->data;
     l->polling = false;
     if (l->fd >= 0) {
         close(l->fd);
@@ -302,8 +316,7 @@ static void listener_stop(rtr_listener_t *l)
         return;
     }
     if (l->polling) {
-        uv_poll_stop(&l->poll);
-        uv_close((uv_handle_t *)&l->poll, listener_closed_cb);
+        rtr_acceptor_close(&l->acc, listener_closed_cb);
     } else if (l->fd >= 0) {
         close(l->fd);
         l->fd = -1;
@@ -346,10 +359,7 @@ static void ctl_cb(uv_async_t *h)
                     LOG(ERROR, "HTTP listener %s:%s not started (see above)",
                         l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
-                uv_poll_init(&s->loop, &l->poll, l->fd);
-                l->poll.data = l;
-                l->polling = true;
-                uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+                listener_start(s, l);
             }
         }
         if (c->del) {
@@ -420,6 +430,7 @@ rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_server_t *s = base_calloc(1, sizeof(*s));
     s->cfg = cfg;
+    s->statm_fd = -1;
     s->n_listeners = cfg->n_listeners;
     s->listeners = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*s->listeners));
     for (size_t i = 0; i < s->n_listeners; i++) {
@@ -450,6 +461,7 @@ int rtr_server_start(rtr_server_t *s)
     int rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
+    rtr_fd_reserve_init(); /* before any thread accepts */
 
     g_rtr.cfg = cfg;
     g_rtr.router_id = cfg->router.id;
@@ -475,6 +487,9 @@ int rtr_server_start(rtr_server_t *s)
     g_rtr.workers = s->workers;
     g_rtr.n_workers = n;
     s->reg = stats_registry_new();
+    static_assert(CFG_MAX_STATS_DEFAULT == STATS_MAX_SLOTS - STATS_SINK_SLOTS,
+                  "maxStats's default is the registry's whole id space");
+    BASE_BUG_ON(stats_registry_set_limit(s->reg, cfg->router.max_stats) != 0); /* checked */
     rc = core_stats_families_new(s->reg, &s->stats);
     if (rc)
         return rc;
@@ -545,6 +560,7 @@ int rtr_server_start(rtr_server_t *s)
         uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
     }
     s->started_ms = uv_now(&s->loop);
+    s->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uv_timer_init(&s->loop, &s->proc_timer);
     s->proc_timer.data = s;
     uv_timer_start(&s->proc_timer, proc_timer_cb, 0, 1000);
@@ -552,10 +568,7 @@ int rtr_server_start(rtr_server_t *s)
         rtr_listener_t *l = &s->listeners[i];
         if (l->fd < 0)
             continue; /* http: served by the admin thread */
-        uv_poll_init(&s->loop, &l->poll, l->fd);
-        l->poll.data = l;
-        l->polling = true;
-        uv_poll_start(&l->poll, UV_READABLE, accept_cb);
+        listener_start(s, l);
     }
     LOG(NOTICE, "Operational, %d Threads Running (process ID %ld)", n, (long)getpid());
     return 0;
@@ -652,6 +665,9 @@ void rtr_server_free(rtr_server_t *s)
     pthread_mutex_destroy(&s->ctl_lock);
     if (s_server == s)
         s_server = NULL;
+    if (s->statm_fd >= 0)
+        close(s->statm_fd);
+    rtr_fd_reserve_fini();
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
     rtr_admin_stop(); /* reads the registry: stopped before it goes */

@@ -16,6 +16,8 @@
  */
 #include "router/router_int.h"
 
+#include "router/accept.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,6 +145,7 @@ int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)
     int rc = uv_loop_init(&w->loop);
     if (rc)
         return rc;
+    rtr_fd_loop_reserve_init(&w->loop);
     uv_async_init(&w->loop, &w->wake, async_cb);
     w->wake.data = w;
     uv_prepare_init(&w->loop, &w->flush);

@@ -5,6 +5,19 @@
  * mutex `_lock`.  The hot path (stats.h inline functions) never comes here.  Functions named
  * *_LH need the caller to hold `_lock`.  No other lock exists, so there is no lock order.
  *
+ * DESIGN: writers first.  The threads that create and retire objects are the routing threads
+ * (the core, the workers); the walks are readers (a scrape, a snapshot, a subscription tick).
+ * A routing thread must never wait for a reader, so the mutex is taken two ways: writers
+ * (lock_writer: object, stat, shard and family creation, retirement) announce themselves in
+ * `_writers` and spin briefly before sleeping on the mutex; a walk (lock_reader) lets the
+ * writers announced at that moment go first, and, holding the mutex, looks at `_writers`
+ * before each object it visits and lets go as soon as a writer is waiting (after
+ * READER_MIN_OBJECTS objects, so a walk always progresses).  A walk holds the mutex only to
+ * copy objects' labels and block ids; it sums their slots with the mutex released
+ * (hold_end_unlock), and grows its buffers with it released (batch_grow).  A writer thus
+ * waits for at most a few objects' labels (about a microsecond), unless the walk's thread is
+ * descheduled while it holds the mutex.  See DESIGN.md "Threads".
+ *
  * Owns: families (permanent), object records and their label strings, the per-slot
  * generation and owner arrays, every shard's slot range (a shard's owner only writes into
  * it), and the base shard (shards[0]) that holds what freed shards counted; the base shard
@@ -17,7 +30,8 @@
  * moves, the hot path needs no page table, and an id past the committed part faults at once.
  *
  * Must never: take a lock on the hot path, move or unmap memory a reader or writer may be
- * using, hand a slot to a new object without zeroing it in every shard, log anything.
+ * using, hand a slot to a new object without zeroing it in every shard, hand out an id of
+ * the sink [0, STATS_SINK_SLOTS), log anything.
  */
 #include "stats/stats.h"
 
@@ -29,11 +43,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 // clang-format off
 #define HOLE          UINT32_MAX /* an empty position in a family's object list */
 #define BATCH_SLOTS   16384u     /* values one iterator batch holds (128 KiB) */
 #define BATCH_OBJECTS 512u       /* objects one batch visits at most */
+#define SINK_TAG      0x80000000u /* stats_obj_t.index of a sink object: this | family index */
+#define WRITER_SPIN_NS 50000u    /* a writer spins this long for a walk to let go, then sleeps */
+#define READER_DEFER_NS 50000u   /* a walk defers to announced writers at most this long */
+#define READER_MIN_OBJECTS 16u   /* objects a walk visits per hold, writers waiting or not */
+
+/* Called by a walk right after it released the mutex and before it sums a hold's objects:
+ * tests/unit/stats/stats_walk_test.c, which includes this file, makes the races happen
+ * there (a shard freed, an object retired and its block reused). */
+#ifndef STATS_TEST_UNLOCKED_HOOK
+#define STATS_TEST_UNLOCKED_HOOK(r) ((void)0)
+#endif
 // clang-format on
 
 /* A growable array of u32 (object positions, free blocks, holes). */
@@ -72,6 +98,7 @@ struct stats_family {
     u32vec_t       _holes;       /* free positions in _objs */
     u32vec_t       _freeb;       /* retired blocks' base ids, reused first */
     uint32_t       _nlive;       /* live objects */
+    uint32_t       _nsink;       /* sink objects handed out and not yet retired */
     stats_obj_t    _single;      /* the singleton's object */
 };
 
@@ -97,7 +124,22 @@ typedef struct hslot {
  * are written once under it and then read by anyone the handles reached. */
 struct stats_registry {
     pthread_mutex_t   _lock;     /* the one lock */
-    uint32_t          _hwm;      /* first never-used slot id (slot 0 is the sink) */
+    _Atomic uint32_t  _writers;  /* writers waiting for `_lock` (lock_writer): a hint that
+                                    makes walks let go; read and written without `_lock` */
+    _Atomic uint32_t  _wdone;    /* writers that got `_lock` so far (wraps): a walk that let
+                                    go waits for the ones it let go for, not for later ones */
+    uint32_t          _hwm;      /* first never-used slot id (ids below STATS_SINK_SLOTS are
+                                    the sink) */
+    uint32_t          _max_hwm;  /* _hwm never passes it (stats_registry_set_limit) */
+    uint64_t          _refused;  /* objects refused for want of room, ever */
+    _Atomic uint32_t  _walkers;  /* walks summing slots with `_lock` released (incremented
+                                    under it, decremented without it) */
+    _Atomic uint32_t  _shard_seq; /* bumped under `_lock` before a freed shard is folded:
+                                     a walk summing without the lock checks it */
+    stats_shard_t   **_dead;     /* freed shards a walk may still be reading: released
+                                    once no walk is (under `_lock`) */
+    uint32_t          _ndead;    /* count */
+    uint32_t          _deadcap;  /* allocated */
     uint32_t          _ncommit;  /* ids usable in every array (a multiple of COMMIT_SLOTS) */
     uint32_t          _gen_next; /* next object generation (never 0) */
     _Atomic uint32_t *_gens;     /* per slot: its object's gen, 0 = none; read lock-free by
@@ -127,6 +169,71 @@ struct stats_registry {
 /* ---------------------------------------------------------------------------------------
  * small helpers
  * ------------------------------------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Take `_lock` as a writer (see "writers first" at the top): announce, try for a while (a
+ * walk lets go within a few objects), then sleep on the mutex (its holder may be descheduled,
+ * or another writer). */
+static void lock_writer(stats_registry_t *r)
+{
+    atomic_fetch_add_explicit(&r->_writers, 1, memory_order_relaxed);
+    if (pthread_mutex_trylock(&r->_lock) != 0) {
+        uint64_t t0 = mono_ns();
+        for (unsigned i = 1;; i++) {
+            cpu_relax();
+            if (pthread_mutex_trylock(&r->_lock) == 0)
+                break;
+            if ((i & 31) == 0 && mono_ns() - t0 > WRITER_SPIN_NS) {
+                pthread_mutex_lock(&r->_lock);
+                break;
+            }
+        }
+    }
+    atomic_fetch_sub_explicit(&r->_writers, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->_wdone, 1, memory_order_relaxed);
+}
+
+/* A writer is waiting for `_lock`: a walk holding it should let go. */
+static inline bool writer_waiting(stats_registry_t *r)
+{
+    return atomic_load_explicit(&r->_writers, memory_order_relaxed) != 0;
+}
+
+/* Take `_lock` as a walk: first let the writers announced now through - each gets one turn,
+ * later ones wait for the walk's next hold - for at most READER_DEFER_NS (a writer may be
+ * descheduled), so writers cannot stop a walk for good. */
+static void lock_reader(stats_registry_t *r)
+{
+    uint32_t n = atomic_load_explicit(&r->_writers, memory_order_relaxed);
+    if (n) {
+        uint32_t d0 = atomic_load_explicit(&r->_wdone, memory_order_relaxed);
+        uint64_t t0 = mono_ns();
+        for (unsigned i = 1; writer_waiting(r) &&
+                             atomic_load_explicit(&r->_wdone, memory_order_relaxed) - d0 < n;
+             i++) {
+            if (i < 64)
+                cpu_relax();
+            else
+                sched_yield(); /* the writer may need this CPU */
+            if ((i & 15) == 0 && mono_ns() - t0 > READER_DEFER_NS)
+                break;
+        }
+    }
+    pthread_mutex_lock(&r->_lock);
+}
 
 static void *aligned_zalloc(size_t align, size_t n)
 {
@@ -260,6 +367,10 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
     uint32_t w = f->_nslots;
     if (f->_freeb.n) {
         uint32_t b = f->_freeb.v[--f->_freeb.n];
+        /* A walk summing without the lock that reads one of these zeroes sees, after its
+         * acquire fence, the block's generation at 0 (set by the retire, before this fence)
+         * or newer: never its object's, so it drops the object (batch_sum_unlocked). */
+        atomic_thread_fence(memory_order_release);
         for (uint32_t i = 0; i < r->_nshards; i++) {
             _Atomic uint64_t *p = stats__slot(r->_shards[i], b);
             for (uint32_t j = 0; j < w; j++)
@@ -269,8 +380,10 @@ static int block_alloc_LH(stats_registry_t *r, stats_family_t *f, uint32_t *base
         return 0;
     }
     uint32_t b = r->_hwm;
-    if ((uint64_t)b + w > STATS_MAX_SLOTS)
+    if ((uint64_t)b + w > r->_max_hwm) {
+        r->_refused++;
         return -ENOSPC;
+    }
     commit_ensure_LH(r, b + w);
     r->_hwm = b + w;
     *base = b;
@@ -313,6 +426,21 @@ static void shard_release(stats_shard_t *s)
     free(s);
 }
 
+/* Release the freed shards if no walk is summing without the lock (a walk that starts
+ * later cannot see them: they left the shard list under `_lock`), then unlock. */
+static void dead_release_LH_unlock(stats_registry_t *r)
+{
+    stats_shard_t *dead[16];
+    uint32_t       n = 0;
+    if (r->_ndead && atomic_load_explicit(&r->_walkers, memory_order_acquire) == 0) {
+        while (r->_ndead && n < 16)
+            dead[n++] = r->_dead[--r->_ndead];
+    }
+    pthread_mutex_unlock(&r->_lock);
+    for (uint32_t i = 0; i < n; i++)
+        shard_release(dead[i]);
+}
+
 static stats_family_t *plain_family_new(stats_registry_t *r, stats_kind_t kind);
 
 stats_registry_t *stats_registry_new(void)
@@ -321,17 +449,28 @@ stats_registry_t *stats_registry_new(void)
     pthread_mutex_init(&r->_lock, NULL);
     r->_gen_next = 1;
     r->_sum_from = 1;
-    r->_hwm = 1; /* slot 0: the sink of {0,0} handles */
+    r->_hwm = STATS_SINK_SLOTS; /* the sink: what objects without stats write */
+    r->_max_hwm = STATS_MAX_SLOTS;
     r->_hmask = 1023;
     r->_hs = base_calloc(r->_hmask + 1, sizeof(*r->_hs));
     r->_bytes = sizeof(*r) + (r->_hmask + 1) * sizeof(*r->_hs);
     r->_gens = range_reserve(sizeof(uint32_t));
     r->_owner = range_reserve(sizeof(uint32_t));
     shard_alloc_LH(r); /* the base shard */
-    commit_ensure_LH(r, 1);
+    commit_ensure_LH(r, STATS_SINK_SLOTS);
     r->_plain[0] = plain_family_new(r, STATS_COUNTER);
     r->_plain[1] = plain_family_new(r, STATS_GAUGE);
     return r;
+}
+
+int stats_registry_set_limit(stats_registry_t *r, uint64_t max_slots)
+{
+    if (max_slots == 0 || max_slots > STATS_MAX_SLOTS - STATS_SINK_SLOTS)
+        return -EINVAL;
+    pthread_mutex_lock(&r->_lock);
+    r->_max_hwm = STATS_SINK_SLOTS + (uint32_t)max_slots;
+    pthread_mutex_unlock(&r->_lock);
+    return 0;
 }
 
 static void family_release(stats_family_t *f)
@@ -362,6 +501,9 @@ void stats_registry_free(stats_registry_t *r)
         return;
     for (uint32_t i = 0; i < r->_nshards; i++)
         shard_release(r->_shards[i]);
+    for (uint32_t i = 0; i < r->_ndead; i++)
+        shard_release(r->_dead[i]);
+    free(r->_dead);
     range_release((void *)r->_gens, sizeof(uint32_t));
     range_release(r->_owner, sizeof(uint32_t));
     for (uint32_t i = 0; i < r->_nrecs; i++)
@@ -380,7 +522,7 @@ void stats_registry_free(stats_registry_t *r)
 
 stats_shard_t *stats_shard_new(stats_registry_t *r)
 {
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     stats_shard_t *s = shard_alloc_LH(r);
     pthread_mutex_unlock(&r->_lock);
     return s;
@@ -390,25 +532,35 @@ void stats_shard_free(stats_registry_t *r, stats_shard_t *s)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     uint32_t i;
     for (i = 1; i < r->_nshards && r->_shards[i] != s; i++)
         ;
     BASE_BUG_ON(i == r->_nshards); /* not a shard of this registry (or the base shard) */
+    /* A walk summing without the lock may have both this shard and the base shard in its
+     * list: it sees the bump (it reads the sequence after the slots, with an acquire fence,
+     * and the fold's stores come after this release fence) and sums again under the lock. */
+    atomic_fetch_add_explicit(&r->_shard_seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
     /* Fold every slot into the base shard: counters stay monotonic, gauge deltas and
      * histograms keep their sums.  Retired blocks are zeroed when reused, so folding
-     * their stale values is harmless. */
+     * their stale values is harmless; the sink is nobody's. */
     _Atomic uint64_t *from = s->_slots, *to = r->_shards[0]->_slots;
     r->_sum_from = 0;
-    for (uint32_t j = 0; j < r->_hwm; j++) {
+    for (uint32_t j = STATS_SINK_SLOTS; j < r->_hwm; j++) {
         uint64_t v = atomic_load_explicit(&from[j], memory_order_relaxed);
         if (v)
             atomic_store_explicit(&to[j], atomic_load_explicit(&to[j], memory_order_relaxed) + v,
                                   memory_order_relaxed);
     }
     r->_shards[i] = r->_shards[--r->_nshards];
-    pthread_mutex_unlock(&r->_lock);
-    shard_release(s);
+    /* A walk summing without the lock may still read it: keep its memory until none is. */
+    if (r->_ndead == r->_deadcap) {
+        r->_deadcap = r->_deadcap ? r->_deadcap * 2 : 4;
+        r->_dead = base_realloc(r->_dead, r->_deadcap * sizeof(*r->_dead));
+    }
+    r->_dead[r->_ndead++] = s;
+    dead_release_LH_unlock(r);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -547,7 +699,7 @@ int stats_family_new(stats_registry_t *r, const stats_family_def_t *def, stats_f
             nlabels = 1; /* labels[0] defaults to the family's name */
     }
 
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = 0;
     if (family_find_LH(r, def->name, strlen(def->name)) || rec_find_LH(r, r->_plain[0], def->name)) {
         rc = -EEXIST;
@@ -793,13 +945,19 @@ static int object_new_LH(stats_registry_t *r, stats_family_t *f, const char *con
 int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *labels,
                      stats_obj_t *out)
 {
+    *out = (stats_obj_t){0, 0, 0};
     if (!f || f->_singleton || f->_plain || !labels)
         return -EINVAL;
     for (unsigned i = 0; i < f->_nlabels; i++)
         if (!labels[i])
             return -EINVAL;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = rec_find_LH(r, f, labels[0]) ? -EEXIST : object_new_LH(r, f, labels, f->_nlabels, out);
+    if (rc != 0) {
+        /* The sink rule: the caller gets an object it can write through and retire. */
+        *out = (stats_obj_t){0, 0, SINK_TAG | f->_index};
+        f->_nsink++;
+    }
     pthread_mutex_unlock(&r->_lock);
     return rc;
 }
@@ -807,6 +965,9 @@ int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *
 int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, const char *help,
                    const char *prom, stats_handle_t *out, stats_obj_t *obj)
 {
+    *out = (stats_handle_t){0, 0}; /* a sink handle until the stat exists */
+    if (obj)
+        *obj = (stats_obj_t){0, 0, 0};
     if (!name_is_valid(name) || (kind != STATS_COUNTER && kind != STATS_GAUGE) ||
         (prom && !prom_name_is_valid(prom)))
         return -EINVAL;
@@ -814,7 +975,7 @@ int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, con
     char           *derived = prom ? NULL : prom_derive("junction", name, kind);
     const char     *strs[3] = {name, help ? help : "", prom ? prom : derived};
     stats_obj_t     o;
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     int rc = 0;
     if (rec_find_LH(r, f, name) || family_find_LH(r, name, strlen(name)))
         rc = -EEXIST;
@@ -841,9 +1002,17 @@ static objrec_t *rec_get_LH(stats_registry_t *r, stats_obj_t o)
 
 int stats_object_retire(stats_registry_t *r, stats_obj_t o)
 {
-    pthread_mutex_lock(&r->_lock);
+    lock_writer(r);
     objrec_t *rec = rec_get_LH(r, o);
     int       rc = 0;
+    if (!rec && o.gen == 0 && (o.index & SINK_TAG)) {
+        uint32_t fi = o.index & ~SINK_TAG;
+        if (fi < r->_nfams && r->_fams[fi]->_nsink)
+            r->_fams[fi]->_nsink--;
+        else
+            rc = -ESTALE;
+        goto out_unlock;
+    }
     if (!rec) {
         rc = -ESTALE;
         goto out_unlock;
@@ -916,7 +1085,7 @@ static uint64_t derived_LH(stats_registry_t *r, const fam_field_t *ff, totals_ca
 {
     stats_family_t *src = ff->src;
     if (ff->src_field < 0)
-        return src->_nlive;
+        return (uint64_t)src->_nlive + src->_nsink; /* things without stats count too */
     uint32_t off = src->_ff[ff->src_field].off;
     if (cache) {
         for (unsigned i = 0; i < cache->n; i++)
@@ -1175,6 +1344,11 @@ struct stats_iter {
     uint32_t          _bf;       /* next field (of that object, or for all objects) */
     uint32_t          _chunk;    /* objects added since the mutex was last taken */
     totals_cache_t    _cache;    /* derived fields' source totals */
+    _Atomic uint64_t **_sh;      /* the shards' slot arrays, as of the last hold */
+    uint32_t          _nsh;      /* count */
+    uint32_t          _shcap;    /* allocated */
+    uint32_t          _h0;       /* first batch object added in the current hold */
+    size_t            _need[3];  /* objects, values, string bytes the batch must hold next */
     stats_sample_t    _s;        /* what next() returns */
     char             *_name;     /* full name buffer */
     size_t            _namecap;  /* allocated */
@@ -1233,6 +1407,7 @@ void stats_iter_free(stats_iter_t *it)
     free(it->_vals);
     free(it->_str);
     free(it->_name);
+    free(it->_sh);
     free(it);
 }
 
@@ -1253,26 +1428,46 @@ static bool field_wanted(const stats_iter_t *it, const stats_family_t *f, uint32
     return !it->_only_field || f->_plain || strcmp(f->_fields[field].name, it->_only_field) == 0;
 }
 
-/* Copy object `idx` into the batch with `width` values from block offset `off` summed over
- * the shards (plus a derived value for a singleton's derived field). */
-static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t width)
+/* Make room in the batch for `objs` objects, `vals` values and `str` bytes of strings in
+ * all (doubling).  Called with the mutex released, except for a single object: a batch that
+ * grows to a whole family copies megabytes, which no writer should wait for. */
+static void batch_grow(stats_iter_t *it, size_t objs, size_t vals, size_t str)
+{
+    if (objs > it->_bcap) {
+        it->_bcap = objs * 2 > 64 ? (uint32_t)(objs * 2) : 64;
+        it->_bobjs = base_realloc(it->_bobjs, it->_bcap * sizeof(*it->_bobjs));
+    }
+    if (vals > it->_valcap) {
+        it->_valcap = vals * 2;
+        it->_vals = base_realloc(it->_vals, it->_valcap * sizeof(uint64_t));
+    }
+    if (str > it->_strcap) {
+        it->_strcap = str * 2 + 256;
+        it->_str = base_realloc(it->_str, it->_strcap);
+    }
+}
+
+/* Copy object `idx` into the batch with `width` values from block offset `off`: summed over
+ * the shards now (plus a derived value for a singleton's derived field) if `now`, else
+ * zeroed, to be summed once the mutex is released (hold_end_unlock).  Returns false, adding
+ * nothing, when the batch has no room: the caller grows it (batch_grow, it->_need) with the
+ * mutex released - or here, if `grow`. */
+static bool batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t width, bool now,
+                         bool grow)
 {
     stats_registry_t *r = it->_r;
     objrec_t         *o = &r->_recs[idx];
-    if (it->_nb == it->_bcap) {
-        it->_bcap = it->_bcap ? it->_bcap * 2 : 64;
-        it->_bobjs = base_realloc(it->_bobjs, it->_bcap * sizeof(*it->_bobjs));
+    size_t            val_off = it->_nb ? it->_bobjs[it->_nb - 1].val_off + width : 0;
+    if (it->_nb == it->_bcap || val_off + width > it->_valcap ||
+        it->_nstr + o->strs_len > it->_strcap) {
+        it->_need[0] = (size_t)it->_nb + 1;
+        it->_need[1] = val_off + width;
+        it->_need[2] = it->_nstr + o->strs_len;
+        if (!grow)
+            return false;
+        batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
     }
     batch_obj_t *b = &it->_bobjs[it->_nb];
-    size_t       val_off = it->_nb ? it->_bobjs[it->_nb - 1].val_off + width : 0;
-    if (val_off + width > it->_valcap) {
-        it->_valcap = (val_off + width) * 2;
-        it->_vals = base_realloc(it->_vals, it->_valcap * sizeof(uint64_t));
-    }
-    if (it->_nstr + o->strs_len > it->_strcap) {
-        it->_strcap = (it->_nstr + o->strs_len) * 2 + 256;
-        it->_str = base_realloc(it->_str, it->_strcap);
-    }
     b->base = o->base;
     b->gen = o->gen;
     b->str_off = (uint32_t)it->_nstr;
@@ -1282,7 +1477,8 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
     it->_nstr += o->strs_len;
     uint64_t *v = &it->_vals[val_off];
     memset(v, 0, width * sizeof(uint64_t));
-    block_sum_LH(r, o->base + off, width, v);
+    if (now)
+        block_sum_LH(r, o->base + off, width, v);
     stats_family_t *f = o->fam;
     if (f->_derived) {
         for (unsigned i = 0; i < f->_nfields; i++) {
@@ -1292,6 +1488,75 @@ static void batch_add_LH(stats_iter_t *it, uint32_t idx, uint32_t off, uint32_t 
         }
     }
     it->_nb++;
+    return true;
+}
+
+/* End a hold of `_lock` (the caller holds it): unlock, and sum the slots of the batch's
+ * objects added during the hold [_h0, _nb) over the shards without the lock, which is most
+ * of a walk's work - so a writer (object creation, retirement) rarely finds the mutex taken,
+ * and never for long.  What makes that safe:
+ *   - the shard list is copied under the lock, and a shard freed meanwhile stays mapped
+ *     while any walk is summing (`_walkers`, `_dead`);
+ *   - a shard freed meanwhile was folded into the base shard: `_shard_seq` says so, and the
+ *     hold's objects are summed again under the lock (rare: a thread exiting);
+ *   - an object retired meanwhile, its block perhaps zeroed and reused: its generation is
+ *     checked after the slots were read (acquire fence; block_alloc_LH's release fence comes
+ *     before the zeroing), and a changed one drops the object from the batch (`gen` 0), as
+ *     if it had been retired before the walk reached it.  So values are never shown under
+ *     another object's name.
+ * Objects of derived families were summed under the lock (`now`): they are singletons. */
+static void hold_end_unlock(stats_iter_t *it)
+{
+    stats_registry_t *r = it->_r;
+    uint32_t          h0 = it->_h0, nb = it->_nb;
+    if (h0 >= nb || it->_bfam->_derived) {
+        pthread_mutex_unlock(&r->_lock);
+        return;
+    }
+    uint32_t n = r->_nshards - r->_sum_from;
+    if (n > it->_shcap) {
+        it->_shcap = n;
+        it->_sh = base_realloc(it->_sh, n * sizeof(*it->_sh));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        it->_sh[i] = r->_shards[r->_sum_from + i]->_slots;
+    it->_nsh = n;
+    uint32_t seq = atomic_load_explicit(&r->_shard_seq, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->_walkers, 1, memory_order_relaxed);
+    uint32_t width = it->_bfam->_nslots;
+    pthread_mutex_unlock(&r->_lock);
+    STATS_TEST_UNLOCKED_HOOK(r);
+
+    for (uint32_t k = h0; k < nb; k++) {
+        batch_obj_t *b = &it->_bobjs[k];
+        uint64_t    *v = &it->_vals[b->val_off];
+        for (uint32_t i = 0; i < n; i++) {
+            _Atomic uint64_t *p = &it->_sh[i][b->base];
+            for (uint32_t j = 0; j < width; j++)
+                v[j] += atomic_load_explicit(&p[j], memory_order_relaxed);
+        }
+    }
+    atomic_thread_fence(memory_order_acquire);
+    for (uint32_t k = h0; k < nb; k++) {
+        batch_obj_t *b = &it->_bobjs[k];
+        if (atomic_load_explicit(&r->_gens[b->base], memory_order_relaxed) != b->gen)
+            b->gen = 0; /* retired while we read it */
+    }
+    if (atomic_load_explicit(&r->_shard_seq, memory_order_relaxed) != seq) {
+        /* A shard was folded meanwhile: sum again, under the lock. */
+        lock_reader(r);
+        for (uint32_t k = h0; k < nb; k++) {
+            batch_obj_t *b = &it->_bobjs[k];
+            uint64_t    *v = &it->_vals[b->val_off];
+            memset(v, 0, width * sizeof(uint64_t));
+            if (b->gen && atomic_load_explicit(&r->_gens[b->base], memory_order_relaxed) == b->gen)
+                block_sum_LH(r, b->base, width, v);
+            else
+                b->gen = 0;
+        }
+        pthread_mutex_unlock(&r->_lock);
+    }
+    atomic_fetch_sub_explicit(&r->_walkers, 1, memory_order_release);
 }
 
 /* Move the walk to the next family. */
@@ -1306,7 +1571,9 @@ static void fam_next(stats_iter_t *it)
  * mutex hold.  Field by field over a family of several fields, the batch is the whole family,
  * taken in such chunks with the mutex released in between, so that next() can serve one
  * field for every object, then the next field (Prometheus's grouping) from one pass over the
- * shards instead of one pass per field. */
+ * shards instead of one pass per field.  Either way a hold ends early, after
+ * READER_MIN_OBJECTS objects, as soon as a writer waits, and ends when the batch needs more
+ * room (see "writers first" at the top). */
 static bool batch_fill(stats_iter_t *it)
 {
     stats_registry_t *r = it->_r;
@@ -1316,7 +1583,13 @@ static bool batch_fill(stats_iter_t *it)
     it->_bf = 0;
     if (it->_done)
         return false;
-    pthread_mutex_lock(&r->_lock);
+    lock_reader(r);
+    if (r->_ndead && atomic_load_explicit(&r->_walkers, memory_order_acquire) == 0) {
+        dead_release_LH_unlock(r);
+        lock_reader(r);
+    }
+    it->_h0 = 0;
+    bool grow = false; /* the batch ran out of room: grow it with the mutex released */
     for (;;) {
         stats_family_t *f = NULL;
         if (!it->_in_plain && it->_fam >= r->_nfams) {
@@ -1365,7 +1638,7 @@ static bool batch_fill(stats_iter_t *it)
                 free(ident);
             }
             if (i)
-                batch_add_LH(it, i - 1, 0, f->_nslots);
+                batch_add_LH(it, i - 1, 0, f->_nslots, f->_derived, true);
             it->_pos = f->_objs.n;
         }
         uint32_t maxobj = BATCH_SLOTS / f->_nslots;
@@ -1375,19 +1648,36 @@ static bool batch_fill(stats_iter_t *it)
             maxobj = 1;
         it->_chunk = 0;
         for (;;) {
+            bool     yield = false; /* a writer waits */
+            uint32_t seen = 0;      /* positions visited in this hold */
+            grow = false;
             while (it->_pos < f->_objs.n && it->_chunk < maxobj) {
-                uint32_t idx = f->_objs.v[it->_pos++];
+                if (seen++ >= READER_MIN_OBJECTS && writer_waiting(r)) {
+                    yield = true;
+                    break;
+                }
+                uint32_t idx = f->_objs.v[it->_pos];
                 if (idx != HOLE) {
-                    batch_add_LH(it, idx, 0, f->_nslots);
+                    if (!batch_add_LH(it, idx, 0, f->_nslots, f->_derived, false)) {
+                        grow = true;
+                        break;
+                    }
                     it->_chunk++;
                 }
+                it->_pos++;
             }
-            if (!it->_bwhole || it->_pos >= f->_objs.n)
+            if (it->_pos >= f->_objs.n)
                 break;
-            /* Let object creation and retirement in between chunks. */
-            pthread_mutex_unlock(&r->_lock);
-            sched_yield();
-            pthread_mutex_lock(&r->_lock);
+            if (!it->_bwhole && (it->_nb || !(yield || grow)))
+                break; /* a batch to hand out (the mutex is released below) */
+            /* Let object creation and retirement in: between chunks, and whenever a writer
+             * waits (lock_reader lets announced writers go first). */
+            hold_end_unlock(it);
+            if (grow)
+                batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
+            grow = false;
+            lock_reader(r);
+            it->_h0 = it->_nb;
             it->_chunk = 0;
         }
         if (it->_pos >= f->_objs.n)
@@ -1395,7 +1685,9 @@ static bool batch_fill(stats_iter_t *it)
         if (it->_nb)
             break;
     }
-    pthread_mutex_unlock(&r->_lock);
+    hold_end_unlock(it);
+    if (grow) /* for the next batch (the one in hand keeps its offsets) */
+        batch_grow(it, it->_need[0], it->_need[1], it->_need[2]);
     return it->_nb > 0;
 }
 
@@ -1494,10 +1786,17 @@ const stats_sample_t *stats_iter_next(stats_iter_t *it)
         if (it->_bwhole) {
             field = it->_bf;
             voff = f->_ff[field].off;
-            sample_object(it, b);
             if (++it->_bi >= it->_nb && ++it->_bf < f->_nfields)
                 it->_bi = 0; /* the next field, from the first object again */
+            if (b->gen == 0)
+                continue; /* retired while the batch was summed */
+            sample_object(it, b);
         } else {
+            if (b->gen == 0) {
+                it->_bf = 0;
+                it->_bi++;
+                continue;
+            }
             field = it->_bf;
             voff = f->_ff[field].off;
             if (field == 0)
@@ -1552,10 +1851,12 @@ void stats_registry_info(stats_registry_t *r, stats_info_t *out)
     for (uint32_t i = 0; i < r->_nfams + 2; i++) {
         stats_family_t *f = i < r->_nfams ? r->_fams[i] : r->_plain[i - r->_nfams];
         out->objects += f->_nlive;
+        out->sinks += f->_nsink;
         out->stats += (uint64_t)f->_nlive * f->_nfields;
         out->slots += (uint64_t)f->_nlive * f->_nslots;
         out->registry_bytes += (f->_objs.cap + f->_holes.cap + f->_freeb.cap) * sizeof(uint32_t);
     }
+    out->refused = r->_refused;
     out->slots_used = r->_hwm;
     out->slots_committed = r->_ncommit;
     out->shard_bytes = sizeof(stats_shard_t) + (uint64_t)r->_ncommit * sizeof(uint64_t);

@@ -24,9 +24,11 @@
  * Threads.
  *   - Registry calls (stats_registry_*, stats_family_*, stats_object_*, stats_stat_new,
  *     stats_shard_new/free, stats_lookup, stats_value_get, stats_iter_*, stats_prom_*) are
- *     thread-safe: they take the registry's mutex, and only for a bounded stretch (an
- *     iterator or the renderer holds it for one batch of objects at a time, never while the
- *     caller runs).  None of them is meant for a hot path.
+ *     thread-safe: they take the registry's mutex, and only for a bounded stretch.  Object
+ *     creation and retirement (the routing threads) go first: an iterator or the renderer
+ *     holds the mutex only to copy a few objects' labels, lets go as soon as a writer waits,
+ *     and sums the slots with it released - so a routing thread never waits for a reader
+ *     (DESIGN.md "Threads").  None of them is meant for a hot path.
  *   - The hot-path calls (stats_counter_add, stats_counter_inc, stats_gauge_add,
  *     stats_gauge_set, stats_hist_record) are inline and take the caller's OWN shard: only
  *     the thread that owns `shard` may call them - the shard argument plays the part of a
@@ -46,9 +48,19 @@
  * the slot's next object.  Reads are always safe: a stale handle reads -ESTALE, and snapshots
  * never show a retired object's slots under another object's name.
  *
+ * The sink rule.  Every stats_obj_t and stats_handle_t may be written through, without a
+ * check: a live object's writes land in its own block; every other object - the zero value
+ * {0} (never created) and the *sink object* that a failed stats_object_new() gives - has
+ * base 0, so its writes land in the sink, ids [0, STATS_SINK_SLOTS), which no object owns
+ * and no reader reads.  So an object whose creation failed (the registry is full, or its
+ * identity taken) costs its counts and nothing else: they never land in another object's
+ * stats.  stats_object_retire() takes a sink object back, and a family's count_of
+ * derivations count it while it lives (a connection without stats is still a connection).
+ *
  * Errors: functions that can fail return 0 or a negative errno (-EINVAL bad argument or
  * name, -EEXIST duplicate name, -ENOENT no such stat, -ESTALE retired handle, -ENOSPC the id
- * space is full).  Memory exhaustion aborts (base_malloc).  Nothing here logs.
+ * space is full, or the limit set with stats_registry_set_limit() reached).  Memory
+ * exhaustion aborts (base_malloc).  Nothing here logs.
  *
  * Example (the router's side, points 2-4 of issue 4):
  *
@@ -81,6 +93,8 @@
                                               address space (128 MiB), used as ids are */
 #define STATS_COMMIT_SLOTS     (1u << 15)  /* growth step: 32,768 ids (256 KiB per shard) */
 #define STATS_MAX_BLOCK        4096u       /* slots one object of a family may take */
+#define STATS_SINK_SLOTS       STATS_MAX_BLOCK /* ids [0, this) are the sink: written through
+                                              objects without stats, owned and read by none */
 #define STATS_MAX_LABELS       5                            /* label keys per family */
 #define STATS_MAX_FIELDS       1024                         /* fields per family */
 #define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
@@ -101,8 +115,8 @@ typedef enum stats_kind {
 } stats_kind_t;
 
 /* One stat (for a histogram: its first slot).  A value: copy it, keep it in the object it
- * counts for.  {0, 0} is "no stat": it reads -ESTALE, and a write to it lands in slot 0, a
- * sink that is never reported. */
+ * counts for.  A handle with gen 0 is "no stat" (id < STATS_SINK_SLOTS): it reads -ESTALE,
+ * and a write to it lands in the sink, never reported. */
 typedef struct stats_handle {
     uint32_t id;  /* slot index in every shard */
     uint32_t gen; /* the object's generation; 0 = none */
@@ -116,11 +130,17 @@ typedef struct stats_hist {
 } stats_hist_t;
 
 /* One object of a family (an address, a link, a connection): a block of consecutive slots,
- * one per field (STATS_HIST_SLOTS(b) per histogram field), starting at `base`. */
+ * one per field (STATS_HIST_SLOTS(b) per histogram field), starting at `base`.  Three kinds
+ * of value (see "The sink rule" above), all safe to write through:
+ *   live   gen != 0: its own block;
+ *   sink   gen == 0, index != 0: what a failed stats_object_new() gives; base 0 (the sink);
+ *          index says whose sink it is, for stats_object_retire();
+ *   none   {0, 0, 0}: no object (never made); base 0 (the sink). */
 typedef struct stats_obj {
-    uint32_t base;  /* first slot id of the block */
-    uint32_t gen;   /* generation, unique per object ever created; 0 = none */
-    uint32_t index; /* the registry's record of the object (for retire) */
+    uint32_t base;  /* first slot id of the block; 0 unless live */
+    uint32_t gen;   /* generation, unique per object ever created; 0 = sink or none */
+    uint32_t index; /* live: the registry's record of the object (for retire); sink: its
+                       family, tagged; none: 0 */
 } stats_obj_t;
 
 /* A field of a family, as given to stats_family_new() (which copies everything). */
@@ -158,8 +178,22 @@ typedef struct stats_family_def {
  * family without histograms has field i at offset i, and callers can use an enum. */
 uint32_t stats_family_offset(const stats_family_t *f, unsigned field);
 
+/* The object has stats of its own (it is live, or was until retired).  Any thread. */
+static inline bool stats_obj_is_live(stats_obj_t o)
+{
+    return o.gen != 0;
+}
+
+/* The object is "none": never made (the zero value).  A sink object is not none: it stands
+ * for a thing whose stats could not be made, and is retired like a live one.  Any thread. */
+static inline bool stats_obj_is_none(stats_obj_t o)
+{
+    return o.gen == 0 && o.index == 0;
+}
+
 /* The handle of the stat at `offset` in object o's block; a histogram's is
- * stats_obj_hist().  Pure arithmetic, any thread. */
+ * stats_obj_hist().  For a sink or none object it is a sink handle (base 0, offset <
+ * STATS_MAX_BLOCK = STATS_SINK_SLOTS).  Pure arithmetic, any thread. */
 static inline stats_handle_t stats_obj_stat(stats_obj_t o, uint32_t offset)
 {
     stats_handle_t h = {o.base + offset, o.gen};
@@ -232,10 +266,13 @@ static inline _Atomic uint64_t *stats__slot(stats_shard_t *s, uint32_t id)
 }
 
 #ifndef NDEBUG
-/* Used only in assert(): the handle's generation is still its slot's. */
+/* Used only in assert(): the handle's generation is still its slot's, or the handle is a
+ * sink handle (gen 0) inside the sink. */
 static inline bool stats__is_live(const stats_shard_t *s, uint32_t id, uint32_t gen)
 {
-    return id == 0 || atomic_load_explicit(&s->_gens[id], memory_order_relaxed) == gen;
+    if (gen == 0)
+        return id < STATS_SINK_SLOTS;
+    return atomic_load_explicit(&s->_gens[id], memory_order_relaxed) == gen;
 }
 #endif
 
@@ -284,6 +321,20 @@ static inline void stats_hist_record(stats_shard_t *s, stats_hist_t h, uint64_t 
     stats__add(&b[h.buckets + 1], v);
 }
 
+/* Add n to the counter at `offset` of object o (live, sink or none: no check needed, see
+ * "The sink rule").  The one way the router counts into an object.  Owner thread of `s`. */
+static inline void stats_obj_add(stats_shard_t *s, stats_obj_t o, uint32_t offset, uint64_t n)
+{
+    stats_counter_add(s, stats_obj_stat(o, offset), n);
+}
+
+/* Set this shard's part of the gauge at `offset` of object o (live, sink or none).  Owner
+ * thread of `s`. */
+static inline void stats_obj_set(stats_shard_t *s, stats_obj_t o, uint32_t offset, int64_t v)
+{
+    stats_gauge_set(s, stats_obj_stat(o, offset), v);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Registry
  * ------------------------------------------------------------------------------------- */
@@ -294,6 +345,14 @@ stats_registry_t *stats_registry_new(void);
 /* Free the registry, its families and objects, and any shard not yet freed (their pointers
  * become invalid).  No other call on it may be running.  NULL is fine. */
 void stats_registry_free(stats_registry_t *r);
+
+/* Hand out at most `max_slots` slot ids beyond the sink (a cap on the high-water mark, so
+ * on the memory stats may take: 8 B per slot per shard plus ~12 B shared); past it, object
+ * creation fails with -ENOSPC unless a retired block of the same family can be reused.
+ * Meant for start-up (the router's `maxStats`); lowering it later only stops growth.
+ * Returns 0, or -EINVAL for 0 or more than STATS_MAX_SLOTS - STATS_SINK_SLOTS.
+ * Thread-safe. */
+int stats_registry_set_limit(stats_registry_t *r, uint64_t max_slots);
 
 /* Create a family from `def` (copied).  On success *out is the family, permanent until
  * stats_registry_free().  A singleton family gets its one object now (stats_family_object).
@@ -321,7 +380,10 @@ bool stats_family_is_singleton(const stats_family_t *f);
 /* A new object of family f with label values labels[0 .. nlabels) (labels[0] is its
  * identity: unique among the family's live objects; any bytes but NUL, dots included).  Its
  * stats start at 0 in every shard.  Returns 0 and *out, -EINVAL (singleton family, NULL
- * label), -EEXIST (a live object has that identity), -ENOSPC.  Thread-safe. */
+ * label), -EEXIST (a live object has that identity), -ENOSPC (no room, see
+ * stats_registry_set_limit).  On -EEXIST and -ENOSPC *out is f's sink object: writes through
+ * it are discarded, f's count_of derivations count it until it is retired, and the caller
+ * needs no other path (see "The sink rule"); on -EINVAL *out is none.  Thread-safe. */
 int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *labels,
                      stats_obj_t *out);
 
@@ -329,8 +391,8 @@ int stats_object_new(stats_registry_t *r, stats_family_t *f, const char *const *
  * family's retired totals, so family totals and the router totals derived from them
  * (sum_of) never go down; gauges die with it.  Its handles become stale at once; its block
  * of ids goes to the family's free list, and is zeroed in every shard when reused.  See the
- * retire contract at the top.  Returns 0 or -ESTALE (already retired, never made).
- * Thread-safe. */
+ * retire contract at the top.  A sink object leaves its family's count_of.  Returns 0 or
+ * -ESTALE (already retired, never made: a none object).  Thread-safe. */
 int stats_object_retire(stats_registry_t *r, stats_obj_t o);
 
 /* The live object of family f whose identity is `identity`: 0 and *out, or -ENOENT. */
@@ -340,7 +402,8 @@ int stats_object_find(stats_registry_t *r, stats_family_t *f, const char *identi
 /* A plain, individually named stat (a counter or a gauge): `name` is [A-Za-z_][A-Za-z0-9_]*,
  * unique among plain stats and families; `help` and `prom` (Prometheus name, NULL = derived
  * as for fields) are copied.  Retire it with stats_object_retire(*obj) if it ever goes away.
- * Returns 0 and *out (+ *obj if not NULL), or -EINVAL, -EEXIST, -ENOSPC.  Thread-safe. */
+ * Returns 0 and *out (+ *obj if not NULL), or -EINVAL, -EEXIST, -ENOSPC; on failure *out is
+ * a sink handle {0, 0} and *obj none.  Thread-safe. */
 int stats_stat_new(stats_registry_t *r, const char *name, stats_kind_t kind, const char *help,
                    const char *prom, stats_handle_t *out, stats_obj_t *obj);
 
@@ -486,6 +549,8 @@ size_t stats_prom_snake(const char *name, char *dst, size_t cap);
 typedef struct stats_info {
     uint32_t families;       /* families, hidden ones for plain stats included */
     uint32_t objects;        /* live objects (plain stats included) */
+    uint32_t sinks;          /* sink objects not yet retired (things without stats) */
+    uint64_t refused;        /* object creations that failed for want of room, ever */
     uint32_t shards;         /* live shards */
     uint64_t stats;          /* live stats (fields of live objects; a histogram is one) */
     uint64_t slots;          /* live slots (a histogram takes b + 2) */

@@ -11,7 +11,10 @@
  * Then: time to register 1M stats (as 40,000 objects of a 25-field family, and as 1M plain
  * named stats), time to snapshot 1M stats over 2, 3 and 8 shards (and to render them as
  * Prometheus text), a writer's increment cost alone and during back-to-back snapshots, and
- * bytes per stat per shard.
+ * bytes per stat per shard.  Last, the core thread during scrapes: a thread creating an
+ * object, counting into it and retiring it every 20 µs (what the router's core does when
+ * links come and go) while 1M stats are scraped back to back, its operation times with and
+ * without the scrapes (see stall_figures).
  *
  * Method: every figure runs --repeat times (default 3); the best is reported with the range
  * (the machine is shared: the best is the least disturbed).  A variant runs as many
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -591,6 +595,184 @@ static void big_figures(void)
     free(h);
 }
 
+/* ---- the core thread never waits for a reader ----
+ *
+ * The router's core thread (and each worker) takes the registry's mutex to create and retire
+ * objects (an address, a link, a connection); a reader (a /metrics scrape, a management
+ * snapshot, the console's subscriptions) takes it too.  Here a "core" thread does what the
+ * core does - create an object, count into it, retire it - once every CORE_PERIOD_US, busy
+ * between operations as a loaded core is, and times every operation; the main thread reads
+ * 1M live stats over 3 shards back to back (a Prometheus scrape, then an object-by-object
+ * snapshot walk).  Reported: the core's operation times without readers and during the
+ * readers (p50, p99, p99.9, the longest: the longest is the stall).  The machine is shared,
+ * and an operation the kernel preempted (the thread's involuntary context switches went up
+ * during it) measures the scheduler, not the registry: those are counted apart, and the
+ * figures are given both for every operation and for those not preempted; "slept" counts
+ * operations that went to sleep (voluntary switches: the mutex's futex). */
+
+#define CORE_PERIOD_US 20 /* one create + count + retire every 20 µs: 50,000 a second */
+
+typedef struct corejob {
+    stats_registry_t *reg;      /* shared */
+    stats_family_t   *fam;      /* the churned family */
+    volatile int      phase;    /* 0 warm-up, 1 measure quiet, 2 measure during reads, 3 stop */
+    uint32_t         *lat[3];   /* per phase: operation times (ns), at most LAT_MAX */
+    size_t            nlat[3];  /* samples */
+    uint32_t         *clean[3]; /* per phase: times of the operations not preempted */
+    size_t            nclean[3]; /* samples */
+    size_t            slept[3]; /* operations that slept (voluntary context switch) */
+} corejob_t;
+
+#define LAT_MAX (1u << 22)
+
+/* This thread's voluntary and involuntary context switches so far. */
+static void ctxsw(long *vol, long *invol)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    *vol = ru.ru_nvcsw;
+    *invol = ru.ru_nivcsw;
+}
+
+static void *core_main(void *p)
+{
+    corejob_t     *cj = p;
+    stats_shard_t *s = stats_shard_new(cj->reg);
+    char           id[32];
+    uint64_t       k = 0;
+    double         next = now_s(CLOCK_MONOTONIC);
+    int            ph;
+    while ((ph = cj->phase) != 3) {
+        double t = now_s(CLOCK_MONOTONIC);
+        if (t < next)
+            continue; /* busy, as a loaded core thread */
+        next += CORE_PERIOD_US * 1e-6;
+        if (next < t)
+            next = t; /* fell behind (a reader, or the OS): no catch-up burst */
+        snprintf(id, sizeof(id), "churn%llu", (unsigned long long)k++);
+        const char *labels[] = {id};
+        stats_obj_t o;
+        long        v0, i0, v1, i1;
+        ctxsw(&v0, &i0);
+        double t0 = now_s(CLOCK_MONOTONIC);
+        if (stats_object_new(cj->reg, cj->fam, labels, &o) != 0)
+            abort();
+        for (unsigned i = 0; i < FIELDS; i++)
+            stats_counter_inc(s, stats_obj_stat(o, i));
+        stats_object_retire(cj->reg, o);
+        double ns = (now_s(CLOCK_MONOTONIC) - t0) * 1e9;
+        ctxsw(&v1, &i1);
+        uint32_t v = ns > 4e9 ? UINT32_MAX : (uint32_t)ns;
+        if (cj->nlat[ph] < LAT_MAX)
+            cj->lat[ph][cj->nlat[ph]++] = v;
+        if (i1 == i0 && cj->nclean[ph] < LAT_MAX)
+            cj->clean[ph][cj->nclean[ph]++] = v;
+        if (v1 != v0)
+            cj->slept[ph]++;
+    }
+    stats_shard_free(cj->reg, s);
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void lat_print(const char *what, uint32_t *v, size_t n)
+{
+    if (n == 0) {
+        printf("    %-22s no operations\n", what);
+        return;
+    }
+    qsort(v, n, sizeof(*v), cmp_u32);
+    printf("    %-22s %7zu ops  p50 %5.1f µs  p99 %6.1f µs  p99.9 %7.1f µs  longest %8.1f µs\n",
+           what, n, v[n / 2] / 1e3, v[(size_t)(n * 0.99)] / 1e3, v[(size_t)(n * 0.999)] / 1e3,
+           v[n - 1] / 1e3);
+}
+
+static void phase_print(const char *what, corejob_t *cj, int ph)
+{
+    printf("  %s (%zu preempted, %zu slept):\n", what, cj->nlat[ph] - cj->nclean[ph],
+           cj->slept[ph]);
+    lat_print("every op", cj->lat[ph], cj->nlat[ph]);
+    lat_print("ops not preempted", cj->clean[ph], cj->nclean[ph]);
+}
+
+static void stall_figures(void)
+{
+    const size_t n = 1000000;
+    printf("\n== the core thread during a scrape of 1,000,000 stats ==\n");
+    stats_handle_t   *h = malloc(n * sizeof(*h));
+    stats_registry_t *reg = stats_registry_new();
+    register_stats(reg, n, h);
+    stats_shard_t *w1 = stats_shard_new(reg), *w2 = stats_shard_new(reg);
+    loop_junction(w1, h, n, 1); /* every page of two "workers" touched */
+    loop_junction(w2, h, n, 1);
+    static stats_field_t cf[FIELDS];
+    static char          cn[FIELDS][16];
+    for (unsigned i = 0; i < FIELDS; i++) {
+        snprintf(cn[i], sizeof(cn[i]), "c%02u", i);
+        cf[i] = (stats_field_t){.name = cn[i], .kind = STATS_COUNTER};
+    }
+    stats_family_t *churn;
+    if (stats_family_new(reg, &(stats_family_def_t){.name = "churn", .fields = cf,
+                                                    .nfields = FIELDS},
+                         &churn) != 0)
+        abort();
+    for (unsigned rep = 0; rep < g_repeat; rep++) {
+        corejob_t cj = {.reg = reg, .fam = churn};
+        for (int i = 0; i < 3; i++) {
+            cj.lat[i] = malloc(LAT_MAX * sizeof(uint32_t));
+            cj.clean[i] = malloc(LAT_MAX * sizeof(uint32_t));
+        }
+        pthread_t th;
+        pthread_create(&th, NULL, core_main, &cj);
+        usleep(200000);
+        cj.phase = 1;
+        usleep(1500000);
+        cj.phase = 2;
+        double   t0 = now_s(CLOCK_MONOTONIC), prom_ms = 0, walk_ms = 0;
+        unsigned scrapes = 0, walks = 0;
+        size_t   bytes = 0;
+        while (now_s(CLOCK_MONOTONIC) - t0 < 3.0) {
+            double a = now_s(CLOCK_MONOTONIC);
+            bytes = 0;
+            stats_prom_write(reg, NULL, null_sink, &bytes);
+            double b = now_s(CLOCK_MONOTONIC);
+            stats_iter_t         *it = stats_iter_new(reg, NULL, 0);
+            const stats_sample_t *smp;
+            uint64_t              cnt = 0;
+            while ((smp = stats_iter_next(it)))
+                cnt++;
+            stats_iter_free(it);
+            double c = now_s(CLOCK_MONOTONIC);
+            if (cnt < n)
+                abort();
+            prom_ms += (b - a) * 1e3;
+            walk_ms += (c - b) * 1e3;
+            scrapes++;
+            walks++;
+        }
+        cj.phase = 3;
+        pthread_join(th, NULL);
+        printf("run %u: %u Prometheus scrapes (%.1f MB, %.0f ms each) and %u snapshot walks"
+               " (%.0f ms each) back to back\n",
+               rep + 1, scrapes, (double)bytes / 1e6, prom_ms / scrapes, walks, walk_ms / walks);
+        phase_print("core op (create, 25 increments, retire), no reader", &cj, 1);
+        phase_print("core op during the reads", &cj, 2);
+        for (int i = 0; i < 3; i++) {
+            free(cj.lat[i]);
+            free(cj.clean[i]);
+        }
+    }
+    stats_shard_free(reg, w1);
+    stats_shard_free(reg, w2);
+    stats_registry_free(reg);
+    free(h);
+}
+
 /* Milliseconds with 3-4 significant digits. */
 static void fmt_ms(char *buf, size_t cap, double v)
 {
@@ -613,16 +795,17 @@ static int parse_list(const char *s, size_t *out, unsigned max)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: stats-bench [--stats N,N,...] [--threads T,T,...] [--requests R]"
-               " [--repeat K] [--quick] [--no-big|--big-only]\n"
+               " [--repeat K] [--quick] [--no-big|--big-only|--stall-only]\n"
                "  TS-157: R requests (default 1000) over T threads (default 2,8), each incrementing\n"
                "  every one of N stats (default 225,2500,100000,1000000); then 1M-stat figures.\n"
                "  --quick: 225,2500 stats, 2 threads, 1 repeat; --no-big: skip the 1M figures;\n"
-               "  --big-only: only the 1M figures.\n");
+               "  --big-only: only the 1M figures; --stall-only: only the core thread's operation\n"
+               "  times during scrapes of 1M stats.\n");
 }
 
 int main(int argc, char **argv)
 {
-    bool big = true;
+    bool big = true, stall = true;
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows when piped */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -647,10 +830,16 @@ int main(int argc, char **argv)
             g_nthreads = 1;
             g_repeat = 1;
             big = false;
+            stall = false;
         } else if (strcmp(a, "--no-big") == 0) {
             big = false;
+            stall = false;
         } else if (strcmp(a, "--big-only") == 0) {
             g_nthreads = 0;
+        } else if (strcmp(a, "--stall-only") == 0) {
+            g_nthreads = 0;
+            big = false;
+            stall = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -703,5 +892,7 @@ int main(int argc, char **argv)
     }
     if (big)
         big_figures();
+    if (stall)
+        stall_figures();
     return 0;
 }

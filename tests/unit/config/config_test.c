@@ -614,6 +614,17 @@ static void test_router(void **state)
     router_err("'shutdownGraceSeconds': 3601",
                "attribute 'shutdownGraceSeconds': expected an integer from 0 to 3600, got 3601");
 
+    cfg = load_ok("[['router', {}]]");
+    assert_int_equal(cfg->router.max_stats, CFG_MAX_STATS_DEFAULT);
+    cfg_free(cfg);
+    cfg = load_ok("[['router', {'maxStats': 1024}]]");
+    assert_int_equal(cfg->router.max_stats, 1024);
+    cfg_free(cfg);
+    router_err("'maxStats': 1023",
+               "attribute 'maxStats': expected an integer from 1024 to 16773120, got 1023");
+    router_err("'maxStats': 16773121",
+               "attribute 'maxStats': expected an integer from 1024 to 16773120, got 16773121");
+
     cfg = load_ok("[['router', {'routerId': 'Old.Name'}]]"); /* deprecated spelling */
     assert_string_equal(cfg->router.id, "Old.Name");
     cfg_free(cfg);

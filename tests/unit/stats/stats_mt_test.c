@@ -9,7 +9,12 @@
  *     count landing in the wrong block, would exceed it);
  *   - monotonic totals: router.deliveries (sum_of link.deliveries, across retires) and
  *     router.ticks (written by every thread) never go down between two walks;
- *   - exact totals at the end: every increment made is in the totals, once.
+ *   - exact totals at the end: every increment made is in the totals, once;
+ *   - shards that come and go: a "folder" thread counts into one long-lived object through
+ *     a new shard each time and frees it (folding it into the registry) - a walk, which
+ *     sums slots with the mutex released, must read that object between what was counted
+ *     before it started and what was counted when it ended: never a shard twice (the
+ *     freed one and the base it was folded into), never a folded count missed.
  * The retire contract is the one the router uses: each object is retired by its owner, on
  * its own thread, after its last write. */
 #include "stats/stats.h"
@@ -34,6 +39,8 @@ enum {
     OBJECTS = 1500, /* objects each writer makes over the run */
     LIVE = 40,      /* objects a writer keeps alive at once */
     HB = 4,         /* histogram buckets */
+    FILLERS = 500,  /* objects made before "folded" (never written) */
+    FOLD_WALKS = 300, /* walks that race the folder thread */
 };
 enum { L_DELIVERIES, L_INFLIGHT, L_LATENCY }; /* link fields; latency at offset 2 */
 
@@ -57,6 +64,9 @@ typedef struct world {
     atomic_int        renders;      /* Prometheus renderings done */
     uint64_t          written[WRITERS]; /* per writer: deliveries written (own thread) */
     uint64_t          ticks[WRITERS];   /* per writer: router ticks written */
+    stats_obj_t       folded;       /* the folder thread's object */
+    atomic_ullong     folds;        /* increments the folder made into it so far */
+    atomic_bool       folding;      /* the folder thread runs */
     atomic_int        failed;       /* a thread saw a broken invariant */
     char              why[256];     /* the first one (written by the first to fail) */
 } world_t;
@@ -131,18 +141,41 @@ static void *writer_main(void *p)
     return s; /* writer 0's shard, freed by the test after the checks */
 }
 
+/* One shard per increment, freed at once: the registry folds each into its base shard.  It
+ * goes on after the writers, until the reader has walked FOLD_WALKS times during its run. */
+static void *folder_main(void *p)
+{
+    world_t *w = p;
+    int      walks0 = atomic_load(&w->walks);
+    while (atomic_load(&w->writers_left) > 0 || atomic_load(&w->walks) - walks0 < FOLD_WALKS) {
+        stats_shard_t *s = stats_shard_new(w->r);
+        atomic_fetch_add(&w->folds, 1); /* announced first: a walk never reads more */
+        stats_counter_inc(s, stats_obj_stat(w->folded, L_DELIVERIES));
+        stats_shard_free(w->r, s);
+    }
+    atomic_store(&w->folding, false);
+    return NULL;
+}
+
 static void *reader_main(void *p)
 {
     world_t *w = p;
     uint64_t last_total = 0, last_ticks = 0;
     bool     by_field = false;
-    while (atomic_load(&w->writers_left) > 0 || atomic_load(&w->walks) < 3) {
+    while (atomic_load(&w->writers_left) > 0 || atomic_load(&w->folding) ||
+           atomic_load(&w->walks) < 3) {
+        uint64_t      folds0 = atomic_load(&w->folds);
         stats_iter_t *it =
             stats_iter_new(w->r, NULL, by_field ? STATS_ITER_BY_FIELD : STATS_ITER_ALL);
         const stats_sample_t *s;
-        uint64_t              total = 0, ticks = 0;
+        uint64_t              total = 0, ticks = 0, folded = UINT64_MAX;
         while ((s = stats_iter_next(it))) {
-            if (s->family == w->link) {
+            if (s->family == w->link && strcmp(s->labels[0], "folded") == 0) {
+                if (s->field == L_DELIVERIES)
+                    folded = s->value;
+            } else if (s->family == w->link && s->labels[0][0] == 'f') {
+                continue; /* a filler */
+            } else if (s->family == w->link) {
                 unsigned t, n;
                 if (sscanf(s->labels[0], "w%u.%u", &t, &n) != 2)
                     abort();
@@ -160,11 +193,19 @@ static void *reader_main(void *p)
                 ticks = s->value;
             } else if (s->family && strcmp(s->field_name, "linkCount") == 0) {
                 /* A writer makes its next object before it retires its oldest. */
-                if (s->value > WRITERS * (LIVE + 1))
+                if (s->value > WRITERS * (LIVE + 1) + 1 + FILLERS)
                     fail_in_thread(w, "linkCount %llu", (unsigned long long)s->value);
             }
         }
         stats_iter_free(it);
+        uint64_t folds1 = atomic_load(&w->folds);
+        if (folded + 1 < folds0 || (folded > folds1 && folded != UINT64_MAX))
+            fail_in_thread(w, "folded object read %llu, counted %llu (-1 in flight) before the "
+                           "walk and %llu after",
+                           (unsigned long long)folded, (unsigned long long)folds0,
+                           (unsigned long long)folds1);
+        if (folded == UINT64_MAX)
+            fail_in_thread(w, "the folded object was not seen");
         if (total < last_total || ticks < last_ticks)
             fail_in_thread(w, "totals went down: %llu -> %llu, ticks %llu -> %llu",
                      (unsigned long long)last_total, (unsigned long long)total,
@@ -218,12 +259,23 @@ static void test_writers_reader_churn(void **state)
                                       &fr),
                      0);
     w.router = stats_family_object(fr);
+    /* "folded" last of a batch's worth of fillers: summed last, so a shard freed while the
+     * batch is summed (with the mutex released) has time to be folded */
+    for (unsigned i = 0; i < FILLERS; i++) {
+        char        id[16];
+        stats_obj_t o;
+        snprintf(id, sizeof(id), "f%u", i);
+        assert_int_equal(stats_object_new(w.r, w.link, (const char *[]){id}, &o), 0);
+    }
+    assert_int_equal(stats_object_new(w.r, w.link, (const char *[]){"folded"}, &w.folded), 0);
     atomic_store(&w.writers_left, WRITERS);
+    atomic_store(&w.folding, true);
 
-    pthread_t    wt[WRITERS], rt, pt;
+    pthread_t    wt[WRITERS], rt, pt, ft;
     writer_arg_t args[WRITERS];
     assert_int_equal(pthread_create(&rt, NULL, reader_main, &w), 0);
     assert_int_equal(pthread_create(&pt, NULL, prom_main, &w), 0);
+    assert_int_equal(pthread_create(&ft, NULL, folder_main, &w), 0);
     for (unsigned t = 0; t < WRITERS; t++) {
         args[t] = (writer_arg_t){&w, t};
         assert_int_equal(pthread_create(&wt[t], NULL, writer_main, &args[t]), 0);
@@ -237,12 +289,15 @@ static void test_writers_reader_churn(void **state)
     }
     pthread_join(rt, NULL);
     pthread_join(pt, NULL);
+    pthread_join(ft, NULL);
     if (atomic_load(&w.failed))
         fail_msg("%s", w.why);
     assert_non_null(keep);
     assert_true(atomic_load(&w.walks) >= 3);
-    print_message("%d walks and %d renderings raced %d writers x %d objects\n",
-                  atomic_load(&w.walks), atomic_load(&w.renders), WRITERS, OBJECTS);
+    print_message("%d walks and %d renderings raced %d writers x %d objects and %llu shards"
+                  " folded\n",
+                  atomic_load(&w.walks), atomic_load(&w.renders), WRITERS, OBJECTS,
+                  (unsigned long long)atomic_load(&w.folds));
 
     uint64_t want = 0, want_ticks = 0;
     for (unsigned t = 0; t < WRITERS; t++) {
@@ -251,20 +306,20 @@ static void test_writers_reader_churn(void **state)
     }
     uint64_t tot[3];
     assert_int_equal(stats_family_totals(w.r, fr, tot), 0);
-    assert_int_equal(tot[0], want);
-    assert_int_equal(tot[1], LIVE); /* writer 0's objects */
+    assert_int_equal(tot[0], want + atomic_load(&w.folds));
+    assert_int_equal(tot[1], LIVE + 1 + FILLERS); /* writer 0's objects, "folded", fillers */
     assert_int_equal(tot[2], want_ticks);
     uint64_t lt[3];
     assert_int_equal(stats_family_totals(w.r, w.link, lt), 0);
-    assert_int_equal(lt[L_DELIVERIES], want);
+    assert_int_equal(lt[L_DELIVERIES], want + atomic_load(&w.folds));
     assert_int_equal(lt[L_LATENCY], want);   /* histogram counts */
     assert_int_equal(lt[L_INFLIGHT], LIVE);  /* writer 0's live objects: +1 each */
     stats_shard_free(w.r, keep);
     assert_int_equal(stats_family_totals(w.r, fr, tot), 0);
-    assert_int_equal(tot[0], want); /* the freed shard's counts stay */
+    assert_int_equal(tot[0], want + atomic_load(&w.folds)); /* the freed shard's counts stay */
     stats_info_t info;
     stats_registry_info(w.r, &info);
-    assert_int_equal(info.objects, LIVE + 1); /* writer 0's and the router's */
+    assert_int_equal(info.objects, LIVE + 2 + FILLERS); /* + "folded", fillers, router */
     stats_registry_free(w.r);
 }
 

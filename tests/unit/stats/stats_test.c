@@ -663,6 +663,232 @@ static void test_growth(void **state)
     stats_registry_free(r);
 }
 
+/* The router's layout in miniature: link and connection families, then the singleton
+ * `router` family (its block is the first one handed out) with its own counters and the
+ * count_of gauges.  Used by the two tests below. */
+static const stats_field_t mini_link_fields[16] = {
+    {.name = "capacity", .kind = STATS_GAUGE},      {.name = "undelivered", .kind = STATS_GAUGE},
+    {.name = "unsettled", .kind = STATS_GAUGE},     {.name = "deliveries", .kind = STATS_COUNTER},
+    {.name = "presettled", .kind = STATS_COUNTER},  {.name = "dropped", .kind = STATS_COUNTER},
+    {.name = "accepted", .kind = STATS_COUNTER},    {.name = "rejected", .kind = STATS_COUNTER},
+    {.name = "released", .kind = STATS_COUNTER},    {.name = "modified", .kind = STATS_COUNTER},
+    {.name = "credit", .kind = STATS_GAUGE},        {.name = "settleRate", .kind = STATS_GAUGE},
+    {.name = "delayed1", .kind = STATS_COUNTER},    {.name = "delayed10", .kind = STATS_COUNTER},
+    {.name = "stuck", .kind = STATS_COUNTER},       {.name = "zeroCredit", .kind = STATS_GAUGE},
+};
+static const stats_field_t mini_conn_fields[4] = {
+    {.name = "deliveriesIn", .kind = STATS_COUNTER},
+    {.name = "deliveriesOut", .kind = STATS_COUNTER},
+    {.name = "openedAt", .kind = STATS_GAUGE},
+    {.name = "lastDeliveryAt", .kind = STATS_GAUGE},
+};
+#define MINI_ROUTER_OWN 18 /* own counters r00..r17, then linkCount, connectionCount */
+static stats_field_t mini_router_fields[MINI_ROUTER_OWN + 2];
+static char          mini_router_names[MINI_ROUTER_OWN][8];
+
+typedef struct mini {
+    stats_registry_t *r;
+    stats_family_t   *link, *conn, *router;
+    stats_obj_t       ro; /* the router object */
+} mini_t;
+
+static void mini_new(mini_t *m)
+{
+    m->r = stats_registry_new();
+    m->link = make(m->r, &(stats_family_def_t){.name = "link", .fields = mini_link_fields,
+                                               .nfields = 16, .labels = {"link"}});
+    m->conn = make(m->r, &(stats_family_def_t){.name = "connection",
+                                               .fields = mini_conn_fields, .nfields = 4});
+    for (int i = 0; i < MINI_ROUTER_OWN; i++) {
+        snprintf(mini_router_names[i], sizeof(mini_router_names[i]), "r%02d", i);
+        mini_router_fields[i] = (stats_field_t){.name = mini_router_names[i],
+                                                .kind = STATS_COUNTER};
+    }
+    mini_router_fields[MINI_ROUTER_OWN] =
+        (stats_field_t){.name = "linkCount", .kind = STATS_GAUGE, .count_of = "link"};
+    mini_router_fields[MINI_ROUTER_OWN + 1] =
+        (stats_field_t){.name = "connectionCount", .kind = STATS_GAUGE, .count_of = "connection"};
+    m->router = make(m->r, &(stats_family_def_t){.name = "router", .fields = mini_router_fields,
+                                                 .nfields = MINI_ROUTER_OWN + 2,
+                                                 .singleton = true});
+    m->ro = stats_family_object(m->router);
+}
+
+/* Write `n` into every field of object o of family f (counters add, gauges set), through
+ * the plain handle API every caller has always had. */
+static void write_all(stats_shard_t *s, stats_family_t *f, stats_obj_t o, uint64_t n)
+{
+    for (unsigned i = 0; i < stats_family_nfields(f); i++) {
+        if (stats_family_field(f, i)->kind == STATS_GAUGE)
+            stats_gauge_set(s, stats_obj_stat(o, stats_family_offset(f, i)), (int64_t)n);
+        else
+            stats_counter_add(s, stats_obj_stat(o, stats_family_offset(f, i)), n);
+    }
+}
+
+/* Fill the whole id space (STATS_MAX_SLOTS, no limit set): the first object that cannot be
+ * made leaves the caller an object it may write through - what the router's workers did
+ * without a check - and those writes must change no stat: not the router's totals (whose
+ * block lies right after the reserved ids), not a live object's. */
+static void test_full_registry_writes_go_nowhere(void **state)
+{
+    mini_t m;
+    mini_new(&m);
+    stats_registry_t *r = m.r;
+    /* A family of 4,096 slots per object (81 histograms of 48 buckets and 46 counters), to
+     * fill 16 M ids with a few thousand objects. */
+    static stats_field_t wide[127];
+    static char          wnames[127][8];
+    for (int i = 0; i < 127; i++) {
+        snprintf(wnames[i], sizeof(wnames[i]), "w%03d", i);
+        wide[i] = i < 81 ? (stats_field_t){.name = wnames[i], .kind = STATS_HISTOGRAM,
+                                           .buckets = STATS_HIST_MAX_BUCKETS}
+                         : (stats_field_t){.name = wnames[i], .kind = STATS_COUNTER};
+    }
+    stats_family_t *fw = make(r, &(stats_family_def_t){.name = "wide", .fields = wide,
+                                                       .nfields = 127});
+    stats_shard_t *core = stats_shard_new(r), *worker = stats_shard_new(r);
+    for (int i = 0; i < MINI_ROUTER_OWN; i++)
+        stats_counter_add(core, stats_obj_stat(m.ro, (uint32_t)i), (uint64_t)i + 1);
+    stats_obj_t live_link = obj(r, m.link, "L1");
+    write_all(worker, m.link, live_link, 7);
+
+    char        id[32];
+    stats_obj_t o;
+    int         rc, nwide = 0, nlinks = 1, nconns = 0;
+    for (;; nwide++) {
+        snprintf(id, sizeof(id), "w%d", nwide);
+        if ((rc = stats_object_new(r, fw, (const char *[]){id}, &o)) != 0)
+            break;
+    }
+    assert_int_equal(rc, -ENOSPC);
+    assert_true(nwide > 4000);
+    for (;; nlinks++) { /* then the smaller blocks, until not even a link fits */
+        snprintf(id, sizeof(id), "L%d", nlinks + 1);
+        if ((rc = stats_object_new(r, m.link, (const char *[]){id}, &o)) != 0)
+            break;
+    }
+    assert_int_equal(rc, -ENOSPC);
+    for (;; nconns++) {
+        snprintf(id, sizeof(id), "C%d", nconns);
+        if ((rc = stats_object_new(r, m.conn, (const char *[]){id, "h", "c", "in"}, &o)) != 0)
+            break;
+    }
+    assert_int_equal(rc, -ENOSPC);
+
+    /* The objects that could not be made, as a caller holds them: zero-initialised, then
+     * whatever stats_object_new left there.  Written from both shards, every field. */
+    stats_obj_t bad_link = {0, 0, 0}, bad_conn = {0, 0, 0}, never = {0, 0, 0};
+    assert_int_equal(stats_object_new(r, m.link, (const char *[]){"Lbad"}, &bad_link), -ENOSPC);
+    assert_int_equal(stats_object_new(r, m.conn, (const char *[]){"Cbad", "h", "c", "in"},
+                                      &bad_conn),
+                     -ENOSPC);
+    assert_int_equal(bad_link.gen, 0);
+    for (int k = 0; k < 3; k++) {
+        write_all(core, m.link, bad_link, 1000);
+        write_all(worker, m.link, bad_link, 1000);
+        write_all(worker, m.conn, bad_conn, 1000);
+        write_all(worker, m.link, never, 1000);
+    }
+    stats_hist_record(worker, stats_obj_hist(never, 4000, STATS_HIST_MAX_BUCKETS), 1u << 20);
+
+    for (int i = 0; i < MINI_ROUTER_OWN; i++) {
+        snprintf(id, sizeof(id), "router.r%02d", i);
+        assert_int_equal(lookup_val(r, id), (uint64_t)i + 1);
+    }
+    for (unsigned i = 0; i < 16; i++)
+        assert_int_equal(val(r, stats_obj_stat(live_link, i)), 7);
+    /* Every stat a walk reports: the router's own, the live link's, nothing else. */
+    stats_iter_t         *it = stats_iter_new(r, NULL, 0);
+    const stats_sample_t *sm;
+    uint64_t              sum = 0;
+    while ((sm = stats_iter_next(it)))
+        if (!(sm->family && strstr(stats_family_name(sm->family), "router") &&
+              sm->field >= MINI_ROUTER_OWN))
+            sum += sm->value; /* (the count_of gauges aside: checked below) */
+    stats_iter_free(it);
+    assert_int_equal(sum, MINI_ROUTER_OWN * (MINI_ROUTER_OWN + 1) / 2 + 16 * 7);
+    stats_shard_free(r, core);
+    stats_shard_free(r, worker);
+    stats_registry_free(r);
+}
+
+/* The sink rule's other half, with a small registry (stats_registry_set_limit): what a failed
+ * creation gives is a sink object - not none, writable through stats_obj_add/set - that
+ * count_of counts until it is retired; the registry counts refusals; a retired block is
+ * still reused at the limit; a plain stat that cannot be made is a sink handle. */
+static void test_sink_objects(void **state)
+{
+    mini_t m;
+    mini_new(&m);
+    stats_registry_t *r = m.r;
+    assert_int_equal(stats_registry_set_limit(r, 0), -EINVAL);
+    assert_int_equal(stats_registry_set_limit(r, STATS_MAX_SLOTS), -EINVAL);
+    stats_info_t info;
+    stats_registry_info(r, &info);
+    /* Room for exactly 3 links beyond what the router took. */
+    assert_int_equal(stats_registry_set_limit(r, info.slots_used - STATS_SINK_SLOTS + 3 * 16), 0);
+    stats_shard_t *s = stats_shard_new(r);
+    stats_obj_t    l[3], bad[2];
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "L%d", i);
+        l[i] = obj(r, m.link, id);
+        assert_true(stats_obj_is_live(l[i]));
+    }
+    assert_int_equal(stats_object_new(r, m.link, (const char *[]){"X"}, &bad[0]), -ENOSPC);
+    assert_int_equal(stats_object_new(r, m.link, (const char *[]){"L0"}, &bad[1]), -EEXIST);
+    for (int i = 0; i < 2; i++) {
+        assert_false(stats_obj_is_live(bad[i]));
+        assert_false(stats_obj_is_none(bad[i])); /* a sink: a thing without stats */
+        for (uint32_t f = 0; f < 16; f++) {
+            stats_obj_add(s, bad[i], f, 5);
+            stats_obj_set(s, bad[i], f, -3);
+        }
+    }
+    assert_true(stats_obj_is_none((stats_obj_t){0, 0, 0}));
+    stats_obj_add(s, m.ro, 0, 1);
+    assert_int_equal(lookup_val(r, "router.r00"), 1);
+    assert_int_equal(lookup_val(r, "router.linkCount"), 5); /* 3 live + 2 sinks */
+    assert_int_equal(lookup_val(r, "router.connectionCount"), 0);
+    stats_registry_info(r, &info);
+    assert_int_equal(info.sinks, 2);
+    assert_int_equal(info.refused, 1);
+    /* Retiring: a sink leaves count_of; none is nothing to retire. */
+    assert_int_equal(stats_object_retire(r, bad[0]), 0);
+    assert_int_equal(stats_object_retire(r, (stats_obj_t){0, 0, 0}), -ESTALE);
+    assert_int_equal(lookup_val(r, "router.linkCount"), 4);
+    /* At the limit, a retired block is reused. */
+    assert_int_equal(stats_object_retire(r, l[1]), 0);
+    stats_obj_t again = obj(r, m.link, "L9");
+    assert_int_equal(again.base, l[1].base);
+    assert_int_equal(val(r, stats_obj_stat(again, 3)), 0);
+    assert_int_equal(stats_object_retire(r, bad[1]), 0);
+    assert_int_equal(lookup_val(r, "router.linkCount"), 3);
+    stats_registry_info(r, &info);
+    assert_int_equal(info.sinks, 0);
+    /* A plain stat that cannot be made: a sink handle. */
+    stats_handle_t h = {77, 77};
+    stats_obj_t    ho = {77, 77, 77};
+    assert_int_equal(stats_stat_new(r, "tooMany", STATS_COUNTER, NULL, NULL, &h, &ho), -ENOSPC);
+    assert_int_equal(h.gen, 0);
+    assert_true(h.id < STATS_SINK_SLOTS);
+    assert_true(stats_obj_is_none(ho));
+    stats_counter_inc(s, h);
+    /* The Prometheus text holds the live links and the router, nothing of the sinks. */
+    stats_iter_t         *it = stats_iter_new(r, "link.*", 0);
+    const stats_sample_t *sm;
+    unsigned              n = 0;
+    while ((sm = stats_iter_next(it))) {
+        assert_true(strcmp(sm->labels[0], "X") != 0);
+        n++;
+    }
+    stats_iter_free(it);
+    assert_int_equal(n, 3 * 16);
+    stats_shard_free(r, s);
+    stats_registry_free(r);
+}
+
 /* The identity hash under churn: after random retires and re-creations every live identity
  * is found with its own block and every retired one is gone (open addressing with
  * backward-shift deletion must keep every probe chain whole). */
@@ -786,6 +1012,8 @@ int main(void)
         cmocka_unit_test(test_iter_orders_and_filters),
         cmocka_unit_test(test_iter_many_and_churn),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_full_registry_writes_go_nowhere),
+        cmocka_unit_test(test_sink_objects),
         cmocka_unit_test(test_identity_hash_churn),
         cmocka_unit_test(test_family_accessors),
         cmocka_unit_test(test_snake),
