@@ -110,7 +110,7 @@ static void conn_free_WT(rtr_conn_t *c)
     if (c->stats.gen)
         stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
     free(c->wbuf);
-    free(c->guard_buf);
+    codec_guard_fini(&c->guard);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -1342,6 +1342,17 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 
 /* ---------------------------------------------------------------- socket I/O */
 
+/* The frame guard's memory (codec_guard_mem_fn): grows with the performative being checked,
+ * given back once it is checked. */
+static void *guard_mem(void *p, size_t n)
+{
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    return base_realloc(p, n);
+}
+
 static void handle_closed_cb(uv_handle_t *h)
 {
     rtr_conn_t *c = h->data;
@@ -1592,8 +1603,7 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
     pn_sasl_set_allow_insecure_mechs(sasl, true);
     pn_connection_driver_init(&c->driver, pn_connection(), t);
-    c->guard_buf = base_malloc(l->max_frame_size);
-    codec_guard_init(&c->guard, l->max_frame_size, c->guard_buf, l->max_frame_size);
+    codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
 
     /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
      * the same way (only uv_tcp_nodelay fails on it, harmlessly) */

@@ -218,7 +218,6 @@ struct rtr_conn {
     int                    n_blocked;  /* links with `blocked` set */
     codec_guard_t          guard;      /* checks every byte before Proton sees it */
     stats_obj_t            stats;      /* its `connection` stats object, once opened */
-    uint8_t               *guard_buf;  /* its performative buffer (maxFrameSize bytes) */
     bool                   strip_in;   /* drop client x-opt-qd.* annotations */
     bool                   strip_out;  /* write no router annotations toward the client */
     uint64_t               handshake_due; /* uv_now() by which the client must have sent
