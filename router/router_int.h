@@ -52,11 +52,26 @@ typedef struct rtr_accept {
 /* Most worker threads (the management agent takes the next queue index, and indexes are
  * uint8_t in core_action_t). */
 #define RTR_MAX_WORKERS 254
+static_assert(CFG_WORKER_THREADS_MAX <= RTR_MAX_WORKERS, "workerThreads is capped by the config");
 
 /* Largest message prefix (sections before the body) the router accepts. */
 #define RTR_PREFIX_MAX (1u << 20)
-/* Outgoing bytes a session may hold in Proton before the router stops writing into it. */
-#define RTR_SESSION_OUT_MAX (1u << 20)
+/* The per-connection budget: what one client can make the router hold.
+ * RTR_CONN_OUT_MAX: bytes of outgoing copies handed to Proton and not yet taken by the socket,
+ * all sessions together; past it the connection's links stop until the client reads.
+ * RTR_CONN_IN_UNANSWERED_MAX: bytes read from a client while Proton still holds output for
+ * it; past it the router stops reading it until it has read what the router wrote.
+ * RTR_WRITE_COPY_MAX: the most copied out of Proton's buffer for a write the socket could not
+ * take at once (one write in flight per connection).
+ * RTR_CONN_IN_MAX: bytes of incoming transfers Proton may hold unread for the connection's
+ * links stopped by Q2, all sessions together; past it the router stops reading the client
+ * (also the largest incoming window of one session).
+ * The frame guard and Proton's input buffer hold at most one frame each (maxFrameSize, itself
+ * capped by the configuration at CFG_MAX_FRAME_SIZE_MAX). */
+#define RTR_CONN_OUT_MAX           (1u << 20)
+#define RTR_CONN_IN_UNANSWERED_MAX (1u << 20)
+#define RTR_WRITE_COPY_MAX         (64u << 10)
+#define RTR_CONN_IN_MAX            (8u << 20)
 /* Bytes handed to pn_link_send() at a time. */
 #define RTR_SEND_CHUNK (64u << 10)
 /* Head room given at once to a message that arrives in several frames. */
@@ -204,8 +219,13 @@ struct rtr_conn {
     rtr_conn_t            *next;       /* in worker->conns */
     rtr_conn_t            *prev;       /* in worker->conns */
     char                   peer[64];   /* "host:port" of the client */
-    char                  *wbuf;       /* bytes in flight in uv_write (copy of Proton's) */
+    char                  *wbuf;       /* bytes in flight in uv_write (copy of Proton's, at
+                                          most RTR_WRITE_COPY_MAX); NULL when none */
     size_t                 wlen;       /* their count */
+    size_t                 out_queued; /* bytes of copies handed to Proton since it last had
+                                          nothing framed left to write (RTR_CONN_OUT_MAX) */
+    size_t                 in_unanswered; /* bytes read since Proton last had nothing left to
+                                             write (RTR_CONN_IN_UNANSWERED_MAX) */
     uv_write_t             wreq;       /* the write in flight */
     bool                   writing;    /* a uv_write is in flight */
     bool                   closing;    /* uv_close called */
@@ -227,6 +247,7 @@ struct rtr_conn {
     uint32_t               n_in_links; /* links the client sends on (maxSenders) */
     uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
     uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
+    uint32_t               n_q2;       /* links with `q2` set (RTR_CONN_IN_MAX) */
     bool                   counted;    /* counted in g_rtr.n_open_conns */
 };
 
