@@ -77,7 +77,6 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
 #define WGAUGE(w, obj, field, v) stats_gauge_set((w)->shard, stats_obj_stat((obj), (field)), (v))
 #define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
 
-
 static void conn_process_WT(rtr_conn_t *c);
 static void link_cleanup_WT(rtr_link_t *k);
 static void link_pump_WT(rtr_link_t *k);

@@ -7,6 +7,7 @@ together; what the router reads from a client while its own answers wait; the fr
 buffer.  Each test measures the router's memory (/proc) around a client that misbehaves on a
 plain socket, and checks that the router still serves everybody else."""
 
+import os
 import re
 import socket
 import struct
@@ -18,7 +19,7 @@ from proton import Message
 from amqp_raw import _described, enc_list, enc_str
 from clients import check_router_works
 from conftest import ROUTER_ID, free_port, proc_status_kb, run_junctiond, sanitizer_report, \
-    write_config
+    sanitizer_runtime, write_config
 from mgmt_tool import ManagementError, Node
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
@@ -132,6 +133,22 @@ def rss_kb(router):
     return proc_status_kb(router.pid, "VmRSS")
 
 
+def quiet_asan_env():
+    # ASan's quarantine keeps freed memory resident: off, so that RSS means what it says
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS"), "quarantine_size_mb=0")
+                                   if o)
+    return env
+
+
+def memory_says_little(router, per_object=False):
+    """Under TSan's allocator (it keeps freed memory for its race history) the router's RSS is
+    not its own, nor, object by object, under ASan's (redzones, shadow memory): the scenario
+    still runs (and must leave no sanitizer report), the figure is not checked."""
+    rt = sanitizer_runtime(router.pid)
+    return rt == "tsan" or (per_object and rt == "asan")
+
+
 def idle_connections(router, n):
     """n sockets, each with an open, a begin and a receiver attach (address "idle"), all
     answered; the caller closes them."""
@@ -154,7 +171,7 @@ def test_a_client_that_stops_reading_holds_at_most_the_connection_budget(make_ro
     # 16 sessions, each with a receiver on one multicast address, none read: every message
     # goes to 16 links of one connection that takes nothing.  Per session the router limits
     # what waits in Proton; the connection's budget bounds all of them together.
-    r = make_router(listener={"linkCapacity": 8, "idleTimeoutSeconds": 0})
+    r = make_router(env=quiet_asan_env(), listener={"linkCapacity": 8, "idleTimeoutSeconds": 0})
     stalled = stalled_receiver(r, "multicast.stall", sessions=16, credit=100000)
     try:
         conn = client.connect(r.url)
@@ -172,7 +189,9 @@ def test_a_client_that_stops_reading_holds_at_most_the_connection_budget(make_ro
         grew = (most - base) / 1024.0
         # 2000 x 16 KiB to each of 16 links is 500 MiB offered; a few MiB may wait (the
         # connection's budget, the messages the links queue, the kernel-side copy)
-        assert grew < 12, "router RSS grew by %.1f MiB for a client that reads nothing" % grew
+        if not memory_says_little(r):
+            assert grew < 12, "router RSS grew by %.1f MiB for a client that reads nothing" % (
+                grew)
         check_router_works(r.url)
     finally:
         stalled.close()
@@ -184,7 +203,7 @@ def test_a_client_that_stops_reading_holds_at_most_the_connection_budget(make_ro
 def test_idle_connections_reserve_nothing_for_frames_they_do_not_send(make_router):
     # maxFrameSize 1 MiB: a connection that sends small frames must not hold (or reserve) a
     # buffer of that size; it used to allocate one per connection at accept
-    r = make_router(listener={"maxFrameSize": 1048576})
+    r = make_router(env=quiet_asan_env(), listener={"maxFrameSize": 1048576})
     n = 300
     warm = idle_connections(r, 20)  # the first connections size the worker's pools
     vm0 = proc_status_kb(r.pid, "VmSize")
@@ -194,9 +213,11 @@ def test_idle_connections_reserve_nothing_for_frames_they_do_not_send(make_route
         time.sleep(0.5)
         vm_per = (proc_status_kb(r.pid, "VmSize") - vm0) * 1024.0 / n
         rss_per = (rss_kb(r) - rss0) * 1024.0 / n
-        assert vm_per < 128 * 1024, "%.0f KiB of address space per idle connection" % (
-            vm_per / 1024)
-        assert rss_per < 48 * 1024, "%.0f KiB resident per idle connection" % (rss_per / 1024)
+        if not memory_says_little(r, per_object=True):
+            assert vm_per < 128 * 1024, "%.0f KiB of address space per idle connection" % (
+                vm_per / 1024)
+            assert rss_per < 48 * 1024, "%.0f KiB resident per idle connection" % (
+                rss_per / 1024)
         check_router_works(r.url)
     finally:
         for s in socks + warm:
@@ -268,7 +289,7 @@ def test_streams_stopped_by_q2_on_many_sessions_hold_at_most_the_input_budget(ma
     # socket): once the copies lag, Q2 stops reading each delivery, and what the client keeps
     # sending within its session windows would wait in Proton, 8 MiB per session; the
     # connection's input budget stops reading the client instead
-    r = make_router(listener={"idleTimeoutSeconds": 0})
+    r = make_router(env=quiet_asan_env(), listener={"idleTimeoutSeconds": 0})
     n = 8
     addrs = ["closest.q2.%d" % i for i in range(n)]
     stalled = stalled_receiver(r, addrs, sessions=n, credit=10)
@@ -314,8 +335,9 @@ def test_streams_stopped_by_q2_on_many_sessions_hold_at_most_the_input_budget(ma
         # session windows let in: the connection's budget keeps that sum near 8 MiB, where it
         # was 8 MiB per session (about 75 MiB here)
         assert offered > 50, "the client could offer only %.0f MiB" % offered
-        assert grew < 36, "router RSS grew by %.1f MiB (%.0f MiB offered on %d sessions)" % (
-            grew, offered, n)
+        if not memory_says_little(r):
+            assert grew < 36, "router RSS grew by %.1f MiB (%.0f MiB offered on %d sessions)" % (
+                grew, offered, n)
     finally:
         snd.close()
         stalled.close()
