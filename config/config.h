@@ -71,10 +71,10 @@ typedef struct cfg_router {
  *  - maxSessionFrames: AMQP windows are at most 2^31-1 frames (the router caps the bytes of a
  *    session's window at its per-connection input budget anyway).
  *  - workerThreads: worker queue indexes are bytes (router/router_int.h RTR_MAX_WORKERS). */
-#define CFG_MAX_FRAME_SIZE_MAX     (1u << 20)
-#define CFG_LINK_CAPACITY_MAX      100000u
-#define CFG_SESSION_FRAMES_MAX     2147483647u
-#define CFG_WORKER_THREADS_MAX     254
+#define CFG_MAX_FRAME_SIZE_MAX (1u << 20)
+#define CFG_LINK_CAPACITY_MAX  100000u
+#define CFG_SESSION_FRAMES_MAX 2147483647u
+#define CFG_WORKER_THREADS_MAX 254
 
 typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */

@@ -152,8 +152,8 @@ static void build(out_t *o, int what, bool sender, const char *addr, bool distin
         return;
     f = frame_begin(o);
     l = list_begin(o, 0x11, 4); /* begin [remote-channel null, next-outgoing-id 0, windows] */
-    put(o, (const uint8_t[]){0x40, 0x43, 0x70, 0x7f, 0xff, 0xff, 0xff, 0x70, 0x7f, 0xff, 0xff,
-                             0xff},
+    put(o,
+        (const uint8_t[]){0x40, 0x43, 0x70, 0x7f, 0xff, 0xff, 0xff, 0x70, 0x7f, 0xff, 0xff, 0xff},
         12);
     list_end(o, l);
     frame_end(o, f);
@@ -254,10 +254,10 @@ int main(int argc, char **argv)
                                          {"parallel", required_argument, NULL, 'p'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *url = NULL, *addr = "idle";
-    long n_conns = 0, parallel = 200;
-    bool distinct = false, sender = false;
-    int what = WHAT_LINK, ch;
+    const char                *url = NULL, *addr = "idle";
+    long                       n_conns = 0, parallel = 200;
+    bool                       distinct = false, sender = false;
+    int                        what = WHAT_LINK, ch;
     while ((ch = getopt_long(argc, argv, "u:n:a:dsw:p:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'u':
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char host[256];
+    char        host[256];
     const char *colon = strrchr(url, ':');
     if (!colon || (size_t)(colon - url) >= sizeof(host)) {
         usage(stderr);
@@ -320,18 +320,18 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     hc_t *cs = calloc((size_t)n_conns, sizeof(*cs));
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int   ep = epoll_create1(EPOLL_CLOEXEC);
     if (!cs || ep < 0) {
         perror("holdconns");
         return 1;
     }
-    long started = 0, answered = 0, pending = 0;
-    double t0 = now_s(), next_beat = t0 + HEARTBEAT_S;
-    bool ready = false;
-    int rc = 0;
-    static uint8_t rbuf[65536];
+    long               started = 0, answered = 0, pending = 0;
+    double             t0 = now_s(), next_beat = t0 + HEARTBEAT_S;
+    bool               ready = false;
+    int                rc = 0;
+    static uint8_t     rbuf[65536];
     struct epoll_event evs[256];
-    out_t o;
+    out_t              o;
 
     while (!stop) {
         /* start connections while fewer than P wait for the router's answer */
@@ -375,10 +375,10 @@ int main(int argc, char **argv)
         }
         int n = epoll_wait(ep, evs, 256, 200);
         for (int e = 0; e < n; e++) {
-            long i = (long)evs[e].data.u64;
+            long  i = (long)evs[e].data.u64;
             hc_t *c = &cs[i];
             if (!c->connected && (evs[e].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-                int err = 0;
+                int       err = 0;
                 socklen_t el = sizeof(err);
                 getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
                 if (err) {
@@ -406,8 +406,10 @@ int main(int argc, char **argv)
                 if (r > 0) {
                     int f = feed(c, rbuf, (size_t)r, what);
                     if (f < 0) {
-                        fprintf(stderr, "holdconns: connection %ld: the router refused or "
-                                        "closed something\n", i);
+                        fprintf(stderr,
+                                "holdconns: connection %ld: the router refused or "
+                                "closed something\n",
+                                i);
                         rc = 1;
                         goto out;
                     }

@@ -230,13 +230,25 @@ static void test_value_check(void **state)
  * the guard's inline room. */
 static void long_attach(stream_t *s, uint32_t name_len)
 {
-    uint8_t b[4096];
-    size_t n = 0;
-    uint32_t list_size = 4 + 5 + name_len + 3; /* count, str32 header + name, handle, role */
-    const uint8_t head[] = {0x00, 0x53, 0x12, 0xd0, (uint8_t)(list_size >> 24),
-                            (uint8_t)(list_size >> 16), (uint8_t)(list_size >> 8),
-                            (uint8_t)list_size, 0, 0, 0, 3, 0xb1, (uint8_t)(name_len >> 24),
-                            (uint8_t)(name_len >> 16), (uint8_t)(name_len >> 8),
+    uint8_t       b[4096];
+    size_t        n = 0;
+    uint32_t      list_size = 4 + 5 + name_len + 3; /* count, str32 header + name, handle, role */
+    const uint8_t head[] = {0x00,
+                            0x53,
+                            0x12,
+                            0xd0,
+                            (uint8_t)(list_size >> 24),
+                            (uint8_t)(list_size >> 16),
+                            (uint8_t)(list_size >> 8),
+                            (uint8_t)list_size,
+                            0,
+                            0,
+                            0,
+                            3,
+                            0xb1,
+                            (uint8_t)(name_len >> 24),
+                            (uint8_t)(name_len >> 16),
+                            (uint8_t)(name_len >> 8),
                             (uint8_t)name_len};
     memcpy(b, head, sizeof(head));
     n = sizeof(head);
@@ -255,7 +267,7 @@ static void test_memory_grows_with_use(void **state)
 {
     (void)state;
     codec_guard_t g;
-    stream_t s;
+    stream_t      s;
     session_start(&s);
     codec_guard_init(&g, 16384, test_mem);
     assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
@@ -275,7 +287,7 @@ static void test_memory_grows_with_use(void **state)
         if (i == 300)
             assert_true(held <= 1024); /* 300 bytes in: not the whole performative yet */
     }
-    assert_true(most >= 2000 && most <= 2100); /* capped at the performative's length */
+    assert_true(most >= 2000 && most <= 2100);      /* capped at the performative's length */
     assert_int_equal(codec_guard_mem_bytes(&g), 0); /* given back once checked */
     assert_int_equal(mem_live, 0);
 
@@ -300,8 +312,9 @@ static void test_memory_grows_with_use(void **state)
         for (uint8_t h = 0; h < 20; h++) {
             s.n = 0;
             /* transfer [handle h, delivery-id h, tag, format, settled, more] + payload */
-            frame(&s, 0, BYTES(0x00, 0x53, 0x14, 0xc0, 0x0b, 0x06, 0x52, h, 0x52, h, 0xa0, 0x01,
-                               '1', 0x40, 0x40, pass ? 0x42 : 0x41, 'p'));
+            frame(&s, 0,
+                  BYTES(0x00, 0x53, 0x14, 0xc0, 0x0b, 0x06, 0x52, h, 0x52, h, 0xa0, 0x01, '1', 0x40,
+                        0x40, pass ? 0x42 : 0x41, 'p'));
             assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
         }
         if (!pass)

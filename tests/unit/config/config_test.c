@@ -258,8 +258,9 @@ static void test_int_coercion(void **state)
                  "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got 1.5");
     listener_err("'maxFrameSize': '1.5'",
                  "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"1.5\"");
-    listener_err("'maxFrameSize': '0x400'",
-                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"0x400\"");
+    listener_err(
+        "'maxFrameSize': '0x400'",
+        "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"0x400\"");
     listener_err("'maxFrameSize': ''",
                  "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"\"");
     listener_err("'maxFrameSize': true",
@@ -276,8 +277,9 @@ static void test_int_coercion(void **state)
     listener_err("'maxFrameSize': '99999999999999999999999'",
                  "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
                  "got \"99999999999999999999999\"");
-    listener_err("'maxFrameSize': 1e300", "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
-                                          "got 1.0000000000000001e+300");
+    listener_err("'maxFrameSize': 1e300",
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
+                 "got 1.0000000000000001e+300");
     cfg_t *cfg = listener_ok("'maxFrameSize': 512");
     assert_int_equal(cfg->listeners[0].max_frame_size, 512);
     cfg_free(cfg);
