@@ -106,7 +106,7 @@ static void conn_free_WT(rtr_conn_t *c)
         atomic_fetch_sub(&g_rtr.n_open_conns, 1);
     if (c->stats.gen)
         stats_object_retire(g_rtr.stats->reg, c->stats); /* this worker wrote it last */
-    free(c->wbuf);
+    free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     free(c);
     rtr_worker_maybe_exit_WT(w);
@@ -1417,8 +1417,8 @@ static size_t conn_unframed_WT(rtr_conn_t *c)
 }
 
 /* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
- * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (Proton may move its buffer
- * before the write ends), whose callback comes back here. */
+ * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
+ * comes back here. */
 static void conn_write_WT(rtr_conn_t *c)
 {
     while (!c->writing && !c->closing) {
@@ -1438,13 +1438,13 @@ static void conn_write_WT(rtr_conn_t *c)
         }
         if (n == UV_EAGAIN) {
             size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
-            if (!c->wbuf)
-                c->wbuf = base_malloc(RTR_WRITE_COPY_MAX);
-            memcpy(c->wbuf, wb.start, len);
+            if (!c->wreq)
+                c->wreq = base_malloc(sizeof(*c->wreq));
+            memcpy(c->wreq->data, wb.start, len);
             c->wlen = len;
-            uv_buf_t cb = uv_buf_init(c->wbuf, (unsigned)len);
-            c->wreq.data = c;
-            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
+            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
+            c->wreq->req.data = c;
+            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
                 c->writing = true;
                 break;
             }
@@ -1465,7 +1465,7 @@ static void write_cb(uv_write_t *req, int status)
     else
         pn_connection_driver_write_done(&c->driver, c->wlen);
     c->wlen = 0;
-    BASE_FREE(c->wbuf); /* a connection whose socket keeps up holds no copy */
+    BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
     conn_process_WT(c);
 }
 

@@ -205,6 +205,14 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
 };
 
+/* A write the socket could not take at once: the request and its copy of Proton's bytes (at
+ * most RTR_WRITE_COPY_MAX; Proton may move its buffer before the write ends).  Allocated for
+ * the write and freed by its callback, so a connection whose socket keeps up holds none. */
+typedef struct rtr_wreq {
+    uv_write_t req;                       /* first member: request <-> rtr_wreq_t cast */
+    char       data[RTR_WRITE_COPY_MAX];  /* the bytes in flight */
+} rtr_wreq_t;
+
 /* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
  * _WT.  Lifetime: accept .. the uv_close() callback AND every link confirmed detached. */
 struct rtr_conn {
@@ -219,14 +227,12 @@ struct rtr_conn {
     rtr_conn_t            *next;       /* in worker->conns */
     rtr_conn_t            *prev;       /* in worker->conns */
     char                   peer[64];   /* "host:port" of the client */
-    char                  *wbuf;       /* bytes in flight in uv_write (copy of Proton's, at
-                                          most RTR_WRITE_COPY_MAX); NULL when none */
-    size_t                 wlen;       /* their count */
+    rtr_wreq_t            *wreq;       /* the write in flight (uv_write), NULL when none */
+    size_t                 wlen;       /* its bytes */
     size_t                 out_queued; /* bytes of copies handed to Proton since it last had
                                           nothing framed left to write (RTR_CONN_OUT_MAX) */
     size_t                 in_unanswered; /* bytes read since Proton last had nothing left to
                                              write (RTR_CONN_IN_UNANSWERED_MAX) */
-    uv_write_t             wreq;       /* the write in flight */
     bool                   writing;    /* a uv_write is in flight */
     bool                   closing;    /* uv_close called */
     bool                   closed;     /* uv_close callback ran */
