@@ -1576,6 +1576,12 @@ static void conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             conn_credit_sync_WT(c);
         conn_write_WT(c);
+        /* While a write is in flight (the socket is full), Proton still frames what it has to
+         * say (its head stays the bytes being written): a session or link the client ended is
+         * freed once its answer is framed, so a client that does not read leaves bytes here,
+         * bounded by RTR_CONN_IN_UNANSWERED_MAX, not Proton's objects */
+        if (c->writing)
+            (void)pn_connection_driver_write_buffer(&c->driver);
         if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
             pn_connection_driver_write_close(&c->driver); /* events follow: loop again */
         /* Links stopped by the output budget go on once the socket took what Proton framed

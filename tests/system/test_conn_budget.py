@@ -4,8 +4,9 @@ Memory per connection grows with use (an idle connection holds no frame-sized bu
 maxFrameSize says), and a connection cannot make the router hold more than its budget: the
 deliveries waiting in Proton for a client that does not read, across all its sessions
 together; what the router reads from a client while its own answers wait; the frame guard's
-buffer.  Each test measures the router's memory (/proc) around a client that misbehaves on a
-plain socket, and checks that the router still serves everybody else."""
+buffer; what waits unread in Proton behind Q2, across all sessions together.  Each test
+measures the router's memory (/proc) around a client that misbehaves on a plain socket, and
+checks that the router still serves everybody else."""
 
 import os
 import re
@@ -149,6 +150,10 @@ def memory_says_little(router, per_object=False):
     return rt == "tsan" or (per_object and rt == "asan")
 
 
+def end_frame(channel):
+    return frame(_described(0x17, enc_list([])), channel)
+
+
 def idle_connections(router, n):
     """n sockets, each with an open, a begin and a receiver attach (address "idle"), all
     answered; the caller closes them."""
@@ -169,8 +174,9 @@ def idle_connections(router, n):
 
 def test_a_client_that_stops_reading_holds_at_most_the_connection_budget(make_router, client):
     # 16 sessions, each with a receiver on one multicast address, none read: every message
-    # goes to 16 links of one connection that takes nothing.  Per session the router limits
-    # what waits in Proton; the connection's budget bounds all of them together.
+    # goes to 16 links of one connection that takes nothing.  A limit per session (1 MiB each
+    # waiting in Proton) let this grow with the sessions; the connection's budget bounds all
+    # of them together.
     r = make_router(env=quiet_asan_env(), listener={"linkCapacity": 8, "idleTimeoutSeconds": 0})
     stalled = stalled_receiver(r, "multicast.stall", sessions=16, credit=100000)
     try:
@@ -195,6 +201,47 @@ def test_a_client_that_stops_reading_holds_at_most_the_connection_budget(make_ro
         check_router_works(r.url)
     finally:
         stalled.close()
+    check_router_works(r.url)
+
+
+def test_a_client_that_talks_but_never_reads_is_not_read_past_the_budget(make_router):
+    # Every begin makes the router answer with a begin, every end with an end: a client that
+    # sends them in a loop and never reads would make the router's answers pile up without
+    # end.  Past the budget of input read while answers wait, the router stops reading it.
+    r = make_router(env=quiet_asan_env(), listener={"idleTimeoutSeconds": 0})
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect((r.host, r.port))
+    try:
+        s.sendall(AMQP_HEADER + open_frame())
+        got = b""
+        while performatives(got, 0x10) < 1:
+            got += s.recv(65536)
+        base = rss_kb(r)
+        pairs = (begin_frame(0) + end_frame(0)) * 4096
+        s.setblocking(False)
+        sent, most = 0, base
+        deadline = time.monotonic() + 6
+        buf = b""
+        while time.monotonic() < deadline:
+            if not buf:
+                buf = pairs
+            try:
+                n = s.send(buf)
+                buf = buf[n:]
+                sent += n
+            except BlockingIOError:
+                time.sleep(0.02)
+            most = max(most, rss_kb(r))
+        time.sleep(0.5)
+        most = max(most, rss_kb(r))
+        grew = (most - base) / 1024.0
+        if not memory_says_little(r):
+            assert grew < 12, "router RSS grew by %.1f MiB (the client sent %.0f MiB)" % (
+                grew, sent / float(1 << 20))
+    finally:
+        s.close()
     check_router_works(r.url)
 
 
