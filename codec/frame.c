@@ -1,6 +1,6 @@
 /* codec/frame.c: the frame guard (see frame.h) - a byte-stream state machine over protocol
  * headers and frames, with a full-depth value checker for performatives.
- * Any thread; one guard per connection; no allocation, no logging. */
+ * Any thread; one guard per connection; memory only from the caller's function, no logging. */
 #include "codec/frame.h"
 
 #include "codec/codec_int.h"
@@ -337,9 +337,18 @@ static int check_transfer(codec_guard_t *g, const perf_t *f)
     if (continues && !in) {
         if (g->n_inprog == CODEC_GUARD_MAX_INPROG)
             return fail(g, "transfer: too many deliveries in progress on one connection");
+        if (g->n_inprog == g->inprog_cap) {
+            g->inprog_cap = g->inprog_cap ? 2 * g->inprog_cap : 4;
+            g->inprog = g->mem(g->inprog, g->inprog_cap * sizeof(*g->inprog));
+        }
         g->inprog[g->n_inprog++] = handle;
     } else if (!continues && in) {
         g->inprog[at] = g->inprog[--g->n_inprog];
+        if (g->n_inprog == 0) {
+            /* no delivery in progress: an idle connection holds nothing here */
+            g->inprog = g->mem(g->inprog, 0);
+            g->inprog_cap = 0;
+        }
     }
     return 0;
 }
@@ -435,13 +444,58 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
 
 /* ---- the stream ---- */
 
-void codec_guard_init(codec_guard_t *g, uint32_t max_frame, uint8_t *buf, uint32_t buf_cap)
+void codec_guard_init(codec_guard_t *g, uint32_t max_frame, codec_guard_mem_fn mem)
 {
     memset(g, 0, sizeof(*g));
     g->state = G_PROTO;
     g->max_frame = max_frame < 512 ? 512 : max_frame;
-    g->buf = buf;
-    g->buf_cap = buf_cap;
+    g->mem = mem;
+}
+
+/* Give back the performative's memory once it has been checked (or refused). */
+static void perf_release(codec_guard_t *g)
+{
+    if (g->heap) {
+        g->heap = g->mem(g->heap, 0);
+        g->heap_cap = 0;
+    }
+}
+
+void codec_guard_fini(codec_guard_t *g)
+{
+    perf_release(g);
+    if (g->inprog)
+        g->inprog = g->mem(g->inprog, 0);
+    g->inprog_cap = 0;
+    g->n_inprog = 0;
+}
+
+size_t codec_guard_mem_bytes(const codec_guard_t *g)
+{
+    return (size_t)g->heap_cap + (size_t)g->inprog_cap * sizeof(*g->inprog);
+}
+
+/* Room for `need` bytes of the performative (need <= perf_len once it is known): in `small`
+ * while it fits, else in memory grown as the bytes arrive (doubling, capped at the
+ * performative's length), so a frame that claims a large performative and then trickles costs
+ * what actually arrived. */
+static uint8_t *perf_room(codec_guard_t *g, uint32_t need)
+{
+    if (!g->heap && need <= sizeof(g->small))
+        return g->small;
+    if (need > g->heap_cap) {
+        uint64_t cap = g->heap_cap ? g->heap_cap : 2 * sizeof(g->small);
+        while (cap < need)
+            cap *= 2;
+        if (g->perf_len && cap > g->perf_len)
+            cap = g->perf_len;
+        bool first = !g->heap;
+        g->heap = g->mem(g->heap, (size_t)cap);
+        g->heap_cap = (uint32_t)cap;
+        if (first)
+            memcpy(g->heap, g->small, g->buf_len);
+    }
+    return g->heap;
 }
 
 static const uint8_t AMQP_HDR[8] = {'A', 'M', 'Q', 'P', 0, 1, 0, 0};
@@ -536,16 +590,16 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             size_t take = want < n ? want : n;
             if (take > g->frame_left)
                 take = g->frame_left;
-            if (g->buf_len + take > g->buf_cap)
-                return fail(g, "performative is larger than the guard's buffer");
-            memcpy(g->buf + g->buf_len, p, take);
+            /* the frame header capped the frame at max_frame, so take fits a uint32_t */
+            uint8_t *buf = perf_room(g, g->buf_len + (uint32_t)take);
+            memcpy(buf + g->buf_len, p, take);
             g->buf_len += (uint32_t)take;
             g->frame_left -= (uint32_t)take;
             p += take;
             n -= take;
             int code = 0;
             if (!g->perf_len) {
-                long len = perf_length(g->buf, g->buf_len, &code);
+                long len = perf_length(buf, g->buf_len, &code);
                 if (len == CODEC_INVALID)
                     return fail(g, "frame body does not start with a described list");
                 if (len == CODEC_PARTIAL) {
@@ -567,8 +621,9 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             }
             if (g->buf_len < g->perf_len)
                 break;
-            perf_length(g->buf, g->buf_len, &code);
-            int rc = check_perf(g, g->buf, g->perf_len, code, g->frame_left > 0);
+            perf_length(buf, g->buf_len, &code);
+            int rc = check_perf(g, buf, g->perf_len, code, g->frame_left > 0);
+            perf_release(g);
             if (rc)
                 return rc;
             g->state = g->frame_left ? G_PAYLOAD : G_FRAME;

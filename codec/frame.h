@@ -26,9 +26,15 @@
  * list0, or a described one of those) can claim more, and is refused: an array32 of 2^32-1
  * nulls is 10 bytes, and Proton (pn_data, one node per value) must never see it.
  *
- * Payload bytes are counted, not copied; only performatives are gathered into the caller's
- * buffer (at most max_frame bytes).  Nothing allocates.  Not thread-safe: one guard belongs
- * to one connection and is fed by that connection's thread.
+ * Payload bytes are counted, not copied; only performatives are gathered.  Memory grows with
+ * use: a performative of up to CODEC_GUARD_INLINE bytes (transfer, flow, disposition: the
+ * steady traffic) is gathered inside the guard; a longer one (an open or attach with
+ * properties) in memory from the caller's function, grown as its bytes arrive (never past the
+ * performative's length, itself at most max_frame) and given back as soon as it is checked;
+ * the handles with a delivery in progress likewise.  An idle guard holds no memory but
+ * itself.  The guard never allocates on its own: the caller's function does, so the codec
+ * stays free of allocators.  Not thread-safe: one guard belongs to one connection and is fed
+ * by that connection's thread.
  */
 #ifndef JUNCTION_CODEC_FRAME_H
 #define JUNCTION_CODEC_FRAME_H
@@ -40,6 +46,13 @@
 /* Deliveries that may be in progress (more=true) at once on one connection. */
 #define CODEC_GUARD_MAX_INPROG 256
 
+/* Bytes of a performative gathered inside the guard itself (no memory from the caller). */
+#define CODEC_GUARD_INLINE 64
+
+/* The caller's memory: realloc(p, n) that never fails (it aborts instead), and with n == 0
+ * frees p and returns NULL. */
+typedef void *(*codec_guard_mem_fn)(void *p, size_t n);
+
 typedef struct codec_guard {
     uint8_t     state;        /* where in the stream we are (frame.c) */
     uint8_t     layer;        /* 0 AMQP, 1 SASL: the frame type expected */
@@ -49,20 +62,28 @@ typedef struct codec_guard {
     uint32_t    hdr_len;      /* its bytes so far */
     uint32_t    frame_left;   /* bytes of the current frame body not yet seen */
     uint32_t    ext_left;     /* extended-header bytes still to skip */
-    uint8_t    *buf;          /* caller's buffer for one performative */
-    uint32_t    buf_cap;      /* its size (>= max_frame) */
-    uint32_t    buf_len;      /* bytes gathered */
+    codec_guard_mem_fn mem;   /* the caller's memory */
+    uint8_t    *heap;         /* a performative longer than `small`, or NULL */
+    uint32_t    heap_cap;     /* its size (<= the performative's length) */
+    uint32_t    buf_len;      /* bytes gathered (in `small`, or in `heap` once it is there) */
     uint32_t    perf_len;     /* the performative's length once known, else 0 */
     uint32_t    max_frame;    /* largest frame accepted */
     uint32_t    n_inprog;     /* entries used in inprog */
-    uint32_t    inprog[CODEC_GUARD_MAX_INPROG]; /* handles with a delivery in progress */
+    uint32_t    inprog_cap;   /* entries allocated (<= CODEC_GUARD_MAX_INPROG) */
+    uint32_t   *inprog;       /* handles with a delivery in progress (caller's memory), or NULL */
     const char *why;          /* static reason once failed */
     uint64_t    frames;       /* frames checked (for tests and stats) */
+    uint8_t     small[CODEC_GUARD_INLINE]; /* a short performative, gathered in place */
 } codec_guard_t;
 
-/* Start a guard for a server connection.  buf[buf_cap] gathers performatives and must hold a
- * whole frame body: buf_cap >= max_frame. */
-void codec_guard_init(codec_guard_t *g, uint32_t max_frame, uint8_t *buf, uint32_t buf_cap);
+/* Start a guard for a server connection; mem gives it memory for long performatives and
+ * deliveries in progress (see above).  codec_guard_fini() gives that memory back. */
+void codec_guard_init(codec_guard_t *g, uint32_t max_frame, codec_guard_mem_fn mem);
+void codec_guard_fini(codec_guard_t *g);
+
+/* Bytes of the caller's memory the guard holds now: 0 when idle; at most the performative
+ * being gathered (<= max_frame) plus 4 bytes per delivery in progress. */
+size_t codec_guard_mem_bytes(const codec_guard_t *g);
 
 /* Check the next n bytes the client sent.  Returns 0 when they may go to Proton, or
  * CODEC_INVALID (and g->why) at the first bad byte - the connection must then be closed

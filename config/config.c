@@ -852,7 +852,7 @@ static int build_router(ent_t *e)
     if (i != 0)
         return unsupported(e, R_MODE, i == 1 ? "mode \"interior\"" : "mode \"edge\"");
 
-    if (get_int(e, R_WORKER_THREADS, 1, 1024, 0, &x) < 0)
+    if (get_int(e, R_WORKER_THREADS, 1, CFG_WORKER_THREADS_MAX, 0, &x) < 0)
         return -1;
     r->worker_threads = (int)x;
 
@@ -1028,20 +1028,18 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return unsupported(e, L_OPEN_PROPERTIES, "openProperties (extra open properties)");
     }
 
-    if (get_u32(e, L_MAX_FRAME_SIZE, 512, UINT32_MAX, 16384, &l->max_frame_size) < 0 ||
+    if (get_u32(e, L_MAX_FRAME_SIZE, 512, CFG_MAX_FRAME_SIZE_MAX, 16384, &l->max_frame_size) < 0 ||
         get_u32(e, L_MAX_SESSIONS, 0, UINT32_MAX, 32768, &l->max_sessions) < 0 ||
-        get_u32(e, L_MAX_SESSION_FRAMES, 0, UINT32_MAX, 0, &l->max_session_frames) < 0 ||
+        get_u32(e, L_MAX_SESSION_FRAMES, 0, CFG_SESSION_FRAMES_MAX, 0,
+                &l->max_session_frames) < 0 ||
         get_u32(e, L_IDLE_TIMEOUT, 0, UINT32_MAX / 1000, 16, &l->idle_timeout_seconds) < 0 ||
-        get_u32(e, L_LINK_CAPACITY, 0, UINT32_MAX, 250, &l->link_capacity) < 0 ||
+        get_u32(e, L_LINK_CAPACITY, 0, CFG_LINK_CAPACITY_MAX, 250, &l->link_capacity) < 0 ||
         get_u32(e, L_INITIAL_HANDSHAKE_TIMEOUT, 0, UINT32_MAX / 1000, 10,
                 &l->handshake_timeout_seconds) < 0 ||
         get_u32(e, L_MAX_SENDERS, 1, INT32_MAX, 32768, &l->max_senders) < 0 ||
         get_u32(e, L_MAX_RECEIVERS, 1, INT32_MAX, 32768, &l->max_receivers) < 0 ||
-        get_u32(e, L_MAX_UNSETTLED, 0, UINT32_MAX, 0, &l->max_unsettled) < 0)
+        get_u32(e, L_MAX_UNSETTLED, 0, CFG_LINK_CAPACITY_MAX, 0, &l->max_unsettled) < 0)
         return -1;
-    if (l->max_session_frames != 0)
-        return unsupported(e, L_MAX_SESSION_FRAMES, "maxSessionFrames (a session window other "
-                                                    "than the router's)");
     long long mms;
     if (get_int(e, L_MAX_MESSAGE_SIZE, 0, INT64_MAX, 0, &mms) < 0)
         return -1;

@@ -58,7 +58,8 @@ typedef struct cfg_router {
     char              *id;                   /* router id; default: "Junction.<random 8 hex>" style
                                                 random id when absent; never contains whitespace */
     char              *mode;                 /* "standalone" (the only mode accepted for now) */
-    int                worker_threads;       /* >= 1; 0 when absent = number of CPUs */
+    int                worker_threads;       /* 1-CFG_WORKER_THREADS_MAX; 0 when absent =
+                                                number of CPUs */
     cfg_distribution_t default_distribution; /* default CFG_DIST_BALANCED */
     uint32_t           shutdown_grace_seconds; /* `shutdownGraceSeconds` (Junction's own):
                                                   on SIGTERM, how long deliveries in flight
@@ -78,6 +79,19 @@ typedef struct cfg_router {
 #define CFG_MAX_STATS_DEFAULT      16773120 /* stats/'s whole id space: STATS_MAX_SLOTS -
                                                STATS_SINK_SLOTS (checked in router/server.c) */
 
+/* The largest values accepted for sizes that set what one connection may make the router
+ * hold; a bigger value is a configuration error (qdrouterd has no maxima).
+ *  - maxFrameSize: the frame guard and Proton's input buffer each hold up to one frame.
+ *  - linkCapacity, maxUnsettledPerLink: deliveries one link may have unsettled (credit, an
+ *    int in Proton).
+ *  - maxSessionFrames: AMQP windows are at most 2^31-1 frames (the router caps the bytes of a
+ *    session's window at its per-connection input budget anyway).
+ *  - workerThreads: worker queue indexes are bytes (router/router_int.h RTR_MAX_WORKERS). */
+#define CFG_MAX_FRAME_SIZE_MAX (1u << 20)
+#define CFG_LINK_CAPACITY_MAX  100000u
+#define CFG_SESSION_FRAMES_MAX 2147483647u
+#define CFG_WORKER_THREADS_MAX 254
+
 typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */
     char       *host;                 /* default "" (all interfaces, like qdrouterd) */
@@ -88,14 +102,17 @@ typedef struct cfg_listener {
                                          nothing on a normal listener; kept for management */
     bool        authenticate_peer;    /* only false accepted for now */
     char       *sasl_mechanisms;      /* default NULL = ANONYMOUS; only ANONYMOUS accepted */
-    uint32_t    max_frame_size;       /* default 16384; >= 512 */
+    uint32_t    max_frame_size;       /* default 16384; 512-CFG_MAX_FRAME_SIZE_MAX */
     uint32_t    max_sessions;         /* default 32768; 1-32768 (like qdrouterd, 0 or more
                                          than 32768 in the file give 32768) */
-    uint32_t    max_session_frames;   /* default 0 = let the router choose (the only value
-                                         accepted for now) */
+    uint32_t    max_session_frames;   /* default 0 = let the router choose; else a session's
+                                         incoming window is this many frames of
+                                         max_frame_size (at most the connection's input
+                                         budget); 0-CFG_SESSION_FRAMES_MAX */
     uint32_t    idle_timeout_seconds; /* default 16; 0 = none; at most 4294967 (the AMQP
                                          idle-time-out is milliseconds in a uint) */
-    uint32_t    link_capacity;        /* default 250; >= 1 (0 in the file gives 250) */
+    uint32_t    link_capacity;        /* default 250; 1-CFG_LINK_CAPACITY_MAX (0 in the file
+                                         gives 250) */
     uint32_t    handshake_timeout_seconds; /* `initialHandshakeTimeoutSeconds`: a connection
                                          that has not sent its AMQP open within it is
                                          closed; default 10 (qdrouterd: 0); 0 = none */

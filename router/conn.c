@@ -78,9 +78,6 @@ static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, 
 #define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
 #define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
 
-/* Incoming window per session: bytes Proton may buffer for us before the peer must wait. */
-#define SESSION_IN_CAPACITY (8u << 20)
-
 static void conn_process_WT(rtr_conn_t *c);
 static void link_cleanup_WT(rtr_link_t *k);
 static void link_pump_WT(rtr_link_t *k);
@@ -110,8 +107,8 @@ static void conn_free_WT(rtr_conn_t *c)
         atomic_fetch_sub(&g_rtr.n_open_conns, 1);
     if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
         stats_object_retire(g_rtr.stats->reg, c->stats);
-    free(c->wbuf);
-    free(c->guard_buf);
+    free(c->wreq); /* a write cancelled by the close */
+    codec_guard_fini(&c->guard);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -242,6 +239,7 @@ static void link_cleanup_WT(rtr_link_t *k)
                 pp = &(*pp)->q2_next;
             *pp = k->q2_next;
             k->q2 = false;
+            k->conn->n_q2--;
         }
         while ((in = k->ins) != NULL) {
             if (in->pn)
@@ -729,6 +727,7 @@ static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         if (m->c.streaming) {
             if (rtr_msg_stream_recv_WT(m, pl, d)) {
                 k->q2 = true;
+                k->conn->n_q2++;
                 k->q2_next = w->q2_links;
                 w->q2_links = k;
                 return;
@@ -829,6 +828,7 @@ static void on_stream_wake_WT(rtr_worker_t *w)
     while (k) {
         rtr_link_t *next = k->q2_next;
         k->q2 = false;
+        k->conn->n_q2--;
         k->q2_next = NULL;
         if (k->pn && k->receiving && k->receiving->pn) {
             in_delivery_WT(k, k->receiving->pn);
@@ -882,6 +882,27 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     conn_mark_dirty_WT(k->conn);
 }
 
+/* Hand n bytes of an outgoing copy to Proton, counted against the connection's budget. */
+static void link_send_WT(rtr_link_t *k, const void *p, size_t n)
+{
+    pn_link_send(k->pn, p, n);
+    k->conn->out_queued += n;
+}
+
+/* The connection's output budget: once RTR_CONN_OUT_MAX bytes of copies wait in Proton (all
+ * sessions together), its links stop (`blocked`) until the socket took what Proton framed;
+ * conn_process_WT() resumes them.  Returns true when k must stop. */
+static bool link_out_full_WT(rtr_link_t *k)
+{
+    if (k->conn->out_queued < RTR_CONN_OUT_MAX)
+        return false;
+    if (!k->blocked) {
+        k->blocked = true;
+        k->conn->n_blocked++;
+    }
+    return true;
+}
+
 static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
 {
     rtr_msg_t *m = o->msg;
@@ -907,7 +928,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
-            pn_link_send(k->pn, (const char *)m->data, scan->body_off);
+            link_send_WT(k, m->data, scan->body_off);
         return;
     }
     uint8_t scratch_stack[1024];
@@ -927,7 +948,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     BASE_BUG_ON(n < 0);
     for (int i = 0; i < n; i++)
         if (iov[i].len)
-            pn_link_send(k->pn, (const char *)iov[i].base, iov[i].len);
+            link_send_WT(k, iov[i].base, iov[i].len);
     if (scratch != scratch_stack)
         free(scratch);
     if (iov != iov_stack)
@@ -936,18 +957,13 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
 
 /* Send what has arrived of a streamed message.  Returns 1 when every byte was sent, 0 when
  * the sender aborted (the copy is aborted and freed), -1 when it must wait for more bytes
- * (o is on the worker's waiters) or for room in the session window. */
-static int out_stream_WT(rtr_link_t *k, rtr_out_t *o, pn_session_t *ssn)
+ * (o is on the worker's waiters) or for room in the connection's output budget. */
+static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
 {
     rtr_msg_t *m = o->msg;
     for (;;) {
-        if (pn_session_outgoing_bytes(ssn) >= RTR_SESSION_OUT_MAX) {
-            if (!k->blocked) {
-                k->blocked = true;
-                k->conn->n_blocked++;
-            }
+        if (link_out_full_WT(k))
             return -1;
-        }
         bool complete, aborted;
         codec_bytes_t b = rtr_msg_reader_peek(m, o, RTR_SEND_CHUNK, &complete, &aborted);
         if (aborted) {
@@ -962,7 +978,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o, pn_session_t *ssn)
             return 0;
         }
         if (b.len) {
-            pn_link_send(k->pn, (const char *)b.ptr, b.len);
+            link_send_WT(k, b.ptr, b.len);
             rtr_msg_reader_advance(m, o, b.len);
             continue;
         }
@@ -985,11 +1001,12 @@ static void link_pump_WT(rtr_link_t *k)
     pn_link_t *pl = k->pn;
     if (!pl || !k->open)
         return;
-    pn_session_t *ssn = pn_link_session(pl);
 
     while (k->next_send) {
         rtr_out_t *o = k->next_send;
         rtr_msg_t *m = o->msg;
+        if (link_out_full_WT(k))
+            return; /* conn_process_WT() resumes it once the socket took Proton's bytes */
         if (!o->pn) {
             if (pn_link_credit(pl) <= 0)
                 break;
@@ -1002,26 +1019,21 @@ static void link_pump_WT(rtr_link_t *k)
             o->prefix_done = true;
         }
         if (m->c.streaming) {
-            int r = out_stream_WT(k, o, ssn);
+            int r = out_stream_WT(k, o);
             if (r < 0)
-                return; /* waiting for bytes or for the session window */
+                return; /* waiting for bytes or for the output budget */
             if (r == 0)
                 continue; /* aborted: o is gone */
             goto sent;
         }
         size_t body = m->len - m->scan.body_off;
         while (o->sent < body) {
-            if (pn_session_outgoing_bytes(ssn) >= RTR_SESSION_OUT_MAX) {
-                if (!k->blocked) {
-                    k->blocked = true;
-                    k->conn->n_blocked++;
-                }
-                return; /* conn_process_WT() resumes it when the window has room */
-            }
+            if (link_out_full_WT(k))
+                return;
             size_t n = body - o->sent;
             if (n > RTR_SEND_CHUNK)
                 n = RTR_SEND_CHUNK;
-            pn_link_send(pl, (const char *)m->data + m->scan.body_off + o->sent, n);
+            link_send_WT(k, m->data + m->scan.body_off + o->sent, n);
             o->sent += n;
         }
     sent:
@@ -1228,6 +1240,21 @@ static bool conn_admit_WT(rtr_conn_t *c)
     return false;
 }
 
+/* A session's incoming window in bytes (what Proton may buffer for the router before the
+ * client must wait): maxSessionFrames frames of maxFrameSize when configured, else
+ * RTR_CONN_IN_MAX; never more than RTR_CONN_IN_MAX (one session alone stays within the
+ * connection's input budget) nor less than one frame (Proton's precondition). */
+static size_t conn_session_capacity(const cfg_listener_t *l)
+{
+    uint64_t cap = l->max_session_frames ? (uint64_t)l->max_session_frames * l->max_frame_size
+                                         : RTR_CONN_IN_MAX;
+    if (cap > RTR_CONN_IN_MAX)
+        cap = RTR_CONN_IN_MAX;
+    if (cap < l->max_frame_size)
+        cap = l->max_frame_size;
+    return (size_t)cap;
+}
+
 static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
 {
     rtr_link_t *k = c->links;
@@ -1269,7 +1296,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
         if (pn_session_state(s) & PN_LOCAL_UNINIT) {
-            pn_session_set_incoming_capacity(s, SESSION_IN_CAPACITY);
+            pn_session_set_incoming_capacity(s, conn_session_capacity(c->listener));
             pn_session_open(s);
         }
         break;
@@ -1347,6 +1374,17 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 
 /* ---------------------------------------------------------------- socket I/O */
 
+/* The frame guard's memory (codec_guard_mem_fn): grows with the performative being checked,
+ * given back once it is checked. */
+static void *guard_mem(void *p, size_t n)
+{
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    return base_realloc(p, n);
+}
+
 static void handle_closed_cb(uv_handle_t *h)
 {
     rtr_conn_t *c = h->data;
@@ -1372,12 +1410,31 @@ static void conn_close_socket_WT(rtr_conn_t *c)
 
 static void write_cb(uv_write_t *req, int status);
 
+/* Bytes of copies Proton holds but has not framed (a session or link window of the client's
+ * is closed): what stays of the connection's output budget once the socket took everything
+ * Proton framed. */
+static size_t conn_unframed_WT(rtr_conn_t *c)
+{
+    size_t n = 0;
+    for (pn_session_t *s = pn_session_head(c->driver.connection, 0); s; s = pn_session_next(s, 0))
+        n += pn_session_outgoing_bytes(s);
+    return n;
+}
+
+/* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
+ * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
+ * comes back here. */
 static void conn_write_WT(rtr_conn_t *c)
 {
     while (!c->writing && !c->closing) {
         pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
-        if (wb.size == 0)
+        if (wb.size == 0) {
+            /* the client has read everything Proton framed: the budgets start again */
+            c->in_unanswered = 0;
+            if (c->out_queued)
+                c->out_queued = conn_unframed_WT(c);
             break;
+        }
         uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         if (n > 0) {
@@ -1385,12 +1442,14 @@ static void conn_write_WT(rtr_conn_t *c)
             continue;
         }
         if (n == UV_EAGAIN) {
-            c->wbuf = base_realloc(c->wbuf, wb.size);
-            memcpy(c->wbuf, wb.start, wb.size);
-            c->wlen = wb.size;
-            uv_buf_t cb = uv_buf_init(c->wbuf, (unsigned)wb.size);
-            c->wreq.data = c;
-            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
+            size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
+            if (!c->wreq)
+                c->wreq = base_malloc(sizeof(*c->wreq));
+            memcpy(c->wreq->data, wb.start, len);
+            c->wlen = len;
+            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
+            c->wreq->req.data = c;
+            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
                 c->writing = true;
                 break;
             }
@@ -1411,6 +1470,7 @@ static void write_cb(uv_write_t *req, int status)
     else
         pn_connection_driver_write_done(&c->driver, c->wlen);
     c->wlen = 0;
+    BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
     conn_process_WT(c);
 }
 
@@ -1443,6 +1503,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             c->close_after_write = true;
         } else {
             pn_connection_driver_read_done(&c->driver, (size_t)n);
+            c->in_unanswered += (size_t)n;
         }
     } else if (n == UV_ENOBUFS) {
         uv_read_stop(s);
@@ -1481,6 +1542,22 @@ static void conn_handshake_expired_WT(rtr_conn_t *c)
     c->close_after_write = true; /* whatever Proton says next is the last */
 }
 
+/* The connection's input budget: the router reads whatever a delivery brings at once, except
+ * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
+ * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
+ * Q2 lets go (one session alone never gets there: its window is at most that). */
+static bool conn_in_full_WT(rtr_conn_t *c)
+{
+    if (!c->n_q2)
+        return false;
+    size_t held = 0;
+    for (rtr_link_t *k = c->links; k; k = k->next)
+        if (k->q2 && k->pn)
+            held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
+                                                                         twice: the safe side */
+    return held > RTR_CONN_IN_MAX;
+}
+
 static void conn_process_WT(rtr_conn_t *c)
 {
     if (c->closing)
@@ -1504,15 +1581,21 @@ static void conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             conn_credit_sync_WT(c);
         conn_write_WT(c);
+        /* While a write is in flight (the socket is full), Proton still frames what it has to
+         * say (its head stays the bytes being written): a session or link the client ended is
+         * freed once its answer is framed, so a client that does not read leaves bytes here,
+         * bounded by RTR_CONN_IN_UNANSWERED_MAX, not Proton's objects */
+        if (c->writing)
+            (void)pn_connection_driver_write_buffer(&c->driver);
         if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
             pn_connection_driver_write_close(&c->driver); /* events follow: loop again */
-        /* Links that stopped on a full session window go on once Proton framed some bytes
-         * and the socket took them; while the socket is full, its write callback comes back. */
+        /* Links stopped by the output budget go on once the socket took what Proton framed
+         * (conn_write_WT() starts the budget again); while the socket is full, its write
+         * callback comes back. */
         bool again = false;
-        if (c->n_blocked && !c->writing) {
+        if (c->n_blocked && c->out_queued < RTR_CONN_OUT_MAX) {
             for (rtr_link_t *k = c->links; k; k = k->next) {
-                if (k->blocked && k->pn &&
-                    pn_session_outgoing_bytes(pn_link_session(k->pn)) < RTR_SESSION_OUT_MAX) {
+                if (k->blocked) {
                     k->blocked = false;
                     c->n_blocked--;
                     link_schedule_pump_WT(k);
@@ -1527,8 +1610,15 @@ static void conn_process_WT(rtr_conn_t *c)
         conn_close_socket_WT(c);
         return;
     }
-    if (!c->reading && !pn_connection_driver_read_closed(&c->driver) &&
-        pn_connection_driver_read_buffer(&c->driver).size > 0) {
+    /* A client that does not read what the router writes is not read from either once
+     * RTR_CONN_IN_UNANSWERED_MAX bytes came in since it last did: what it sends (transfers,
+     * flows) makes the router write more (dispositions, flows), which would pile up here. */
+    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c);
+    if (c->reading && !may_read) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
+               pn_connection_driver_read_buffer(&c->driver).size > 0) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
     }
@@ -1597,8 +1687,7 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
     pn_sasl_set_allow_insecure_mechs(sasl, true);
     pn_connection_driver_init(&c->driver, pn_connection(), t);
-    c->guard_buf = base_malloc(l->max_frame_size);
-    codec_guard_init(&c->guard, l->max_frame_size, c->guard_buf, l->max_frame_size);
+    codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
 
     /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
      * the same way (only uv_tcp_nodelay fails on it, harmlessly) */

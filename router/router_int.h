@@ -52,11 +52,26 @@ typedef struct rtr_accept {
 /* Most worker threads (the management agent takes the next queue index, and indexes are
  * uint8_t in core_action_t). */
 #define RTR_MAX_WORKERS 254
+static_assert(CFG_WORKER_THREADS_MAX <= RTR_MAX_WORKERS, "workerThreads is capped by the config");
 
 /* Largest message prefix (sections before the body) the router accepts. */
 #define RTR_PREFIX_MAX (1u << 20)
-/* Outgoing bytes a session may hold in Proton before the router stops writing into it. */
-#define RTR_SESSION_OUT_MAX (1u << 20)
+/* The per-connection budget: what one client can make the router hold.
+ * RTR_CONN_OUT_MAX: bytes of outgoing copies handed to Proton and not yet taken by the socket,
+ * all sessions together; past it the connection's links stop until the client reads.
+ * RTR_CONN_IN_UNANSWERED_MAX: bytes read from a client while Proton still holds output for
+ * it; past it the router stops reading it until it has read what the router wrote.
+ * RTR_WRITE_COPY_MAX: the most copied out of Proton's buffer for a write the socket could not
+ * take at once (one write in flight per connection).
+ * RTR_CONN_IN_MAX: bytes of incoming transfers Proton may hold unread for the connection's
+ * links stopped by Q2, all sessions together; past it the router stops reading the client
+ * (also the largest incoming window of one session).
+ * The frame guard and Proton's input buffer hold at most one frame each (maxFrameSize, itself
+ * capped by the configuration at CFG_MAX_FRAME_SIZE_MAX). */
+#define RTR_CONN_OUT_MAX           (1u << 20)
+#define RTR_CONN_IN_UNANSWERED_MAX (1u << 20)
+#define RTR_WRITE_COPY_MAX         (64u << 10)
+#define RTR_CONN_IN_MAX            (8u << 20)
 /* Bytes handed to pn_link_send() at a time. */
 #define RTR_SEND_CHUNK (64u << 10)
 /* Head room given at once to a message that arrives in several frames. */
@@ -190,6 +205,14 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
 };
 
+/* A write the socket could not take at once: the request and its copy of Proton's bytes (at
+ * most RTR_WRITE_COPY_MAX; Proton may move its buffer before the write ends).  Allocated for
+ * the write and freed by its callback, so a connection whose socket keeps up holds none. */
+typedef struct rtr_wreq {
+    uv_write_t req;                       /* first member: request <-> rtr_wreq_t cast */
+    char       data[RTR_WRITE_COPY_MAX];  /* the bytes in flight */
+} rtr_wreq_t;
+
 /* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
  * _WT.  Lifetime: accept .. the uv_close() callback AND every link confirmed detached. */
 struct rtr_conn {
@@ -204,9 +227,12 @@ struct rtr_conn {
     rtr_conn_t            *next;       /* in worker->conns */
     rtr_conn_t            *prev;       /* in worker->conns */
     char                   peer[64];   /* "host:port" of the client */
-    char                  *wbuf;       /* bytes in flight in uv_write (copy of Proton's) */
-    size_t                 wlen;       /* their count */
-    uv_write_t             wreq;       /* the write in flight */
+    rtr_wreq_t            *wreq;       /* the write in flight (uv_write), NULL when none */
+    size_t                 wlen;       /* its bytes */
+    size_t                 out_queued; /* bytes of copies handed to Proton since it last had
+                                          nothing framed left to write (RTR_CONN_OUT_MAX) */
+    size_t                 in_unanswered; /* bytes read since Proton last had nothing left to
+                                             write (RTR_CONN_IN_UNANSWERED_MAX) */
     bool                   writing;    /* a uv_write is in flight */
     bool                   closing;    /* uv_close called */
     bool                   closed;     /* uv_close callback ran */
@@ -218,7 +244,6 @@ struct rtr_conn {
     int                    n_blocked;  /* links with `blocked` set */
     codec_guard_t          guard;      /* checks every byte before Proton sees it */
     stats_obj_t            stats;      /* its `connection` stats object, once opened */
-    uint8_t               *guard_buf;  /* its performative buffer (maxFrameSize bytes) */
     bool                   strip_in;   /* drop client x-opt-qd.* annotations */
     bool                   strip_out;  /* write no router annotations toward the client */
     uint64_t               handshake_due; /* uv_now() by which the client must have sent
@@ -228,6 +253,7 @@ struct rtr_conn {
     uint32_t               n_in_links; /* links the client sends on (maxSenders) */
     uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
     uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
+    uint32_t               n_q2;       /* links with `q2` set (RTR_CONN_IN_MAX) */
     bool                   counted;    /* counted in g_rtr.n_open_conns */
 };
 

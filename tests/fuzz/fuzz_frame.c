@@ -13,14 +13,24 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint8_t buf1[16384];
-static uint8_t buf2[16384];
+/* The guard's memory (realloc that aborts on failure). */
+static void *fuzz_mem(void *p, size_t n)
+{
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    void *q = realloc(p, n);
+    if (!q)
+        abort();
+    return q;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     codec_guard_t whole, pieces;
-    codec_guard_init(&whole, sizeof(buf1), buf1, sizeof(buf1));
-    codec_guard_init(&pieces, sizeof(buf2), buf2, sizeof(buf2));
+    codec_guard_init(&whole, 16384, fuzz_mem);
+    codec_guard_init(&pieces, 16384, fuzz_mem);
 
     int rc_whole = codec_guard_feed(&whole, data, size);
 
@@ -37,5 +47,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* the verdict must not depend on how the bytes were split */
     if (rc_whole != 0 && (codec_guard_feed(&whole, data, 1) == 0 || !whole.why))
         abort(); /* a refusal sticks and says why */
+    /* memory is bounded by one frame and the deliveries in progress */
+    if (codec_guard_mem_bytes(&whole) > 16384 + 4 * CODEC_GUARD_MAX_INPROG ||
+        codec_guard_mem_bytes(&pieces) > 16384 + 4 * CODEC_GUARD_MAX_INPROG)
+        abort();
+    codec_guard_fini(&whole);
+    codec_guard_fini(&pieces);
     return 0;
 }

@@ -89,7 +89,7 @@ LISTENER_FILE = {"host": "127.0.0.1", "port": "0", "initialHandshakeTimeoutSecon
                  "cost": 7, "socketAddressFamily": "IPv4", "policyVhost": "vh",
                  "linkCapacity": 40, "maxSenders": 5, "maxReceivers": 6,
                  "maxMessageSize": 100000, "maxUnsettledPerLink": 20, "idleTimeoutSeconds": 9,
-                 "stripAnnotations": "in", "maxFrameSize": 4096}
+                 "stripAnnotations": "in", "maxFrameSize": 4096, "maxSessionFrames": 8}
 
 
 def test_listener_rows_show_the_configured_values(make_router, node_of):
@@ -267,7 +267,6 @@ UNSUPPORTED = [
     ("address", {"prefix": "q", "waypoint": True}, "waypoint"),
     ("address", {"prefix": "q", "ingressPhase": 3}, "ingressPhase"),
     ("address", {"prefix": "q", "egressPhase": 2}, "egressPhase"),
-    ("listener", {"host": "127.0.0.1", "port": "0", "maxSessionFrames": 10}, "maxSessionFrames"),
     ("listener", {"host": "127.0.0.1", "port": "0", "failoverUrls": "amqp://b:5672"},
      "failoverUrls"),
     ("listener", {"host": "127.0.0.1", "port": "0", "messageLoggingComponents": "all"},

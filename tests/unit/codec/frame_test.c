@@ -15,7 +15,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint8_t gbuf[65536];
+/* The guard's memory: realloc that aborts on failure; counts what is held, so tests can check
+ * that the guard gives everything back. */
+static long mem_live;
+
+static void *test_mem(void *p, size_t n)
+{
+    if (n == 0) {
+        if (p)
+            mem_live--;
+        free(p);
+        return NULL;
+    }
+    if (!p)
+        mem_live++;
+    void *q = realloc(p, n);
+    assert_non_null(q);
+    return q;
+}
 
 typedef struct stream {
     uint8_t b[8192];
@@ -53,18 +70,23 @@ static void frame(stream_t *s, uint8_t type, const void *body, size_t len)
 static int feed_whole(const stream_t *s)
 {
     codec_guard_t g;
-    codec_guard_init(&g, 16384, gbuf, sizeof(gbuf));
-    return codec_guard_feed(&g, s->b, s->n);
+    codec_guard_init(&g, 16384, test_mem);
+    int rc = codec_guard_feed(&g, s->b, s->n);
+    codec_guard_fini(&g);
+    assert_int_equal(mem_live, 0);
+    return rc;
 }
 
 static int feed_bytewise(const stream_t *s)
 {
     codec_guard_t g;
-    codec_guard_init(&g, 16384, gbuf, sizeof(gbuf));
-    for (size_t i = 0; i < s->n; i++)
-        if (codec_guard_feed(&g, s->b + i, 1) != 0)
-            return CODEC_INVALID;
-    return 0;
+    codec_guard_init(&g, 16384, test_mem);
+    int rc = 0;
+    for (size_t i = 0; i < s->n && rc == 0; i++)
+        rc = codec_guard_feed(&g, s->b + i, 1) != 0 ? CODEC_INVALID : 0;
+    codec_guard_fini(&g);
+    assert_int_equal(mem_live, 0);
+    return rc;
 }
 
 static void expect(const stream_t *s, int want)
@@ -212,9 +234,12 @@ static void test_value_check(void **state)
 
 static const char *guard_why(const stream_t *s)
 {
-    static codec_guard_t g;
-    codec_guard_init(&g, 16384, gbuf, sizeof(gbuf));
-    return codec_guard_feed(&g, s->b, s->n) == 0 ? NULL : g.why;
+    codec_guard_t g;
+    codec_guard_init(&g, 16384, test_mem);
+    const char *why = codec_guard_feed(&g, s->b, s->n) == 0 ? NULL : g.why;
+    codec_guard_fini(&g);
+    assert_int_equal(mem_live, 0);
+    return why;
 }
 
 /* An array8 of an array8 of ... (`levels` arrays) of one null, at b; returns its length. */
@@ -324,7 +349,6 @@ static void test_recorded_sessions_pass(void **state)
         "session-sessions-and-links",    "session-too-large",
     };
     static uint8_t data[1 << 21];
-    static uint8_t big[1 << 20];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[1024];
         snprintf(path, sizeof(path), "%s/%s", CONN_CORPUS_DIR, names[i]);
@@ -334,13 +358,115 @@ static void test_recorded_sessions_pass(void **state)
         fclose(f);
         assert_true(n > 0 && n < sizeof(data));
         codec_guard_t g;
-        codec_guard_init(&g, sizeof(big), big, sizeof(big));
+        codec_guard_init(&g, 1u << 20, test_mem);
         int rc = codec_guard_feed(&g, data, n);
         if (rc != 0)
             print_message("%s: %s\n", names[i], g.why);
         assert_int_equal(rc, 0);
         assert_true(g.frames > 3);
+        codec_guard_fini(&g);
+        assert_int_equal(mem_live, 0);
     }
+}
+
+/* An attach whose name is `name_len` bytes (str32 in a list32): a performative longer than
+ * the guard's inline room. */
+static void long_attach(stream_t *s, uint32_t name_len)
+{
+    uint8_t       b[4096];
+    size_t        n = 0;
+    uint32_t      list_size = 4 + 5 + name_len + 3; /* count, str32 header + name, handle, role */
+    const uint8_t head[] = {0x00,
+                            0x53,
+                            0x12,
+                            0xd0,
+                            (uint8_t)(list_size >> 24),
+                            (uint8_t)(list_size >> 16),
+                            (uint8_t)(list_size >> 8),
+                            (uint8_t)list_size,
+                            0,
+                            0,
+                            0,
+                            3,
+                            0xb1,
+                            (uint8_t)(name_len >> 24),
+                            (uint8_t)(name_len >> 16),
+                            (uint8_t)(name_len >> 8),
+                            (uint8_t)name_len};
+    memcpy(b, head, sizeof(head));
+    n = sizeof(head);
+    memset(b + n, 'n', name_len);
+    n += name_len;
+    b[n++] = 0x52; /* handle smalluint 1 */
+    b[n++] = 1;
+    b[n++] = 0x42; /* role false */
+    frame(s, 0, b, n);
+}
+
+/* Memory grows with use: nothing held while idle or for short performatives, a long one held
+ * only while it is gathered (and only as much as arrived), deliveries in progress only while
+ * they are. */
+static void test_memory_grows_with_use(void **state)
+{
+    (void)state;
+    codec_guard_t g;
+    stream_t      s;
+    session_start(&s);
+    codec_guard_init(&g, 16384, test_mem);
+    assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
+    assert_int_equal(codec_guard_mem_bytes(&g), 0);
+    assert_int_equal(mem_live, 0);
+
+    /* a 2000-byte attach fed a byte at a time: memory follows what arrived */
+    s.n = 0;
+    long_attach(&s, 2000);
+    size_t most = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        if (codec_guard_feed(&g, s.b + i, 1) != 0)
+            fail_msg("byte %zu: %s", i, g.why);
+        size_t held = codec_guard_mem_bytes(&g);
+        if (held > most)
+            most = held;
+        if (i == 300)
+            assert_true(held <= 1024); /* 300 bytes in: not the whole performative yet */
+    }
+    assert_true(most >= 2000 && most <= 2100);      /* capped at the performative's length */
+    assert_int_equal(codec_guard_mem_bytes(&g), 0); /* given back once checked */
+    assert_int_equal(mem_live, 0);
+
+    /* a frame that claims a 16000-byte performative, then trickles 200 bytes of it */
+    s.n = 0;
+    const uint32_t size = 16000, list = size - 8 - 3 - 5;
+    put(&s, BYTES(0, 0, 0x3e, 0x80, 2, 0, 0, 0)); /* frame of 16000 bytes */
+    put(&s, BYTES(0x00, 0x53, 0x12, 0xd0, (uint8_t)(list >> 24), (uint8_t)(list >> 16),
+                  (uint8_t)(list >> 8), (uint8_t)list, 0, 0, 0, 3, 0xb1, 0, 0, 0x3e, 0x50));
+    memset(s.b + s.n, 'x', 200);
+    s.n += 200;
+    assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
+    assert_true(codec_guard_mem_bytes(&g) <= 512);
+
+    /* deliveries in progress on 20 handles: 4 bytes each (doubling), none once they end */
+    codec_guard_fini(&g);
+    assert_int_equal(mem_live, 0);
+    codec_guard_init(&g, 16384, test_mem);
+    session_start(&s);
+    assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint8_t h = 0; h < 20; h++) {
+            s.n = 0;
+            /* transfer [handle h, delivery-id h, tag, format, settled, more] + payload */
+            frame(&s, 0,
+                  BYTES(0x00, 0x53, 0x14, 0xc0, 0x0b, 0x06, 0x52, h, 0x52, h, 0xa0, 0x01, '1', 0x40,
+                        0x40, pass ? 0x42 : 0x41, 'p'));
+            assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
+        }
+        if (!pass)
+            assert_int_equal(codec_guard_mem_bytes(&g), 32 * sizeof(uint32_t));
+    }
+    assert_int_equal(g.n_inprog, 0);
+    assert_int_equal(codec_guard_mem_bytes(&g), 0);
+    assert_int_equal(mem_live, 0);
+    codec_guard_fini(&g);
 }
 
 /* Every Proton fuzz crash input: the guard must refuse it or see it end mid-frame. */
@@ -368,12 +494,15 @@ static void test_proton_crash_inputs(void **state)
         size_t n = fread(data, 1, sizeof(data), f);
         fclose(f);
         codec_guard_t g;
-        codec_guard_init(&g, 16384, gbuf, sizeof(gbuf));
+        codec_guard_init(&g, 16384, test_mem);
         files++;
         if (codec_guard_feed(&g, data, n) != 0)
             refused++;
         if (strcmp(e->d_name, "crash-20240918") == 0)
             assert_int_equal(g.failed, true);
+        assert_true(codec_guard_mem_bytes(&g) <= 16384 + 4 * CODEC_GUARD_MAX_INPROG);
+        codec_guard_fini(&g);
+        assert_int_equal(mem_live, 0);
     }
     closedir(d);
     print_message("%d crash inputs, %d refused by the guard\n", files, refused);
@@ -391,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_value_check),
         cmocka_unit_test(test_counts_bounded_by_bytes),
         cmocka_unit_test(test_recorded_sessions_pass),
+        cmocka_unit_test(test_memory_grows_with_use),
         cmocka_unit_test(test_proton_crash_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -255,36 +255,38 @@ static void test_int_coercion(void **state)
         cfg_free(cfg);
     }
     listener_err("'maxFrameSize': 'big'",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got \"big\"");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"big\"");
     listener_err("'maxFrameSize': 1.5",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got 1.5");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got 1.5");
     listener_err("'maxFrameSize': '1.5'",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got \"1.5\"");
-    listener_err("'maxFrameSize': '0x400'",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got \"0x400\"");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"1.5\"");
+    listener_err(
+        "'maxFrameSize': '0x400'",
+        "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"0x400\"");
     listener_err("'maxFrameSize': ''",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got \"\"");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got \"\"");
     listener_err("'maxFrameSize': true",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got true");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got true");
     listener_err("'maxFrameSize': [1]",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got a list");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got a list");
     listener_err("'maxFrameSize': 511",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got 511");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got 511");
     listener_err("'maxFrameSize': -1",
-                 "attribute 'maxFrameSize': expected an integer >= 512, got -1");
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, got -1");
     listener_err("'maxFrameSize': 4294967296",
-                 "attribute 'maxFrameSize': expected an integer from 512 to 4294967295, "
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
                  "got 4294967296");
     listener_err("'maxFrameSize': '99999999999999999999999'",
-                 "attribute 'maxFrameSize': expected an integer >= 512, "
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
                  "got \"99999999999999999999999\"");
-    listener_err("'maxFrameSize': 1e300", "attribute 'maxFrameSize': expected an integer >= 512, "
-                                          "got 1.0000000000000001e+300");
+    listener_err("'maxFrameSize': 1e300",
+                 "attribute 'maxFrameSize': expected an integer from 512 to 1048576, "
+                 "got 1.0000000000000001e+300");
     cfg_t *cfg = listener_ok("'maxFrameSize': 512");
     assert_int_equal(cfg->listeners[0].max_frame_size, 512);
     cfg_free(cfg);
-    cfg = listener_ok("'maxFrameSize': '4294967295'");
-    assert_int_equal(cfg->listeners[0].max_frame_size, 4294967295u);
+    cfg = listener_ok("'maxFrameSize': '1048576'");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 1048576);
     cfg_free(cfg);
 }
 
@@ -565,8 +567,8 @@ static void test_entity_index_in_messages(void **state)
     (void)state;
     load_err("[['router', {}], ['address', {'prefix': 'a'}], ['listener', {'port': 1}],"
              " ['listener', {'maxFrameSize': 'big'}]]",
-             "t.json: entity 3 (listener): attribute 'maxFrameSize': expected an integer >= 512, "
-             "got \"big\"");
+             "t.json: entity 3 (listener): attribute 'maxFrameSize': expected an integer from "
+             "512 to 1048576, got \"big\"");
 }
 
 static void test_unknown_and_repeated_attributes(void **state)
@@ -645,9 +647,11 @@ static void test_router(void **state)
     router_err("'mode': 'solo'",
                "attribute 'mode': expected one of standalone, interior, edge, got \"solo\"");
     router_err("'workerThreads': 0",
-               "attribute 'workerThreads': expected an integer from 1 to 1024, got 0");
+               "attribute 'workerThreads': expected an integer from 1 to 254, got 0");
     router_err("'workerThreads': 'many'",
-               "attribute 'workerThreads': expected an integer from 1 to 1024, got \"many\"");
+               "attribute 'workerThreads': expected an integer from 1 to 254, got \"many\"");
+    router_err("'workerThreads': 255",
+               "attribute 'workerThreads': expected an integer from 1 to 254, got 255");
     load_err("[['router', {}], ['listener', {}], ['router', {'id': 'B'}]]",
              "t.json: entity 2 (router): a second router entity (entity 0 is the router "
              "already)");
@@ -717,7 +721,7 @@ static void test_listener_values(void **state)
     cfg_t                *cfg = listener_ok("'name': 'main', 'host': '127.0.0.1', 'port': '5672', "
                                                            "'role': 'normal', 'authenticatePeer': 'no', "
                                                            "'saslMechanisms': 'anonymous', 'maxFrameSize': 65536, "
-                                                           "'maxSessions': 10, 'maxSessionFrames': 0, "
+                                                           "'maxSessions': 10, 'maxSessionFrames': 100, "
                                                            "'idleTimeoutSeconds': 0, 'linkCapacity': 1, "
                                                            "'stripAnnotations': 'out'");
     const cfg_listener_t *l = &cfg->listeners[0];
@@ -727,7 +731,7 @@ static void test_listener_values(void **state)
     assert_string_equal(l->sasl_mechanisms, "ANONYMOUS");
     assert_int_equal(l->max_frame_size, 65536);
     assert_int_equal(l->max_sessions, 10);
-    assert_int_equal(l->max_session_frames, 0);
+    assert_int_equal(l->max_session_frames, 100);
     assert_int_equal(l->idle_timeout_seconds, 0);
     assert_int_equal(l->link_capacity, 1);
     assert_int_equal(l->strip_annotations, CFG_STRIP_OUT);
@@ -765,13 +769,42 @@ static void test_listener_values(void **state)
                  "4294968");
     listener_err("'maxSessions': -5", "attribute 'maxSessions': expected an integer >= 0, got -5");
     listener_err("'linkCapacity': 'lots'",
-                 "attribute 'linkCapacity': expected an integer >= 0, got \"lots\"");
+                 "attribute 'linkCapacity': expected an integer from 0 to 100000, got \"lots\"");
     listener_err("'maxSessionFrames': 1.25",
-                 "attribute 'maxSessionFrames': expected an integer >= 0, got 1.25");
-    /* accepted only when Junction acts on it: the router's own session window for now */
-    listener_err("'maxSessionFrames': 100",
-                 "attribute 'maxSessionFrames': Junction does not support maxSessionFrames (a "
-                 "session window other than the router's) yet");
+                 "attribute 'maxSessionFrames': expected an integer from 0 to 2147483647, got "
+                 "1.25");
+}
+
+/* Sizes that set what one connection may make the router hold have maxima: a bigger value is
+ * an error naming the file, the entity, the attribute and the range (qdrouterd has none, and
+ * Junction used to take a 4 GiB maxFrameSize). */
+static void test_listener_size_maxima(void **state)
+{
+    (void)state;
+    load_err("[['router', {}], ['listener', {'port': 1, 'maxFrameSize': 1048577}]]",
+             "t.json: entity 1 (listener): attribute 'maxFrameSize': expected an integer from "
+             "512 to 1048576, got 1048577");
+    load_err("[['listener', {'port': 1, 'max-frame-size': '4294967295'}]]",
+             "t.json: entity 0 (listener): attribute 'maxFrameSize': expected an integer "
+             "from 512 to 1048576, got \"4294967295\"");
+    listener_err("'linkCapacity': 100001",
+                 "attribute 'linkCapacity': expected an integer from 0 to 100000, got 100001");
+    listener_err("'maxUnsettledPerLink': 4294967295",
+                 "attribute 'maxUnsettledPerLink': expected an integer from 0 to 100000, got "
+                 "4294967295");
+    listener_err("'maxSessionFrames': 2147483648",
+                 "attribute 'maxSessionFrames': expected an integer from 0 to 2147483647, got "
+                 "2147483648");
+    cfg_t *cfg = listener_ok("'maxFrameSize': 1048576, 'linkCapacity': 100000, "
+                             "'maxUnsettledPerLink': 100000, 'maxSessionFrames': 2147483647");
+    assert_int_equal(cfg->listeners[0].max_frame_size, 1048576);
+    assert_int_equal(cfg->listeners[0].link_capacity, 100000);
+    assert_int_equal(cfg->listeners[0].max_unsettled, 100000);
+    assert_int_equal(cfg->listeners[0].max_session_frames, 2147483647);
+    cfg_free(cfg);
+    cfg = load_ok("[['router', {'workerThreads': 254}]]");
+    assert_int_equal(cfg->router.worker_threads, 254);
+    cfg_free(cfg);
 }
 
 /* `policy`: global limits, maxMessageSize the default of every listener. */
@@ -852,7 +885,7 @@ static void test_listener_limits(void **state)
     listener_err("'maxMessageSize': -1",
                  "attribute 'maxMessageSize': expected an integer >= 0, got -1");
     listener_err("'maxUnsettledPerLink': 1.5",
-                 "attribute 'maxUnsettledPerLink': expected an integer >= 0, got 1.5");
+                 "attribute 'maxUnsettledPerLink': expected an integer from 0 to 100000, got 1.5");
     listener_err("'initialHandshakeTimeoutSeconds': 4294968",
                  "attribute 'initialHandshakeTimeoutSeconds': expected an integer from 0 to "
                  "4294967, got 4294968");
@@ -1406,6 +1439,7 @@ int main(void)
         cmocka_unit_test(test_router_ignored),
         cmocka_unit_test(test_listener_port),
         cmocka_unit_test(test_listener_values),
+        cmocka_unit_test(test_listener_size_maxima),
         cmocka_unit_test(test_listener_limits),
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_listener_unsupported),
