@@ -107,7 +107,7 @@ static const attr_def_t router_attrs[R_N] = {
     [R_SASL_CONFIG_NAME]      = {"saslConfigName", AT_STRING, .ignored = true},
     [R_ALLOW_RESUMABLE_LINK_ROUTE] = {"allowResumableLinkRoute", AT_BOOL, .ignored = true},
     [R_TIMESTAMPS_IN_UTC]     = {"timestampsInUTC", AT_BOOL, .ignored = true},
-    [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING, .ignored = true},
+    [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING}, /* refused: see build_router */
     [R_ALLOW_UNSETTLED_MULTICAST] = {"allowUnsettledMulticast", AT_BOOL, .ignored = true},
     [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
     /* Junction's own */
@@ -132,11 +132,11 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_HOST]                  = {"host", AT_STRING},
     [L_ADDR]                  = {"addr", AT_STRING, .alias_of = L_HOST},
     [L_PORT]                  = {"port", AT_STRING},
-    [L_SOCKET_ADDRESS_FAMILY] = {"socketAddressFamily", AT_ENUM, family_tags, .ignored = true},
+    [L_SOCKET_ADDRESS_FAMILY] = {"socketAddressFamily", AT_ENUM, family_tags},
     [L_PROTOCOL_FAMILY]       = {"protocolFamily", AT_ENUM, family_tags,
                                  .alias_of = L_SOCKET_ADDRESS_FAMILY},
     [L_ROLE]                  = {"role", AT_ENUM, role_tags},
-    [L_COST]                  = {"cost", AT_INT, .ignored = true}, /* inter-router only */
+    [L_COST]                  = {"cost", AT_INT}, /* inter-router only: kept, not used */
     [L_SSL_PROFILE]           = {"sslProfile", AT_STRING},
     [L_SASL_MECHANISMS]       = {"saslMechanisms", AT_STRING},
     [L_AUTHENTICATE_PEER]     = {"authenticatePeer", AT_BOOL},
@@ -153,14 +153,14 @@ static const attr_def_t listener_attrs[L_N] = {
     [L_STRIP_ANNOTATIONS]     = {"stripAnnotations", AT_ENUM, strip_tags},
     [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
     [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
-    [L_FAILOVER_URLS]         = {"failoverUrls", AT_STRING, .ignored = true},
+    [L_FAILOVER_URLS]         = {"failoverUrls", AT_STRING}, /* refused: see listener_fill */
     [L_HEALTHZ]               = {"healthz", AT_BOOL},
     [L_METRICS]               = {"metrics", AT_BOOL},
     [L_WEBSOCKETS]            = {"websockets", AT_BOOL},
     [L_HTTP]                  = {"http", AT_BOOL},
     [L_HTTP_ROOT_DIR]         = {"httpRootDir", AT_STRING},
-    [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING, .ignored = true},
-    [L_POLICY_VHOST]          = {"policyVhost", AT_STRING, .ignored = true}, /* no policy */
+    [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING}, /* "none" only */
+    [L_POLICY_VHOST]          = {"policyVhost", AT_STRING}, /* vhost policies only: kept */
     [L_OPEN_PROPERTIES]       = {"openProperties", AT_MAP},
     /* qdrouterd has these on vhost policy groups; Junction applies them per listener */
     [L_MAX_SENDERS]           = {"maxSenders", AT_INT},
@@ -224,10 +224,10 @@ static const attr_def_t policy_attrs[P_N] = {
     [P_MAX_CONNECTIONS]   = {"maxConnections", AT_INT},
     [P_MAX_MESSAGE_SIZE]  = {"maxMessageSize", AT_INT},
     [P_ENABLE_VHOST_POLICY] = {"enableVhostPolicy", AT_BOOL},
-    /* without vhost policies these change nothing */
-    [P_ENABLE_VHOST_NAME_PATTERNS] = {"enableVhostNamePatterns", AT_BOOL, .ignored = true},
+    /* without vhost policies these change nothing (kept for management) */
+    [P_ENABLE_VHOST_NAME_PATTERNS] = {"enableVhostNamePatterns", AT_BOOL},
     [P_POLICY_DIR]        = {"policyDir", AT_STRING},
-    [P_DEFAULT_VHOST]     = {"defaultVhost", AT_STRING, .ignored = true},
+    [P_DEFAULT_VHOST]     = {"defaultVhost", AT_STRING},
 };
 
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
@@ -868,6 +868,15 @@ static int build_router(ent_t *e)
                 &x) < 0)
         return -1;
     r->max_stats = (uint32_t)x;
+
+    /* log lines always carry qdrouterd's default timestamp form */
+    if (e->vals[R_TIMESTAMP_FORMAT]) {
+        char *fmt = NULL;
+        if (get_str(e, R_TIMESTAMP_FORMAT, NULL, &fmt) < 0)
+            return -1;
+        free(fmt);
+        return unsupported(e, R_TIMESTAMP_FORMAT, "timestampFormat (a log timestamp format)");
+    }
     return 0;
 }
 
@@ -878,6 +887,7 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->port);
     BASE_FREE(l->sasl_mechanisms);
     BASE_FREE(l->http_root_dir);
+    BASE_FREE(l->policy_vhost);
 }
 
 /* saslMechanisms: a blank-separated list; only ANONYMOUS (any case) for now. */
@@ -920,6 +930,14 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         return -1;
     if (cfg_port_number(l->port) < 0)
         return expect(e, L_PORT, "a port number from 0 to 65535 or a service name");
+
+    if (get_enum(e, L_SOCKET_ADDRESS_FAMILY, -1, &i) < 0)
+        return -1;
+    l->family = i < 0 ? CFG_FAMILY_ANY : i == 0 ? CFG_FAMILY_IPV4 : CFG_FAMILY_IPV6;
+    long long cost;
+    if (get_int(e, L_COST, LLONG_MIN, LLONG_MAX, 1, &cost) < 0)
+        return -1;
+    l->cost = (int64_t)cost;
 
     if (get_enum(e, L_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
@@ -982,6 +1000,26 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return -1;
         l->sasl_mechanisms = base_strdup("ANONYMOUS");
     }
+    /* what a client would see, or the log would show, differently: refused until it works */
+    if (e->vals[L_FAILOVER_URLS]) {
+        if (get_str(e, L_FAILOVER_URLS, NULL, &s) < 0)
+            return -1;
+        bool given = *s != '\0';
+        BASE_FREE(s);
+        if (given)
+            return unsupported(e, L_FAILOVER_URLS, "failoverUrls (a failover list for clients)");
+    }
+    if (get_str(e, L_MESSAGE_LOGGING_COMPONENTS, NULL, &s) < 0)
+        return -1;
+    if (s) {
+        bool none = strcmp(s, "none") == 0;
+        BASE_FREE(s);
+        if (!none)
+            return unsupported(e, L_MESSAGE_LOGGING_COMPONENTS,
+                               "messageLoggingComponents other than \"none\" (message logging)");
+    }
+    if (get_str(e, L_POLICY_VHOST, NULL, &l->policy_vhost) < 0)
+        return -1;
     if (e->vals[L_OPEN_PROPERTIES]) {
         const cJSON *op = e->vals[L_OPEN_PROPERTIES];
         if (!cJSON_IsObject(op))
@@ -1079,13 +1117,21 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
     if (get_enum(e, A_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
         return -1;
     ad->distribution = (cfg_distribution_t)i;
+    /* waypoints and phases change where messages go (through a broker's queue): refused
+     * until Junction routes them; the defaults (false, 0, 0) are what it does */
     if (get_bool(e, A_WAYPOINT, false, &ad->waypoint) < 0)
         return -1;
+    if (ad->waypoint)
+        return unsupported(e, A_WAYPOINT, "waypoint: true (waypoints)");
     if (get_int(e, A_INGRESS_PHASE, 0, 9, 0, &x) < 0)
         return -1;
+    if (x != 0)
+        return unsupported(e, A_INGRESS_PHASE, "ingressPhase other than 0 (address phases)");
     ad->ingress_phase = (int)x;
-    if (get_int(e, A_EGRESS_PHASE, 0, 9, ad->waypoint ? 1 : 0, &x) < 0)
+    if (get_int(e, A_EGRESS_PHASE, 0, 9, 0, &x) < 0)
         return -1;
+    if (x != 0)
+        return unsupported(e, A_EGRESS_PHASE, "egressPhase other than 0 (address phases)");
     ad->egress_phase = (int)x;
     if (get_int(e, A_PRIORITY, 0, 9, -1, &x) < 0)
         return -1;
@@ -1189,6 +1235,12 @@ static int build_policy(ent_t *e)
         BASE_FREE(s);
         return unsupported(e, P_POLICY_DIR, "policyDir (vhost policies)");
     }
+    if (get_bool(e, P_ENABLE_VHOST_NAME_PATTERNS, false, &p->enable_vhost_name_patterns) < 0)
+        return -1;
+    free(p->default_vhost);
+    p->default_vhost = NULL;
+    if (get_str(e, P_DEFAULT_VHOST, "$default", &p->default_vhost) < 0)
+        return -1;
     if (get_int(e, P_MAX_CONNECTIONS, 0, INT32_MAX, 65535, &x) < 0)
         return -1;
     p->max_connections = (uint32_t)x;
@@ -1237,6 +1289,8 @@ static int log_fill(ent_t *e, cfg_log_t *g)
         return expect(e, G_ENABLE,
                       "a list of levels (trace, debug, info, notice, warning, error, critical; "
                       "`+` after one means \"and above\"), \"none\" or \"default\"");
+    g->include_timestamp_set = e->vals[G_INCLUDE_TIMESTAMP] != NULL;
+    g->include_source_set = e->vals[G_INCLUDE_SOURCE] != NULL;
     if (get_bool(e, G_INCLUDE_TIMESTAMP, true, &g->include_timestamp) < 0 ||
         get_bool(e, G_INCLUDE_SOURCE, false, &g->include_source) < 0 ||
         get_str(e, G_OUTPUT_FILE, NULL, &g->output_file) < 0)
@@ -1453,6 +1507,8 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
     for (size_t i = 0; i < ld.cfg->n_listeners; i++)
         if (!ld.cfg->listeners[i].max_message_size_set)
             ld.cfg->listeners[i].max_message_size = ld.cfg->policy.max_message_size;
+    if (!ld.cfg->policy.default_vhost)
+        ld.cfg->policy.default_vhost = base_strdup("$default");
     rc = 0;
 
 out:
@@ -1532,6 +1588,7 @@ void cfg_free(cfg_t *cfg)
         log_fini(&cfg->logs[i]);
     free(cfg->logs);
     free(cfg->management.socket);
+    free(cfg->policy.default_vhost);
     free(cfg);
 }
 
@@ -1548,6 +1605,11 @@ const char *cfg_strip_name(cfg_strip_t s)
         if (strip_by_tag[i] == s)
             return strip_tags[i];
     return "?";
+}
+
+const char *cfg_family_name(cfg_family_t f)
+{
+    return f == CFG_FAMILY_IPV4 ? "IPv4" : f == CFG_FAMILY_IPV6 ? "IPv6" : NULL;
 }
 
 const char *cfg_role_name(cfg_role_t r)

@@ -39,6 +39,13 @@ typedef enum cfg_strip {
     CFG_STRIP_NO,
 } cfg_strip_t;
 
+/* listener.socketAddressFamily: which addresses `host` may resolve to. */
+typedef enum cfg_family {
+    CFG_FAMILY_ANY = 0, /* absent: from the address (IPv4 preferred for a name with both) */
+    CFG_FAMILY_IPV4,
+    CFG_FAMILY_IPV6,
+} cfg_family_t;
+
 typedef enum cfg_role {
     CFG_ROLE_NORMAL = 0,
     CFG_ROLE_INTER_ROUTER,
@@ -89,7 +96,10 @@ typedef struct cfg_listener {
     char       *name;                 /* `name`, or NULL */
     char       *host;                 /* default "" (all interfaces, like qdrouterd) */
     char       *port;                 /* default "amqp" (= 5672); "0" = ephemeral */
+    cfg_family_t family;              /* `socketAddressFamily`, default CFG_FAMILY_ANY */
     cfg_role_t  role;                 /* only normal accepted for now */
+    int64_t     cost;                 /* `cost`, default 1: inter-router only, so it changes
+                                         nothing on a normal listener; kept for management */
     bool        authenticate_peer;    /* only false accepted for now */
     char       *sasl_mechanisms;      /* default NULL = ANONYMOUS; only ANONYMOUS accepted */
     uint32_t    max_frame_size;       /* default 16384; 512-CFG_MAX_FRAME_SIZE_MAX */
@@ -135,6 +145,9 @@ typedef struct cfg_listener {
     bool        websockets;           /* default true: WebSocket upgrades allowed (http only) */
     bool        healthz;              /* default true: /healthz served (http only) */
     bool        metrics;              /* default true: /metrics served (http only) */
+    char       *policy_vhost;         /* `policyVhost`, or NULL: used by vhost policies only,
+                                         which Junction does not have (enableVhostPolicy is
+                                         refused), as qdrouterd ignores it without them */
 } cfg_listener_t;
 
 /* Longest httpRootDir accepted (bytes, without the NUL). */
@@ -146,10 +159,11 @@ typedef struct cfg_address {
     char              *prefix;        /* as written, e.g. "closest" */
     char              *pattern;       /* as written, e.g. "a.*.b.#" */
     cfg_distribution_t distribution;  /* default CFG_DIST_BALANCED */
-    bool               waypoint;      /* default false */
-    int                ingress_phase; /* 0-9, default 0 */
-    int                egress_phase;  /* 0-9, default waypoint ? 1 : 0 */
-    int                priority;      /* -1 when unset, else 0-9 */
+    bool               waypoint;      /* false: waypoints are refused for now */
+    int                ingress_phase; /* 0: other phases are refused for now */
+    int                egress_phase;  /* 0: likewise */
+    int                priority;      /* -1 when unset, else 0-9 (qdrouterd uses it between
+                                         routers only, so nothing differs standalone) */
 } cfg_address_t;
 
 /* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */
@@ -157,7 +171,9 @@ typedef struct cfg_log {
     char   *module;            /* required */
     char   *enable;            /* e.g. "info+", "trace,debug", "none"; NULL = default */
     bool    include_timestamp; /* default true */
-    bool    include_source;    /* default false (accepted, not used) */
+    bool    include_timestamp_set; /* given: else the module follows DEFAULT's */
+    bool    include_source;    /* default false: lines end with " (file:line)" when true */
+    bool    include_source_set; /* given: else the module follows DEFAULT's */
     char   *output_file;       /* NULL = stderr; "stdout", "stderr" or a file path */
     int     module_id;         /* `module` as a base_log_module_t (core/base/log.h) */
     uint8_t enable_mask;       /* `enable` parsed by base_log_parse_enable(); 0xff (follow
@@ -184,6 +200,9 @@ typedef struct cfg_policy {
                                   65535 */
     uint64_t max_message_size; /* `maxMessageSize`: the default of every listener's (see
                                   cfg_listener_t); 0 = no limit */
+    bool     enable_vhost_name_patterns; /* `enableVhostNamePatterns`, default false, and */
+    char    *default_vhost;    /* `defaultVhost`, default "$default": vhost policies only,
+                                  kept for management (NULL before a load fills it) */
 } cfg_policy_t;
 
 /* Longest Unix socket path (sockaddr_un.sun_path holds 108 bytes with the NUL). */
@@ -214,6 +233,8 @@ void cfg_free(cfg_t *cfg);
 const char *cfg_distribution_name(cfg_distribution_t d);
 const char *cfg_strip_name(cfg_strip_t s);
 const char *cfg_role_name(cfg_role_t r);
+/* "IPv4", "IPv6", or NULL for CFG_FAMILY_ANY.  Thread-safe. */
+const char *cfg_family_name(cfg_family_t f);
 
 /* The management socket's default path: /run/junction/junctiond.sock for root, else
  * $XDG_RUNTIME_DIR/junction/junctiond.sock.  Writes it into buf (NUL-terminated) and returns

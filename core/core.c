@@ -114,12 +114,59 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
     return rlen + 1;
 }
 
+/* A name reserved with core_node_reserve(). */
+static bool node_reserved_CT(const core_t *core, const char *a, size_t n)
+{
+    for (size_t i = 0; i < core->n_nodes; i++)
+        if (strlen(core->nodes[i]) == n && memcmp(core->nodes[i], a, n) == 0)
+            return true;
+    return false;
+}
+
+/* Who may receive from an address, by its hash key. */
+typedef enum addr_owner {
+    OWNER_CLIENTS = 0, /* an ordinary address */
+    OWNER_NODE,        /* a node of the router itself (core_node_reserve): in-process only */
+    OWNER_DYNAMIC,     /* a dynamic address (Ltemp.*): only the receiver it was made for */
+    OWNER_REMOTE,      /* another router's (T class): no route from a standalone router */
+} addr_owner_t;
+
+static addr_owner_t addr_owner_CT(const core_t *core, const char *key, size_t klen)
+{
+    if (key[0] == 'T')
+        return OWNER_REMOTE;
+    if (key[0] == 'L' && klen > 5 && memcmp(key + 1, "temp.", 5) == 0)
+        return OWNER_DYNAMIC;
+    if (key[0] == 'L' && node_reserved_CT(core, key + 1, klen - 1))
+        return OWNER_NODE;
+    if (key[0] == 'M' && klen > 2 && node_reserved_CT(core, key + 2, klen - 2))
+        return OWNER_NODE;
+    return OWNER_CLIENTS;
+}
+
 static cfg_distribution_t addr_dist_CT(core_t *core, const char *a, size_t n, bool mobile)
 {
-    if (!mobile)
+    /* local addresses and the router's own nodes are never configured away */
+    if (!mobile || node_reserved_CT(core, a, n))
         return CFG_DIST_BALANCED;
     const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
     return ac ? ac->distribution : core->cfg->router.default_distribution;
+}
+
+/* The hash key of a terminus/`to` string: in `stack` (cap bytes) when it fits, else on the
+ * heap (the caller frees *key when it is not `stack`).  Returns the key length, 0 when it
+ * cannot be keyed; *norm / *norm_len get the normalized address and *mobile its class. */
+static size_t addr_key_make_CT(core_t *core, const char *text, size_t len, char *stack,
+                               size_t cap, char **key, const char **norm, size_t *norm_len,
+                               bool *mobile)
+{
+    size_t n;
+    const char *a = core_addr_normalize(text, len, &n);
+    char *buf = n + 2 <= cap ? stack : base_malloc(n + 2);
+    *key = buf;
+    *norm = a;
+    *norm_len = n;
+    return addr_key_CT(core, a, n, buf, n + 2, mobile);
 }
 
 /* Find the address for a terminus/`to` string, creating it when `create`.  Returns NULL when
@@ -128,11 +175,11 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
                                    cfg_distribution_t *dist_out)
 {
     char stack[512];
+    char *buf;
+    const char *a;
     size_t n;
-    const char *a = core_addr_normalize(text, len, &n);
-    char *buf = n + 2 <= sizeof(stack) ? stack : base_malloc(n + 2);
     bool mobile;
-    size_t klen = addr_key_CT(core, a, n, buf, n + 2, &mobile);
+    size_t klen = addr_key_make_CT(core, text, len, stack, sizeof(stack), &buf, &a, &n, &mobile);
     core_addr_t *addr = klen ? base_map_get(&core->addrs, buf, klen) : NULL;
 
     if (!addr && klen) {
@@ -155,6 +202,45 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
     if (buf != stack)
         free(buf);
     return addr;
+}
+
+/* May a client's receiver (not dynamic) attach to `address`?  Returns true, or false with
+ * the condition to refuse it with (*cond static, *desc heap). */
+static bool receiver_admit_CT(core_t *core, const char *address, const char **cond,
+                              char **desc)
+{
+    char stack[512];
+    char *buf;
+    const char *a;
+    size_t n;
+    bool mobile;
+    size_t klen = addr_key_make_CT(core, address, strlen(address), stack, sizeof(stack), &buf,
+                                   &a, &n, &mobile);
+    addr_owner_t owner = klen ? addr_owner_CT(core, buf, klen) : OWNER_CLIENTS;
+    if (buf != stack)
+        free(buf);
+    char msg[400];
+    switch (owner) {
+    case OWNER_CLIENTS:
+        return true;
+    case OWNER_NODE:
+        *cond = "amqp:unauthorized-access";
+        snprintf(msg, sizeof(msg), "Receiving from %.200s is not allowed: it is the router's "
+                 "own node (send requests to it, take replies on a dynamic receiver)", address);
+        break;
+    case OWNER_DYNAMIC:
+        *cond = "amqp:unauthorized-access";
+        snprintf(msg, sizeof(msg), "Receiving from %.200s is not allowed: it is a dynamic "
+                 "address, for the receiver the router made it for only", address);
+        break;
+    case OWNER_REMOTE:
+        /* qdrouterd's answer for a router it has no route to */
+        *cond = "qd:no-route-to-dest";
+        snprintf(msg, sizeof(msg), "No route to the destination node");
+        break;
+    }
+    *desc = base_strdup(msg);
+    return false;
 }
 
 static void addr_release_CT(core_t *core, core_addr_t *addr)
@@ -362,6 +448,18 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         w->u.attached.address = base_strdup(dyn);
     }
 
+    const char *cond = NULL;
+    char *desc = NULL;
+    if (address && *address && l->conn_id != 0 && l->dir == CORE_LINK_OUT &&
+        !a->u.attach.dynamic && !receiver_admit_CT(core, address, &cond, &desc)) {
+        w->u.attached.cond_name = (char *)cond;
+        w->u.attached.cond_desc = desc;
+        LOG(INFO, "[C%llu][L%llu] Link refused: %s %s", (unsigned long long)l->conn_id,
+            (unsigned long long)l->id, cond, desc);
+        l->addr = NULL;
+        free(address);
+        return; /* the record stays until the worker detaches it */
+    }
     if (address && *address) {
         cfg_distribution_t dist = CFG_DIST_BALANCED;
         core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist);
@@ -794,6 +892,9 @@ void core_free(core_t *core)
     base_map_fini(&core->links);
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);
+    for (size_t i = 0; i < core->n_nodes; i++)
+        free(core->nodes[i]);
+    free(core->nodes);
     for (int i = 0; i < core->n_workers; i++) {
         base_mpsc_chunk_t *c = core->out[i].head;
         while (c) {
@@ -806,6 +907,13 @@ void core_free(core_t *core)
     base_mpsc_fini(&core->in);
     free(core->router_id);
     free(core);
+}
+
+void core_node_reserve(core_t *core, const char *name)
+{
+    BASE_BUG_ON(core->started);
+    core->nodes = base_realloc(core->nodes, (core->n_nodes + 1) * sizeof(*core->nodes));
+    core->nodes[core->n_nodes++] = base_strdup(name);
 }
 
 int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac)

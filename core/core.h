@@ -310,6 +310,14 @@ void core_post(core_t *core, base_mpsc_batch_t *b);
  * is not a worker: it posts a batch of its own).  Returns 0, or -ENOMEM. */
 int core_call(core_t *core, core_call_fn *fn, void *arg);
 
+/* Reserve `name` (say "$management") for a node of the router itself, served by in-process
+ * links (connection id 0).  Its mobile form (`name`) and its local forms (`_local/<name>`,
+ * `_topo/0/<router-id>/<name>`, `_topo/0/all/<name>`) always have balanced distribution,
+ * whatever `defaultDistribution` and the `address` entities say, and a client's receiver
+ * cannot attach to them (amqp:unauthorized-access); clients may send to them.  Main thread,
+ * before core_start(); `name` is copied. */
+void core_node_reserve(core_t *core, const char *name);
+
 /* Run-time address configuration (management CREATE/DELETE of `address`).  Core thread
  * only: call them from a core_call() function.  They change the treatment of addresses
  * created from now on; addresses that exist keep theirs until they go away (as in

@@ -77,6 +77,9 @@ struct core {
     core_delivery_t   *inflight;   /* _CT: unsettled deliveries with copies out, oldest first */
     core_delivery_t   *inflight_tail;
     core_link_t       *rate_links; /* _CT: links whose settleRate is not 0 */
+    char             **nodes;      /* names reserved for in-process nodes (core_node_reserve,
+                                      main thread before start; read-only afterwards) */
+    size_t             n_nodes;    /* their count */
 };
 
 #endif

@@ -8,13 +8,16 @@
  * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
  * session.  This file only moves bytes: the session cuts the input into lines, hands each
  * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
- * The thread runs when there is a `management` entity or at least one http listener.
+ * The thread runs when there is a `management` entity or at least one http listener (from
+ * start-up, or from the management CREATE of the first one).
  *
  * Threads: rtr_admin_start() and rtr_admin_stop() run on the main thread.  Every other
  * function here is a callback of (or is called from) the admin loop and runs on the admin
  * thread only; nothing here is thread-safe, so no suffixes are used inside the file.  The
  * only cross-thread traffic is the stop request (uv_async_send), the start handshake (a
- * semaphore: libwebsockets joins the loop from the admin thread) and the thread join.  The
+ * semaphore: libwebsockets joins the loop from the admin thread), the thread join, and the
+ * main thread's requests for http listeners made or deleted at run time (a list under
+ * req_lock plus a uv_async_send; rtr_admin_http_add/_del).  The
  * stats registry is read through stats/'s thread-safe calls.
  *
  * DESIGN: everything a client can make the server hold is bounded (per session, whatever
@@ -90,8 +93,17 @@ struct admin_client {
     bool              refused;  /* over the cap: not counted in n_clients */
 };
 
+/* A request from the main thread: an http listener to serve, or one to stop. */
+typedef struct admin_req admin_req_t;
+struct admin_req {
+    admin_req_t     *next; /* on admin->reqs */
+    rtr_admin_http_t add;  /* add.fd >= 0: serve this listener */
+    long             del;  /* > 0: stop listener `del` */
+};
+
 /* admin_t: the server.  Written by the main thread before the admin thread starts and
- * after it was joined; in between, only the admin thread touches it. */
+ * after it was joined; in between, only the admin thread touches it, except the request
+ * queue (reqs, under req_lock). */
 struct admin {
     uv_loop_t          loop;        /* the admin thread's loop */
     int                server_fd;   /* the listening socket (when `path`), or -1 */
@@ -114,6 +126,9 @@ struct admin {
     size_t             n_http;      /* their count */
     int                http_rc;     /* what rtr_http_start() returned (admin thread) */
     bool               stopping;    /* the stop request arrived */
+    uv_async_t         req_async;   /* main thread -> admin thread: reqs has requests */
+    pthread_mutex_t    req_lock;    /* guards reqs */
+    admin_req_t       *reqs;        /* [req_lock] requests, newest first */
 };
 
 /* The running server, or NULL.  Written by the main thread only (start, stop); read by the
@@ -510,6 +525,48 @@ static void connection_cb(rtr_acceptor_t *acc, int fd)
 
 /* ==== the thread ==== */
 
+/* Take the queued requests, oldest first. */
+static admin_req_t *reqs_take(admin_t *a)
+{
+    pthread_mutex_lock(&a->req_lock);
+    admin_req_t *q = a->reqs;
+    a->reqs = NULL;
+    pthread_mutex_unlock(&a->req_lock);
+    admin_req_t *rev = NULL;
+    while (q) {
+        admin_req_t *next = q->next;
+        q->next = rev;
+        rev = q;
+        q = next;
+    }
+    return rev;
+}
+
+static void req_cb(uv_async_t *h)
+{
+    admin_t     *a = h->data;
+    admin_req_t *r = reqs_take(a);
+    while (r) {
+        admin_req_t *next = r->next;
+        if (r->add.fd >= 0) {
+            if (a->stopping) {
+                close(r->add.fd);
+            } else if (!rtr_http_running()) {
+                /* the first http listener of a router that had none: logged when it fails */
+                if (rtr_http_start(&a->loop, a->core, &r->add, 1) < 0)
+                    LOG(ERROR, "HTTP listener %s:%s not started",
+                        r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
+            } else {
+                rtr_http_listener_add(&r->add);
+            }
+        }
+        if (r->del > 0 && !a->stopping)
+            rtr_http_listener_del(r->del);
+        free(r);
+        r = next;
+    }
+}
+
 static void server_closed_cb(rtr_acceptor_t *acc)
 {
     admin_t *a = acc->data;
@@ -521,6 +578,8 @@ static void stop_cb(uv_async_t *h)
 {
     admin_t *a = h->data;
     a->stopping = true;
+    req_cb(&a->req_async); /* sockets handed over meanwhile are closed */
+    uv_close((uv_handle_t *)&a->req_async, NULL);
     while (a->clients)
         client_close(a->clients); /* takes it off the list */
     if (a->accepting) {
@@ -616,6 +675,16 @@ static void admin_free(admin_t *a)
     if (a->server_fd >= 0)
         close(a->server_fd);
     free(a->path);
+    /* requests that came after the admin thread stopped */
+    admin_req_t *r = a->reqs;
+    while (r) {
+        admin_req_t *next = r->next;
+        if (r->add.fd >= 0)
+            close(r->add.fd);
+        free(r);
+        r = next;
+    }
+    pthread_mutex_destroy(&a->req_lock);
     free(a->http);
     free(a);
 }
@@ -685,6 +754,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
         return 0;
     }
     admin_t *a = base_calloc(1, sizeof(*a));
+    pthread_mutex_init(&a->req_lock, NULL);
     a->server_fd = -1;
     a->reg = reg;
     a->core = core;
@@ -715,6 +785,8 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     rtr_fd_loop_reserve_init(&a->loop);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
+    uv_async_init(&a->loop, &a->req_async, req_cb);
+    a->req_async.data = a;
     uv_sem_init(&a->started, 0);
     s_admin = a;
     rc = uv_thread_create(&a->thread, admin_main, a);
@@ -740,6 +812,37 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
         LOG(NOTICE, "Management socket %s (mode 0660, at most %u clients)", a->path,
             a->max_clients);
     return 0;
+}
+
+int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+                       const rtr_admin_http_t *h)
+{
+    admin_t *a = s_admin;
+    if (!a)
+        return rtr_admin_start(cfg, reg, core, h, 1);
+    admin_req_t *r = base_calloc(1, sizeof(*r));
+    r->add = *h;
+    pthread_mutex_lock(&a->req_lock);
+    r->next = a->reqs;
+    a->reqs = r;
+    pthread_mutex_unlock(&a->req_lock);
+    uv_async_send(&a->req_async);
+    return 0;
+}
+
+void rtr_admin_http_del(long id)
+{
+    admin_t *a = s_admin;
+    if (!a || id <= 0)
+        return;
+    admin_req_t *r = base_calloc(1, sizeof(*r));
+    r->add.fd = -1;
+    r->del = id;
+    pthread_mutex_lock(&a->req_lock);
+    r->next = a->reqs;
+    a->reqs = r;
+    pthread_mutex_unlock(&a->req_lock);
+    uv_async_send(&a->req_async);
 }
 
 void rtr_admin_stop(void)

@@ -20,7 +20,8 @@
  * thread accepts on it and closes it at stop) and its configuration. */
 typedef struct rtr_admin_http {
     int                   fd;  /* listening socket */
-    const cfg_listener_t *cfg; /* listener entity (http true) */
+    const cfg_listener_t *cfg; /* listener entity (http true); outlives the admin thread */
+    long                  id;  /* the server's listener id (management DELETE names it) */
 } rtr_admin_http_t;
 
 /* Start the admin thread when cfg has a `management` entity or there are http listeners.
@@ -34,6 +35,18 @@ typedef struct rtr_admin_http {
  * server hands WebSocket AMQP connections to workers and asks the core for /healthz). */
 int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
                     const rtr_admin_http_t *http, size_t n_http);
+
+/* Serve one more http listener at run time (management CREATE): h's socket is bound and
+ * listening and becomes the admin thread's.  Starts the admin thread (with only this
+ * listener) when it is not running, else hands the listener to it, which starts the HTTP
+ * server first when it has none.  Returns 0, or a negative errno after logging why (the
+ * socket is closed then); a failure on the admin thread is logged there.  Main thread. */
+int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+                       const rtr_admin_http_t *h);
+
+/* Stop accepting on http listener `id` and close its socket (management DELETE).  Main
+ * thread; the admin thread does it. */
+void rtr_admin_http_del(long id);
 
 /* Close every management client, the socket and the HTTP server with its connections, stop
  * and join the admin thread, remove the socket file.  Does nothing when the thread is not

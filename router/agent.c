@@ -311,6 +311,9 @@ int rtr_agent_init(const cfg_t *cfg, core_t *core, int index, stats_registry_t *
         return -EALREADY;
     agent_t *a = base_calloc(1, sizeof(*a));
     a->core = core;
+    /* `$management` (and its local forms) belongs to the router: it routes to us whatever
+     * the address configuration says, and no client may receive from it */
+    core_node_reserve(core, "$management");
     a->index = index;
     int rc = uv_loop_init(&a->loop);
     if (rc) {

@@ -76,7 +76,7 @@ typedef struct etype {
 static const attr_def_t listener_attrs[] = {
     A("host", "string", "\"\"", true, false, false),
     A("port", "string", "\"amqp\"", true, false, false),
-    A("socketAddressFamily", "string", NULL, true, false, false),
+    A("socketAddressFamily", "[\"IPv4\",\"IPv6\"]", NULL, true, false, false),
     A("role", "[\"normal\",\"inter-router\",\"route-container\",\"edge\"]", "\"normal\"", true, false, false),
     A("cost", "integer", "1", true, false, false),
     A("saslMechanisms", "string", NULL, true, false, false),
@@ -88,17 +88,23 @@ static const attr_def_t listener_attrs[] = {
     A("maxSessions", "integer", "32768", true, false, false),
     A("maxSessionFrames", "integer", NULL, true, false, false),
     A("idleTimeoutSeconds", "integer", "16", true, false, false),
-    A("initialHandshakeTimeoutSeconds", "integer", "0", true, false, false),
+    A("initialHandshakeTimeoutSeconds", "integer", "10", true, false, false),
     A("stripAnnotations", "[\"in\",\"out\",\"both\",\"no\"]", "\"both\"", true, false, false),
-    A("linkCapacity", "integer", NULL, true, false, false),
+    A("linkCapacity", "integer", "250", true, false, false),
     A("multiTenant", "boolean", "false", true, false, false),
     A("failoverUrls", "string", NULL, true, false, false),
     A("http", "boolean", "false", true, false, false),
+    A("httpRootDir", "string", NULL, true, false, false),
     A("healthz", "boolean", "true", true, false, false),
     A("metrics", "boolean", "true", true, false, false),
     A("websockets", "boolean", "true", true, false, false),
     A("messageLoggingComponents", "string", "\"none\"", true, false, false),
     A("policyVhost", "string", NULL, true, false, false),
+    /* Junction's own (qdrouterd has the first three on vhost policies) */
+    A("maxSenders", "integer", "32768", true, false, false),
+    A("maxReceivers", "integer", "32768", true, false, false),
+    A("maxMessageSize", "integer", "0", true, false, false),
+    A("maxUnsettledPerLink", "integer", NULL, true, false, false),
 };
 static const attr_def_t connector_attrs[] = {
     A("host", "string", "\"127.0.0.1\"", true, false, false),
@@ -153,9 +159,10 @@ static const attr_def_t log_attrs[] = {
                 "\"SERVER\",\"AGENT\",\"AUTHSERVICE\",\"CONTAINER\",\"ERROR\",\"POLICY\",\"HTTP\","
                 "\"CONN_MGR\",\"PYTHON\",\"PROTOCOL\",\"DEFAULT\"]", NULL, true, false, true),
     A("enable", "string", "\"default\"", true, true, false),
-    A("includeTimestamp", "boolean", NULL, true, true, false),
-    A("includeSource", "boolean", NULL, true, true, false),
-    A("outputFile", "string", NULL, true, true, false),
+    /* set at start-up only (UPDATE changes `enable`) */
+    A("includeTimestamp", "boolean", NULL, true, false, false),
+    A("includeSource", "boolean", NULL, true, false, false),
+    A("outputFile", "string", NULL, true, false, false),
 };
 static const attr_def_t logstats_attrs[] = {
     A("traceCount", "integer", NULL, false, false, false),
@@ -680,35 +687,42 @@ static cJSON *row_base(const etype_t *t, const char *name, const char *identity)
     return o;
 }
 
+/* A listener as the router runs it: every value from its configuration (the constants are
+ * the only values the configuration loader accepts for those attributes). */
 static cJSON *listener_row(const etype_t *t, const rec_t *r)
 {
     const cfg_listener_t *lc = r->cfg;
     cJSON *o = row_base(t, r->name, r->identity);
     add_str(o, "host", lc->host ? lc->host : "");
     add_str(o, "port", lc->port);
-    cJSON_AddNullToObject(o, "socketAddressFamily");
+    add_str(o, "socketAddressFamily", cfg_family_name(lc->family));
     add_str(o, "role", cfg_role_name(lc->role));
-    cJSON_AddNumberToObject(o, "cost", 1);
+    cJSON_AddNumberToObject(o, "cost", (double)lc->cost);
     add_str(o, "saslMechanisms", lc->sasl_mechanisms);
     cJSON_AddBoolToObject(o, "authenticatePeer", lc->authenticate_peer);
-    cJSON_AddBoolToObject(o, "requireEncryption", false);
-    cJSON_AddBoolToObject(o, "requireSsl", false);
-    cJSON_AddNullToObject(o, "sslProfile");
+    cJSON_AddBoolToObject(o, "requireEncryption", false); /* true is refused */
+    cJSON_AddBoolToObject(o, "requireSsl", false);        /* likewise */
+    cJSON_AddNullToObject(o, "sslProfile");                /* any is refused */
     cJSON_AddNumberToObject(o, "maxFrameSize", lc->max_frame_size);
     cJSON_AddNumberToObject(o, "maxSessions", lc->max_sessions);
     cJSON_AddNumberToObject(o, "maxSessionFrames", lc->max_session_frames);
     cJSON_AddNumberToObject(o, "idleTimeoutSeconds", lc->idle_timeout_seconds);
-    cJSON_AddNumberToObject(o, "initialHandshakeTimeoutSeconds", 0);
+    cJSON_AddNumberToObject(o, "initialHandshakeTimeoutSeconds", lc->handshake_timeout_seconds);
     add_str(o, "stripAnnotations", cfg_strip_name(lc->strip_annotations));
     cJSON_AddNumberToObject(o, "linkCapacity", lc->link_capacity);
-    cJSON_AddBoolToObject(o, "multiTenant", false);
-    cJSON_AddNullToObject(o, "failoverUrls");
-    cJSON_AddBoolToObject(o, "http", false);
-    cJSON_AddBoolToObject(o, "healthz", true);
-    cJSON_AddBoolToObject(o, "metrics", true);
-    cJSON_AddBoolToObject(o, "websockets", true);
-    add_str(o, "messageLoggingComponents", "none");
-    cJSON_AddNullToObject(o, "policyVhost");
+    cJSON_AddBoolToObject(o, "multiTenant", false);      /* true is refused */
+    cJSON_AddNullToObject(o, "failoverUrls");             /* a list is refused */
+    cJSON_AddBoolToObject(o, "http", lc->http);
+    add_str(o, "httpRootDir", lc->http_root_dir);
+    cJSON_AddBoolToObject(o, "healthz", lc->healthz);
+    cJSON_AddBoolToObject(o, "metrics", lc->metrics);
+    cJSON_AddBoolToObject(o, "websockets", lc->websockets);
+    add_str(o, "messageLoggingComponents", "none");       /* anything else is refused */
+    add_str(o, "policyVhost", lc->policy_vhost);
+    cJSON_AddNumberToObject(o, "maxSenders", lc->max_senders);
+    cJSON_AddNumberToObject(o, "maxReceivers", lc->max_receivers);
+    cJSON_AddNumberToObject(o, "maxMessageSize", (double)lc->max_message_size);
+    cJSON_AddNumberToObject(o, "maxUnsettledPerLink", lc->max_unsettled);
     return o;
 }
 
@@ -748,8 +762,9 @@ static cJSON *log_row(const rtr_mgmt_t *m, const etype_t *t, int mod)
     base_log_format_enable(base_log_module_configured((base_log_module_t)mod), en, sizeof(en));
     add_str(o, "enable", en);
     const cfg_log_t *lc = log_cfg(m, mod);
-    cJSON_AddBoolToObject(o, "includeTimestamp", lc ? lc->include_timestamp : true);
-    cJSON_AddBoolToObject(o, "includeSource", lc ? lc->include_source : false);
+    /* what the module does (a module without its own setting follows DEFAULT's) */
+    cJSON_AddBoolToObject(o, "includeTimestamp", base_log_timestamps((base_log_module_t)mod));
+    cJSON_AddBoolToObject(o, "includeSource", base_log_source((base_log_module_t)mod));
     add_str(o, "outputFile", lc ? lc->output_file : NULL);
     return o;
 }
@@ -768,29 +783,39 @@ static cJSON *logstats_row(const etype_t *t, int mod)
     return o;
 }
 
-static cJSON *policy_row(req_t *q, const etype_t *t)
+/* A stat's value by name, 0 when the registry has none (a unit test's registry). */
+static double stat_value(stats_registry_t *reg, const char *name)
 {
-    cJSON *o = row_base(t, "policy/1", "policy/1");
-    cJSON_AddNumberToObject(o, "maxConnections", 65535);
-    cJSON_AddNumberToObject(o, "maxMessageSize", 0);
-    cJSON_AddBoolToObject(o, "enableVhostPolicy", false);
-    cJSON_AddBoolToObject(o, "enableVhostNamePatterns", false);
-    cJSON_AddNullToObject(o, "policyDir");
-    add_str(o, "defaultVhost", "$default");
-    /* connectionsCurrent: the router's connectionCount */
-    long long cur = 0;
     stats_handle_t h;
     stats_kind_t kind;
     stats_value_t v;
-    if (stats_lookup(q->m->reg, "router.connectionCount", &h, &kind) == 0 &&
-        stats_value_get(q->m->reg, h, &v) == 0)
-        cur = (long long)v.value;
-    cJSON_AddNumberToObject(o, "connectionsProcessed", 0);
-    cJSON_AddNumberToObject(o, "connectionsDenied", 0);
-    cJSON_AddNumberToObject(o, "connectionsCurrent", (double)cur);
-    cJSON_AddNumberToObject(o, "linksDenied", 0);
-    cJSON_AddNumberToObject(o, "maxMessageSizeDenied", 0);
-    cJSON_AddNumberToObject(o, "totalDenials", 0);
+    if (stats_lookup(reg, name, &h, &kind) == 0 && stats_value_get(reg, h, &v) == 0)
+        return (double)v.value;
+    return 0;
+}
+
+static cJSON *policy_row(req_t *q, const etype_t *t)
+{
+    const cfg_policy_t *pc = &q->m->cfg->policy;
+    cJSON *o = row_base(t, "policy/1", "policy/1");
+    cJSON_AddNumberToObject(o, "maxConnections", pc->max_connections);
+    cJSON_AddNumberToObject(o, "maxMessageSize", (double)pc->max_message_size);
+    cJSON_AddBoolToObject(o, "enableVhostPolicy", false); /* true is refused */
+    cJSON_AddBoolToObject(o, "enableVhostNamePatterns", pc->enable_vhost_name_patterns);
+    cJSON_AddNullToObject(o, "policyDir");                /* any is refused */
+    add_str(o, "defaultVhost", pc->default_vhost ? pc->default_vhost : "$default");
+    /* connectionsCurrent: the router's connectionCount; the rest: the workers' counts */
+    double cur = stat_value(q->m->reg, "router.connectionCount");
+    double conn_denied = stat_value(q->m->reg, "policyConnectionsDenied");
+    double links_denied = stat_value(q->m->reg, "policyLinksDenied");
+    double size_denied = stat_value(q->m->reg, "policyMaxMessageSizeDenied");
+    cJSON_AddNumberToObject(o, "connectionsProcessed",
+                            stat_value(q->m->reg, "policyConnectionsProcessed"));
+    cJSON_AddNumberToObject(o, "connectionsDenied", conn_denied);
+    cJSON_AddNumberToObject(o, "connectionsCurrent", cur);
+    cJSON_AddNumberToObject(o, "linksDenied", links_denied);
+    cJSON_AddNumberToObject(o, "maxMessageSizeDenied", size_denied);
+    cJSON_AddNumberToObject(o, "totalDenials", conn_denied + links_denied + size_denied);
     return o;
 }
 
@@ -1298,7 +1323,17 @@ static int op_update(req_t *q)
     if (t->kind == ET_STATS && strcmp(t->name, "connection") == 0)
         return update_connection(q, t);
     if (t->kind == ET_STATS && strcmp(t->name, "router") == 0) {
-        cJSON *row = find_row(q, t); /* qdrouterd: a no-op */
+        /* qdrouterd answers 200 and changes nothing; an attribute that would not change is
+         * refused here rather than reported as done */
+        const cJSON *e;
+        cJSON_ArrayForEach(e, q->body)
+        {
+            const char *k = e->string;
+            if (strcmp(k, "name") != 0 && strcmp(k, "identity") != 0 && strcmp(k, "type") != 0)
+                return fail(q, 400, "Bad Request: attribute '%.100s' of router cannot be updated "
+                                    "at run time", k);
+        }
+        cJSON *row = find_row(q, t);
         return row ? ok(q, 200, row) : -1;
     }
     return fail(q, 501, "Not Implemented: operation UPDATE is not implemented for %s", full);

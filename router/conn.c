@@ -301,6 +301,7 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
     pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
     pn_condition_set_description(cond, desc);
     pn_link_close(pl);
+    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_LINK_DENIED], 1);
     LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
     /* Proton keeps a refused link until the client detaches it: a client that goes on
      * attaching regardless loses its connection instead of growing the router's memory */
@@ -648,6 +649,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     snprintf(desc, sizeof(desc), "message larger than maxMessageSize (%llu bytes)",
              (unsigned long long)max);
     LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
+    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_SIZE_DENIED], 1);
     pn_delivery_set_context(d, NULL);
     if (pn_delivery_settled(d))
         pn_delivery_settle(d);
@@ -1219,11 +1221,13 @@ static bool conn_admit_WT(rtr_conn_t *c)
 {
     uint32_t max = g_rtr.cfg->policy.max_connections;
     uint32_t n = atomic_fetch_add(&g_rtr.n_open_conns, 1);
+    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_PROCESSED], 1);
     if (max == 0 || n < max) {
         c->counted = true;
         return true;
     }
     atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_CONN_DENIED], 1);
     pn_connection_t *pc = c->driver.connection;
     pn_condition_t *cond = pn_connection_condition(pc);
     pn_condition_set_name(cond, "amqp:resource-limit-exceeded");

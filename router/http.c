@@ -10,9 +10,11 @@
  *   - Listening: the main thread binds every listener (so a port in use stops start-up and
  *     `Listening on HOST:PORT` is logged alike for all); this file accepts on the http ones
  *     (an rtr_acceptor_t: it pauses instead of spinning when descriptors run out) and hands
- *     each socket to libwebsockets (lws_adopt_socket_vhost), one lws vhost per listener.
- *     Only HTTP is spoken there: bytes that are not HTTP (an AMQP header, garbage) make lws
- *     close the connection.
+ *     each socket to libwebsockets (adopted with the listener as the connection's opaque
+ *     user data: lws may move a connection to the first vhost by its Host header), one lws
+ *     vhost per listener, made at start or by management CREATE (DELETE closes the socket;
+ *     the vhost stays for the connections it has).  Only HTTP is spoken there: bytes that
+ *     are not HTTP (an AMQP header, garbage) make lws close the connection.
  *   - Out of descriptors: a WebSocket whose socketpair cannot be made is closed (1011, "out
  *     of file descriptors"), a file of httpRootDir that cannot be opened is a 503; either
  *     logs one warning per FD_WARN_PERIOD_MS at most.
@@ -88,16 +90,27 @@ typedef struct http_server http_server_t;
 typedef struct http_listener http_listener_t;
 typedef struct http_req http_req_t;
 
-/* http_listener_t: one http listener: its socket, its lws vhost and its flags. */
+/* Where a listener's socket is. */
+typedef enum http_lstate {
+    LST_NEW = 0, /* not accepting (no acceptor yet, or it could not start) */
+    LST_POLLING, /* accepting */
+    LST_CLOSING, /* its acceptor is closing (DELETE or stop); the socket closes after */
+    LST_CLOSED,  /* socket closed; the vhost stays for the connections it accepted */
+} http_lstate_t;
+
+/* http_listener_t: one http listener: its socket, its lws vhost and its flags.  Heap, on
+ * srv->listeners until the server is freed (its vhost's connections point at it). */
 struct http_listener {
     rtr_acceptor_t        acc;       /* accepts on fd (data = this listener) */
-    int                   fd;        /* listening socket (closed at stop) */
+    int                   fd;        /* listening socket (closed at DELETE or stop) */
+    long                  id;        /* the server's listener id (management DELETE) */
     const cfg_listener_t *cfg;       /* its configuration */
     struct lws_vhost     *vhost;     /* its lws vhost (freed with the context) */
     http_server_t        *srv;       /* the server */
     char                 *root;      /* realpath of httpRootDir, or NULL (heap) */
     size_t                root_len;  /* its length */
-    bool                  polling;   /* acc started (its handles initialised) */
+    http_lstate_t         state;     /* where its socket is */
+    http_listener_t      *next;      /* on srv->listeners */
 };
 
 /* What a request is answering with. */
@@ -127,8 +140,8 @@ struct http_server {
     uv_loop_t          *loop;        /* the admin loop */
     core_t             *core;        /* for the /healthz probe */
     struct lws_context *ctx;         /* libwebsockets; NULL once destroyed */
-    http_listener_t    *listeners;   /* array */
-    size_t              n_listeners; /* its length */
+    http_listener_t    *listeners;   /* every listener made (a list) */
+    bool                stopping;    /* rtr_http_stop() ran: closes count down `handles` */
     uv_async_t          probe_async; /* core thread -> here: a probe was answered */
     uv_timer_t          probe_timer; /* the probe's deadline */
     uint64_t            probe_seq;   /* the last probe posted to the core */
@@ -178,7 +191,7 @@ static void lws_emit(int level, const char *line)
 
 static http_listener_t *wsi_listener(struct lws *wsi)
 {
-    return lws_get_vhost_user(lws_get_vhost(wsi));
+    return lws_get_opaque_user_data(wsi);
 }
 
 /* Something a request needed (a descriptor, most often) could not be had (`e`: its errno,
@@ -934,17 +947,28 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
         close(fd);
         return;
     }
+    /* the listener rides on the connection itself: lws may move a connection to another
+     * vhost by its Host header (all ours share one "port"), so the vhost cannot say */
+    lws_adopt_desc_t ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = l->vhost;
+    ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP;
+    ad.fd.sockfd = fd;
+    ad.opaque = l;
     /* lws closes the socket when adopting fails */
     errno = 0;
-    if (!lws_adopt_socket_vhost(l->vhost, fd))
+    if (!lws_adopt_descriptor_vhost_via_info(&ad))
         warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", errno);
 }
 
 static void http_free(http_server_t *srv)
 {
-    for (size_t i = 0; i < srv->n_listeners; i++)
-        free(srv->listeners[i].root);
-    free(srv->listeners);
+    while (srv->listeners) {
+        http_listener_t *l = srv->listeners;
+        srv->listeners = l->next;
+        free(l->root);
+        free(l);
+    }
     free(srv);
 }
 
@@ -957,88 +981,119 @@ static void plain_stat(http_server_t *srv, const char *name, const char *help,
     (void)srv;
 }
 
+int rtr_http_root_check(const char *dir, char *real, char *err, size_t errlen)
+{
+    char        buf[PATH_MAX];
+    struct stat st;
+    char       *out = real ? real : buf;
+    if (!realpath(dir, out) || stat(out, &st) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "httpRootDir %s: %s", dir, strerror(e));
+        return -e;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "httpRootDir %s is not a directory", dir);
+        return -ENOTDIR;
+    }
+    return 0;
+}
+
+/* A listener for h on srv (its socket not yet polled): its root directory checked and its
+ * vhost made.  Returns it (on srv->listeners), or NULL after logging why (h's socket is
+ * then still the caller's). */
+static http_listener_t *listener_new(http_server_t *srv, const rtr_admin_http_t *h)
+{
+    const cfg_listener_t *lc = h->cfg;
+    char                  real[PATH_MAX];
+    char                  err[PATH_MAX + 64];
+    char                 *root = NULL;
+    if (lc->http_root_dir) {
+        if (rtr_http_root_check(lc->http_root_dir, real, err, sizeof(err)) < 0) {
+            LOG(CRITICAL, "Listener %s: %s", lc->port, err);
+            return NULL;
+        }
+        size_t rl = strlen(real);
+        if (rl > 1 && real[rl - 1] == '/')
+            real[--rl] = '\0';
+        root = base_strdup(strcmp(real, "/") == 0 ? "" : real);
+    }
+    http_listener_t *l = base_calloc(1, sizeof(*l));
+    l->fd = h->fd;
+    l->id = h->id;
+    l->cfg = lc;
+    l->srv = srv;
+    l->root = root;
+    l->root_len = root ? strlen(root) : 0;
+
+    char name[32];
+    snprintf(name, sizeof(name), "listener%ld", h->id);
+    struct lws_context_creation_info vi;
+    memset(&vi, 0, sizeof(vi));
+    vi.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    vi.protocols = PROTOCOLS;
+    vi.vhost_name = name;
+    vi.user = l;
+    vi.keepalive_timeout = 5;
+    vi.options = LWS_SERVER_OPTION_VALIDATE_UTF8;
+    l->vhost = lws_create_vhost(srv->ctx, &vi);
+    if (!l->vhost) {
+        LOG(CRITICAL, "Cannot start the HTTP server for listener %s", lc->port);
+        free(l->root);
+        free(l);
+        return NULL;
+    }
+    l->next = srv->listeners;
+    srv->listeners = l;
+    return l;
+}
+
+/* Start accepting on l.  Returns 0, or -1 after logging why (l stays LST_NEW, its socket
+ * open until stop). */
+static int listener_poll(http_server_t *srv, http_listener_t *l)
+{
+    l->acc.data = l;
+    if (rtr_acceptor_start(&l->acc, srv->loop, l->fd, BASE_LOG_MOD_HTTP, NULL, accept_cb) != 0) {
+        LOG(ERROR, "Cannot accept on http listener %s", l->cfg->port);
+        return -1;
+    }
+    l->state = LST_POLLING;
+    return 0;
+}
+
 int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n)
 {
     http_server_t *srv = base_calloc(1, sizeof(*srv));
     srv->loop = loop;
     srv->core = core;
-    srv->n_listeners = n;
-    srv->listeners = base_calloc(n, sizeof(*srv->listeners));
     int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        http_listener_t *l = &srv->listeners[i];
-        l->fd = http[i].fd;
-        l->cfg = http[i].cfg;
-        l->srv = srv;
-    }
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        http_listener_t *l = &srv->listeners[i];
-        if (!l->cfg->http_root_dir)
-            continue;
-        char        real[PATH_MAX];
-        struct stat st;
-        if (!realpath(l->cfg->http_root_dir, real) || stat(real, &st) != 0) {
-            rc = -errno;
-            LOG(CRITICAL, "Listener %s: httpRootDir %s: %s", l->cfg->port,
-                l->cfg->http_root_dir, strerror(errno));
-        } else if (!S_ISDIR(st.st_mode)) {
-            rc = -ENOTDIR;
-            LOG(CRITICAL, "Listener %s: httpRootDir %s is not a directory", l->cfg->port,
-                l->cfg->http_root_dir);
-        } else {
-            size_t rl = strlen(real);
-            if (rl > 1 && real[rl - 1] == '/')
-                real[--rl] = '\0';
-            l->root = base_strdup(strcmp(real, "/") == 0 ? "" : real);
-            l->root_len = strlen(l->root);
-        }
-    }
 
-    if (rc == 0) {
-        lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
-        struct lws_context_creation_info info;
-        memset(&info, 0, sizeof(info));
-        void *loops[1] = {loop};
-        info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
-                       LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN |
-                       LWS_SERVER_OPTION_VALIDATE_UTF8;
-        info.foreign_loops = loops;
-        info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
-        info.server_string = "junction/" JUNCTION_VERSION;
-        info.pcontext = &s_lws;
-        info.max_http_header_data = 8192; /* browsers send cookies; lws's default is 1 KiB */
-        srv->ctx = lws_create_context(&info);
-        s_lws = srv->ctx;
-        if (!srv->ctx) {
-            rc = -ENOTSUP;
-            LOG(CRITICAL, "Cannot start the HTTP server: libwebsockets could not join the "
-                          "libuv loop (is its libuv event library plugin installed?)");
-        }
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    void *loops[1] = {loop};
+    info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
+                   LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN | LWS_SERVER_OPTION_VALIDATE_UTF8;
+    info.foreign_loops = loops;
+    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.server_string = "junction/" JUNCTION_VERSION;
+    info.pcontext = &s_lws;
+    info.max_http_header_data = 8192; /* browsers send cookies; lws's default is 1 KiB */
+    srv->ctx = lws_create_context(&info);
+    s_lws = srv->ctx;
+    if (!srv->ctx) {
+        rc = -ENOTSUP;
+        LOG(CRITICAL, "Cannot start the HTTP server: libwebsockets could not join the "
+                      "libuv loop (is its libuv event library plugin installed?)");
     }
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        http_listener_t *l = &srv->listeners[i];
-        char             name[32];
-        snprintf(name, sizeof(name), "listener%zu", i);
-        struct lws_context_creation_info vi;
-        memset(&vi, 0, sizeof(vi));
-        vi.port = CONTEXT_PORT_NO_LISTEN_SERVER;
-        vi.protocols = PROTOCOLS;
-        vi.vhost_name = name;
-        vi.user = l;
-        vi.keepalive_timeout = 5;
-        vi.options = LWS_SERVER_OPTION_VALIDATE_UTF8;
-        l->vhost = lws_create_vhost(srv->ctx, &vi);
-        if (!l->vhost) {
-            rc = -ENOMEM;
-            LOG(CRITICAL, "Cannot start the HTTP server for listener %s", l->cfg->port);
-        }
-    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!listener_new(srv, &http[i]))
+            rc = -EINVAL;
     if (rc < 0) {
         if (srv->ctx)
             lws_context_destroy(srv->ctx);
         srv->ctx = NULL;
         for (size_t i = 0; i < n; i++)
-            close(srv->listeners[i].fd);
+            close(http[i].fd);
         http_free(srv);
         return rc;
     }
@@ -1060,16 +1115,26 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
     s_probe_async = &srv->probe_async;
     pthread_mutex_unlock(&s_probe_lock);
 
-    for (size_t i = 0; i < n; i++) {
-        http_listener_t *l = &srv->listeners[i];
-        l->acc.data = l;
-        if (rtr_acceptor_start(&l->acc, loop, l->fd, BASE_LOG_MOD_HTTP, NULL, accept_cb) == 0)
-            l->polling = true;
-        else
-            LOG(ERROR, "Cannot accept on http listener %s", l->cfg->port);
-    }
+    for (http_listener_t *l = srv->listeners; l; l = l->next)
+        listener_poll(srv, l);
     s_srv = srv;
     return 0;
+}
+
+bool rtr_http_running(void)
+{
+    return s_srv != NULL;
+}
+
+int rtr_http_listener_add(const rtr_admin_http_t *h)
+{
+    http_server_t *srv = s_srv;
+    http_listener_t *l = srv ? listener_new(srv, h) : NULL;
+    if (!l) {
+        close(h->fd);
+        return -EINVAL;
+    }
+    return listener_poll(srv, l) == 0 ? 0 : -EIO;
 }
 
 /* One of our handles closed; the last one frees the server (libuv runs close callbacks in
@@ -1080,17 +1145,39 @@ static void srv_handle_closed(http_server_t *srv)
         http_free(srv);
 }
 
+/* A listener's acceptor closed (DELETE or stop): its socket goes now. */
 static void listener_closed_cb(rtr_acceptor_t *a)
 {
     http_listener_t *l = a->data;
     close(l->fd);
     l->fd = -1;
-    srv_handle_closed(l->srv);
+    l->state = LST_CLOSED;
+    if (l->srv->stopping)
+        srv_handle_closed(l->srv);
 }
 
 static void srv_closed_cb(uv_handle_t *h)
 {
     srv_handle_closed(h->data);
+}
+
+void rtr_http_listener_del(long id)
+{
+    http_server_t *srv = s_srv;
+    for (http_listener_t *l = srv ? srv->listeners : NULL; l; l = l->next) {
+        if (l->id == id && l->state == LST_NEW && l->fd >= 0) {
+            close(l->fd); /* it never accepted */
+            l->fd = -1;
+            l->state = LST_CLOSED;
+        }
+        if (l->id != id || l->state != LST_POLLING)
+            continue;
+        /* the connections it accepted stay, as on an AMQP listener */
+        l->state = LST_CLOSING;
+        rtr_acceptor_close(&l->acc, listener_closed_cb);
+        LOG(NOTICE, "Stopped listening on %s:%s (HTTP)",
+            l->cfg->host && *l->cfg->host ? l->cfg->host : "0.0.0.0", l->cfg->port);
+    }
 }
 
 void rtr_http_stop(void)
@@ -1108,17 +1195,19 @@ void rtr_http_stop(void)
     stats_shard_free(rtr_admin_registry(), srv->shard);
     srv->shard = NULL;
     s_srv = NULL;
+    srv->stopping = true;
     srv->handles = 2;
-    for (size_t i = 0; i < srv->n_listeners; i++)
-        if (srv->listeners[i].polling)
+    /* a listener whose DELETE is closing it counts too: its close callback counts down */
+    for (http_listener_t *l = srv->listeners; l; l = l->next)
+        if (l->state == LST_POLLING || l->state == LST_CLOSING)
             srv->handles++;
     uv_close((uv_handle_t *)&srv->probe_async, srv_closed_cb);
     uv_close((uv_handle_t *)&srv->probe_timer, srv_closed_cb);
-    for (size_t i = 0; i < srv->n_listeners; i++) {
-        http_listener_t *l = &srv->listeners[i];
-        if (l->polling) {
+    for (http_listener_t *l = srv->listeners; l; l = l->next) {
+        if (l->state == LST_POLLING) {
+            l->state = LST_CLOSING;
             rtr_acceptor_close(&l->acc, listener_closed_cb);
-        } else if (l->fd >= 0) {
+        } else if (l->state == LST_NEW && l->fd >= 0) {
             close(l->fd);
             l->fd = -1;
         }

@@ -63,8 +63,8 @@ static int apply_logs(const cfg_t *cfg, char *err, size_t errlen)
                 return -1;
             }
         }
-        if (mod == BASE_LOG_MOD_DEFAULT)
-            base_log_set_timestamps(l->include_timestamp);
+        base_log_set_format(mod, l->include_timestamp_set ? l->include_timestamp : -1,
+                            l->include_source_set ? l->include_source : -1);
     }
     base_log_finish_config();
     return 0;

@@ -284,6 +284,16 @@ struct rtr_worker {
 };
 
 /* Process-wide read-mostly state, written on the main thread before the workers start. */
+/* The `policy` entity's counters, as plain stats named by rtr_policy_stat_names[]. */
+enum {
+    RTR_POLICY_PROCESSED = 0, /* connections that reached the maxConnections check */
+    RTR_POLICY_CONN_DENIED,   /* refused by maxConnections */
+    RTR_POLICY_LINK_DENIED,   /* links refused by maxSenders / maxReceivers */
+    RTR_POLICY_SIZE_DENIED,   /* messages refused by maxMessageSize */
+    RTR_POLICY_N
+};
+extern const char *const rtr_policy_stat_names[RTR_POLICY_N];
+
 typedef struct rtr_globals {
     const cfg_t   *cfg;          /* the configuration */
     const char    *router_id;    /* cfg router id */
@@ -296,6 +306,8 @@ typedef struct rtr_globals {
     _Atomic uint32_t n_open_conns; /* client connections past their AMQP open (policy
                                       maxConnections; any worker) */
     const core_stats_t *stats;   /* the built-in stat families */
+    stats_handle_t policy_stats[RTR_POLICY_N]; /* the policy entity's counters (plain stats
+                                      made at start; workers count into their shard) */
     rtr_worker_t  *workers;      /* every worker, for RTR_EXT_STREAM wake-ups */
     int            n_workers;    /* their count */
 } rtr_globals_t;
@@ -313,8 +325,10 @@ struct sockaddr_storage;
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* server.c: listeners at run time (management CREATE/DELETE).  Thread-safe.
- * rtr_server_listener_add() binds `lc` on the calling thread (so a port in use is an error
- * at once) and hands the socket to the main thread, which starts accepting on it; `lc` must
+ * rtr_server_listener_add() checks `lc`'s httpRootDir and binds `lc` on the calling thread
+ * (so a port in use or a missing directory is an error at once) and hands the socket to the
+ * main thread, which starts accepting on it (an http listener's socket goes on to the admin
+ * thread, started then if it is not running); `lc` must
  * stay valid until the server is freed (connections point at it).  Returns the listener's
  * id (> 0), or -1 with a one-line reason in err.  rtr_server_listener_del() asks the main
  * thread to stop accepting on listener `id` and close it (connections stay).  The configured

@@ -13,6 +13,7 @@
 #include "router/accept.h"
 #include "router/admin.h"
 #include "router/agent.h"
+#include "router/http.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,13 @@
 
 rtr_globals_t g_rtr;
 
+const char *const rtr_policy_stat_names[RTR_POLICY_N] = {
+    [RTR_POLICY_PROCESSED] = "policyConnectionsProcessed",
+    [RTR_POLICY_CONN_DENIED] = "policyConnectionsDenied",
+    [RTR_POLICY_LINK_DENIED] = "policyLinksDenied",
+    [RTR_POLICY_SIZE_DENIED] = "policyMaxMessageSizeDenied",
+};
+
 typedef struct rtr_listener rtr_listener_t;
 struct rtr_listener {
     int                   fd;    /* listening socket */
@@ -40,6 +48,7 @@ struct rtr_listener {
     long                  id;    /* 1.. for the configured ones (file order), then run-time */
     bool                  runtime; /* made by management CREATE (heap, on srv->extra) */
     bool                  deleted; /* management DELETE: no longer accepting */
+    bool                  http;    /* an http listener: its socket is the admin thread's */
     rtr_listener_t       *next;  /* on srv->extra / srv->ctl_q */
 };
 
@@ -113,7 +122,11 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
 {
     const cfg_listener_t *lc = l->cfg;
     struct addrinfo hints = {0}, *res = NULL, *ai;
-    hints.ai_family = AF_UNSPEC;
+    /* socketAddressFamily: only that family's addresses (an empty host is then every IPv6
+     * address for IPv6, as qdrouterd's) */
+    hints.ai_family = lc->family == CFG_FAMILY_IPV4   ? AF_INET
+                      : lc->family == CFG_FAMILY_IPV6 ? AF_INET6
+                                                      : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     const char *host = lc->host && *lc->host ? lc->host : NULL;
@@ -136,7 +149,8 @@ static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
         int e = errno;
-        snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "0.0.0.0", lc->port,
+        snprintf(err, errlen, "Cannot listen on %s:%s: %s",
+                 host ? host : pick->ai_family == AF_INET6 ? "::" : "0.0.0.0", lc->port,
                  strerror(e));
         if (fd >= 0)
             close(fd);
@@ -297,6 +311,10 @@ static void listener_stop(rtr_listener_t *l)
     if (l->deleted)
         return;
     l->deleted = true;
+    if (l->http) {
+        rtr_admin_http_del(l->id); /* the admin thread closes it and logs */
+        return;
+    }
     if (l->polling) {
         rtr_acceptor_close(&l->acc, listener_closed_cb);
     } else if (l->fd >= 0) {
@@ -332,6 +350,14 @@ static void ctl_cb(uv_async_t *h)
             s->extra = l;
             if (s->stopping) {
                 listener_stop(l);
+            } else if (l->cfg->http) {
+                /* HTTP is served on the admin thread (started now if it is not running) */
+                rtr_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
+                l->fd = -1;
+                l->http = true;
+                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &hl) < 0)
+                    LOG(ERROR, "HTTP listener %s:%s not started (see above)",
+                        l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
                 listener_start(s, l);
             }
@@ -369,6 +395,8 @@ long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen)
         snprintf(err, errlen, "The router is not running");
         return -1;
     }
+    if (lc->http_root_dir && rtr_http_root_check(lc->http_root_dir, NULL, err, errlen) < 0)
+        return -1; /* refused before anything is bound */
     rtr_listener_t *l = base_calloc(1, sizeof(*l));
     l->fd = -1;
     l->cfg = lc;
@@ -466,6 +494,16 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     g_rtr.stats = &s->stats;
+    static const char *const policy_help[RTR_POLICY_N] = {
+        "Connections checked against policy maxConnections",
+        "Connections refused by policy maxConnections",
+        "Links refused by maxSenders or maxReceivers",
+        "Messages refused by maxMessageSize",
+    };
+    for (int i = 0; i < RTR_POLICY_N; i++)
+        if (stats_stat_new(s->reg, rtr_policy_stat_names[i], STATS_COUNTER, policy_help[i], NULL,
+                           &g_rtr.policy_stats[i], NULL) < 0)
+            memset(&g_rtr.policy_stats[i], 0, sizeof(g_rtr.policy_stats[i])); /* sink slot */
     s->shard = stats_shard_new(s->reg);
     stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
     uv_async_init(&s->loop, &s->ctl, ctl_cb);
@@ -505,8 +543,10 @@ int rtr_server_start(rtr_server_t *s)
         if (!l->cfg->http)
             continue;
         http[n_http].fd = l->fd;
+        http[n_http].id = l->id;
         http[n_http++].cfg = l->cfg;
         l->fd = -1; /* the admin thread's now */
+        l->http = true;
     }
     rc = rtr_admin_start(cfg, s->reg, s->core, http, n_http);
     free(http);

@@ -23,7 +23,13 @@ _Atomic uint8_t base_log_masks[BASE_LOG_N_MODULES] = {
 static uint8_t configured[BASE_LOG_N_MODULES]; /* mask as configured, FOLLOW_DEFAULT if unset */
 static bool configured_init;
 static int out_fd[BASE_LOG_N_MODULES];       /* 0 = stderr */
-static bool with_timestamps = true;
+/* includeTimestamp / includeSource as configured (-1: follow DEFAULT), and what each module
+ * does (resolved by base_log_finish_config(); read-only once the other threads run) */
+static int8_t fmt_timestamps[BASE_LOG_N_MODULES];
+static int8_t fmt_source[BASE_LOG_N_MODULES];
+static bool   fmt_init;
+static bool   no_timestamps[BASE_LOG_N_MODULES]; /* (inverted: timestamps before the config) */
+static bool   with_source[BASE_LOG_N_MODULES];
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER; /* run-time updates of configured[] */
 
 /* The ring of recent lines: ring[(ring_next - ring_used + i) % BASE_LOG_RING], i < ring_used. */
@@ -44,6 +50,7 @@ static const char *const level_names[] = {"trace",   "debug", "info",    "notice
 _Static_assert(sizeof(module_names) / sizeof(module_names[0]) == BASE_LOG_N_MODULES, "module table");
 
 static void apply_masks_LH(void);
+static void init_format(void);
 
 static void init_configured(void)
 {
@@ -128,6 +135,13 @@ void base_log_finish_config(void)
 {
     init_configured();
     apply_masks_LH();
+    init_format();
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++) {
+        int8_t ts = fmt_timestamps[i] >= 0 ? fmt_timestamps[i] : fmt_timestamps[BASE_LOG_MOD_DEFAULT];
+        int8_t src = fmt_source[i] >= 0 ? fmt_source[i] : fmt_source[BASE_LOG_MOD_DEFAULT];
+        no_timestamps[i] = ts != 1;
+        with_source[i] = src == 1;
+    }
     for (int i = 0; i < BASE_LOG_N_MODULES; i++)
         if (out_fd[i] == 0 && i != BASE_LOG_MOD_DEFAULT)
             out_fd[i] = out_fd[BASE_LOG_MOD_DEFAULT];
@@ -149,9 +163,34 @@ int base_log_set_output(base_log_module_t mod, const char *path)
     return 0;
 }
 
-void base_log_set_timestamps(bool on)
+static void init_format(void)
 {
-    with_timestamps = on;
+    if (fmt_init)
+        return;
+    fmt_init = true;
+    for (int i = 0; i < BASE_LOG_N_MODULES; i++)
+        fmt_timestamps[i] = fmt_source[i] = -1;
+    fmt_timestamps[BASE_LOG_MOD_DEFAULT] = 1;
+    fmt_source[BASE_LOG_MOD_DEFAULT] = 0;
+}
+
+void base_log_set_format(base_log_module_t mod, int timestamps, int source)
+{
+    init_format();
+    if (timestamps >= 0)
+        fmt_timestamps[mod] = timestamps ? 1 : 0;
+    if (source >= 0)
+        fmt_source[mod] = source ? 1 : 0;
+}
+
+bool base_log_timestamps(base_log_module_t mod)
+{
+    return !no_timestamps[mod];
+}
+
+bool base_log_source(base_log_module_t mod)
+{
+    return with_source[mod];
 }
 
 void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *file, int line_no,
@@ -160,7 +199,7 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fi
     char line[2048];
     size_t n = 0;
 
-    if (with_timestamps) {
+    if (!no_timestamps[mod]) {
         struct timeval tv;
         struct tm tm;
         gettimeofday(&tv, NULL);
@@ -177,6 +216,16 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fi
     n += (size_t)k;
     if (n > sizeof(line) - 2)
         n = sizeof(line) - 2;
+    size_t text_end = n;
+    if (with_source[mod] && file) {
+        while (strncmp(file, "../", 3) == 0)
+            file += 3; /* meson builds in a subdirectory */
+        int k2 = snprintf(line + n, sizeof(line) - n, " (%s:%d)", file, line_no);
+        if (k2 > 0)
+            n += (size_t)k2;
+        if (n > sizeof(line) - 2)
+            n = sizeof(line) - 2;
+    }
 
     atomic_fetch_add_explicit(&counts[mod][lvl], 1, memory_order_relaxed);
     struct timeval now;
@@ -191,7 +240,8 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fi
     e->file = file;
     e->line = line_no;
     e->time = (double)now.tv_sec + (double)now.tv_usec / 1e6;
-    size_t tl = n - text_at < sizeof(e->text) - 1 ? n - text_at : sizeof(e->text) - 1;
+    size_t tl = text_end - text_at < sizeof(e->text) - 1 ? text_end - text_at
+                                                         : sizeof(e->text) - 1;
     memcpy(e->text, line + text_at, tl);
     e->text[tl] = '\0';
     pthread_mutex_unlock(&ring_lock);

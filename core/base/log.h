@@ -116,8 +116,15 @@ int base_log_parse_enable(const char *text, uint8_t *mask);
  * append.  Returns 0, or -errno when the file cannot be opened. */
 void base_log_set_mask(base_log_module_t mod, uint8_t mask);
 int base_log_set_output(base_log_module_t mod, const char *path);
-void base_log_set_timestamps(bool on);
-/* Apply DEFAULT's mask to every module left following it; call after the set_* calls. */
+/* includeTimestamp / includeSource of a module: 1 on, 0 off, -1 unchanged (a module that
+ * never sets one follows DEFAULT's, whose own defaults are on and off).  With the source, a
+ * line ends with " (file:line)" as qdrouterd's do. */
+void base_log_set_format(base_log_module_t mod, int timestamps, int source);
+/* What the module does once base_log_finish_config() ran.  Thread-safe (read-only then). */
+bool base_log_timestamps(base_log_module_t mod);
+bool base_log_source(base_log_module_t mod);
+/* Apply DEFAULT's mask, output and format to every module left following it; call after the
+ * set_* calls. */
 void base_log_finish_config(void);
 
 #endif

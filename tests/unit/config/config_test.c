@@ -164,7 +164,7 @@ static void test_address_defaults(void **state)
 {
     (void)state;
     cfg_t *cfg = load_ok("[['address', {'prefix': 'p'}], ['address', {'pattern': 'a.*', "
-                         "'waypoint': true}]]");
+                         "'waypoint': false, 'ingressPhase': 0, 'egressPhase': 0}]]");
     assert_int_equal(cfg->n_addresses, 2);
     const cfg_address_t *a = &cfg->addresses[0];
     assert_null(a->name);
@@ -178,9 +178,9 @@ static void test_address_defaults(void **state)
     a = &cfg->addresses[1];
     assert_null(a->prefix);
     assert_string_equal(a->pattern, "a.*");
-    assert_true(a->waypoint);
+    assert_false(a->waypoint);
     assert_int_equal(a->ingress_phase, 0);
-    assert_int_equal(a->egress_phase, 1); /* waypoint ? 1 : 0 */
+    assert_int_equal(a->egress_phase, 0);
     cfg_free(cfg);
 }
 
@@ -195,7 +195,9 @@ static void test_log_defaults(void **state)
     assert_null(g->enable);
     assert_int_equal(g->enable_mask, 0xff);
     assert_true(g->include_timestamp);
+    assert_false(g->include_timestamp_set); /* follows DEFAULT's */
     assert_false(g->include_source);
+    assert_false(g->include_source_set);
     assert_null(g->output_file);
     cfg_free(cfg);
 }
@@ -664,8 +666,11 @@ static void test_router_ignored(void **state)
                 " 'mobileAddrMaxAgeSeconds': 60, 'debugDumpFile': '/tmp/qdrouterd.core',"
                 " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
                 " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
-                " 'timestampFormat': '%Y', 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
+                " 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
     cfg_free(cfg);
+    /* log lines keep their one timestamp form */
+    router_err("'timestampFormat': '%Y'", "attribute 'timestampFormat': Junction does not "
+                                          "support timestampFormat (a log timestamp format) yet");
     /* ignored, but still type-checked like qdrouterd's schema does */
     router_err("'helloIntervalSeconds': 'often'",
                "attribute 'helloIntervalSeconds': expected an integer, got \"often\"");
@@ -811,14 +816,18 @@ static void test_policy(void **state)
     assert_true(cfg->policy.max_message_size == 0);
     assert_true(cfg->listeners[0].max_message_size == 0);
     assert_int_equal(cfg->router.shutdown_grace_seconds, CFG_SHUTDOWN_GRACE_DEFAULT);
+    assert_string_equal(cfg->policy.default_vhost, "$default");
+    assert_false(cfg->policy.enable_vhost_name_patterns);
     cfg_free(cfg);
 
     /* the policy may come after the listeners; a listener's own value wins */
     cfg = load_ok("[['listener', {'port': 1}], ['listener', {'port': 2, 'maxMessageSize': 5}],"
                   " ['policy', {'maxConnections': '3', 'maxMessageSize': 1000, "
-                  "'enableVhostPolicy': false, 'defaultVhost': '$default', "
+                  "'enableVhostPolicy': false, 'defaultVhost': 'vh', "
                   "'enableVhostNamePatterns': true}]]");
     assert_int_equal(cfg->policy.max_connections, 3);
+    assert_string_equal(cfg->policy.default_vhost, "vh"); /* kept for management */
+    assert_true(cfg->policy.enable_vhost_name_patterns);
     assert_true(cfg->policy.max_message_size == 1000);
     assert_true(cfg->listeners[0].max_message_size == 1000);
     assert_true(cfg->listeners[1].max_message_size == 5);
@@ -932,12 +941,29 @@ static void test_listener_unsupported(void **state)
 static void test_listener_ignored(void **state)
 {
     (void)state;
-    cfg_t *cfg = listener_ok("'cost': 1, 'socketAddressFamily': 'IPv4', 'failoverUrls': 'a:1', "
-                             "'messageLoggingComponents': 'all', 'policyVhost': 'v', "
+    cfg_t *cfg = listener_ok("'cost': 3, 'socketAddressFamily': 'IPv4', 'failoverUrls': '', "
+                             "'messageLoggingComponents': 'none', 'policyVhost': 'v', "
                              "'initialHandshakeTimeoutSeconds': '5', 'identity': 'listener/1'");
+    const cfg_listener_t *l = &cfg->listeners[0];
+    assert_int_equal(l->cost, 3); /* kept for management, used by nothing standalone */
+    assert_int_equal(l->family, CFG_FAMILY_IPV4);
+    assert_string_equal(l->policy_vhost, "v");
     cfg_free(cfg);
     cfg = listener_ok("'protocolFamily': 'IPv6'");
+    assert_int_equal(cfg->listeners[0].family, CFG_FAMILY_IPV6);
     cfg_free(cfg);
+    cfg = listener_ok("");
+    assert_int_equal(cfg->listeners[0].family, CFG_FAMILY_ANY);
+    assert_int_equal(cfg->listeners[0].cost, 1);
+    assert_null(cfg->listeners[0].policy_vhost);
+    cfg_free(cfg);
+    /* what a client or the log would see differently is refused until Junction does it */
+    listener_err("'failoverUrls': 'amqp://b:5672'",
+                 "attribute 'failoverUrls': Junction does not support failoverUrls (a failover "
+                 "list for clients) yet");
+    listener_err("'messageLoggingComponents': 'all'",
+                 "attribute 'messageLoggingComponents': Junction does not support "
+                 "messageLoggingComponents other than \"none\" (message logging) yet");
     listener_err("'socketAddressFamily': 'IPv5'",
                  "attribute 'socketAddressFamily': expected one of IPv4, IPv6, got \"IPv5\"");
     listener_err("'cost': 'cheap'", "attribute 'cost': expected an integer, got \"cheap\"");
@@ -989,22 +1015,27 @@ static void test_address(void **state)
 {
     (void)state;
     cfg_t *cfg = load_ok("[['address', {'name': 'q', 'prefix': 'queue', 'distribution': "
-                         "'closest', 'waypoint': 'yes', 'ingressPhase': 3, 'egressPhase': '9', "
+                         "'closest', 'waypoint': 'no', 'ingressPhase': 0, 'egressPhase': '0', "
                          "'priority': 5, 'enableFallback': false}]]");
     const cfg_address_t *a = &cfg->addresses[0];
     assert_string_equal(a->name, "q");
     assert_string_equal(a->prefix, "queue");
     assert_int_equal(a->distribution, CFG_DIST_CLOSEST);
-    assert_true(a->waypoint);
-    assert_int_equal(a->ingress_phase, 3);
-    assert_int_equal(a->egress_phase, 9);
+    assert_false(a->waypoint);
+    assert_int_equal(a->ingress_phase, 0);
+    assert_int_equal(a->egress_phase, 0);
     assert_int_equal(a->priority, 5);
     cfg_free(cfg);
 
-    cfg = load_ok("[['address', {'pattern': 'a.b', 'egressPhase': 2}]]");
-    assert_int_equal(cfg->addresses[0].ingress_phase, 0);
-    assert_int_equal(cfg->addresses[0].egress_phase, 2);
-    cfg_free(cfg);
+    /* waypoints and phases change where messages go: refused until Junction routes them */
+    address_err("'prefix': 'a', 'waypoint': true",
+                "attribute 'waypoint': Junction does not support waypoint: true (waypoints) yet");
+    address_err("'pattern': 'a.b', 'egressPhase': 2",
+                "attribute 'egressPhase': Junction does not support egressPhase other than 0 "
+                "(address phases) yet");
+    address_err("'prefix': 'a', 'ingressPhase': '3'",
+                "attribute 'ingressPhase': Junction does not support ingressPhase other than 0 "
+                "(address phases) yet");
 
     address_err("'prefix': 'a', 'pattern': 'b'",
                 "attributes 'prefix' and 'pattern': expected one of them, got both");
@@ -1156,7 +1187,9 @@ static void test_log(void **state)
     assert_string_equal(g->enable, "trace,debug,warning+");
     assert_int_equal(g->enable_mask, mask);
     assert_false(g->include_timestamp);
+    assert_true(g->include_timestamp_set);
     assert_true(g->include_source);
+    assert_true(g->include_source_set);
     assert_string_equal(g->output_file, "/tmp/junction.log");
     g = &cfg->logs[1];
     assert_int_equal(g->module_id, BASE_LOG_MOD_DEFAULT);
@@ -1333,7 +1366,7 @@ static void test_mutations(void **state)
         " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": 5672, \"saslMechanisms\": "
         "\"ANONYMOUS\", \"maxFrameSize\": \"1024\", \"stripAnnotations\": \"in\"}],\n"
         " [\"address\", {\"prefix\": \"closest\", \"distribution\": \"closest\"}],\n"
-        " [\"address\", {\"pattern\": \"a.*.#\", \"waypoint\": \"yes\"}],\n"
+        " [\"address\", {\"pattern\": \"a.*.#\", \"waypoint\": \"no\"}],\n"
         " [\"log\", {\"module\": \"DEFAULT\", \"enable\": \"info+\"}]]\n";
     static const char alphabet[] = "[]{}\",:#.*/ \n\\0123456789aeyonTRUEfalse-_";
     char              text[sizeof(base) + 8];

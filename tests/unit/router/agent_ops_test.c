@@ -249,6 +249,26 @@ static void fill_enable_trace(pn_data_t *b)
     pn_data_exit(b);
 }
 
+static void fill_worker_threads(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(13, "workerThreads"));
+    pn_data_put_int(b, 7);
+    pn_data_exit(b);
+}
+
+static void fill_create_waypoint(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(6, "prefix"));
+    pn_data_put_string(b, pn_bytes(2, "wp"));
+    pn_data_put_string(b, pn_bytes(8, "waypoint"));
+    pn_data_put_bool(b, true);
+    pn_data_exit(b);
+}
+
 static void fill_admin_deleted(pn_data_t *b)
 {
     pn_data_put_map(b);
@@ -524,6 +544,33 @@ static void test_connection_update_unknown(void **state)
     assert_int_equal(n_close, 0);
 }
 
+/* Rows come from the configuration the router runs with; what would not be acted on is
+ * refused. */
+static void test_rows_are_the_live_configuration(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, NULL, "operation", "READ", "type", "listener", "name",
+                          "listener/127.0.0.1:5999", NULL),
+                     200);
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "initialHandshakeTimeoutSeconds"));
+    assert_int_equal(pn_data_get_long(b), 10); /* Junction's default, not qdrouterd's 0 */
+    b = body(f);
+    assert_true(map_find(b, "http"));
+    assert_false(pn_data_get_bool(b));
+
+    /* UPDATE of a router attribute: refused, not answered as done */
+    assert_int_equal(call(f, fill_worker_threads, "operation", "UPDATE", "type", "router", NULL),
+                     400);
+    assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "router", NULL), 200);
+
+    /* an attribute Junction would not act on: 400, and nothing reaches the core */
+    assert_int_equal(call(f, fill_create_waypoint, "operation", "CREATE", "type",
+                          "org.apache.qpid.dispatch.router.config.address", NULL),
+                     400);
+    assert_int_equal(n_addr_add, 0);
+}
+
 int main(void)
 {
     base_log_finish_config();
@@ -538,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_update_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rows_are_the_live_configuration, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
