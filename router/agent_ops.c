@@ -217,7 +217,8 @@ static const etype_t etypes[] = {
      "CREATE,DELETE,READ,QUERY", NULL, N(linkroute_attrs), false},
     {"log", NULL, ET_LOG, "configurationEntity", "UPDATE,READ,QUERY", NULL, N(log_attrs), false},
     {"policy", NULL, ET_POLICY, "configurationEntity", "READ,QUERY", NULL, N(policy_attrs), true},
-    {"router.link", "link", ET_STATS, "operationalEntity", "UPDATE,READ,QUERY", "link", NULL, 0, false},
+    /* no UPDATE (adminStatus) until a link can be disabled: a listed operation must work */
+    {"router.link", "link", ET_STATS, "operationalEntity", "READ,QUERY", "link", NULL, 0, false},
     {"router.address", NULL, ET_STATS, "operationalEntity", "READ,QUERY", "address", NULL, 0, false},
     {"connection", NULL, ET_STATS, "operationalEntity", "UPDATE,READ,QUERY", "connection", NULL, 0, false},
     {"allocator", NULL, ET_STATS, "operationalEntity", "READ,QUERY", "allocator", NULL, 0, false},

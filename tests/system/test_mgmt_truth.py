@@ -375,3 +375,29 @@ def test_policy_counters_count_what_the_policy_refused(make_router, client, node
     for k, v in want.items():
         assert row[k] == v, (k, row)
     assert row["connectionsProcessed"] >= 3
+
+
+def test_listed_operations_are_the_ones_that_work(router, node_of):
+    """GET-OPERATIONS lists only what the router does: an UPDATE it lists for a type is
+    answered (not 501), and router.link, whose adminStatus cannot be changed yet, lists none."""
+    node = node_of(router)
+    ops = node.get("GET-OPERATIONS")
+    prefix = "org.apache.qpid.dispatch."
+    assert set(ops[prefix + "router.link"]) == {"READ", "QUERY"}
+    with pytest.raises(ManagementError) as e:
+        node.update({"adminStatus": "disabled"}, "router.link", identity="1")
+    assert e.value.status == 501
+    tried = []
+    for t, listed in ops.items():
+        short = t.replace(prefix, "")
+        if "UPDATE" not in listed or short == "connection":
+            continue  # connection: UPDATE adminStatus=deleted closes one (test_qdmanage)
+        rows = node.query_dicts(short, ["name", "identity"])
+        if not rows:
+            continue
+        try:
+            node.update({}, short, identity=rows[0]["identity"])
+        except ManagementError as err:
+            assert err.status != 501, (t, err.description)
+        tried.append(short)
+    assert {"router", "log"} <= set(tried)
