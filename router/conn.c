@@ -15,7 +15,7 @@
  * are never referenced after link cleanup (contexts cleared, pointers NULLed); a connection
  * is freed after its uv handles closed and its last link is gone.
  */
-#include "router/router_int.h"
+#include "router/transport.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -26,13 +26,11 @@
 #include <proton/disposition.h>
 #include <proton/event.h>
 #include <proton/link.h>
-#include <proton/sasl.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
 #include <proton/transport.h>
 
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,88 +40,11 @@
 
 #include "junction_version.h"
 
-#define LOGC(c, lvl, ...)                                                                          \
-    do {                                                                                           \
-        if (base_log_enabled(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl))                                 \
-            log_ids(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, (c)->id, 0, __VA_ARGS__);                 \
-    } while (0)
-#define LOGL(k, lvl, ...)                                                                          \
-    do {                                                                                           \
-        if (base_log_enabled(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl))                                 \
-            log_ids(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl, (k)->conn->id, (k)->id, __VA_ARGS__);     \
-    } while (0)
-
-/* One log line prefixed with qdrouterd's [C<conn>][L<link>] ids (link 0: none). */
-static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
-                    const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    if (link)
-        base_log_write(mod, lvl, "[C%llu][L%llu] %s", (unsigned long long)conn,
-                       (unsigned long long)link, text);
-    else
-        base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
-}
-
-/* Count into the worker's own shard.  Any object may be written, without a check: one
- * without stats (not attached yet: none; no room in the registry: a sink) writes into the
- * sink (stats/stats.h "The sink rule"). */
-#define WCOUNT(w, obj, field, n) stats_obj_add((w)->shard, (obj), (field), (n))
-#define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
-#define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
-
-static void conn_process_WT(rtr_conn_t *c);
 static void link_cleanup_WT(rtr_link_t *k);
 static void link_pump_WT(rtr_link_t *k);
 static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in);
 
-static void conn_mark_dirty_WT(rtr_conn_t *c)
-{
-    if (c->dirty || c->closed)
-        return;
-    c->dirty = true;
-    c->dirty_next = c->worker->dirty;
-    c->worker->dirty = c;
-}
-
-static void conn_free_WT(rtr_conn_t *c)
-{
-    rtr_worker_t *w = c->worker;
-    if (c->dirty) {
-        rtr_conn_t **pp = &w->dirty;
-        while (*pp != c)
-            pp = &(*pp)->dirty_next;
-        *pp = c->dirty_next;
-    }
-    BASE_DLIST_REMOVE(w->conns, c, prev, next);
-    w->n_conns--;
-    if (c->counted)
-        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
-    if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
-        stats_object_retire(g_rtr.stats->reg, c->stats);
-    free(c->wreq); /* a write cancelled by the close */
-    codec_guard_fini(&c->guard);
-    free(c);
-    rtr_worker_maybe_exit_WT(w);
-}
-
 /* ---------------------------------------------------------------- links */
-
-static void link_unlink_WT(rtr_link_t *k)
-{
-    rtr_conn_t *c = k->conn;
-    BASE_DLIST_REMOVE(c->links, k, prev, next);
-    c->worker->n_links--;
-    free(k);
-    if (c->closed && !c->links)
-        conn_free_WT(c);
-}
 
 static void link_schedule_pump_WT(rtr_link_t *k)
 {
@@ -177,7 +98,7 @@ static void link_credit_back_WT(rtr_link_t *k)
         k->held--;
     if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
-        conn_mark_dirty_WT(k->conn);
+        rtr_conn_mark_dirty_WT(k->conn);
     }
 }
 
@@ -265,7 +186,7 @@ static void link_cleanup_WT(rtr_link_t *k)
         a->type = CORE_A_LINK_DETACH;
         a->link_id = k->id;
     } else {
-        link_unlink_WT(k);
+        rtr_link_unlink_WT(k);
     }
 }
 
@@ -280,7 +201,7 @@ static void link_close_error_WT(rtr_link_t *k, const char *name, const char *des
     pn_condition_set_description(cond, desc);
     pn_link_close(pl);
     link_cleanup_WT(k);
-    conn_mark_dirty_WT(c);
+    rtr_conn_mark_dirty_WT(c);
 }
 
 /* maxSenders / maxReceivers: refuse an attach beyond the connection's cap (attach and
@@ -378,7 +299,7 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
         } else if (k->out) {
             link_schedule_pump_WT(k);
         }
-        conn_mark_dirty_WT(k->conn);
+        rtr_conn_mark_dirty_WT(k->conn);
     }
     free(addr);
     free(desc);
@@ -452,7 +373,7 @@ static void link_credit_sync_later_WT(rtr_link_t *k)
 {
     k->credit_sync = true;
     k->conn->credit_sync = true;
-    conn_mark_dirty_WT(k->conn);
+    rtr_conn_mark_dirty_WT(k->conn);
 }
 
 static void link_credit_sync_WT(rtr_link_t *k)
@@ -561,7 +482,7 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
     if (k) {
         in_unlink_WT(in);
         link_credit_back_WT(k);
-        conn_mark_dirty_WT(k->conn);
+        rtr_conn_mark_dirty_WT(k->conn);
     }
     in_free_WT(w, in);
 }
@@ -820,7 +741,7 @@ static void on_stream_wake_WT(rtr_worker_t *w)
         o->on_wait = false;
         o->wnext = o->wprev = NULL;
         link_schedule_pump_WT(o->link);
-        conn_mark_dirty_WT(o->link->conn);
+        rtr_conn_mark_dirty_WT(o->link->conn);
         o = next;
     }
     rtr_link_t *k = w->q2_links;
@@ -832,7 +753,7 @@ static void on_stream_wake_WT(rtr_worker_t *w)
         k->q2_next = NULL;
         if (k->pn && k->receiving && k->receiving->pn) {
             in_delivery_WT(k, k->receiving->pn);
-            conn_mark_dirty_WT(k->conn);
+            rtr_conn_mark_dirty_WT(k->conn);
         }
         k = next;
     }
@@ -879,7 +800,7 @@ static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         k->next_send = o;
     k->queued++;
     link_schedule_pump_WT(k);
-    conn_mark_dirty_WT(k->conn);
+    rtr_conn_mark_dirty_WT(k->conn);
 }
 
 /* Hand n bytes of an outgoing copy to Proton, counted against the connection's budget. */
@@ -891,7 +812,7 @@ static void link_send_WT(rtr_link_t *k, const void *p, size_t n)
 
 /* The connection's output budget: once RTR_CONN_OUT_MAX bytes of copies wait in Proton (all
  * sessions together), its links stop (`blocked`) until the socket took what Proton framed;
- * conn_process_WT() resumes them.  Returns true when k must stop. */
+ * rtr_conn_process_WT() resumes them.  Returns true when k must stop. */
 static bool link_out_full_WT(rtr_link_t *k)
 {
     if (k->conn->out_queued < RTR_CONN_OUT_MAX)
@@ -1006,7 +927,7 @@ static void link_pump_WT(rtr_link_t *k)
         rtr_out_t *o = k->next_send;
         rtr_msg_t *m = o->msg;
         if (link_out_full_WT(k))
-            return; /* conn_process_WT() resumes it once the socket took Proton's bytes */
+            return; /* rtr_conn_process_WT() resumes it once the socket took Proton's bytes */
         if (!o->pn) {
             if (pn_link_credit(pl) <= 0)
                 break;
@@ -1112,7 +1033,7 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     case CORE_W_LINK_DETACHED:
         k->at_core = false;
         if (!k->pn)
-            link_unlink_WT(k);
+            rtr_link_unlink_WT(k);
         break;
     case CORE_W_SEND:
         on_send_WT(w, k, work);
@@ -1159,7 +1080,7 @@ void rtr_conn_quiesce_WT(rtr_worker_t *w)
             k->credit_on = false;
             link_credit_sync_later_WT(k); /* the sender gives back what it cannot use */
         }
-        conn_mark_dirty_WT(c);
+        rtr_conn_mark_dirty_WT(c);
     }
 }
 
@@ -1178,7 +1099,7 @@ void rtr_conn_release_all_WT(rtr_worker_t *w)
                 in->pn = NULL; /* the record waits for the core's answer */
             }
         }
-        conn_mark_dirty_WT(c);
+        rtr_conn_mark_dirty_WT(c);
     }
 }
 
@@ -1190,7 +1111,7 @@ void rtr_conn_process_dirty_WT(rtr_worker_t *w)
         w->dirty = c->dirty_next;
         c->dirty = false;
         c->dirty_next = NULL;
-        conn_process_WT(c);
+        rtr_conn_process_WT(c);
     }
 }
 
@@ -1374,17 +1295,6 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 
 /* ---------------------------------------------------------------- socket I/O */
 
-/* The frame guard's memory (codec_guard_mem_fn): grows with the performative being checked,
- * given back once it is checked. */
-static void *guard_mem(void *p, size_t n)
-{
-    if (n == 0) {
-        free(p);
-        return NULL;
-    }
-    return base_realloc(p, n);
-}
-
 static void handle_closed_cb(uv_handle_t *h)
 {
     rtr_conn_t *c = h->data;
@@ -1395,7 +1305,7 @@ static void handle_closed_cb(uv_handle_t *h)
     c->closed = true;
     LOGC(c, INFO, "Connection from %s closed", c->peer);
     if (!c->links)
-        conn_free_WT(c);
+        rtr_conn_free_WT(c);
 }
 
 static void conn_close_socket_WT(rtr_conn_t *c)
@@ -1408,164 +1318,14 @@ static void conn_close_socket_WT(rtr_conn_t *c)
     uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
 }
 
-static void write_cb(uv_write_t *req, int status);
-
-/* Bytes of copies Proton holds but has not framed (a session or link window of the client's
- * is closed): what stays of the connection's output budget once the socket took everything
- * Proton framed. */
-static size_t conn_unframed_WT(rtr_conn_t *c)
-{
-    size_t n = 0;
-    for (pn_session_t *s = pn_session_head(c->driver.connection, 0); s; s = pn_session_next(s, 0))
-        n += pn_session_outgoing_bytes(s);
-    return n;
-}
-
-/* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
- * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
- * comes back here. */
-static void conn_write_WT(rtr_conn_t *c)
-{
-    while (!c->writing && !c->closing) {
-        pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
-        if (wb.size == 0) {
-            /* the client has read everything Proton framed: the budgets start again */
-            c->in_unanswered = 0;
-            if (c->out_queued)
-                c->out_queued = conn_unframed_WT(c);
-            break;
-        }
-        uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (n > 0) {
-            pn_connection_driver_write_done(&c->driver, (size_t)n);
-            continue;
-        }
-        if (n == UV_EAGAIN) {
-            size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
-            if (!c->wreq)
-                c->wreq = base_malloc(sizeof(*c->wreq));
-            memcpy(c->wreq->data, wb.start, len);
-            c->wlen = len;
-            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
-            c->wreq->req.data = c;
-            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
-                c->writing = true;
-                break;
-            }
-        }
-        pn_connection_driver_write_close(&c->driver);
-        break;
-    }
-}
-
-static void write_cb(uv_write_t *req, int status)
-{
-    rtr_conn_t *c = req->data;
-    c->writing = false;
-    if (c->closing)
-        return;
-    if (status < 0)
-        pn_connection_driver_write_close(&c->driver);
-    else
-        pn_connection_driver_write_done(&c->driver, c->wlen);
-    c->wlen = 0;
-    BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
-    conn_process_WT(c);
-}
-
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    rtr_conn_t *c = h->data;
-    (void)suggested;
-    pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
-    buf->base = rb.start;
-    buf->len = rb.size;
-}
-
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    rtr_conn_t *c = s->data;
-    if (c->closing)
-        return;
-    if (n > 0) {
-        if (codec_guard_feed(&c->guard, (const uint8_t *)buf->base, (size_t)n) != 0) {
-            /* Proton never sees these bytes: the connection ends here */
-            LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s",
-                 c->peer, c->guard.why);
-            uv_read_stop(s);
-            c->reading = false;
-            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
-                                        c->guard.why);
-            /* no more input; Proton's close frame (with the error, once the AMQP layer is
-             * up) still goes out, then the connection ends */
-            pn_connection_driver_read_close(&c->driver);
-            c->close_after_write = true;
-        } else {
-            pn_connection_driver_read_done(&c->driver, (size_t)n);
-            c->in_unanswered += (size_t)n;
-        }
-    } else if (n == UV_ENOBUFS) {
-        uv_read_stop(s);
-        c->reading = false;
-    } else if (n < 0) {
-        uv_read_stop(s);
-        c->reading = false;
-        pn_connection_driver_read_close(&c->driver);
-        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
-         * the rest forever): once it has written what it has to say, the connection ends */
-        c->close_after_write = true;
-    }
-    conn_process_WT(c);
-}
-
-static void timer_cb(uv_timer_t *t)
-{
-    conn_process_WT(t->data);
-}
-
-/* initialHandshakeTimeoutSeconds: a client that has not opened its connection in time is
- * closed (the socket may have sent nothing, or only a protocol header). */
-static void conn_handshake_expired_WT(rtr_conn_t *c)
-{
-    c->handshake_due = 0;
-    LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
-         c->listener->handshake_timeout_seconds);
-    pn_connection_driver_errorf(&c->driver, "amqp:resource-limit-exceeded",
-                                "no AMQP open within %u seconds",
-                                c->listener->handshake_timeout_seconds);
-    if (c->reading) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-    }
-    pn_connection_driver_read_close(&c->driver);
-    c->close_after_write = true; /* whatever Proton says next is the last */
-}
-
-/* The connection's input budget: the router reads whatever a delivery brings at once, except
- * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
- * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
- * Q2 lets go (one session alone never gets there: its window is at most that). */
-static bool conn_in_full_WT(rtr_conn_t *c)
-{
-    if (!c->n_q2)
-        return false;
-    size_t held = 0;
-    for (rtr_link_t *k = c->links; k; k = k->next)
-        if (k->q2 && k->pn)
-            held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
-                                                                         twice: the safe side */
-    return held > RTR_CONN_IN_MAX;
-}
-
-static void conn_process_WT(rtr_conn_t *c)
+void rtr_conn_process_WT(rtr_conn_t *c)
 {
     if (c->closing)
         return;
     pn_transport_t *t = c->driver.transport;
     uint64_t now_ms = uv_now(&c->worker->loop);
     if (c->handshake_due && now_ms >= c->handshake_due)
-        conn_handshake_expired_WT(c);
+        rtr_conn_handshake_expired_WT(c);
     int64_t deadline = pn_transport_tick(t, (int64_t)now_ms);
     for (;;) {
         pn_event_t *e;
@@ -1580,7 +1340,7 @@ static void conn_process_WT(rtr_conn_t *c)
         }
         if (c->credit_sync)
             conn_credit_sync_WT(c);
-        conn_write_WT(c);
+        rtr_conn_write_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,
@@ -1590,7 +1350,7 @@ static void conn_process_WT(rtr_conn_t *c)
         if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
             pn_connection_driver_write_close(&c->driver); /* events follow: loop again */
         /* Links stopped by the output budget go on once the socket took what Proton framed
-         * (conn_write_WT() starts the budget again); while the socket is full, its write
+         * (rtr_conn_write_WT() starts the budget again); while the socket is full, its write
          * callback comes back. */
         bool again = false;
         if (c->n_blocked && c->out_queued < RTR_CONN_OUT_MAX) {
@@ -1610,24 +1370,7 @@ static void conn_process_WT(rtr_conn_t *c)
         conn_close_socket_WT(c);
         return;
     }
-    /* A client that does not read what the router writes is not read from either once
-     * RTR_CONN_IN_UNANSWERED_MAX bytes came in since it last did: what it sends (transfers,
-     * flows) makes the router write more (dispositions, flows), which would pile up here. */
-    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c);
-    if (c->reading && !may_read) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-    } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
-               pn_connection_driver_read_buffer(&c->driver).size > 0) {
-        if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
-            c->reading = true;
-    }
-    if (c->handshake_due && (!deadline || (uint64_t)deadline > c->handshake_due))
-        deadline = (int64_t)c->handshake_due;
-    if (deadline) {
-        int64_t now = (int64_t)uv_now(&c->worker->loop);
-        uv_timer_start(&c->timer, timer_cb, deadline > now ? (uint64_t)(deadline - now) : 0, 0);
-    }
+    rtr_transport_arm_WT(c, deadline);
 }
 
 void rtr_conn_close_WT(rtr_conn_t *c)
@@ -1641,10 +1384,10 @@ void rtr_conn_close_WT(rtr_conn_t *c)
         pn_condition_set_description(cond, "router shutting down");
     }
     pn_connection_close(pc);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);
     pn_connection_driver_write_close(&c->driver);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
 }
 
 void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer)
@@ -1668,41 +1411,15 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     else if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
-    uv_tcp_init(&w->loop, &c->tcp);
-    c->tcp.data = c;
-    uv_timer_init(&w->loop, &c->timer);
-    c->timer.data = c;
-    c->handles = 2;
     BASE_DLIST_PUSH(w->conns, c, prev, next);
     w->n_conns++;
 
-    pn_transport_t *t = pn_transport();
-    pn_transport_set_server(t);
-    pn_transport_set_max_frame(t, l->max_frame_size);
-    pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
-                                                                        : l->max_sessions - 1));
-    pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
-    pn_transport_require_auth(t, false);
-    pn_sasl_t *sasl = pn_sasl(t);
-    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
-    pn_sasl_set_allow_insecure_mechs(sasl, true);
-    pn_connection_driver_init(&c->driver, pn_connection(), t);
-    codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
-
-    /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
-     * the same way (only uv_tcp_nodelay fails on it, harmlessly) */
-    if (uv_tcp_open(&c->tcp, fd) != 0) {
-        close(fd);
-        LOGC(c, WARNING, "Cannot take the connection from %s", c->peer);
-        pn_connection_driver_read_close(&c->driver);
-        pn_connection_driver_write_close(&c->driver);
+    if (!rtr_transport_open_WT(c, fd, peer != NULL)) {
         conn_close_socket_WT(c);
         return;
     }
-    if (!peer)
-        uv_tcp_nodelay(&c->tcp, 1);
     if (l->handshake_timeout_seconds)
         c->handshake_due = uv_now(&w->loop) + l->handshake_timeout_seconds * 1000ull;
     LOGC(c, INFO, "Accepted %sconnection from %s", peer ? "WebSocket " : "", c->peer);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
 }
