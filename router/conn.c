@@ -1,15 +1,16 @@
-/* router/conn.c: AMQP connections on a worker - socket I/O through libuv, protocol through
- * Proton's pn_connection_driver_t, and the link/delivery work that joins them to the core.
+/* router/conn.c: an AMQP connection on a worker, the top of its layers (router/DESIGN.md "A
+ * connection's layers") - its start and end, Proton's events (connection, sessions, link
+ * attaches and detaches) dispatched to the link layers, and the core's work for it.
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
- * DESIGN: a connection is driven by "process": feed Proton what the socket read, run every
- * Proton event, push pending outgoing copies into Proton (credit and session-window
- * permitting), then write what Proton produced (uv_try_write first; a copy goes to uv_write
- * only when the socket is full).  Incoming messages are scanned by the codec once complete
- * and handed to the core (CORE_A_DELIVER); outgoing copies arrive from the core
- * (CORE_W_SEND) and are written with a freshly composed message-annotations section (router
- * annotations per stripAnnotations) and every other byte as it arrived.
+ * DESIGN: a connection is driven by "process" (rtr_conn_process_WT(), which the transport's
+ * socket and timer callbacks call): run every Proton event on what the socket read, push
+ * pending outgoing copies into Proton (link_out.c: credit, session window and the output
+ * budget permitting), reconcile the incoming links' credit (link_in.c), then write what
+ * Proton produced and arm reading and the timer (transport.c).  Incoming messages are
+ * handed to the core (CORE_A_DELIVER, link_in.c); outgoing copies arrive from the core
+ * (CORE_W_SEND, link_out.c).
  *
  * Lifetimes: a link announced to the core lives until CORE_W_LINK_DETACHED; Proton objects
  * are never referenced after link cleanup (contexts cleared, pointers NULLed); a connection
@@ -39,7 +40,6 @@
 #include <unistd.h>
 
 #include "junction_version.h"
-
 
 /* ---------------------------------------------------------------- links */
 
@@ -387,7 +387,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
 }
 
-/* ---------------------------------------------------------------- socket I/O */
+/* ---------------------------------------------------------------- the connection's run and end */
 
 static void handle_closed_cb(uv_handle_t *h)
 {
