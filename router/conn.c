@@ -24,7 +24,6 @@
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
-#include <proton/disposition.h>
 #include <proton/event.h>
 #include <proton/link.h>
 #include <proton/session.h>

@@ -21,7 +21,6 @@
 #include <proton/delivery.h>
 #include <proton/disposition.h>
 #include <proton/link.h>
-#include <proton/session.h>
 
 #include <stdio.h>
 #include <time.h>

@@ -16,10 +16,10 @@
 #include "core/base/list.h"
 #include "core/core_metrics.h"
 
+#include <proton/condition.h>
 #include <proton/delivery.h>
 #include <proton/disposition.h>
 #include <proton/link.h>
-#include <proton/condition.h>
 
 #include <time.h>
 
