@@ -1,21 +1,22 @@
-/* router/conn.c: AMQP connections on a worker - socket I/O through libuv, protocol through
- * Proton's pn_connection_driver_t, and the link/delivery work that joins them to the core.
+/* router/conn.c: an AMQP connection on a worker, the top of its layers (router/DESIGN.md "A
+ * connection's layers") - its start and end, Proton's events (connection, sessions, link
+ * attaches and detaches) dispatched to the link layers, and the core's work for it.
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
- * DESIGN: a connection is driven by "process": feed Proton what the socket read, run every
- * Proton event, push pending outgoing copies into Proton (credit and session-window
- * permitting), then write what Proton produced (uv_try_write first; a copy goes to uv_write
- * only when the socket is full).  Incoming messages are scanned by the codec once complete
- * and handed to the core (CORE_A_DELIVER); outgoing copies arrive from the core
- * (CORE_W_SEND) and are written with a freshly composed message-annotations section (router
- * annotations per stripAnnotations) and every other byte as it arrived.
+ * DESIGN: a connection is driven by "process" (rtr_conn_process_WT(), which the transport's
+ * socket and timer callbacks call): run every Proton event on what the socket read, push
+ * pending outgoing copies into Proton (link_out.c: credit, session window and the output
+ * budget permitting), reconcile the incoming links' credit (link_in.c), then write what
+ * Proton produced and arm reading and the timer (transport.c).  Incoming messages are
+ * handed to the core (CORE_A_DELIVER, link_in.c); outgoing copies arrive from the core
+ * (CORE_W_SEND, link_out.c).
  *
  * Lifetimes: a link announced to the core lives until CORE_W_LINK_DETACHED; Proton objects
  * are never referenced after link cleanup (contexts cleared, pointers NULLed); a connection
  * is freed after its uv handles closed and its last link is gone.
  */
-#include "router/router_int.h"
+#include "router/link_in.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -23,16 +24,13 @@
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
-#include <proton/disposition.h>
 #include <proton/event.h>
 #include <proton/link.h>
-#include <proton/sasl.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
 #include <proton/transport.h>
 
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,246 +40,7 @@
 
 #include "junction_version.h"
 
-#define LOGC(c, lvl, ...)                                                                          \
-    do {                                                                                           \
-        if (base_log_enabled(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl))                                 \
-            log_ids(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, (c)->id, 0, __VA_ARGS__);                 \
-    } while (0)
-#define LOGL(k, lvl, ...)                                                                          \
-    do {                                                                                           \
-        if (base_log_enabled(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl))                                 \
-            log_ids(BASE_LOG_MOD_ROUTER, BASE_LOG_##lvl, (k)->conn->id, (k)->id, __VA_ARGS__);     \
-    } while (0)
-
-/* One log line prefixed with qdrouterd's [C<conn>][L<link>] ids (link 0: none). */
-static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
-                    const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    if (link)
-        base_log_write(mod, lvl, "[C%llu][L%llu] %s", (unsigned long long)conn,
-                       (unsigned long long)link, text);
-    else
-        base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
-}
-
-/* Count into the worker's own shard.  Any object may be written, without a check: one
- * without stats (not attached yet: none; no room in the registry: a sink) writes into the
- * sink (stats/stats.h "The sink rule"). */
-#define WCOUNT(w, obj, field, n) stats_obj_add((w)->shard, (obj), (field), (n))
-#define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
-#define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
-
-static void conn_process_WT(rtr_conn_t *c);
-static void link_cleanup_WT(rtr_link_t *k);
-static void link_pump_WT(rtr_link_t *k);
-static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in);
-
-static void conn_mark_dirty_WT(rtr_conn_t *c)
-{
-    if (c->dirty || c->closed)
-        return;
-    c->dirty = true;
-    c->dirty_next = c->worker->dirty;
-    c->worker->dirty = c;
-}
-
-static void conn_free_WT(rtr_conn_t *c)
-{
-    rtr_worker_t *w = c->worker;
-    if (c->dirty) {
-        rtr_conn_t **pp = &w->dirty;
-        while (*pp != c)
-            pp = &(*pp)->dirty_next;
-        *pp = c->dirty_next;
-    }
-    BASE_DLIST_REMOVE(w->conns, c, prev, next);
-    w->n_conns--;
-    if (c->counted)
-        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
-    if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
-        stats_object_retire(g_rtr.stats->reg, c->stats);
-    free(c->wreq); /* a write cancelled by the close */
-    codec_guard_fini(&c->guard);
-    free(c);
-    rtr_worker_maybe_exit_WT(w);
-}
-
 /* ---------------------------------------------------------------- links */
-
-static void link_unlink_WT(rtr_link_t *k)
-{
-    rtr_conn_t *c = k->conn;
-    BASE_DLIST_REMOVE(c->links, k, prev, next);
-    c->worker->n_links--;
-    free(k);
-    if (c->closed && !c->links)
-        conn_free_WT(c);
-}
-
-static void link_schedule_pump_WT(rtr_link_t *k)
-{
-    if (k->in_pump || !k->pn)
-        return;
-    k->in_pump = true;
-    k->pump_next = k->conn->pump;
-    k->conn->pump = k;
-}
-
-static void report_WT(rtr_link_t *k, core_delivery_t *dlv, core_disposition_t *disp)
-{
-    core_action_t *a = rtr_worker_action_WT(k->conn->worker);
-    a->type = CORE_A_DISPOSITION;
-    a->link_id = k->id;
-    a->u.disposition.dlv = dlv;
-    a->u.disposition.disp = *disp;
-}
-
-/* Take a copy off its link and its message (a streamed message's reader list) and free it. */
-static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
-{
-    rtr_worker_t *w = k->conn->worker;
-    if (o->on_wait)
-        BASE_DLIST_REMOVE(w->waiters, o, wprev, wnext);
-    if (o->msg->c.streaming)
-        rtr_msg_reader_del(o->msg, o);
-    if (k->next_send == o) {
-        k->next_send = o->next;
-        k->queued--;
-    }
-    BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
-    rtr_msg_unref(o->msg);
-    rtr_out_t_free(o);
-    w->n_outs--;
-}
-
-static void in_unlink_WT(rtr_in_t *in)
-{
-    rtr_link_t *k = in->link;
-    if (!k)
-        return;
-    BASE_DLIST_REMOVE(k->ins, in, prev, next);
-    in->link = NULL;
-}
-
-/* One delivery's credit comes back to the sender. */
-static void link_credit_back_WT(rtr_link_t *k)
-{
-    if (k->held)
-        k->held--;
-    if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
-        pn_link_flow(k->pn, 1);
-        conn_mark_dirty_WT(k->conn);
-    }
-}
-
-static void in_free_WT(rtr_worker_t *w, rtr_in_t *in)
-{
-    if (in->msg)
-        rtr_msg_unref(in->msg);
-    rtr_in_t_free(in);
-    w->n_ins--;
-}
-
-/* Forget every Proton object of the link, hand back what it held, and tell the core. */
-static void link_cleanup_WT(rtr_link_t *k)
-{
-    if (!k->pn)
-        return;
-    rtr_worker_t *w = k->conn->worker;
-
-    if (k->out) {
-        rtr_out_t *o = k->outs;
-        while (o) {
-            rtr_out_t *next = o->next;
-            if (o->in) {
-                /* never started: RELEASED; sent (even in part) but not settled: MODIFIED */
-                core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
-                if (o->pn) {
-                    d.outcome = CORE_OUTCOME_MODIFIED;
-                    d.delivery_failed = true;
-                }
-                report_WT(k, o->in, &d);
-            }
-            if (o->pn)
-                pn_delivery_set_context(o->pn, NULL);
-            out_free_WT(k, o);
-            o = next;
-        }
-        k->next_send = NULL;
-        k->queued = 0;
-        if (k->blocked) {
-            k->blocked = false;
-            k->conn->n_blocked--;
-        }
-    } else {
-        rtr_in_t *in = k->receiving;
-        if (in) {
-            k->receiving = NULL;
-            if (in->pn)
-                pn_delivery_set_context(in->pn, NULL);
-            if (in->at_core) {
-                /* a stream cut short: its copies abort, the core still answers for it */
-                rtr_msg_stream_end_WT(in->msg, true);
-            } else {
-                in_free_WT(w, in);
-            }
-        }
-        if (k->q2) {
-            rtr_link_t **pp = &w->q2_links;
-            while (*pp != k)
-                pp = &(*pp)->q2_next;
-            *pp = k->q2_next;
-            k->q2 = false;
-            k->conn->n_q2--;
-        }
-        while ((in = k->ins) != NULL) {
-            if (in->pn)
-                pn_delivery_set_context(in->pn, NULL);
-            in->pn = NULL;
-            in_unlink_WT(in);
-            if (in->core_done)
-                in_finish_WT(w, in); /* answered while its last bytes were awaited */
-        }
-    }
-    if (k->reported_blocked) {
-        k->reported_blocked = false;
-        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
-    }
-    pn_link_set_context(k->pn, NULL);
-    k->pn = NULL;
-    if (k->out)
-        k->conn->n_out_links--;
-    else
-        k->conn->n_in_links--;
-    if (k->at_core) {
-        core_action_t *a = rtr_worker_action_WT(w);
-        a->type = CORE_A_LINK_DETACH;
-        a->link_id = k->id;
-    } else {
-        link_unlink_WT(k);
-    }
-}
-
-/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
- * back; k may be freed). */
-static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
-{
-    rtr_conn_t *c = k->conn;
-    pn_link_t *pl = k->pn;
-    pn_condition_t *cond = pn_link_condition(pl);
-    pn_condition_set_name(cond, name);
-    pn_condition_set_description(cond, desc);
-    pn_link_close(pl);
-    link_cleanup_WT(k);
-    conn_mark_dirty_WT(c);
-}
 
 /* maxSenders / maxReceivers: refuse an attach beyond the connection's cap (attach and
  * detach at once with amqp:resource-limit-exceeded, as qdrouterd's policy does).  Returns
@@ -376,725 +135,12 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
             pn_link_close(k->pn);
             LOGL(k, INFO, "Link refused: %s %s", work->u.attached.cond_name, desc ? desc : "");
         } else if (k->out) {
-            link_schedule_pump_WT(k);
+            rtr_link_schedule_pump_WT(k);
         }
-        conn_mark_dirty_WT(k->conn);
+        rtr_conn_mark_dirty_WT(k->conn);
     }
     free(addr);
     free(desc);
-}
-
-/* ---------------------------------------------------------------- zero credit
- * qdrouterd's zeroCreditSeconds and linksBlocked: a link's credit is looked at where the
- * router changes or uses it (below) and once a second (rtr_conn_sweep_WT); the time it went
- * to zero is the loop's cached clock, so the data path reads no clock for it. */
-
-static void link_credit_back_positive_WT(rtr_link_t *k)
-{
-    rtr_worker_t *w = k->conn->worker;
-    k->zero_since = 0;
-    WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
-    if (k->reported_blocked) {
-        k->reported_blocked = false;
-        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
-    }
-}
-
-/* The router saw the link's credit: creditAvailable, and the start or end of a zero run. */
-static void link_credit_seen_WT(rtr_link_t *k, int credit)
-{
-    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, credit);
-    if (credit > 0) {
-        if (BASE_UNLIKELY(k->zero_since != 0))
-            link_credit_back_positive_WT(k);
-    } else if (!k->zero_since) {
-        k->zero_since = uv_now(&k->conn->worker->loop) | 1;
-    }
-}
-
-void rtr_conn_sweep_WT(rtr_worker_t *w)
-{
-    uint64_t now = uv_now(&w->loop);
-    for (rtr_conn_t *c = w->conns; c; c = c->next) {
-        for (rtr_link_t *k = c->links; k; k = k->next) {
-            /* pn: not yet cleaned up, so the core has not retired its stats; none: the core
-             * has not answered the attach (a link without stats of its own, a sink, counts
-             * in linksBlocked all the same) */
-            if (!k->pn || stats_obj_is_none(k->stats))
-                continue;
-            int credit = pn_link_credit(k->pn);
-            link_credit_seen_WT(k, credit); /* creditAvailable fresh at least once a second */
-            if (credit > 0)
-                continue;
-            uint64_t age = now > k->zero_since ? now - k->zero_since : 0;
-            WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
-            if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
-                k->reported_blocked = true;
-                stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), 1);
-                LOGL(k, INFO, "Link blocked with zero credit for %llu seconds",
-                     (unsigned long long)(age / 1000));
-            }
-        }
-    }
-}
-
-/* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
- * link; link_credit_sync_WT reconciles once, right before the connection's next write, so a
- * grant and a drain within one batch net out instead of reaching the sender as a flow with
- * credit and drain set at once.  A drain stays outstanding (drain_out) until the sender has
- * no credit left by the router's count: it answered (its delivery-count moved on, Proton took
- * the credit off) or it used the credit up.  Until then nothing is granted relative to it: a
- * grant made meanwhile waits for the answer, so the window is never computed from credit the
- * sender is about to give back, and the grant that follows an answered drain always moves
- * the sender's credit off 0 (a flow frame with drain off), whatever the sender's Proton
- * does with the drained credit. */
-static void link_credit_sync_later_WT(rtr_link_t *k)
-{
-    k->credit_sync = true;
-    k->conn->credit_sync = true;
-    conn_mark_dirty_WT(k->conn);
-}
-
-static void link_credit_sync_WT(rtr_link_t *k)
-{
-    k->credit_sync = false;
-    pn_link_t *pl = k->pn;
-    if (!pl || k->out)
-        return;
-    /* what the sender has by the router's count (told, or about to be told) */
-    int avail = pn_link_credit(pl) - pn_link_queued(pl);
-    if (k->drain_out && avail <= 0)
-        k->drain_out = false; /* answered, or the credit was used up */
-    if (!k->credit_on || k->conn->worker->stopping) {
-        if (!k->drain_out && avail > 0) {
-            pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
-            k->drain_out = true;
-        }
-    } else if (!k->drain_out) {
-        if (pn_link_get_drain(pl))
-            pn_link_set_drain(pl, false);
-        /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
-        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
-        if (want > 0)
-            pn_link_flow(pl, want);
-    }
-    link_credit_seen_WT(k, pn_link_credit(pl));
-}
-
-static void conn_credit_sync_WT(rtr_conn_t *c)
-{
-    c->credit_sync = false;
-    for (rtr_link_t *k = c->links; k; k = k->next)
-        if (k->credit_sync)
-            link_credit_sync_WT(k);
-}
-
-static void on_link_credit_WT(rtr_link_t *k, bool grant)
-{
-    if (!k->pn || k->out)
-        return;
-    k->credit_on = grant;
-    link_credit_sync_later_WT(k);
-}
-
-/* The sender of an incoming link sent a flow: it may have answered a drain (Proton took the
- * drained credit off the link), so a grant waiting for that answer goes out now, and with
- * credit on the window is topped up again. */
-static void link_flow_in_WT(rtr_link_t *k)
-{
-    if (k->pn && (k->drain_out || k->credit_on))
-        link_credit_sync_later_WT(k);
-}
-
-/* ---------------------------------------------------------------- incoming deliveries */
-
-static void in_reject_WT(pn_delivery_t *d, const char *cond, const char *desc)
-{
-    pn_disposition_t *local = pn_delivery_local(d);
-    pn_condition_t *c = pn_disposition_condition(local);
-    pn_condition_set_name(c, cond);
-    pn_condition_set_description(c, desc);
-    pn_delivery_update(d, PN_REJECTED);
-    pn_delivery_settle(d);
-}
-
-/* Give the sender the core's outcome, settle, return the credit, and free the delivery.
- * Runs once the core answered and the last byte arrived (or the link is gone). */
-static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
-{
-    pn_delivery_t *d = in->pn;
-    core_disposition_t *disp = &in->final;
-
-    if (d) {
-        pn_disposition_t *local = pn_delivery_local(d);
-        uint64_t state = PN_RELEASED;
-        switch (disp->outcome) {
-        case CORE_OUTCOME_ACCEPTED:
-            state = PN_ACCEPTED;
-            break;
-        case CORE_OUTCOME_REJECTED:
-            state = PN_REJECTED;
-            if (disp->cond_name) {
-                pn_condition_t *cond = pn_disposition_condition(local);
-                pn_condition_set_name(cond, disp->cond_name);
-                if (disp->cond_desc)
-                    pn_condition_set_description(cond, disp->cond_desc);
-            }
-            break;
-        case CORE_OUTCOME_MODIFIED:
-            state = PN_MODIFIED;
-            pn_disposition_set_failed(local, disp->delivery_failed);
-            pn_disposition_set_undeliverable(local, disp->undeliverable_here);
-            break;
-        default:
-            break;
-        }
-        if (in->has_final)
-            pn_delivery_update(d, state);
-        pn_delivery_set_context(d, NULL);
-        pn_delivery_settle(d);
-        in->pn = NULL;
-    }
-    BASE_FREE(disp->cond_name);
-    BASE_FREE(disp->cond_desc);
-    rtr_link_t *k = in->link;
-    if (k) {
-        in_unlink_WT(in);
-        link_credit_back_WT(k);
-        conn_mark_dirty_WT(k->conn);
-    }
-    in_free_WT(w, in);
-}
-
-/* Hand a delivery whose sections up to the body are here to the core. */
-static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
-{
-    rtr_conn_t *c = k->conn;
-    rtr_msg_t *m = in->msg;
-
-    m->ra_in = !c->strip_in && m->scan.ma_router_count > 0;
-    in->dlv.content = &m->c;
-    in->dlv.link_id = k->id;
-    in->dlv.presettled = pn_delivery_settled(in->pn);
-    const codec_bytes_t *to = (m->ra_in && m->scan.ra.to.ptr) ? &m->scan.ra.to : &m->scan.to;
-    if (to->ptr) {
-        in->dlv.to = (const char *)to->ptr;
-        in->dlv.to_len = (uint32_t)to->len;
-    }
-    in->link = k;
-    BASE_DLIST_PUSH(k->ins, in, prev, next);
-    WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
-    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
-    in->at_core = true;
-    core_action_t *a = rtr_worker_action_WT(c->worker);
-    a->type = CORE_A_DELIVER;
-    a->link_id = k->id;
-    a->u.dlv = &in->dlv;
-}
-
-/* The last byte of a routed delivery arrived (already advanced past). */
-static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
-{
-    if (k->receiving == in)
-        k->receiving = NULL;
-    if (in->dlv.presettled) {
-        pn_delivery_set_context(in->pn, NULL);
-        pn_delivery_settle(in->pn);
-        in->pn = NULL;
-    }
-    if (in->core_done)
-        in_finish_WT(k->conn->worker, in);
-}
-
-/* Bytes of a delivery the router refuses: read and drop them, then reject once complete. */
-static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
-{
-    char sink[16384];
-    while (pn_delivery_pending(d) > 0 && pn_link_recv(k->pn, sink, sizeof(sink)) > 0)
-        ;
-    if (pn_delivery_partial(d))
-        return;
-    pn_link_advance(k->pn);
-    k->receiving = NULL;
-    pn_delivery_set_context(d, NULL);
-    if (pn_delivery_settled(d)) {
-        LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", in->discard_why);
-        pn_delivery_settle(d);
-    } else {
-        LOGL(k, INFO, "Rejected a message that cannot be decoded: %s", in->discard_why);
-        in_reject_WT(d, "amqp:decode-error", in->discard_why);
-    }
-    in->pn = NULL;
-    in_free_WT(k->conn->worker, in);
-    link_credit_back_WT(k);
-}
-
-/* maxMessageSize: a delivery that is (or announces, by what Proton holds) bigger than the
- * listener's limit is rejected with amqp:link:message-size-exceeded, its link closed with
- * that condition and its connection closed with amqp:connection:forced (qdrouterd's policy).
- * Returns true when it did that (the delivery and maybe k are gone). */
-static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
-{
-    uint64_t max = k->conn->listener->max_message_size;
-    if (!max)
-        return false;
-    rtr_msg_t *m = in->msg;
-    /* total is written by this worker only (the receiving one): no lock needed to read it */
-    uint64_t have = (m->c.streaming ? m->total : m->len) + pn_delivery_pending(d);
-    if (have <= max)
-        return false;
-
-    rtr_conn_t *c = k->conn;
-    char desc[96];
-    snprintf(desc, sizeof(desc), "message larger than maxMessageSize (%llu bytes)",
-             (unsigned long long)max);
-    LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
-    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_SIZE_DENIED], 1);
-    pn_delivery_set_context(d, NULL);
-    if (pn_delivery_settled(d))
-        pn_delivery_settle(d);
-    else
-        in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
-    in->pn = NULL; /* link cleanup frees or aborts the record */
-    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
-    pn_connection_t *pc = c->driver.connection;
-    pn_condition_t *cond = pn_connection_condition(pc);
-    pn_condition_set_name(cond, "amqp:connection:forced");
-    pn_condition_set_description(cond, desc);
-    pn_connection_close(pc);
-    return true;
-}
-
-static void in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
-{
-    rtr_worker_t *w = k->conn->worker;
-    pn_link_t *pl = k->pn;
-    rtr_in_t *in = pn_delivery_get_context(d);
-
-    if (!in) {
-        if (d != pn_link_current(pl) || k->receiving)
-            return; /* an update on a delivery the router already handed on: nothing to do */
-        /* Proton counts a receiver's credit down when a delivery is advanced past, so the
-         * credit left is credit - queued; below zero, the sender sent without credit (and
-         * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if (pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
-            k->held >= k->conn->listener->max_unsettled) {
-            LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
-                            "without credit, %u deliveries unsettled)", k->held);
-            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
-                                "a transfer without link credit");
-            return;
-        }
-        in = rtr_in_t_new();
-        in->pn = d;
-        in->msg = rtr_msg_new();
-        in->head_limit = RTR_STREAM_THRESHOLD;
-        w->n_ins++;
-        k->receiving = in;
-        k->held++;
-        if (k->drain_out && pn_link_credit(pl) - pn_link_queued(pl) <= 0)
-            link_credit_sync_later_WT(k); /* the drain's credit is used up: a grant may wait */
-        pn_delivery_set_context(d, in);
-    } else if (in != k->receiving) {
-        return; /* the sender changed a routed delivery (e.g. settled it first) */
-    }
-    if (k->q2)
-        return; /* resumed by RTR_EXT_STREAM once the copies caught up */
-
-    rtr_msg_t *m = in->msg;
-    if (pn_delivery_aborted(d)) {
-        k->receiving = NULL;
-        pn_delivery_set_context(d, NULL);
-        pn_delivery_settle(d);
-        in->pn = NULL;
-        if (in->at_core) {
-            rtr_msg_stream_end_WT(m, true);
-            if (in->core_done)
-                in_finish_WT(w, in);
-        } else {
-            in_free_WT(w, in);
-            link_credit_back_WT(k);
-        }
-        return;
-    }
-    for (;;) {
-        if (in_too_big_WT(k, in, d))
-            return;
-        if (in->discard) {
-            in_discard_WT(k, in, d);
-            return;
-        }
-        if (m->c.streaming) {
-            if (rtr_msg_stream_recv_WT(m, pl, d)) {
-                k->q2 = true;
-                k->conn->n_q2++;
-                k->q2_next = w->q2_links;
-                w->q2_links = k;
-                return;
-            }
-            if (pn_delivery_partial(d) || pn_delivery_pending(d) > 0)
-                return;
-            rtr_msg_stream_end_WT(m, false);
-            pn_link_advance(pl);
-            in_received_WT(k, in);
-            return;
-        }
-        for (;;) {
-            size_t pending = pn_delivery_pending(d);
-            if (pending == 0 || m->len >= in->head_limit)
-                break;
-            if (pending > in->head_limit - m->len)
-                pending = in->head_limit - m->len;
-            /* A message arriving in several frames gets room for 64 KiB at once (and then
-             * doubles), so that a typical multi-frame message is not copied as it grows. */
-            size_t room = pending;
-            if (m->cap == 0 && pn_delivery_partial(d) && room < RTR_HEAD_FIRST_PARTIAL)
-                room = RTR_HEAD_FIRST_PARTIAL;
-            rtr_msg_reserve(m, room);
-            ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, pending);
-            if (n <= 0)
-                break;
-            m->len += (size_t)n;
-        }
-        const char *why = NULL;
-        if (!pn_delivery_partial(d) && pn_delivery_pending(d) == 0) {
-            if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
-                in->discard = true; /* in_discard_WT() advances and rejects */
-                in->discard_why = why ? why : "malformed message";
-                continue;
-            }
-            pn_link_advance(pl);
-            in_route_WT(k, in);
-            in_received_WT(k, in);
-            return;
-        }
-        if (m->len < in->head_limit)
-            return; /* more bytes to come */
-        /* A large message: route it as soon as its sections before the body are here. */
-        int rc = codec_scan(m->data, m->len, false, &m->scan, &why);
-        if (rc == CODEC_PARTIAL && in->head_limit < RTR_PREFIX_MAX) {
-            in->head_limit = RTR_PREFIX_MAX;
-            continue;
-        }
-        if (rc != 0) {
-            in->discard = true;
-            in->discard_why = rc == CODEC_PARTIAL
-                                  ? "the sections before the body exceed 1 MiB"
-                                  : (why ? why : "malformed message");
-            continue;
-        }
-        rtr_msg_stream_start_WT(m, w->index);
-        in_route_WT(k, in);
-    }
-}
-
-/* The core's answer for an incoming delivery: applied now, or once its last byte arrived. */
-static void on_core_done_WT(rtr_worker_t *w, rtr_in_t *in)
-{
-    in->core_done = true;
-    if (in->link && in->link->receiving == in)
-        return; /* still streaming in: in_received_WT() finishes it */
-    in_finish_WT(w, in);
-}
-
-static void on_settle_WT(rtr_worker_t *w, core_work_t *work)
-{
-    rtr_in_t *in = (rtr_in_t *)work->u.settle.dlv;
-    in->final = work->u.settle.disp;
-    in->has_final = true;
-    on_core_done_WT(w, in);
-}
-
-static void on_release_WT(rtr_worker_t *w, core_work_t *work)
-{
-    on_core_done_WT(w, (rtr_in_t *)work->u.release);
-}
-
-/* RTR_EXT_STREAM: a streamed message this worker sends or receives has changed. */
-static void on_stream_wake_WT(rtr_worker_t *w)
-{
-    rtr_out_t *o = w->waiters;
-    w->waiters = NULL;
-    while (o) {
-        rtr_out_t *next = o->wnext;
-        o->on_wait = false;
-        o->wnext = o->wprev = NULL;
-        link_schedule_pump_WT(o->link);
-        conn_mark_dirty_WT(o->link->conn);
-        o = next;
-    }
-    rtr_link_t *k = w->q2_links;
-    w->q2_links = NULL;
-    while (k) {
-        rtr_link_t *next = k->q2_next;
-        k->q2 = false;
-        k->conn->n_q2--;
-        k->q2_next = NULL;
-        if (k->pn && k->receiving && k->receiving->pn) {
-            in_delivery_WT(k, k->receiving->pn);
-            conn_mark_dirty_WT(k->conn);
-        }
-        k = next;
-    }
-}
-
-/* ---------------------------------------------------------------- outgoing copies */
-
-static void on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
-{
-    rtr_msg_t *m = (rtr_msg_t *)work->u.send.content;
-    core_delivery_t *dlv = work->u.send.dlv;
-
-    if (!k->pn) {
-        if (dlv) {
-            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
-            report_WT(k, dlv, &d);
-        }
-        if (m->c.streaming)
-            rtr_msg_reader_del(m, NULL);
-        rtr_msg_unref(m);
-        return;
-    }
-    if (!dlv && k->queued >= k->conn->listener->link_capacity)
-        link_pump_WT(k); /* send what the receiver's credit allows before judging */
-    if (!dlv && k->queued >= k->conn->listener->link_capacity) {
-        /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
-        WCOUNT(w, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
-        WCOUNT(w, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
-        if (m->c.streaming)
-            rtr_msg_reader_del(m, NULL);
-        rtr_msg_unref(m);
-        return;
-    }
-    rtr_out_t *o = rtr_out_t_new();
-    w->n_outs++;
-    o->in = dlv;
-    o->msg = m;
-    o->link = k;
-    o->worker = w->index;
-    if (m->c.streaming)
-        rtr_msg_reader_add(m, o);
-    BASE_DLIST_APPEND(k->outs, k->outs_tail, o, prev, next);
-    if (!k->next_send)
-        k->next_send = o;
-    k->queued++;
-    link_schedule_pump_WT(k);
-    conn_mark_dirty_WT(k->conn);
-}
-
-/* Hand n bytes of an outgoing copy to Proton, counted against the connection's budget. */
-static void link_send_WT(rtr_link_t *k, const void *p, size_t n)
-{
-    pn_link_send(k->pn, p, n);
-    k->conn->out_queued += n;
-}
-
-/* The connection's output budget: once RTR_CONN_OUT_MAX bytes of copies wait in Proton (all
- * sessions together), its links stop (`blocked`) until the socket took what Proton framed;
- * conn_process_WT() resumes them.  Returns true when k must stop. */
-static bool link_out_full_WT(rtr_link_t *k)
-{
-    if (k->conn->out_queued < RTR_CONN_OUT_MAX)
-        return false;
-    if (!k->blocked) {
-        k->blocked = true;
-        k->conn->n_blocked++;
-    }
-    return true;
-}
-
-static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
-{
-    rtr_msg_t *m = o->msg;
-    const codec_scan_t *scan = &m->scan;
-    codec_ra_out_t ra = {0};
-
-    if (!k->conn->strip_out) {
-        ra.write = true;
-        ra.ingress.ptr = (const uint8_t *)g_rtr.node_id;
-        ra.ingress.len = g_rtr.node_id_len;
-        if (m->ra_in) {
-            if (scan->ra.ingress.ptr)
-                ra.ingress = scan->ra.ingress;
-            if (scan->ra.trace.ptr) {
-                ra.trace = scan->ra.trace;
-                ra.trace_count = scan->ra.trace_count;
-            }
-            ra.to = scan->ra.to;
-            ra.phase = scan->ra.phase;
-        }
-        ra.trace_append.ptr = (const uint8_t *)g_rtr.node_id;
-        ra.trace_append.len = g_rtr.node_id_len;
-    }
-    if (!ra.write && scan->ma_router_count == 0) {
-        if (scan->body_off)
-            link_send_WT(k, m->data, scan->body_off);
-        return;
-    }
-    uint8_t scratch_stack[1024];
-    codec_iov_t iov_stack[16];
-    size_t scratch_len = 0;
-    int n_iov = 0;
-    codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
-    uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
-                                                            : base_malloc(scratch_len);
-    codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)
-                           ? iov_stack
-                           : base_malloc((size_t)n_iov * sizeof(*iov));
-    int n = codec_compose_prefix(m->data, scan, &ra, scratch,
-                                 scratch_len > sizeof(scratch_stack) ? scratch_len
-                                                                     : sizeof(scratch_stack),
-                                 iov, n_iov > 16 ? n_iov : 16);
-    BASE_BUG_ON(n < 0);
-    for (int i = 0; i < n; i++)
-        if (iov[i].len)
-            link_send_WT(k, iov[i].base, iov[i].len);
-    if (scratch != scratch_stack)
-        free(scratch);
-    if (iov != iov_stack)
-        free(iov);
-}
-
-/* Send what has arrived of a streamed message.  Returns 1 when every byte was sent, 0 when
- * the sender aborted (the copy is aborted and freed), -1 when it must wait for more bytes
- * (o is on the worker's waiters) or for room in the connection's output budget. */
-static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
-{
-    rtr_msg_t *m = o->msg;
-    for (;;) {
-        if (link_out_full_WT(k))
-            return -1;
-        bool complete, aborted;
-        codec_bytes_t b = rtr_msg_reader_peek(m, o, RTR_SEND_CHUNK, &complete, &aborted);
-        if (aborted) {
-            if (o->in) {
-                core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
-                report_WT(k, o->in, &d);
-            }
-            pn_delivery_set_context(o->pn, NULL);
-            pn_delivery_abort(o->pn);
-            o->pn = NULL;
-            out_free_WT(k, o);
-            return 0;
-        }
-        if (b.len) {
-            link_send_WT(k, b.ptr, b.len);
-            rtr_msg_reader_advance(m, o, b.len);
-            continue;
-        }
-        if (complete)
-            return 1;
-        if (rtr_msg_reader_wait(m, o)) {
-            rtr_worker_t *w = k->conn->worker;
-            if (!o->on_wait) {
-                o->on_wait = true;
-                BASE_DLIST_PUSH(w->waiters, o, wprev, wnext);
-            }
-            return -1;
-        }
-    }
-}
-
-/* Push queued copies into Proton while the receiver has credit and the session has room. */
-static void link_pump_WT(rtr_link_t *k)
-{
-    pn_link_t *pl = k->pn;
-    if (!pl || !k->open)
-        return;
-
-    while (k->next_send) {
-        rtr_out_t *o = k->next_send;
-        rtr_msg_t *m = o->msg;
-        if (link_out_full_WT(k))
-            return; /* conn_process_WT() resumes it once the socket took Proton's bytes */
-        if (!o->pn) {
-            if (pn_link_credit(pl) <= 0)
-                break;
-            uint64_t tag = ++k->tag;
-            o->pn = pn_delivery(pl, pn_dtag((const char *)&tag, sizeof(tag)));
-            pn_delivery_set_context(o->pn, o);
-        }
-        if (!o->prefix_done) {
-            out_send_prefix_WT(k, o);
-            o->prefix_done = true;
-        }
-        if (m->c.streaming) {
-            int r = out_stream_WT(k, o);
-            if (r < 0)
-                return; /* waiting for bytes or for the output budget */
-            if (r == 0)
-                continue; /* aborted: o is gone */
-            goto sent;
-        }
-        size_t body = m->len - m->scan.body_off;
-        while (o->sent < body) {
-            if (link_out_full_WT(k))
-                return;
-            size_t n = body - o->sent;
-            if (n > RTR_SEND_CHUNK)
-                n = RTR_SEND_CHUNK;
-            link_send_WT(k, m->data + m->scan.body_off + o->sent, n);
-            o->sent += n;
-        }
-    sent:
-        pn_link_advance(pl);
-        WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
-        WGAUGE(k->conn->worker, k->conn->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
-        k->next_send = o->next;
-        k->queued--;
-        o->done_sending = true;
-        if (!o->in) {
-            pn_delivery_set_context(o->pn, NULL);
-            pn_delivery_settle(o->pn);
-            o->pn = NULL;
-            out_free_WT(k, o);
-        }
-    }
-    if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
-        pn_link_drained(pl);
-    rtr_worker_t *w = k->conn->worker;
-    WGAUGE(w, k->stats, CORE_LINK_UNDELIVERED, k->queued);
-    link_credit_seen_WT(k, pn_link_credit(pl));
-}
-
-/* The receiver settled (or updated) an outgoing copy. */
-static void out_update_WT(rtr_link_t *k, pn_delivery_t *d)
-{
-    rtr_out_t *o = pn_delivery_get_context(d);
-    if (!o || !pn_delivery_settled(d))
-        return;
-    core_disposition_t disp = {0};
-    pn_disposition_t *remote = pn_delivery_remote(d);
-    switch (pn_delivery_remote_state(d)) {
-    case PN_REJECTED: {
-        disp.outcome = CORE_OUTCOME_REJECTED;
-        pn_condition_t *cond = pn_disposition_condition(remote);
-        if (cond && pn_condition_is_set(cond)) {
-            disp.cond_name = base_strdup(pn_condition_get_name(cond));
-            const char *desc = pn_condition_get_description(cond);
-            if (desc)
-                disp.cond_desc = base_strdup(desc);
-        }
-        break;
-    }
-    case PN_RELEASED:
-        disp.outcome = CORE_OUTCOME_RELEASED;
-        break;
-    case PN_MODIFIED:
-        disp.outcome = CORE_OUTCOME_MODIFIED;
-        disp.delivery_failed = pn_disposition_is_failed(remote);
-        disp.undeliverable_here = pn_disposition_is_undeliverable(remote);
-        break;
-    default: /* accepted, or settled with no outcome: the receiver consumed it */
-        disp.outcome = CORE_OUTCOME_ACCEPTED;
-        break;
-    }
-    if (o->in)
-        report_WT(k, o->in, &disp);
-    pn_delivery_set_context(d, NULL);
-    pn_delivery_settle(d);
-    o->pn = NULL;
-    out_free_WT(k, o); /* settled before we finished sending it: that stops there */
 }
 
 /* ---------------------------------------------------------------- core work */
@@ -1107,21 +153,21 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
         on_link_attached_WT(k, work);
         break;
     case CORE_W_LINK_CREDIT:
-        on_link_credit_WT(k, work->u.credit.grant);
+        rtr_on_link_credit_WT(k, work->u.credit.grant);
         break;
     case CORE_W_LINK_DETACHED:
         k->at_core = false;
         if (!k->pn)
-            link_unlink_WT(k);
+            rtr_link_unlink_WT(k);
         break;
     case CORE_W_SEND:
-        on_send_WT(w, k, work);
+        rtr_on_send_WT(w, k, work);
         break;
     case CORE_W_SETTLE:
-        on_settle_WT(w, work);
+        rtr_on_settle_WT(w, work);
         break;
     case CORE_W_RELEASE:
-        on_release_WT(w, work);
+        rtr_on_release_WT(w, work);
         break;
     case CORE_W_EXTERNAL:
         if (work->u.ext.kind == RTR_EXT_ACCEPT) {
@@ -1131,7 +177,7 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
             rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc->peer);
             free(acc);
         } else if (work->u.ext.kind == RTR_EXT_STREAM) {
-            on_stream_wake_WT(w);
+            rtr_on_stream_wake_WT(w);
         } else if (work->u.ext.kind == RTR_EXT_CLOSE_CONN) {
             for (rtr_conn_t *c = w->conns; c; c = c->next) {
                 if (c->id == (uint64_t)work->u.ext.arg) {
@@ -1150,38 +196,6 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     }
 }
 
-void rtr_conn_quiesce_WT(rtr_worker_t *w)
-{
-    for (rtr_conn_t *c = w->conns; c; c = c->next) {
-        for (rtr_link_t *k = c->links; k; k = k->next) {
-            if (k->out || !k->pn)
-                continue;
-            k->credit_on = false;
-            link_credit_sync_later_WT(k); /* the sender gives back what it cannot use */
-        }
-        conn_mark_dirty_WT(c);
-    }
-}
-
-void rtr_conn_release_all_WT(rtr_worker_t *w)
-{
-    for (rtr_conn_t *c = w->conns; c; c = c->next) {
-        for (rtr_link_t *k = c->links; k; k = k->next) {
-            if (k->out)
-                continue;
-            for (rtr_in_t *in = k->ins; in; in = in->next) {
-                if (!in->pn || in == k->receiving || in->dlv.presettled)
-                    continue; /* a delivery still arriving is aborted by the link's cleanup */
-                pn_delivery_set_context(in->pn, NULL);
-                pn_delivery_update(in->pn, PN_RELEASED);
-                pn_delivery_settle(in->pn);
-                in->pn = NULL; /* the record waits for the core's answer */
-            }
-        }
-        conn_mark_dirty_WT(c);
-    }
-}
-
 /* Run after the whole inbox: process every connection that inbox work touched. */
 void rtr_conn_process_dirty_WT(rtr_worker_t *w)
 {
@@ -1190,7 +204,7 @@ void rtr_conn_process_dirty_WT(rtr_worker_t *w)
         w->dirty = c->dirty_next;
         c->dirty = false;
         c->dirty_next = NULL;
-        conn_process_WT(c);
+        rtr_conn_process_WT(c);
     }
 }
 
@@ -1261,7 +275,7 @@ static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
     while (k) {
         rtr_link_t *next = k->next; /* cleanup may free k */
         if (k->pn && (!s || pn_link_session(k->pn) == s))
-            link_cleanup_WT(k);
+            rtr_link_cleanup_WT(k);
         k = next;
     }
 }
@@ -1313,9 +327,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_LINK_FLOW: {
         rtr_link_t *k = pn_link_get_context(pn_event_link(e));
         if (k && k->out)
-            link_schedule_pump_WT(k);
+            rtr_link_schedule_pump_WT(k);
         else if (k)
-            link_flow_in_WT(k);
+            rtr_link_flow_in_WT(k);
         break;
     }
     case PN_DELIVERY: {
@@ -1324,9 +338,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         if (!k)
             break;
         if (k->out)
-            out_update_WT(k, d);
+            rtr_out_update_WT(k, d);
         else
-            in_delivery_WT(k, d);
+            rtr_in_delivery_WT(k, d);
         break;
     }
     case PN_LINK_REMOTE_CLOSE:
@@ -1335,7 +349,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         rtr_link_t *k = pn_link_get_context(pl);
         if (k) {
             LOGL(k, INFO, "Link detached by the peer");
-            link_cleanup_WT(k);
+            rtr_link_cleanup_WT(k);
         }
         if (pn_event_type(e) == PN_LINK_REMOTE_CLOSE)
             pn_link_close(pl);
@@ -1372,18 +386,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
 }
 
-/* ---------------------------------------------------------------- socket I/O */
-
-/* The frame guard's memory (codec_guard_mem_fn): grows with the performative being checked,
- * given back once it is checked. */
-static void *guard_mem(void *p, size_t n)
-{
-    if (n == 0) {
-        free(p);
-        return NULL;
-    }
-    return base_realloc(p, n);
-}
+/* ---------------------------------------------------------------- the connection's run and end */
 
 static void handle_closed_cb(uv_handle_t *h)
 {
@@ -1395,7 +398,7 @@ static void handle_closed_cb(uv_handle_t *h)
     c->closed = true;
     LOGC(c, INFO, "Connection from %s closed", c->peer);
     if (!c->links)
-        conn_free_WT(c);
+        rtr_conn_free_WT(c);
 }
 
 static void conn_close_socket_WT(rtr_conn_t *c)
@@ -1408,164 +411,14 @@ static void conn_close_socket_WT(rtr_conn_t *c)
     uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
 }
 
-static void write_cb(uv_write_t *req, int status);
-
-/* Bytes of copies Proton holds but has not framed (a session or link window of the client's
- * is closed): what stays of the connection's output budget once the socket took everything
- * Proton framed. */
-static size_t conn_unframed_WT(rtr_conn_t *c)
-{
-    size_t n = 0;
-    for (pn_session_t *s = pn_session_head(c->driver.connection, 0); s; s = pn_session_next(s, 0))
-        n += pn_session_outgoing_bytes(s);
-    return n;
-}
-
-/* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
- * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
- * comes back here. */
-static void conn_write_WT(rtr_conn_t *c)
-{
-    while (!c->writing && !c->closing) {
-        pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
-        if (wb.size == 0) {
-            /* the client has read everything Proton framed: the budgets start again */
-            c->in_unanswered = 0;
-            if (c->out_queued)
-                c->out_queued = conn_unframed_WT(c);
-            break;
-        }
-        uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (n > 0) {
-            pn_connection_driver_write_done(&c->driver, (size_t)n);
-            continue;
-        }
-        if (n == UV_EAGAIN) {
-            size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
-            if (!c->wreq)
-                c->wreq = base_malloc(sizeof(*c->wreq));
-            memcpy(c->wreq->data, wb.start, len);
-            c->wlen = len;
-            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
-            c->wreq->req.data = c;
-            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
-                c->writing = true;
-                break;
-            }
-        }
-        pn_connection_driver_write_close(&c->driver);
-        break;
-    }
-}
-
-static void write_cb(uv_write_t *req, int status)
-{
-    rtr_conn_t *c = req->data;
-    c->writing = false;
-    if (c->closing)
-        return;
-    if (status < 0)
-        pn_connection_driver_write_close(&c->driver);
-    else
-        pn_connection_driver_write_done(&c->driver, c->wlen);
-    c->wlen = 0;
-    BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
-    conn_process_WT(c);
-}
-
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    rtr_conn_t *c = h->data;
-    (void)suggested;
-    pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
-    buf->base = rb.start;
-    buf->len = rb.size;
-}
-
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    rtr_conn_t *c = s->data;
-    if (c->closing)
-        return;
-    if (n > 0) {
-        if (codec_guard_feed(&c->guard, (const uint8_t *)buf->base, (size_t)n) != 0) {
-            /* Proton never sees these bytes: the connection ends here */
-            LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s",
-                 c->peer, c->guard.why);
-            uv_read_stop(s);
-            c->reading = false;
-            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
-                                        c->guard.why);
-            /* no more input; Proton's close frame (with the error, once the AMQP layer is
-             * up) still goes out, then the connection ends */
-            pn_connection_driver_read_close(&c->driver);
-            c->close_after_write = true;
-        } else {
-            pn_connection_driver_read_done(&c->driver, (size_t)n);
-            c->in_unanswered += (size_t)n;
-        }
-    } else if (n == UV_ENOBUFS) {
-        uv_read_stop(s);
-        c->reading = false;
-    } else if (n < 0) {
-        uv_read_stop(s);
-        c->reading = false;
-        pn_connection_driver_read_close(&c->driver);
-        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
-         * the rest forever): once it has written what it has to say, the connection ends */
-        c->close_after_write = true;
-    }
-    conn_process_WT(c);
-}
-
-static void timer_cb(uv_timer_t *t)
-{
-    conn_process_WT(t->data);
-}
-
-/* initialHandshakeTimeoutSeconds: a client that has not opened its connection in time is
- * closed (the socket may have sent nothing, or only a protocol header). */
-static void conn_handshake_expired_WT(rtr_conn_t *c)
-{
-    c->handshake_due = 0;
-    LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
-         c->listener->handshake_timeout_seconds);
-    pn_connection_driver_errorf(&c->driver, "amqp:resource-limit-exceeded",
-                                "no AMQP open within %u seconds",
-                                c->listener->handshake_timeout_seconds);
-    if (c->reading) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-    }
-    pn_connection_driver_read_close(&c->driver);
-    c->close_after_write = true; /* whatever Proton says next is the last */
-}
-
-/* The connection's input budget: the router reads whatever a delivery brings at once, except
- * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
- * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
- * Q2 lets go (one session alone never gets there: its window is at most that). */
-static bool conn_in_full_WT(rtr_conn_t *c)
-{
-    if (!c->n_q2)
-        return false;
-    size_t held = 0;
-    for (rtr_link_t *k = c->links; k; k = k->next)
-        if (k->q2 && k->pn)
-            held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
-                                                                         twice: the safe side */
-    return held > RTR_CONN_IN_MAX;
-}
-
-static void conn_process_WT(rtr_conn_t *c)
+void rtr_conn_process_WT(rtr_conn_t *c)
 {
     if (c->closing)
         return;
     pn_transport_t *t = c->driver.transport;
     uint64_t now_ms = uv_now(&c->worker->loop);
     if (c->handshake_due && now_ms >= c->handshake_due)
-        conn_handshake_expired_WT(c);
+        rtr_conn_handshake_expired_WT(c);
     int64_t deadline = pn_transport_tick(t, (int64_t)now_ms);
     for (;;) {
         pn_event_t *e;
@@ -1576,11 +429,11 @@ static void conn_process_WT(rtr_conn_t *c)
             c->pump = k->pump_next;
             k->in_pump = false;
             k->pump_next = NULL;
-            link_pump_WT(k);
+            rtr_link_pump_WT(k);
         }
         if (c->credit_sync)
-            conn_credit_sync_WT(c);
-        conn_write_WT(c);
+            rtr_conn_credit_sync_WT(c);
+        rtr_conn_write_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,
@@ -1590,7 +443,7 @@ static void conn_process_WT(rtr_conn_t *c)
         if (c->close_after_write && !pn_connection_driver_write_closed(&c->driver))
             pn_connection_driver_write_close(&c->driver); /* events follow: loop again */
         /* Links stopped by the output budget go on once the socket took what Proton framed
-         * (conn_write_WT() starts the budget again); while the socket is full, its write
+         * (rtr_conn_write_WT() starts the budget again); while the socket is full, its write
          * callback comes back. */
         bool again = false;
         if (c->n_blocked && c->out_queued < RTR_CONN_OUT_MAX) {
@@ -1598,7 +451,7 @@ static void conn_process_WT(rtr_conn_t *c)
                 if (k->blocked) {
                     k->blocked = false;
                     c->n_blocked--;
-                    link_schedule_pump_WT(k);
+                    rtr_link_schedule_pump_WT(k);
                     again = true;
                 }
             }
@@ -1610,24 +463,7 @@ static void conn_process_WT(rtr_conn_t *c)
         conn_close_socket_WT(c);
         return;
     }
-    /* A client that does not read what the router writes is not read from either once
-     * RTR_CONN_IN_UNANSWERED_MAX bytes came in since it last did: what it sends (transfers,
-     * flows) makes the router write more (dispositions, flows), which would pile up here. */
-    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c);
-    if (c->reading && !may_read) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = false;
-    } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
-               pn_connection_driver_read_buffer(&c->driver).size > 0) {
-        if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
-            c->reading = true;
-    }
-    if (c->handshake_due && (!deadline || (uint64_t)deadline > c->handshake_due))
-        deadline = (int64_t)c->handshake_due;
-    if (deadline) {
-        int64_t now = (int64_t)uv_now(&c->worker->loop);
-        uv_timer_start(&c->timer, timer_cb, deadline > now ? (uint64_t)(deadline - now) : 0, 0);
-    }
+    rtr_transport_arm_WT(c, deadline);
 }
 
 void rtr_conn_close_WT(rtr_conn_t *c)
@@ -1641,10 +477,10 @@ void rtr_conn_close_WT(rtr_conn_t *c)
         pn_condition_set_description(cond, "router shutting down");
     }
     pn_connection_close(pc);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);
     pn_connection_driver_write_close(&c->driver);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
 }
 
 void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer)
@@ -1668,41 +504,15 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     else if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
-    uv_tcp_init(&w->loop, &c->tcp);
-    c->tcp.data = c;
-    uv_timer_init(&w->loop, &c->timer);
-    c->timer.data = c;
-    c->handles = 2;
     BASE_DLIST_PUSH(w->conns, c, prev, next);
     w->n_conns++;
 
-    pn_transport_t *t = pn_transport();
-    pn_transport_set_server(t);
-    pn_transport_set_max_frame(t, l->max_frame_size);
-    pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
-                                                                        : l->max_sessions - 1));
-    pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
-    pn_transport_require_auth(t, false);
-    pn_sasl_t *sasl = pn_sasl(t);
-    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
-    pn_sasl_set_allow_insecure_mechs(sasl, true);
-    pn_connection_driver_init(&c->driver, pn_connection(), t);
-    codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
-
-    /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
-     * the same way (only uv_tcp_nodelay fails on it, harmlessly) */
-    if (uv_tcp_open(&c->tcp, fd) != 0) {
-        close(fd);
-        LOGC(c, WARNING, "Cannot take the connection from %s", c->peer);
-        pn_connection_driver_read_close(&c->driver);
-        pn_connection_driver_write_close(&c->driver);
+    if (!rtr_transport_open_WT(c, fd, peer != NULL)) {
         conn_close_socket_WT(c);
         return;
     }
-    if (!peer)
-        uv_tcp_nodelay(&c->tcp, 1);
     if (l->handshake_timeout_seconds)
         c->handshake_due = uv_now(&w->loop) + l->handshake_timeout_seconds * 1000ull;
     LOGC(c, INFO, "Accepted %sconnection from %s", peer ? "WebSocket " : "", c->peer);
-    conn_process_WT(c);
+    rtr_conn_process_WT(c);
 }

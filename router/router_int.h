@@ -358,12 +358,13 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
 void rtr_conn_close_WT(rtr_conn_t *c);
 void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_conn_process_dirty_WT(rtr_worker_t *w);
-/* Once a second: every link's credit (creditAvailable), zero-credit time (zeroCreditSeconds)
- * and whether it has been blocked long enough to count in the router's linksBlocked. */
+/* link_out.c: once a second, every link's credit (creditAvailable), zero-credit time
+ * (zeroCreditSeconds) and whether it has been blocked long enough to count in the router's
+ * linksBlocked. */
 void rtr_conn_sweep_WT(rtr_worker_t *w);
-/* Shutdown: stop granting credit on every incoming link of the worker (drain). */
+/* link_in.c: shutdown, stop granting credit on every incoming link of the worker (drain). */
 void rtr_conn_quiesce_WT(rtr_worker_t *w);
-/* Shutdown, at the end of the grace period: give RELEASED to every delivery a client sent
+/* link_in.c: shutdown, at the end of the grace period: give RELEASED to every delivery a client sent
  * that is still waiting for its outcome, so its sender may send it elsewhere. */
 void rtr_conn_release_all_WT(rtr_worker_t *w);
 

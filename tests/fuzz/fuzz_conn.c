@@ -1,5 +1,6 @@
 /* tests/fuzz/fuzz_conn.c: libFuzzer target for a whole connection's input path - bytes ->
- * frame guard -> Proton driver -> router (router/conn.c) -> core - on the real thing.
+ * frame guard -> Proton driver -> router (router/transport.c, conn.c, link_in.c) -> core - on
+ * the real thing.
  *
  * The first input starts a real router in this process (rtr_server_new/start: the core
  * thread and one worker thread, no listening socket is ever polled) from a fixed

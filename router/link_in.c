@@ -1,0 +1,560 @@
+/* router/link_in.c: a connection's incoming links (the client's senders) - receiving
+ * deliveries (gathered until their sections before the body are here, then scanned and
+ * handed to the core as CORE_A_DELIVER; a large one routed early and streamed), the
+ * per-delivery limits (maxMessageSize, undecodable messages), Q2 (a streamed message stops
+ * being read while its copies lag), the credit the router gives the sender, and the core's
+ * outcomes given back to the sender.  Also a link's end in both directions (the top of the
+ * link layers: it calls link_out.c for the outgoing side).
+ *
+ * Thread suffixes: _WT = the connection's worker only (every function in this file).
+ *
+ * Layer: above link_out.c and transport.c; conn.c calls it from Proton's events and the
+ * core's work.
+ */
+#include "router/link_in.h"
+
+#include "core/base/list.h"
+#include "core/core_metrics.h"
+
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/disposition.h>
+#include <proton/link.h>
+
+#include <stdio.h>
+#include <time.h>
+
+static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in);
+
+static void in_unlink_WT(rtr_in_t *in)
+{
+    rtr_link_t *k = in->link;
+    if (!k)
+        return;
+    BASE_DLIST_REMOVE(k->ins, in, prev, next);
+    in->link = NULL;
+}
+
+/* One delivery's credit comes back to the sender. */
+static void link_credit_back_WT(rtr_link_t *k)
+{
+    if (k->held)
+        k->held--;
+    if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
+        pn_link_flow(k->pn, 1);
+        rtr_conn_mark_dirty_WT(k->conn);
+    }
+}
+
+static void in_free_WT(rtr_worker_t *w, rtr_in_t *in)
+{
+    if (in->msg)
+        rtr_msg_unref(in->msg);
+    rtr_in_t_free(in);
+    w->n_ins--;
+}
+
+/* Forget every Proton object of the link, hand back what it held, and tell the core. */
+void rtr_link_cleanup_WT(rtr_link_t *k)
+{
+    if (!k->pn)
+        return;
+    rtr_worker_t *w = k->conn->worker;
+
+    if (k->out) {
+        rtr_link_out_cleanup_WT(k);
+    } else {
+        rtr_in_t *in = k->receiving;
+        if (in) {
+            k->receiving = NULL;
+            if (in->pn)
+                pn_delivery_set_context(in->pn, NULL);
+            if (in->at_core) {
+                /* a stream cut short: its copies abort, the core still answers for it */
+                rtr_msg_stream_end_WT(in->msg, true);
+            } else {
+                in_free_WT(w, in);
+            }
+        }
+        if (k->q2) {
+            rtr_link_t **pp = &w->q2_links;
+            while (*pp != k)
+                pp = &(*pp)->q2_next;
+            *pp = k->q2_next;
+            k->q2 = false;
+            k->conn->n_q2--;
+        }
+        while ((in = k->ins) != NULL) {
+            if (in->pn)
+                pn_delivery_set_context(in->pn, NULL);
+            in->pn = NULL;
+            in_unlink_WT(in);
+            if (in->core_done)
+                in_finish_WT(w, in); /* answered while its last bytes were awaited */
+        }
+    }
+    if (k->reported_blocked) {
+        k->reported_blocked = false;
+        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+    }
+    pn_link_set_context(k->pn, NULL);
+    k->pn = NULL;
+    if (k->out)
+        k->conn->n_out_links--;
+    else
+        k->conn->n_in_links--;
+    if (k->at_core) {
+        core_action_t *a = rtr_worker_action_WT(w);
+        a->type = CORE_A_LINK_DETACH;
+        a->link_id = k->id;
+    } else {
+        rtr_link_unlink_WT(k);
+    }
+}
+
+/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
+ * back; k may be freed). */
+static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
+{
+    rtr_conn_t *c = k->conn;
+    pn_link_t *pl = k->pn;
+    pn_condition_t *cond = pn_link_condition(pl);
+    pn_condition_set_name(cond, name);
+    pn_condition_set_description(cond, desc);
+    pn_link_close(pl);
+    rtr_link_cleanup_WT(k);
+    rtr_conn_mark_dirty_WT(c);
+}
+
+/* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
+ * link; link_credit_sync_WT reconciles once, right before the connection's next write, so a
+ * grant and a drain within one batch net out instead of reaching the sender as a flow with
+ * credit and drain set at once.  A drain stays outstanding (drain_out) until the sender has
+ * no credit left by the router's count: it answered (its delivery-count moved on, Proton took
+ * the credit off) or it used the credit up.  Until then nothing is granted relative to it: a
+ * grant made meanwhile waits for the answer, so the window is never computed from credit the
+ * sender is about to give back, and the grant that follows an answered drain always moves
+ * the sender's credit off 0 (a flow frame with drain off), whatever the sender's Proton
+ * does with the drained credit. */
+static void link_credit_sync_later_WT(rtr_link_t *k)
+{
+    k->credit_sync = true;
+    k->conn->credit_sync = true;
+    rtr_conn_mark_dirty_WT(k->conn);
+}
+
+static void link_credit_sync_WT(rtr_link_t *k)
+{
+    k->credit_sync = false;
+    pn_link_t *pl = k->pn;
+    if (!pl || k->out)
+        return;
+    /* what the sender has by the router's count (told, or about to be told) */
+    int avail = pn_link_credit(pl) - pn_link_queued(pl);
+    if (k->drain_out && avail <= 0)
+        k->drain_out = false; /* answered, or the credit was used up */
+    if (!k->credit_on || k->conn->worker->stopping) {
+        if (!k->drain_out && avail > 0) {
+            pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
+            k->drain_out = true;
+        }
+    } else if (!k->drain_out) {
+        if (pn_link_get_drain(pl))
+            pn_link_set_drain(pl, false);
+        /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
+        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
+        if (want > 0)
+            pn_link_flow(pl, want);
+    }
+    rtr_link_credit_seen_WT(k, pn_link_credit(pl));
+}
+
+void rtr_conn_credit_sync_WT(rtr_conn_t *c)
+{
+    c->credit_sync = false;
+    for (rtr_link_t *k = c->links; k; k = k->next)
+        if (k->credit_sync)
+            link_credit_sync_WT(k);
+}
+
+void rtr_on_link_credit_WT(rtr_link_t *k, bool grant)
+{
+    if (!k->pn || k->out)
+        return;
+    k->credit_on = grant;
+    link_credit_sync_later_WT(k);
+}
+
+/* The sender of an incoming link sent a flow: it may have answered a drain (Proton took the
+ * drained credit off the link), so a grant waiting for that answer goes out now, and with
+ * credit on the window is topped up again. */
+void rtr_link_flow_in_WT(rtr_link_t *k)
+{
+    if (k->pn && (k->drain_out || k->credit_on))
+        link_credit_sync_later_WT(k);
+}
+
+/* ---------------------------------------------------------------- incoming deliveries */
+
+static void in_reject_WT(pn_delivery_t *d, const char *cond, const char *desc)
+{
+    pn_disposition_t *local = pn_delivery_local(d);
+    pn_condition_t *c = pn_disposition_condition(local);
+    pn_condition_set_name(c, cond);
+    pn_condition_set_description(c, desc);
+    pn_delivery_update(d, PN_REJECTED);
+    pn_delivery_settle(d);
+}
+
+/* Give the sender the core's outcome, settle, return the credit, and free the delivery.
+ * Runs once the core answered and the last byte arrived (or the link is gone). */
+static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
+{
+    pn_delivery_t *d = in->pn;
+    core_disposition_t *disp = &in->final;
+
+    if (d) {
+        pn_disposition_t *local = pn_delivery_local(d);
+        uint64_t state = PN_RELEASED;
+        switch (disp->outcome) {
+        case CORE_OUTCOME_ACCEPTED:
+            state = PN_ACCEPTED;
+            break;
+        case CORE_OUTCOME_REJECTED:
+            state = PN_REJECTED;
+            if (disp->cond_name) {
+                pn_condition_t *cond = pn_disposition_condition(local);
+                pn_condition_set_name(cond, disp->cond_name);
+                if (disp->cond_desc)
+                    pn_condition_set_description(cond, disp->cond_desc);
+            }
+            break;
+        case CORE_OUTCOME_MODIFIED:
+            state = PN_MODIFIED;
+            pn_disposition_set_failed(local, disp->delivery_failed);
+            pn_disposition_set_undeliverable(local, disp->undeliverable_here);
+            break;
+        default:
+            break;
+        }
+        if (in->has_final)
+            pn_delivery_update(d, state);
+        pn_delivery_set_context(d, NULL);
+        pn_delivery_settle(d);
+        in->pn = NULL;
+    }
+    BASE_FREE(disp->cond_name);
+    BASE_FREE(disp->cond_desc);
+    rtr_link_t *k = in->link;
+    if (k) {
+        in_unlink_WT(in);
+        link_credit_back_WT(k);
+        rtr_conn_mark_dirty_WT(k->conn);
+    }
+    in_free_WT(w, in);
+}
+
+/* Hand a delivery whose sections up to the body are here to the core. */
+static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    rtr_conn_t *c = k->conn;
+    rtr_msg_t *m = in->msg;
+
+    m->ra_in = !c->strip_in && m->scan.ma_router_count > 0;
+    in->dlv.content = &m->c;
+    in->dlv.link_id = k->id;
+    in->dlv.presettled = pn_delivery_settled(in->pn);
+    const codec_bytes_t *to = (m->ra_in && m->scan.ra.to.ptr) ? &m->scan.ra.to : &m->scan.to;
+    if (to->ptr) {
+        in->dlv.to = (const char *)to->ptr;
+        in->dlv.to_len = (uint32_t)to->len;
+    }
+    in->link = k;
+    BASE_DLIST_PUSH(k->ins, in, prev, next);
+    WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
+    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
+    in->at_core = true;
+    core_action_t *a = rtr_worker_action_WT(c->worker);
+    a->type = CORE_A_DELIVER;
+    a->link_id = k->id;
+    a->u.dlv = &in->dlv;
+}
+
+/* The last byte of a routed delivery arrived (already advanced past). */
+static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    if (k->receiving == in)
+        k->receiving = NULL;
+    if (in->dlv.presettled) {
+        pn_delivery_set_context(in->pn, NULL);
+        pn_delivery_settle(in->pn);
+        in->pn = NULL;
+    }
+    if (in->core_done)
+        in_finish_WT(k->conn->worker, in);
+}
+
+/* Bytes of a delivery the router refuses: read and drop them, then reject once complete. */
+static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
+{
+    char sink[16384];
+    while (pn_delivery_pending(d) > 0 && pn_link_recv(k->pn, sink, sizeof(sink)) > 0)
+        ;
+    if (pn_delivery_partial(d))
+        return;
+    pn_link_advance(k->pn);
+    k->receiving = NULL;
+    pn_delivery_set_context(d, NULL);
+    if (pn_delivery_settled(d)) {
+        LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", in->discard_why);
+        pn_delivery_settle(d);
+    } else {
+        LOGL(k, INFO, "Rejected a message that cannot be decoded: %s", in->discard_why);
+        in_reject_WT(d, "amqp:decode-error", in->discard_why);
+    }
+    in->pn = NULL;
+    in_free_WT(k->conn->worker, in);
+    link_credit_back_WT(k);
+}
+
+/* maxMessageSize: a delivery that is (or announces, by what Proton holds) bigger than the
+ * listener's limit is rejected with amqp:link:message-size-exceeded, its link closed with
+ * that condition and its connection closed with amqp:connection:forced (qdrouterd's policy).
+ * Returns true when it did that (the delivery and maybe k are gone). */
+static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
+{
+    uint64_t max = k->conn->listener->max_message_size;
+    if (!max)
+        return false;
+    rtr_msg_t *m = in->msg;
+    /* total is written by this worker only (the receiving one): no lock needed to read it */
+    uint64_t have = (m->c.streaming ? m->total : m->len) + pn_delivery_pending(d);
+    if (have <= max)
+        return false;
+
+    rtr_conn_t *c = k->conn;
+    char desc[96];
+    snprintf(desc, sizeof(desc), "message larger than maxMessageSize (%llu bytes)",
+             (unsigned long long)max);
+    LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
+    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_SIZE_DENIED], 1);
+    pn_delivery_set_context(d, NULL);
+    if (pn_delivery_settled(d))
+        pn_delivery_settle(d);
+    else
+        in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
+    in->pn = NULL; /* link cleanup frees or aborts the record */
+    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
+    pn_connection_t *pc = c->driver.connection;
+    pn_condition_t *cond = pn_connection_condition(pc);
+    pn_condition_set_name(cond, "amqp:connection:forced");
+    pn_condition_set_description(cond, desc);
+    pn_connection_close(pc);
+    return true;
+}
+
+void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_worker_t *w = k->conn->worker;
+    pn_link_t *pl = k->pn;
+    rtr_in_t *in = pn_delivery_get_context(d);
+
+    if (!in) {
+        if (d != pn_link_current(pl) || k->receiving)
+            return; /* an update on a delivery the router already handed on: nothing to do */
+        /* Proton counts a receiver's credit down when a delivery is advanced past, so the
+         * credit left is credit - queued; below zero, the sender sent without credit (and
+         * would make the router hold more than the link's window, maxUnsettledPerLink) */
+        if (pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
+            k->held >= k->conn->listener->max_unsettled) {
+            LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
+                            "without credit, %u deliveries unsettled)", k->held);
+            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
+                                "a transfer without link credit");
+            return;
+        }
+        in = rtr_in_t_new();
+        in->pn = d;
+        in->msg = rtr_msg_new();
+        in->head_limit = RTR_STREAM_THRESHOLD;
+        w->n_ins++;
+        k->receiving = in;
+        k->held++;
+        if (k->drain_out && pn_link_credit(pl) - pn_link_queued(pl) <= 0)
+            link_credit_sync_later_WT(k); /* the drain's credit is used up: a grant may wait */
+        pn_delivery_set_context(d, in);
+    } else if (in != k->receiving) {
+        return; /* the sender changed a routed delivery (e.g. settled it first) */
+    }
+    if (k->q2)
+        return; /* resumed by RTR_EXT_STREAM once the copies caught up */
+
+    rtr_msg_t *m = in->msg;
+    if (pn_delivery_aborted(d)) {
+        k->receiving = NULL;
+        pn_delivery_set_context(d, NULL);
+        pn_delivery_settle(d);
+        in->pn = NULL;
+        if (in->at_core) {
+            rtr_msg_stream_end_WT(m, true);
+            if (in->core_done)
+                in_finish_WT(w, in);
+        } else {
+            in_free_WT(w, in);
+            link_credit_back_WT(k);
+        }
+        return;
+    }
+    for (;;) {
+        if (in_too_big_WT(k, in, d))
+            return;
+        if (in->discard) {
+            in_discard_WT(k, in, d);
+            return;
+        }
+        if (m->c.streaming) {
+            if (rtr_msg_stream_recv_WT(m, pl, d)) {
+                k->q2 = true;
+                k->conn->n_q2++;
+                k->q2_next = w->q2_links;
+                w->q2_links = k;
+                return;
+            }
+            if (pn_delivery_partial(d) || pn_delivery_pending(d) > 0)
+                return;
+            rtr_msg_stream_end_WT(m, false);
+            pn_link_advance(pl);
+            in_received_WT(k, in);
+            return;
+        }
+        for (;;) {
+            size_t pending = pn_delivery_pending(d);
+            if (pending == 0 || m->len >= in->head_limit)
+                break;
+            if (pending > in->head_limit - m->len)
+                pending = in->head_limit - m->len;
+            /* A message arriving in several frames gets room for 64 KiB at once (and then
+             * doubles), so that a typical multi-frame message is not copied as it grows. */
+            size_t room = pending;
+            if (m->cap == 0 && pn_delivery_partial(d) && room < RTR_HEAD_FIRST_PARTIAL)
+                room = RTR_HEAD_FIRST_PARTIAL;
+            rtr_msg_reserve(m, room);
+            ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, pending);
+            if (n <= 0)
+                break;
+            m->len += (size_t)n;
+        }
+        const char *why = NULL;
+        if (!pn_delivery_partial(d) && pn_delivery_pending(d) == 0) {
+            if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
+                in->discard = true; /* in_discard_WT() advances and rejects */
+                in->discard_why = why ? why : "malformed message";
+                continue;
+            }
+            pn_link_advance(pl);
+            in_route_WT(k, in);
+            in_received_WT(k, in);
+            return;
+        }
+        if (m->len < in->head_limit)
+            return; /* more bytes to come */
+        /* A large message: route it as soon as its sections before the body are here. */
+        int rc = codec_scan(m->data, m->len, false, &m->scan, &why);
+        if (rc == CODEC_PARTIAL && in->head_limit < RTR_PREFIX_MAX) {
+            in->head_limit = RTR_PREFIX_MAX;
+            continue;
+        }
+        if (rc != 0) {
+            in->discard = true;
+            in->discard_why = rc == CODEC_PARTIAL
+                                  ? "the sections before the body exceed 1 MiB"
+                                  : (why ? why : "malformed message");
+            continue;
+        }
+        rtr_msg_stream_start_WT(m, w->index);
+        in_route_WT(k, in);
+    }
+}
+
+/* The core's answer for an incoming delivery: applied now, or once its last byte arrived. */
+static void on_core_done_WT(rtr_worker_t *w, rtr_in_t *in)
+{
+    in->core_done = true;
+    if (in->link && in->link->receiving == in)
+        return; /* still streaming in: in_received_WT() finishes it */
+    in_finish_WT(w, in);
+}
+
+void rtr_on_settle_WT(rtr_worker_t *w, core_work_t *work)
+{
+    rtr_in_t *in = (rtr_in_t *)work->u.settle.dlv;
+    in->final = work->u.settle.disp;
+    in->has_final = true;
+    on_core_done_WT(w, in);
+}
+
+void rtr_on_release_WT(rtr_worker_t *w, core_work_t *work)
+{
+    on_core_done_WT(w, (rtr_in_t *)work->u.release);
+}
+
+/* RTR_EXT_STREAM: a streamed message this worker sends or receives has changed. */
+void rtr_on_stream_wake_WT(rtr_worker_t *w)
+{
+    rtr_out_t *o = w->waiters;
+    w->waiters = NULL;
+    while (o) {
+        rtr_out_t *next = o->wnext;
+        o->on_wait = false;
+        o->wnext = o->wprev = NULL;
+        rtr_link_schedule_pump_WT(o->link);
+        rtr_conn_mark_dirty_WT(o->link->conn);
+        o = next;
+    }
+    rtr_link_t *k = w->q2_links;
+    w->q2_links = NULL;
+    while (k) {
+        rtr_link_t *next = k->q2_next;
+        k->q2 = false;
+        k->conn->n_q2--;
+        k->q2_next = NULL;
+        if (k->pn && k->receiving && k->receiving->pn) {
+            rtr_in_delivery_WT(k, k->receiving->pn);
+            rtr_conn_mark_dirty_WT(k->conn);
+        }
+        k = next;
+    }
+}
+
+void rtr_conn_quiesce_WT(rtr_worker_t *w)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            if (k->out || !k->pn)
+                continue;
+            k->credit_on = false;
+            link_credit_sync_later_WT(k); /* the sender gives back what it cannot use */
+        }
+        rtr_conn_mark_dirty_WT(c);
+    }
+}
+
+void rtr_conn_release_all_WT(rtr_worker_t *w)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            if (k->out)
+                continue;
+            for (rtr_in_t *in = k->ins; in; in = in->next) {
+                if (!in->pn || in == k->receiving || in->dlv.presettled)
+                    continue; /* a delivery still arriving is aborted by the link's cleanup */
+                pn_delivery_set_context(in->pn, NULL);
+                pn_delivery_update(in->pn, PN_RELEASED);
+                pn_delivery_settle(in->pn);
+                in->pn = NULL; /* the record waits for the core's answer */
+            }
+        }
+        rtr_conn_mark_dirty_WT(c);
+    }
+}

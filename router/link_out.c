@@ -1,0 +1,400 @@
+/* router/link_out.c: a connection's outgoing links (the client's receivers) - the copies
+ * the core sends (CORE_W_SEND), the message composed for each (a fresh message-annotations
+ * section, every other byte as it arrived), streaming a message still arriving to its
+ * receivers, the output budget a link stops on, and the receivers' dispositions back to the
+ * core.  Also every link's credit as qdrouterd's figures see it (creditAvailable,
+ * zeroCreditSeconds, linksBlocked), which the incoming links report through too.
+ *
+ * Thread suffixes: _WT = the connection's worker only (every function in this file).
+ *
+ * Layer: above transport.c (it hands bytes to Proton and counts them against the
+ * connection's budget, which the transport restarts once the socket took them); below
+ * link_in.c and conn.c, which call it.
+ */
+#include "router/link_out.h"
+
+#include "core/base/list.h"
+#include "core/core_metrics.h"
+
+#include <proton/condition.h>
+#include <proton/delivery.h>
+#include <proton/disposition.h>
+#include <proton/link.h>
+
+#include <time.h>
+
+void rtr_link_schedule_pump_WT(rtr_link_t *k)
+{
+    if (k->in_pump || !k->pn)
+        return;
+    k->in_pump = true;
+    k->pump_next = k->conn->pump;
+    k->conn->pump = k;
+}
+
+static void report_WT(rtr_link_t *k, core_delivery_t *dlv, core_disposition_t *disp)
+{
+    core_action_t *a = rtr_worker_action_WT(k->conn->worker);
+    a->type = CORE_A_DISPOSITION;
+    a->link_id = k->id;
+    a->u.disposition.dlv = dlv;
+    a->u.disposition.disp = *disp;
+}
+
+/* Take a copy off its link and its message (a streamed message's reader list) and free it. */
+static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    rtr_worker_t *w = k->conn->worker;
+    if (o->on_wait)
+        BASE_DLIST_REMOVE(w->waiters, o, wprev, wnext);
+    if (o->msg->c.streaming)
+        rtr_msg_reader_del(o->msg, o);
+    if (k->next_send == o) {
+        k->next_send = o->next;
+        k->queued--;
+    }
+    BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
+    rtr_msg_unref(o->msg);
+    rtr_out_t_free(o);
+    w->n_outs--;
+}
+
+/* ---------------------------------------------------------------- zero credit
+ * qdrouterd's zeroCreditSeconds and linksBlocked: a link's credit is looked at where the
+ * router changes or uses it (below) and once a second (rtr_conn_sweep_WT); the time it went
+ * to zero is the loop's cached clock, so the data path reads no clock for it. */
+
+static void link_credit_back_positive_WT(rtr_link_t *k)
+{
+    rtr_worker_t *w = k->conn->worker;
+    k->zero_since = 0;
+    WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
+    if (k->reported_blocked) {
+        k->reported_blocked = false;
+        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+    }
+}
+
+/* The router saw the link's credit: creditAvailable, and the start or end of a zero run. */
+void rtr_link_credit_seen_WT(rtr_link_t *k, int credit)
+{
+    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, credit);
+    if (credit > 0) {
+        if (BASE_UNLIKELY(k->zero_since != 0))
+            link_credit_back_positive_WT(k);
+    } else if (!k->zero_since) {
+        k->zero_since = uv_now(&k->conn->worker->loop) | 1;
+    }
+}
+
+void rtr_conn_sweep_WT(rtr_worker_t *w)
+{
+    uint64_t now = uv_now(&w->loop);
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        for (rtr_link_t *k = c->links; k; k = k->next) {
+            /* pn: not yet cleaned up, so the core has not retired its stats; none: the core
+             * has not answered the attach (a link without stats of its own, a sink, counts
+             * in linksBlocked all the same) */
+            if (!k->pn || stats_obj_is_none(k->stats))
+                continue;
+            int credit = pn_link_credit(k->pn);
+            rtr_link_credit_seen_WT(k, credit); /* creditAvailable fresh at least once a second */
+            if (credit > 0)
+                continue;
+            uint64_t age = now > k->zero_since ? now - k->zero_since : 0;
+            WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
+            if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
+                k->reported_blocked = true;
+                stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), 1);
+                LOGL(k, INFO, "Link blocked with zero credit for %llu seconds",
+                     (unsigned long long)(age / 1000));
+            }
+        }
+    }
+}
+
+void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
+{
+    rtr_msg_t *m = (rtr_msg_t *)work->u.send.content;
+    core_delivery_t *dlv = work->u.send.dlv;
+
+    if (!k->pn) {
+        if (dlv) {
+            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+            report_WT(k, dlv, &d);
+        }
+        if (m->c.streaming)
+            rtr_msg_reader_del(m, NULL);
+        rtr_msg_unref(m);
+        return;
+    }
+    if (!dlv && k->queued >= k->conn->listener->link_capacity)
+        rtr_link_pump_WT(k); /* send what the receiver's credit allows before judging */
+    if (!dlv && k->queued >= k->conn->listener->link_capacity) {
+        /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
+        WCOUNT(w, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
+        WCOUNT(w, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        if (m->c.streaming)
+            rtr_msg_reader_del(m, NULL);
+        rtr_msg_unref(m);
+        return;
+    }
+    rtr_out_t *o = rtr_out_t_new();
+    w->n_outs++;
+    o->in = dlv;
+    o->msg = m;
+    o->link = k;
+    o->worker = w->index;
+    if (m->c.streaming)
+        rtr_msg_reader_add(m, o);
+    BASE_DLIST_APPEND(k->outs, k->outs_tail, o, prev, next);
+    if (!k->next_send)
+        k->next_send = o;
+    k->queued++;
+    rtr_link_schedule_pump_WT(k);
+    rtr_conn_mark_dirty_WT(k->conn);
+}
+
+/* Hand n bytes of an outgoing copy to Proton, counted against the connection's budget. */
+static void link_send_WT(rtr_link_t *k, const void *p, size_t n)
+{
+    pn_link_send(k->pn, p, n);
+    k->conn->out_queued += n;
+}
+
+/* The connection's output budget: once RTR_CONN_OUT_MAX bytes of copies wait in Proton (all
+ * sessions together), its links stop (`blocked`) until the socket took what Proton framed;
+ * rtr_conn_process_WT() resumes them.  Returns true when k must stop. */
+static bool link_out_full_WT(rtr_link_t *k)
+{
+    if (k->conn->out_queued < RTR_CONN_OUT_MAX)
+        return false;
+    if (!k->blocked) {
+        k->blocked = true;
+        k->conn->n_blocked++;
+    }
+    return true;
+}
+
+static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    rtr_msg_t *m = o->msg;
+    const codec_scan_t *scan = &m->scan;
+    codec_ra_out_t ra = {0};
+
+    if (!k->conn->strip_out) {
+        ra.write = true;
+        ra.ingress.ptr = (const uint8_t *)g_rtr.node_id;
+        ra.ingress.len = g_rtr.node_id_len;
+        if (m->ra_in) {
+            if (scan->ra.ingress.ptr)
+                ra.ingress = scan->ra.ingress;
+            if (scan->ra.trace.ptr) {
+                ra.trace = scan->ra.trace;
+                ra.trace_count = scan->ra.trace_count;
+            }
+            ra.to = scan->ra.to;
+            ra.phase = scan->ra.phase;
+        }
+        ra.trace_append.ptr = (const uint8_t *)g_rtr.node_id;
+        ra.trace_append.len = g_rtr.node_id_len;
+    }
+    if (!ra.write && scan->ma_router_count == 0) {
+        if (scan->body_off)
+            link_send_WT(k, m->data, scan->body_off);
+        return;
+    }
+    uint8_t scratch_stack[1024];
+    codec_iov_t iov_stack[16];
+    size_t scratch_len = 0;
+    int n_iov = 0;
+    codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
+    uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
+                                                            : base_malloc(scratch_len);
+    codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)
+                           ? iov_stack
+                           : base_malloc((size_t)n_iov * sizeof(*iov));
+    int n = codec_compose_prefix(m->data, scan, &ra, scratch,
+                                 scratch_len > sizeof(scratch_stack) ? scratch_len
+                                                                     : sizeof(scratch_stack),
+                                 iov, n_iov > 16 ? n_iov : 16);
+    BASE_BUG_ON(n < 0);
+    for (int i = 0; i < n; i++)
+        if (iov[i].len)
+            link_send_WT(k, iov[i].base, iov[i].len);
+    if (scratch != scratch_stack)
+        free(scratch);
+    if (iov != iov_stack)
+        free(iov);
+}
+
+/* Send what has arrived of a streamed message.  Returns 1 when every byte was sent, 0 when
+ * the sender aborted (the copy is aborted and freed), -1 when it must wait for more bytes
+ * (o is on the worker's waiters) or for room in the connection's output budget. */
+static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    rtr_msg_t *m = o->msg;
+    for (;;) {
+        if (link_out_full_WT(k))
+            return -1;
+        bool complete, aborted;
+        codec_bytes_t b = rtr_msg_reader_peek(m, o, RTR_SEND_CHUNK, &complete, &aborted);
+        if (aborted) {
+            if (o->in) {
+                core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
+                report_WT(k, o->in, &d);
+            }
+            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_abort(o->pn);
+            o->pn = NULL;
+            out_free_WT(k, o);
+            return 0;
+        }
+        if (b.len) {
+            link_send_WT(k, b.ptr, b.len);
+            rtr_msg_reader_advance(m, o, b.len);
+            continue;
+        }
+        if (complete)
+            return 1;
+        if (rtr_msg_reader_wait(m, o)) {
+            rtr_worker_t *w = k->conn->worker;
+            if (!o->on_wait) {
+                o->on_wait = true;
+                BASE_DLIST_PUSH(w->waiters, o, wprev, wnext);
+            }
+            return -1;
+        }
+    }
+}
+
+/* Push queued copies into Proton while the receiver has credit and the session has room. */
+void rtr_link_pump_WT(rtr_link_t *k)
+{
+    pn_link_t *pl = k->pn;
+    if (!pl || !k->open)
+        return;
+
+    while (k->next_send) {
+        rtr_out_t *o = k->next_send;
+        rtr_msg_t *m = o->msg;
+        if (link_out_full_WT(k))
+            return; /* rtr_conn_process_WT() resumes it once the socket took Proton's bytes */
+        if (!o->pn) {
+            if (pn_link_credit(pl) <= 0)
+                break;
+            uint64_t tag = ++k->tag;
+            o->pn = pn_delivery(pl, pn_dtag((const char *)&tag, sizeof(tag)));
+            pn_delivery_set_context(o->pn, o);
+        }
+        if (!o->prefix_done) {
+            out_send_prefix_WT(k, o);
+            o->prefix_done = true;
+        }
+        if (m->c.streaming) {
+            int r = out_stream_WT(k, o);
+            if (r < 0)
+                return; /* waiting for bytes or for the output budget */
+            if (r == 0)
+                continue; /* aborted: o is gone */
+            goto sent;
+        }
+        size_t body = m->len - m->scan.body_off;
+        while (o->sent < body) {
+            if (link_out_full_WT(k))
+                return;
+            size_t n = body - o->sent;
+            if (n > RTR_SEND_CHUNK)
+                n = RTR_SEND_CHUNK;
+            link_send_WT(k, m->data + m->scan.body_off + o->sent, n);
+            o->sent += n;
+        }
+    sent:
+        pn_link_advance(pl);
+        WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
+        WGAUGE(k->conn->worker, k->conn->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
+        k->next_send = o->next;
+        k->queued--;
+        o->done_sending = true;
+        if (!o->in) {
+            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_settle(o->pn);
+            o->pn = NULL;
+            out_free_WT(k, o);
+        }
+    }
+    if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
+        pn_link_drained(pl);
+    rtr_worker_t *w = k->conn->worker;
+    WGAUGE(w, k->stats, CORE_LINK_UNDELIVERED, k->queued);
+    rtr_link_credit_seen_WT(k, pn_link_credit(pl));
+}
+
+/* The receiver settled (or updated) an outgoing copy. */
+void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_out_t *o = pn_delivery_get_context(d);
+    if (!o || !pn_delivery_settled(d))
+        return;
+    core_disposition_t disp = {0};
+    pn_disposition_t *remote = pn_delivery_remote(d);
+    switch (pn_delivery_remote_state(d)) {
+    case PN_REJECTED: {
+        disp.outcome = CORE_OUTCOME_REJECTED;
+        pn_condition_t *cond = pn_disposition_condition(remote);
+        if (cond && pn_condition_is_set(cond)) {
+            disp.cond_name = base_strdup(pn_condition_get_name(cond));
+            const char *desc = pn_condition_get_description(cond);
+            if (desc)
+                disp.cond_desc = base_strdup(desc);
+        }
+        break;
+    }
+    case PN_RELEASED:
+        disp.outcome = CORE_OUTCOME_RELEASED;
+        break;
+    case PN_MODIFIED:
+        disp.outcome = CORE_OUTCOME_MODIFIED;
+        disp.delivery_failed = pn_disposition_is_failed(remote);
+        disp.undeliverable_here = pn_disposition_is_undeliverable(remote);
+        break;
+    default: /* accepted, or settled with no outcome: the receiver consumed it */
+        disp.outcome = CORE_OUTCOME_ACCEPTED;
+        break;
+    }
+    if (o->in)
+        report_WT(k, o->in, &disp);
+    pn_delivery_set_context(d, NULL);
+    pn_delivery_settle(d);
+    o->pn = NULL;
+    out_free_WT(k, o); /* settled before we finished sending it: that stops there */
+}
+
+/* Forget the link's copies: each is reported to the core (never started: RELEASED; sent but
+ * not settled: MODIFIED) and freed. */
+void rtr_link_out_cleanup_WT(rtr_link_t *k)
+{
+    rtr_out_t *o = k->outs;
+    while (o) {
+        rtr_out_t *next = o->next;
+        if (o->in) {
+            /* never started: RELEASED; sent (even in part) but not settled: MODIFIED */
+            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+            if (o->pn) {
+                d.outcome = CORE_OUTCOME_MODIFIED;
+                d.delivery_failed = true;
+            }
+            report_WT(k, o->in, &d);
+        }
+        if (o->pn)
+            pn_delivery_set_context(o->pn, NULL);
+        out_free_WT(k, o);
+        o = next;
+    }
+    k->next_send = NULL;
+    k->queued = 0;
+    if (k->blocked) {
+        k->blocked = false;
+        k->conn->n_blocked--;
+    }
+}

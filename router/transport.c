@@ -1,0 +1,303 @@
+/* router/transport.c: a connection's transport, the lowest of its layers - the socket
+ * (libuv reads and writes), the frame guard that checks every byte before Proton sees it,
+ * the Proton connection driver's input and output buffers, the per-connection byte budgets
+ * (what a client can make the router hold), the timer, and the end of input or output on
+ * errors.  Also the lifetime of the records every layer frees (a connection, a link).
+ *
+ * Thread suffixes: _WT = the connection's worker only (every function in this file but
+ * rtr_log_ids(), which is thread-safe).
+ *
+ * It runs no Proton event and knows no link's protocol: after socket and timer events it
+ * calls rtr_conn_process_WT() (conn.c, the layer above), which runs Proton and the links
+ * and comes back here to write (rtr_conn_write_WT) and to arm reading and the timer
+ * (rtr_transport_arm_WT).
+ */
+#include "router/transport.h"
+
+#include "core/base/list.h"
+
+#include <proton/connection.h>
+#include <proton/link.h>
+#include <proton/sasl.h>
+#include <proton/session.h>
+#include <proton/transport.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void rtr_log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
+                    const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (link)
+        base_log_write(mod, lvl, "[C%llu][L%llu] %s", (unsigned long long)conn,
+                       (unsigned long long)link, text);
+    else
+        base_log_write(mod, lvl, "[C%llu] %s", (unsigned long long)conn, text);
+}
+
+void rtr_conn_mark_dirty_WT(rtr_conn_t *c)
+{
+    if (c->dirty || c->closed)
+        return;
+    c->dirty = true;
+    c->dirty_next = c->worker->dirty;
+    c->worker->dirty = c;
+}
+
+void rtr_conn_free_WT(rtr_conn_t *c)
+{
+    rtr_worker_t *w = c->worker;
+    if (c->dirty) {
+        rtr_conn_t **pp = &w->dirty;
+        while (*pp != c)
+            pp = &(*pp)->dirty_next;
+        *pp = c->dirty_next;
+    }
+    BASE_DLIST_REMOVE(w->conns, c, prev, next);
+    w->n_conns--;
+    if (c->counted)
+        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+    if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
+        stats_object_retire(g_rtr.stats->reg, c->stats);
+    free(c->wreq); /* a write cancelled by the close */
+    codec_guard_fini(&c->guard);
+    free(c);
+    rtr_worker_maybe_exit_WT(w);
+}
+
+void rtr_link_unlink_WT(rtr_link_t *k)
+{
+    rtr_conn_t *c = k->conn;
+    BASE_DLIST_REMOVE(c->links, k, prev, next);
+    c->worker->n_links--;
+    free(k);
+    if (c->closed && !c->links)
+        rtr_conn_free_WT(c);
+}
+
+/* The frame guard's memory (codec_guard_mem_fn): grows with the performative being checked,
+ * given back once it is checked. */
+static void *guard_mem(void *p, size_t n)
+{
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    return base_realloc(p, n);
+}
+
+/* Bytes of copies Proton holds but has not framed (a session or link window of the client's
+ * is closed): what stays of the connection's output budget once the socket took everything
+ * Proton framed. */
+static size_t conn_unframed_WT(rtr_conn_t *c)
+{
+    size_t n = 0;
+    for (pn_session_t *s = pn_session_head(c->driver.connection, 0); s; s = pn_session_next(s, 0))
+        n += pn_session_outgoing_bytes(s);
+    return n;
+}
+
+static void write_cb(uv_write_t *req, int status);
+
+/* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
+ * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
+ * comes back here. */
+void rtr_conn_write_WT(rtr_conn_t *c)
+{
+    while (!c->writing && !c->closing) {
+        pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
+        if (wb.size == 0) {
+            /* the client has read everything Proton framed: the budgets start again */
+            c->in_unanswered = 0;
+            if (c->out_queued)
+                c->out_queued = conn_unframed_WT(c);
+            break;
+        }
+        uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n > 0) {
+            pn_connection_driver_write_done(&c->driver, (size_t)n);
+            continue;
+        }
+        if (n == UV_EAGAIN) {
+            size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
+            if (!c->wreq)
+                c->wreq = base_malloc(sizeof(*c->wreq));
+            memcpy(c->wreq->data, wb.start, len);
+            c->wlen = len;
+            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
+            c->wreq->req.data = c;
+            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
+                c->writing = true;
+                break;
+            }
+        }
+        pn_connection_driver_write_close(&c->driver);
+        break;
+    }
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    rtr_conn_t *c = req->data;
+    c->writing = false;
+    if (c->closing)
+        return;
+    if (status < 0)
+        pn_connection_driver_write_close(&c->driver);
+    else
+        pn_connection_driver_write_done(&c->driver, c->wlen);
+    c->wlen = 0;
+    BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
+    rtr_conn_process_WT(c);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    rtr_conn_t *c = h->data;
+    (void)suggested;
+    pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
+    buf->base = rb.start;
+    buf->len = rb.size;
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    rtr_conn_t *c = s->data;
+    if (c->closing)
+        return;
+    if (n > 0) {
+        if (codec_guard_feed(&c->guard, (const uint8_t *)buf->base, (size_t)n) != 0) {
+            /* Proton never sees these bytes: the connection ends here */
+            LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s",
+                 c->peer, c->guard.why);
+            uv_read_stop(s);
+            c->reading = false;
+            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
+                                        c->guard.why);
+            /* no more input; Proton's close frame (with the error, once the AMQP layer is
+             * up) still goes out, then the connection ends */
+            pn_connection_driver_read_close(&c->driver);
+            c->close_after_write = true;
+        } else {
+            pn_connection_driver_read_done(&c->driver, (size_t)n);
+            c->in_unanswered += (size_t)n;
+        }
+    } else if (n == UV_ENOBUFS) {
+        uv_read_stop(s);
+        c->reading = false;
+    } else if (n < 0) {
+        uv_read_stop(s);
+        c->reading = false;
+        pn_connection_driver_read_close(&c->driver);
+        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
+         * the rest forever): once it has written what it has to say, the connection ends */
+        c->close_after_write = true;
+    }
+    rtr_conn_process_WT(c);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    rtr_conn_process_WT(t->data);
+}
+
+/* initialHandshakeTimeoutSeconds: a client that has not opened its connection in time is
+ * closed (the socket may have sent nothing, or only a protocol header). */
+void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
+{
+    c->handshake_due = 0;
+    LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
+         c->listener->handshake_timeout_seconds);
+    pn_connection_driver_errorf(&c->driver, "amqp:resource-limit-exceeded",
+                                "no AMQP open within %u seconds",
+                                c->listener->handshake_timeout_seconds);
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    pn_connection_driver_read_close(&c->driver);
+    c->close_after_write = true; /* whatever Proton says next is the last */
+}
+
+/* The connection's input budget: the router reads whatever a delivery brings at once, except
+ * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
+ * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
+ * Q2 lets go (one session alone never gets there: its window is at most that). */
+static bool conn_in_full_WT(rtr_conn_t *c)
+{
+    if (!c->n_q2)
+        return false;
+    size_t held = 0;
+    for (rtr_link_t *k = c->links; k; k = k->next)
+        if (k->q2 && k->pn)
+            held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
+                                                                         twice: the safe side */
+    return held > RTR_CONN_IN_MAX;
+}
+
+bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
+{
+    rtr_worker_t *w = c->worker;
+    const cfg_listener_t *l = c->listener;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    uv_timer_init(&w->loop, &c->timer);
+    c->timer.data = c;
+    c->handles = 2;
+
+    pn_transport_t *t = pn_transport();
+    pn_transport_set_server(t);
+    pn_transport_set_max_frame(t, l->max_frame_size);
+    pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
+                                                                        : l->max_sessions - 1));
+    pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
+    pn_transport_require_auth(t, false);
+    pn_sasl_t *sasl = pn_sasl(t);
+    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
+    pn_sasl_set_allow_insecure_mechs(sasl, true);
+    pn_connection_driver_init(&c->driver, pn_connection(), t);
+    codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
+
+    /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
+     * the same way (only uv_tcp_nodelay fails on it, harmlessly) */
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd);
+        LOGC(c, WARNING, "Cannot take the connection from %s", c->peer);
+        pn_connection_driver_read_close(&c->driver);
+        pn_connection_driver_write_close(&c->driver);
+        return false;
+    }
+    if (!websocket)
+        uv_tcp_nodelay(&c->tcp, 1);
+    return true;
+}
+
+void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
+{
+    /* A client that does not read what the router writes is not read from either once
+     * RTR_CONN_IN_UNANSWERED_MAX bytes came in since it last did: what it sends (transfers,
+     * flows) makes the router write more (dispositions, flows), which would pile up here. */
+    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c);
+    if (c->reading && !may_read) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
+               pn_connection_driver_read_buffer(&c->driver).size > 0) {
+        if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
+            c->reading = true;
+    }
+    if (c->handshake_due && (!deadline || (uint64_t)deadline > c->handshake_due))
+        deadline = (int64_t)c->handshake_due;
+    if (deadline) {
+        int64_t now = (int64_t)uv_now(&c->worker->loop);
+        uv_timer_start(&c->timer, timer_cb, deadline > now ? (uint64_t)(deadline - now) : 0, 0);
+    }
+}
