@@ -4,7 +4,11 @@
  * Threads: an acceptor runs on the thread of its loop (the main thread for AMQP listeners,
  * the admin thread for http listeners and the management socket); nothing in it is shared.
  * The reserve descriptor is one process-wide int taken and put back with atomic swaps.  No
- * _CT/_WT suffixes: nothing here belongs to a worker or to the core.
+ * _CT/_WT suffixes: nothing here belongs to a worker or to the core.  s_accept_lock (a leaf:
+ * nothing else is locked while it is held) serializes the acceptors' accept() calls with the
+ * moment the reserve is closed, so one thread's accept cannot take the slot another thread
+ * freed to refuse its clients (which lost the reserve until a descriptor came free, leaving
+ * clients waiting in the backlog).
  *
  * DESIGN.  accept() failing with EMFILE or ENFILE leaves the connection in the backlog and
  * the listening socket readable, so a level-triggered poll calls the accept loop again at
@@ -32,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +50,8 @@
 
 /* The reserve descriptor (/dev/null), or -1 while it is closed or lost to another thread. */
 static _Atomic int s_reserve = -1;
+/* Held around every accept() of an acceptor and around the reserve's closed window. */
+static pthread_mutex_t s_accept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void rtr_fd_reserve_init(void)
 {
@@ -116,9 +123,11 @@ static bool error_is_one_connection(int e)
 static uint64_t refuse_backlog(int lfd, bool *drained)
 {
     *drained = false;
+    pthread_mutex_lock(&s_accept_lock);
     int r = atomic_exchange(&s_reserve, -1);
     if (r < 0) {
         reserve_refill(); /* a descriptor may have come free since it was lost */
+        pthread_mutex_unlock(&s_accept_lock);
         return 0;
     }
     close(r);
@@ -132,10 +141,11 @@ static uint64_t refuse_backlog(int lfd, bool *drained)
             *drained = true;
             break;
         } else if (errno != EINTR && !error_is_one_connection(errno)) {
-            break; /* another thread took the slot */
+            break; /* a thread that opened a file took the slot */
         }
     }
     reserve_refill();
+    pthread_mutex_unlock(&s_accept_lock);
     return n;
 }
 
@@ -238,9 +248,13 @@ static void poll_cb(uv_poll_t *p, int status, int events)
         return;
     }
     for (int i = 0; i < RTR_ACCEPT_BATCH && a->_started; i++) {
+        pthread_mutex_lock(&s_accept_lock);
         int fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int e = errno;
+        if (fd >= 0)
+            reserve_refill();
+        pthread_mutex_unlock(&s_accept_lock);
         if (fd < 0) {
-            int e = errno;
             if (e == EAGAIN || e == EWOULDBLOCK)
                 return;
             if (error_is_one_connection(e))
@@ -250,7 +264,6 @@ static void poll_cb(uv_poll_t *p, int status, int events)
         }
         if (a->_short)
             acceptor_recovered(a);
-        reserve_refill();
         a->cb(a, fd);
     }
 }
