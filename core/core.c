@@ -776,6 +776,11 @@ static void run_action_CT(core_t *core, core_action_t *a)
     }
 }
 
+static void run_action_cb(void *core, void *a)
+{
+    run_action_CT(core, a);
+}
+
 static void *core_thread_main(void *arg)
 {
     core_t *core = arg;
@@ -796,13 +801,7 @@ static void *core_thread_main(void *arg)
                 break;
             continue;
         }
-        while (c) {
-            base_mpsc_chunk_t *next = c->next;
-            for (uint32_t i = 0; i < c->count; i++)
-                run_action_CT(core, base_mpsc_chunk_item(c, i));
-            base_mpsc_chunk_free(c);
-            c = next;
-        }
+        base_mpsc_chunks_drain(c, run_action_cb, core);
         flush_CT(core);
     }
     flush_CT(core);
@@ -860,26 +859,24 @@ void core_stop(core_t *core)
     core->started = false;
 }
 
+/* An action posted after the core stopped (an attach the management agent made while the
+ * router was already shutting down): free the strings it carries. */
+static void free_late_action_cb(void *ctx, void *item)
+{
+    core_action_t *a = item;
+    (void)ctx;
+    if (a->type == CORE_A_LINK_ATTACH) {
+        free(a->u.attach.address);
+        free(a->u.attach.name);
+    } else if (a->type == CORE_A_DISPOSITION) {
+        free_disp_strings(&a->u.disposition.disp);
+    }
+}
+
 void core_free(core_t *core)
 {
     base_map_slot_t *s;
-    /* actions posted after the core stopped (an attach the management agent made while the
-     * router was already shutting down): free the strings they carry */
-    base_mpsc_chunk_t *late = base_mpsc_take(&core->in);
-    while (late) {
-        base_mpsc_chunk_t *next = late->next;
-        for (uint32_t i = 0; i < late->count; i++) {
-            core_action_t *a = base_mpsc_chunk_item(late, i);
-            if (a->type == CORE_A_LINK_ATTACH) {
-                free(a->u.attach.address);
-                free(a->u.attach.name);
-            } else if (a->type == CORE_A_DISPOSITION) {
-                free_disp_strings(&a->u.disposition.disp);
-            }
-        }
-        base_mpsc_chunk_free(late);
-        late = next;
-    }
+    base_mpsc_drain(&core->in, free_late_action_cb, NULL);
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
         free(s->value);
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
@@ -895,14 +892,8 @@ void core_free(core_t *core)
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);
-    for (int i = 0; i < core->n_workers; i++) {
-        base_mpsc_chunk_t *c = core->out[i].head;
-        while (c) {
-            base_mpsc_chunk_t *next = c->next;
-            base_mpsc_chunk_free(c);
-            c = next;
-        }
-    }
+    for (int i = 0; i < core->n_workers; i++)
+        base_mpsc_batch_discard(&core->out[i]);
     free(core->out);
     base_mpsc_fini(&core->in);
     free(core->router_id);

@@ -108,17 +108,15 @@ void rtr_worker_shutdown_WT(rtr_worker_t *w, uint64_t grace_ms)
     rtr_worker_maybe_close_all_WT(w);
 }
 
+static void conn_work_cb(void *w, void *work)
+{
+    rtr_conn_work_WT(w, work);
+}
+
 static void async_cb(uv_async_t *h)
 {
     rtr_worker_t *w = h->data;
-    base_mpsc_chunk_t *c = base_mpsc_take(&w->inbox);
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        for (uint32_t i = 0; i < c->count; i++)
-            rtr_conn_work_WT(w, base_mpsc_chunk_item(c, i));
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
+    base_mpsc_drain(&w->inbox, conn_work_cb, w);
     rtr_conn_process_dirty_WT(w);
     rtr_worker_maybe_close_all_WT(w);
     rtr_worker_maybe_exit_WT(w);
