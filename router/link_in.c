@@ -118,11 +118,7 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
 static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
-    pn_link_t *pl = k->pn;
-    pn_condition_t *cond = pn_link_condition(pl);
-    pn_condition_set_name(cond, name);
-    pn_condition_set_description(cond, desc);
-    pn_link_close(pl);
+    rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
 }
@@ -346,11 +342,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
         in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
     in->pn = NULL; /* link cleanup frees or aborts the record */
     link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
-    pn_connection_t *pc = c->driver.connection;
-    pn_condition_t *cond = pn_connection_condition(pc);
-    pn_condition_set_name(cond, "amqp:connection:forced");
-    pn_condition_set_description(cond, desc);
-    pn_connection_close(pc);
+    rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:connection:forced", desc);
     return true;
 }
 

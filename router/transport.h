@@ -41,6 +41,17 @@ void rtr_conn_free_WT(rtr_conn_t *c);
 /* Free link record k; frees its connection too when that is closed and k was its last. */
 void rtr_link_unlink_WT(rtr_link_t *k);
 
+/* The one way the router ends a connection or a link with an AMQP error: set the endpoint's
+ * local condition to `name` and `desc` (NULL: an empty description), and close it (the
+ * frames go out with the next write).  Logging stays with the caller, whose line says why.
+ * pc or pl must belong to a connection of the calling worker. */
+void rtr_pn_conn_close_error_WT(pn_connection_t *pc, const char *name, const char *desc);
+void rtr_pn_link_close_error_WT(pn_link_t *pl, const char *name, const char *desc);
+/* Only set connection pc's local condition, for a close that follows through
+ * rtr_conn_close_WT() (which keeps a condition already set).  The calling worker's
+ * connections only. */
+void rtr_pn_conn_set_error_WT(pn_connection_t *pc, const char *name, const char *desc);
+
 /* Set up c's socket (fd, a TCP socket or a WebSocket's socketpair end; peer non-NULL for
  * the latter), its timer, its Proton transport and driver and its frame guard.  Returns
  * false when the socket cannot be taken (fd closed, c's handles closing). */
