@@ -95,6 +95,12 @@ void rtr_fd_reserve_fini(void);
  * the loop runs, from the thread that starts it. */
 void rtr_fd_loop_reserve_init(uv_loop_t *loop);
 
+/* The one way a thread lets go of its loop's handles: uv_close() every handle of `loop` not
+ * already closing, with no close callback (handles whose owner must hear of the close are
+ * closed by that owner first).  Run the loop afterwards to finish the closes.  The thread
+ * that runs `loop`, or any thread once nothing runs it. */
+void rtr_loop_close_all(uv_loop_t *loop);
+
 /* Raise the soft RLIMIT_NOFILE to the hard limit (capped at what the kernel allows one
  * process) and log the result, at start-up.  Returns the soft limit in force. */
 uint64_t rtr_fd_limit_raise(void);

@@ -20,6 +20,7 @@
  */
 #include "router/agent.h"
 
+#include "router/accept.h"
 #include "router/agent_ops.h"
 #include "router/router_int.h"
 
@@ -284,9 +285,7 @@ static void stop_cb(uv_async_t *h)
     a->stopping = true;
     while (a->inflight)
         dlv_free(a, a->inflight);
-    uv_close((uv_handle_t *)&a->wake, NULL);
-    uv_close((uv_handle_t *)&a->stop, NULL);
-    uv_close((uv_handle_t *)&a->flush, NULL);
+    rtr_loop_close_all(&a->loop); /* wake, stop, flush */
 }
 
 static void agent_main(void *arg)
@@ -375,9 +374,7 @@ void rtr_agent_free(void)
     rtr_agent_stop();
     if (!a->stopping) {
         /* never started: close the handles here */
-        uv_close((uv_handle_t *)&a->wake, NULL);
-        uv_close((uv_handle_t *)&a->stop, NULL);
-        uv_close((uv_handle_t *)&a->flush, NULL);
+        rtr_loop_close_all(&a->loop);
         uv_run(&a->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&a->loop);

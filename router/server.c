@@ -574,13 +574,6 @@ int rtr_server_start(rtr_server_t *s)
     return 0;
 }
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 int rtr_server_run(rtr_server_t *s)
 {
     uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -618,7 +611,7 @@ int rtr_server_run(rtr_server_t *s)
             l->fd = -1;
         }
     }
-    uv_walk(&s->loop, close_walk_cb, NULL);
+    rtr_loop_close_all(&s->loop);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     for (rtr_listener_t *l = s->extra; l; l = l->next) {
         if (l->fd >= 0) {

@@ -49,13 +49,6 @@ static void sweep_cb(uv_timer_t *t)
     rtr_conn_sweep_WT(t->data);
 }
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 /* Stop the loop once every connection was closed and nothing the core may still answer is
  * alive. */
 void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
@@ -64,7 +57,7 @@ void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
         return;
     if (!base_mpsc_batch_empty(&w->to_core))
         core_post(w->core, &w->to_core);
-    uv_walk(&w->loop, close_walk_cb, NULL);
+    rtr_loop_close_all(&w->loop);
 }
 
 /* Shutdown, once nothing is in flight or the grace period is over: close every connection
