@@ -285,7 +285,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             const char *container = pn_connection_remote_container(pc);
             const char *labels[] = {id, c->peer, container ? container : "", "in"};
             core_stats_object_new(g_rtr.stats, g_rtr.stats->connection, labels, &c->stats);
-            WGAUGE(c->worker, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+            stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");

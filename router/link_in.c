@@ -96,7 +96,7 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
     if (k->reported_blocked) {
         k->reported_blocked = false;
-        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+        stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED, -1);
     }
     pn_link_set_context(k->pn, NULL);
     k->pn = NULL;
@@ -268,8 +268,8 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     }
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
-    WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
-    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
+    stats_obj_add(c->worker->shard, c->stats, CORE_CONN_DELIVERIES_IN, 1);
+    stats_obj_set(c->worker->shard, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;

@@ -27,12 +27,10 @@
 void rtr_log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Count into the worker's own shard.  Any object may be written, without a check: one
- * without stats (not attached yet: none; no room in the registry: a sink) writes into the
- * sink (stats/stats.h "The sink rule"). */
-#define WCOUNT(w, obj, field, n) stats_obj_add((w)->shard, (obj), (field), (n))
-#define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
-#define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
+/* A worker counts into its own shard (w->shard) with stats_obj_add(), stats_obj_set() and
+ * stats_obj_gauge_add(): any object may be written without a check, one without stats (not
+ * attached yet: none; no room in the registry: a sink) writes into the sink (stats/stats.h
+ * "The sink rule"). */
 
 /* Put c on its worker's dirty list: processed once the worker's inbox is done. */
 void rtr_conn_mark_dirty_WT(rtr_conn_t *c);
