@@ -16,7 +16,8 @@
  * and its callback run there.  rtr_fd_reserve_init() runs once at start-up on the main
  * thread; the reserve itself is process-wide and taken with an atomic swap, so two threads
  * never close it twice.  rtr_fd_limit_raise() is start-up only.  rtr_ratelimit_pass() is not
- * thread-safe: each rtr_ratelimit_t belongs to one thread.
+ * thread-safe: each rtr_ratelimit_t belongs to one thread.  rtr_loop_close_all() (every
+ * handle of a loop, at a thread's end) runs on the thread of that loop.
  */
 #ifndef JUNCTION_ROUTER_ACCEPT_H
 #define JUNCTION_ROUTER_ACCEPT_H

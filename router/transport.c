@@ -2,7 +2,8 @@
  * (libuv reads and writes), the frame guard that checks every byte before Proton sees it,
  * the Proton connection driver's input and output buffers, the per-connection byte budgets
  * (what a client can make the router hold), the timer, and the end of input or output on
- * errors.  Also the lifetime of the records every layer frees (a connection, a link).
+ * errors.  Also the lifetime of the records every layer frees (a connection, a link), and
+ * the one way every layer closes a connection or a link with an AMQP error condition.
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file but
  * rtr_log_ids(), which is thread-safe).
