@@ -23,11 +23,10 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
-/* Count into the core thread's own shard.  Any object may be written, without a check: one
- * without stats of its own (an in-process link: none; no room in the registry: a sink)
- * writes into the sink (stats/stats.h "The sink rule"). */
-#define COUNT(obj, field, n) stats_obj_add(core->shard, (obj), (field), (n))
-#define GAUGE(obj, field, v) stats_obj_set(core->shard, (obj), (field), (v))
+/* The core counts into its own shard (core->shard) with stats_obj_add() and stats_obj_set():
+ * any object may be written without a check, one without stats of its own (an in-process
+ * link: none; no room in the registry: a sink) writes into the sink (stats/stats.h "The sink
+ * rule"). */
 
 /* ---- link sets ---- */
 
@@ -309,9 +308,9 @@ static void count_outcome_CT(core_t *core, stats_obj_t link, uint8_t outcome, bo
         rf = CORE_ROUTER_RELEASED;
         break;
     }
-    COUNT(link, lf, 1);
+    stats_obj_add(core->shard, link, lf, 1);
     if (router)
-        COUNT(core->stats->router_obj, rf, 1);
+        stats_obj_add(core->shard, core->stats->router_obj, rf, 1);
 }
 
 /* ---- time-based figures: settleRate, deliveriesDelayed*, deliveriesStuck ----
@@ -339,9 +338,10 @@ static void count_delay_CT(core_t *core, stats_obj_t link, const core_delivery_t
     int cls = core_delay_class(core->now_ms, dlv->_ingress_ms);
     if (BASE_LIKELY(cls == 0))
         return;
-    COUNT(link, cls == 1 ? CORE_LINK_DELAYED_1S : CORE_LINK_DELAYED_10S, 1);
+    stats_obj_add(core->shard, link, cls == 1 ? CORE_LINK_DELAYED_1S : CORE_LINK_DELAYED_10S, 1);
     if (router)
-        COUNT(core->stats->router_obj, cls == 1 ? CORE_ROUTER_DELAYED_1S : CORE_ROUTER_DELAYED_10S, 1);
+        stats_obj_add(core->shard, core->stats->router_obj,
+                      cls == 1 ? CORE_ROUTER_DELAYED_1S : CORE_ROUTER_DELAYED_10S, 1);
 }
 
 static void inflight_del_CT(core_t *core, core_delivery_t *dlv)
@@ -358,8 +358,8 @@ static void count_stuck_CT(core_t *core, uint64_t link_id)
     core_link_t *l = link_id ? base_map_uget(&core->links, link_id) : NULL;
     if (!l || stats_obj_is_none(l->stats))
         return; /* an in-process link's are not counted (a sink's are: it is a real link) */
-    COUNT(l->stats, CORE_LINK_STUCK, 1);
-    COUNT(core->stats->router_obj, CORE_ROUTER_STUCK, 1);
+    stats_obj_add(core->shard, l->stats, CORE_LINK_STUCK, 1);
+    stats_obj_add(core->shard, core->stats->router_obj, CORE_ROUTER_STUCK, 1);
     if (++l->stuck == 1)
         LOG(INFO, "[C%llu][L%llu] Stuck delivery: at least one delivery on this link has been "
             "unsettled for more than %u seconds", (unsigned long long)l->conn_id,
@@ -384,7 +384,7 @@ static void tick_CT(core_t *core)
     core_link_t *l = core->rate_links;
     while (l) {
         core_link_t *next = l->rate_next;
-        GAUGE(l->stats, CORE_LINK_SETTLE_RATE, core_rate_tick(&l->rate, secs));
+        stats_obj_set(core->shard, l->stats, CORE_LINK_SETTLE_RATE, core_rate_tick(&l->rate, secs));
         if (core_rate_idle(&l->rate)) {
             BASE_DLIST_REMOVE(core->rate_links, l, rate_prev, rate_next);
             l->rate_on = false;
@@ -504,8 +504,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
 
 static void addr_gauges_CT(core_t *core, core_addr_t *addr)
 {
-    GAUGE(addr->stats, CORE_ADDR_SUBSCRIBERS, (int64_t)addr->consumers.count);
-    GAUGE(addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SUBSCRIBERS, (int64_t)addr->consumers.count);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
 }
 
 static void link_attach_CT(core_t *core, core_action_t *a)
@@ -531,7 +531,7 @@ static void link_attach_CT(core_t *core, core_action_t *a)
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)
         core_stats_object_new(core->stats, core->stats->link, labels, &l->stats);
-    GAUGE(l->stats, CORE_LINK_CAPACITY, l->capacity);
+    stats_obj_set(core->shard, l->stats, CORE_LINK_CAPACITY, l->capacity);
     /* live, sink or none: the worker writes it unchecked */
     w->u.attached.stats = l->stats;
     if (l->addr)
@@ -579,13 +579,13 @@ static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
     w->u.send.presettled = dlv->presettled;
     if (!dlv->presettled) {
         out->outstanding++;
-        GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
+        stats_obj_set(core->shard, out->stats, CORE_LINK_UNSETTLED, out->outstanding);
     } else {
-        COUNT(out->stats, CORE_LINK_PRESETTLED, 1);
+        stats_obj_add(core->shard, out->stats, CORE_LINK_PRESETTLED, 1);
         rate_settled_CT(core, out);
     }
     out->delivered++;
-    COUNT(out->stats, CORE_LINK_DELIVERIES, 1);
+    stats_obj_add(core->shard, out->stats, CORE_LINK_DELIVERIES, 1);
 }
 
 /* Balanced: the consumer with the fewest unsettled copies; ties go round-robin. */
@@ -628,11 +628,11 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     }
     in->delivered++;
     stats_obj_t router = core->stats->router_obj;
-    COUNT(router, CORE_ROUTER_INGRESS, 1);
-    COUNT(in->stats, CORE_LINK_DELIVERIES, 1);
+    stats_obj_add(core->shard, router, CORE_ROUTER_INGRESS, 1);
+    stats_obj_add(core->shard, in->stats, CORE_LINK_DELIVERIES, 1);
     if (dlv->presettled) {
-        COUNT(router, CORE_ROUTER_PRESETTLED, 1);
-        COUNT(in->stats, CORE_LINK_PRESETTLED, 1);
+        stats_obj_add(core->shard, router, CORE_ROUTER_PRESETTLED, 1);
+        stats_obj_add(core->shard, in->stats, CORE_LINK_PRESETTLED, 1);
     }
     if (in->addr) {
         addr = in->addr;
@@ -655,8 +655,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     if (n == 0) {
         /* No route: unsettled comes back RELEASED; presettled is dropped. */
         if (dlv->presettled) {
-            COUNT(router, CORE_ROUTER_DROPPED_PRESETTLED, 1);
-            COUNT(in->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
+            stats_obj_add(core->shard, router, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+            stats_obj_add(core->shard, in->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
             work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
         } else {
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
@@ -665,7 +665,7 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         return 0;
     }
     addr->ingress++;
-    COUNT(addr->stats, CORE_ADDR_INGRESS, 1);
+    stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
     if (dist == CFG_DIST_MULTICAST) {
         dlv->_mcast = true;
         core_content_ref(dlv->content, (unsigned)n);
@@ -685,8 +685,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         addr->egress++;
     }
     unsigned copies = dlv->_copies;
-    COUNT(addr->stats, CORE_ADDR_EGRESS, copies);
-    COUNT(router, CORE_ROUTER_EGRESS, copies);
+    stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, copies);
+    stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, copies);
     if (!dlv->presettled) {
         BASE_DLIST_APPEND(core->inflight, core->inflight_tail, dlv, _fprev, _fnext);
         dlv->_listed = true;
@@ -726,7 +726,7 @@ static void disposition_CT(core_t *core, core_action_t *a)
     if (out) {
         if (out->outstanding)
             out->outstanding--;
-        GAUGE(out->stats, CORE_LINK_UNSETTLED, out->outstanding);
+        stats_obj_set(core->shard, out->stats, CORE_LINK_UNSETTLED, out->outstanding);
         count_outcome_CT(core, out->stats, d->outcome, false);
         count_delay_CT(core, out->stats, dlv, false);
         if (d->outcome == CORE_OUTCOME_ACCEPTED || d->outcome == CORE_OUTCOME_REJECTED)
@@ -776,6 +776,11 @@ static void run_action_CT(core_t *core, core_action_t *a)
     }
 }
 
+static void run_action_cb(void *core, void *a)
+{
+    run_action_CT(core, a);
+}
+
 static void *core_thread_main(void *arg)
 {
     core_t *core = arg;
@@ -796,13 +801,7 @@ static void *core_thread_main(void *arg)
                 break;
             continue;
         }
-        while (c) {
-            base_mpsc_chunk_t *next = c->next;
-            for (uint32_t i = 0; i < c->count; i++)
-                run_action_CT(core, base_mpsc_chunk_item(c, i));
-            base_mpsc_chunk_free(c);
-            c = next;
-        }
+        base_mpsc_chunks_drain(c, run_action_cb, core);
         flush_CT(core);
     }
     flush_CT(core);
@@ -860,26 +859,24 @@ void core_stop(core_t *core)
     core->started = false;
 }
 
+/* An action posted after the core stopped (an attach the management agent made while the
+ * router was already shutting down): free the strings it carries. */
+static void free_late_action_cb(void *ctx, void *item)
+{
+    core_action_t *a = item;
+    (void)ctx;
+    if (a->type == CORE_A_LINK_ATTACH) {
+        free(a->u.attach.address);
+        free(a->u.attach.name);
+    } else if (a->type == CORE_A_DISPOSITION) {
+        free_disp_strings(&a->u.disposition.disp);
+    }
+}
+
 void core_free(core_t *core)
 {
     base_map_slot_t *s;
-    /* actions posted after the core stopped (an attach the management agent made while the
-     * router was already shutting down): free the strings they carry */
-    base_mpsc_chunk_t *late = base_mpsc_take(&core->in);
-    while (late) {
-        base_mpsc_chunk_t *next = late->next;
-        for (uint32_t i = 0; i < late->count; i++) {
-            core_action_t *a = base_mpsc_chunk_item(late, i);
-            if (a->type == CORE_A_LINK_ATTACH) {
-                free(a->u.attach.address);
-                free(a->u.attach.name);
-            } else if (a->type == CORE_A_DISPOSITION) {
-                free_disp_strings(&a->u.disposition.disp);
-            }
-        }
-        base_mpsc_chunk_free(late);
-        late = next;
-    }
+    base_mpsc_drain(&core->in, free_late_action_cb, NULL);
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
         free(s->value);
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
@@ -895,14 +892,8 @@ void core_free(core_t *core)
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);
-    for (int i = 0; i < core->n_workers; i++) {
-        base_mpsc_chunk_t *c = core->out[i].head;
-        while (c) {
-            base_mpsc_chunk_t *next = c->next;
-            base_mpsc_chunk_free(c);
-            c = next;
-        }
-    }
+    for (int i = 0; i < core->n_workers; i++)
+        base_mpsc_batch_discard(&core->out[i]);
     free(core->out);
     base_mpsc_fini(&core->in);
     free(core->router_id);

@@ -82,6 +82,18 @@ void rtr_fd_loop_reserve_init(uv_loop_t *loop)
     uv_close((uv_handle_t *)p, loop_reserve_closed_cb);
 }
 
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+void rtr_loop_close_all(uv_loop_t *loop)
+{
+    uv_walk(loop, close_walk_cb, NULL);
+}
+
 /* Open the reserve again if it is closed; fails quietly while descriptors are short. */
 static void reserve_refill(void)
 {

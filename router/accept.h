@@ -16,7 +16,8 @@
  * and its callback run there.  rtr_fd_reserve_init() runs once at start-up on the main
  * thread; the reserve itself is process-wide and taken with an atomic swap, so two threads
  * never close it twice.  rtr_fd_limit_raise() is start-up only.  rtr_ratelimit_pass() is not
- * thread-safe: each rtr_ratelimit_t belongs to one thread.
+ * thread-safe: each rtr_ratelimit_t belongs to one thread.  rtr_loop_close_all() (every
+ * handle of a loop, at a thread's end) runs on the thread of that loop.
  */
 #ifndef JUNCTION_ROUTER_ACCEPT_H
 #define JUNCTION_ROUTER_ACCEPT_H
@@ -94,6 +95,12 @@ void rtr_fd_reserve_fini(void);
  * reserve would be lost.  For loops that make streams (workers, the admin loop); call before
  * the loop runs, from the thread that starts it. */
 void rtr_fd_loop_reserve_init(uv_loop_t *loop);
+
+/* The one way a thread lets go of its loop's handles: uv_close() every handle of `loop` not
+ * already closing, with no close callback (handles whose owner must hear of the close are
+ * closed by that owner first).  Run the loop afterwards to finish the closes.  The thread
+ * that runs `loop`, or any thread once nothing runs it. */
+void rtr_loop_close_all(uv_loop_t *loop);
 
 /* Raise the soft RLIMIT_NOFILE to the hard limit (capped at what the kernel allows one
  * process) and log the result, at start-up.  Returns the soft limit in force. */

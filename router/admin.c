@@ -135,13 +135,6 @@ struct admin {
  * admin thread while it runs. */
 static admin_t *s_admin;
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 /* ==== sessions (any transport) ==== */
 
 static void buf_append(char **buf, size_t *len, size_t *cap, const char *bytes, size_t n)
@@ -692,7 +685,7 @@ static void admin_free(admin_t *a)
 /* Close what the loop holds and run it out (main thread, the admin thread not running). */
 static void loop_drain(admin_t *a)
 {
-    uv_walk(&a->loop, close_walk_cb, NULL);
+    rtr_loop_close_all(&a->loop);
     uv_run(&a->loop, UV_RUN_DEFAULT);
     uv_loop_close(&a->loop);
 }

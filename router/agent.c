@@ -20,6 +20,7 @@
  */
 #include "router/agent.h"
 
+#include "router/accept.h"
 #include "router/agent_ops.h"
 #include "router/router_int.h"
 
@@ -248,16 +249,14 @@ static void on_work(agent_t *a, core_work_t *w)
     }
 }
 
+static void on_work_cb(void *a, void *w)
+{
+    on_work(a, w);
+}
+
 static void drain_inbox(agent_t *a)
 {
-    base_mpsc_chunk_t *c = base_mpsc_take(&a->inbox);
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        for (uint32_t i = 0; i < c->count; i++)
-            on_work(a, base_mpsc_chunk_item(c, i));
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
+    base_mpsc_drain(&a->inbox, on_work_cb, a);
 }
 
 static void wake_cb(uv_async_t *h)
@@ -286,9 +285,7 @@ static void stop_cb(uv_async_t *h)
     a->stopping = true;
     while (a->inflight)
         dlv_free(a, a->inflight);
-    uv_close((uv_handle_t *)&a->wake, NULL);
-    uv_close((uv_handle_t *)&a->stop, NULL);
-    uv_close((uv_handle_t *)&a->flush, NULL);
+    rtr_loop_close_all(&a->loop); /* wake, stop, flush */
 }
 
 static void agent_main(void *arg)
@@ -377,25 +374,13 @@ void rtr_agent_free(void)
     rtr_agent_stop();
     if (!a->stopping) {
         /* never started: close the handles here */
-        uv_close((uv_handle_t *)&a->wake, NULL);
-        uv_close((uv_handle_t *)&a->stop, NULL);
-        uv_close((uv_handle_t *)&a->flush, NULL);
+        rtr_loop_close_all(&a->loop);
         uv_run(&a->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&a->loop);
     /* actions never pushed (the core had stopped) */
-    base_mpsc_chunk_t *c = a->to_core.head;
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
-    base_mpsc_chunk_t *q = base_mpsc_take(&a->inbox);
-    while (q) {
-        base_mpsc_chunk_t *next = q->next;
-        base_mpsc_chunk_free(q);
-        q = next;
-    }
+    base_mpsc_batch_discard(&a->to_core);
+    base_mpsc_drain(&a->inbox, NULL, NULL);
     base_mpsc_fini(&a->inbox);
     rtr_mgmt_free(a->mgmt);
     free(a);

@@ -56,20 +56,14 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
     snprintf(desc, sizeof(desc), "at most %u %s on one connection (%s)", max,
              client_sends ? "senders" : "receivers",
              client_sends ? "maxSenders" : "maxReceivers");
-    pn_condition_t *cond = pn_link_condition(pl);
-    pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
-    pn_condition_set_description(cond, desc);
-    pn_link_close(pl);
+    rtr_pn_link_close_error_WT(pl, "amqp:resource-limit-exceeded", desc);
     stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_LINK_DENIED], 1);
     LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
     /* Proton keeps a refused link until the client detaches it: a client that goes on
      * attaching regardless loses its connection instead of growing the router's memory */
     if (++c->n_refused > RTR_REFUSED_LINKS_MAX) {
-        pn_connection_t *pc = c->driver.connection;
-        pn_condition_t *cc = pn_connection_condition(pc);
-        pn_condition_set_name(cc, "amqp:resource-limit-exceeded");
-        pn_condition_set_description(cc, "too many links refused on this connection");
-        pn_connection_close(pc);
+        rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:resource-limit-exceeded",
+                                   "too many links refused on this connection");
         LOGC(c, NOTICE, "Connection from %s closed: amqp:resource-limit-exceeded more than %u "
                         "links refused", c->peer, RTR_REFUSED_LINKS_MAX);
     }
@@ -129,10 +123,7 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
         pn_link_open(k->pn);
         k->open = true;
         if (work->u.attached.cond_name) {
-            pn_condition_t *cond = pn_link_condition(k->pn);
-            pn_condition_set_name(cond, work->u.attached.cond_name);
-            pn_condition_set_description(cond, desc ? desc : "");
-            pn_link_close(k->pn);
+            rtr_pn_link_close_error_WT(k->pn, work->u.attached.cond_name, desc);
             LOGL(k, INFO, "Link refused: %s %s", work->u.attached.cond_name, desc ? desc : "");
         } else if (k->out) {
             rtr_link_schedule_pump_WT(k);
@@ -182,9 +173,8 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
             for (rtr_conn_t *c = w->conns; c; c = c->next) {
                 if (c->id == (uint64_t)work->u.ext.arg) {
                     LOGC(c, INFO, "Connection closed by management (adminStatus deleted)");
-                    pn_condition_t *cond = pn_connection_condition(c->driver.connection);
-                    pn_condition_set_name(cond, "amqp:connection:forced");
-                    pn_condition_set_description(cond, "Connection closed by management");
+                    rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
+                                             "Connection closed by management");
                     rtr_conn_close_WT(c);
                     break;
                 }
@@ -242,13 +232,9 @@ static bool conn_admit_WT(rtr_conn_t *c)
     }
     atomic_fetch_sub(&g_rtr.n_open_conns, 1);
     stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_CONN_DENIED], 1);
-    pn_connection_t *pc = c->driver.connection;
-    pn_condition_t *cond = pn_connection_condition(pc);
-    pn_condition_set_name(cond, "amqp:resource-limit-exceeded");
     char desc[96];
     snprintf(desc, sizeof(desc), "at most %u connections (policy maxConnections)", max);
-    pn_condition_set_description(cond, desc);
-    pn_connection_close(pc);
+    rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:resource-limit-exceeded", desc);
     LOGC(c, NOTICE, "Connection from %s refused: amqp:resource-limit-exceeded %s", c->peer,
          desc);
     return false;
@@ -299,7 +285,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             const char *container = pn_connection_remote_container(pc);
             const char *labels[] = {id, c->peer, container ? container : "", "in"};
             core_stats_object_new(g_rtr.stats, g_rtr.stats->connection, labels, &c->stats);
-            WGAUGE(c->worker, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+            stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
@@ -471,11 +457,8 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     if (c->closing)
         return;
     pn_connection_t *pc = c->driver.connection;
-    pn_condition_t *cond = pn_connection_condition(pc);
-    if (!pn_condition_is_set(cond)) {
-        pn_condition_set_name(cond, "amqp:connection:forced");
-        pn_condition_set_description(cond, "router shutting down");
-    }
+    if (!pn_condition_is_set(pn_connection_condition(pc)))
+        rtr_pn_conn_set_error_WT(pc, "amqp:connection:forced", "router shutting down");
     pn_connection_close(pc);
     rtr_conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);

@@ -96,7 +96,7 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
     if (k->reported_blocked) {
         k->reported_blocked = false;
-        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+        stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED, -1);
     }
     pn_link_set_context(k->pn, NULL);
     k->pn = NULL;
@@ -118,11 +118,7 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
 static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
-    pn_link_t *pl = k->pn;
-    pn_condition_t *cond = pn_link_condition(pl);
-    pn_condition_set_name(cond, name);
-    pn_condition_set_description(cond, desc);
-    pn_link_close(pl);
+    rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
 }
@@ -272,8 +268,8 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     }
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
-    WCOUNT(c->worker, c->stats, CORE_CONN_DELIVERIES_IN, 1);
-    WGAUGE(c->worker, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
+    stats_obj_add(c->worker->shard, c->stats, CORE_CONN_DELIVERIES_IN, 1);
+    stats_obj_set(c->worker->shard, c->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
     in->at_core = true;
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_DELIVER;
@@ -346,11 +342,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
         in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
     in->pn = NULL; /* link cleanup frees or aborts the record */
     link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
-    pn_connection_t *pc = c->driver.connection;
-    pn_condition_t *cond = pn_connection_condition(pc);
-    pn_condition_set_name(cond, "amqp:connection:forced");
-    pn_condition_set_description(cond, desc);
-    pn_connection_close(pc);
+    rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:connection:forced", desc);
     return true;
 }
 

@@ -68,17 +68,17 @@ static void link_credit_back_positive_WT(rtr_link_t *k)
 {
     rtr_worker_t *w = k->conn->worker;
     k->zero_since = 0;
-    WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
+    stats_obj_set(w->shard, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
     if (k->reported_blocked) {
         k->reported_blocked = false;
-        stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), -1);
+        stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED, -1);
     }
 }
 
 /* The router saw the link's credit: creditAvailable, and the start or end of a zero run. */
 void rtr_link_credit_seen_WT(rtr_link_t *k, int credit)
 {
-    WGAUGE(k->conn->worker, k->stats, CORE_LINK_CREDIT, credit);
+    stats_obj_set(k->conn->worker->shard, k->stats, CORE_LINK_CREDIT, credit);
     if (credit > 0) {
         if (BASE_UNLIKELY(k->zero_since != 0))
             link_credit_back_positive_WT(k);
@@ -102,10 +102,11 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
             if (credit > 0)
                 continue;
             uint64_t age = now > k->zero_since ? now - k->zero_since : 0;
-            WGAUGE(w, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
+            stats_obj_set(w->shard, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
             if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
                 k->reported_blocked = true;
-                stats_gauge_add(w->shard, ROUTER_STAT(CORE_ROUTER_LINKS_BLOCKED), 1);
+                stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED,
+                                    1);
                 LOGL(k, INFO, "Link blocked with zero credit for %llu seconds",
                      (unsigned long long)(age / 1000));
             }
@@ -132,8 +133,8 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         rtr_link_pump_WT(k); /* send what the receiver's credit allows before judging */
     if (!dlv && k->queued >= k->conn->listener->link_capacity) {
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
-        WCOUNT(w, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
-        WCOUNT(w, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        stats_obj_add(w->shard, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
+        stats_obj_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -311,8 +312,9 @@ void rtr_link_pump_WT(rtr_link_t *k)
         }
     sent:
         pn_link_advance(pl);
-        WCOUNT(k->conn->worker, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
-        WGAUGE(k->conn->worker, k->conn->stats, CORE_CONN_LAST_DLV, (int64_t)time(NULL));
+        stats_obj_add(k->conn->worker->shard, k->conn->stats, CORE_CONN_DELIVERIES_OUT, 1);
+        stats_obj_set(k->conn->worker->shard, k->conn->stats, CORE_CONN_LAST_DLV,
+                      (int64_t)time(NULL));
         k->next_send = o->next;
         k->queued--;
         o->done_sending = true;
@@ -326,7 +328,7 @@ void rtr_link_pump_WT(rtr_link_t *k)
     if (!k->next_send && pn_link_get_drain(pl) && pn_link_credit(pl) > 0)
         pn_link_drained(pl);
     rtr_worker_t *w = k->conn->worker;
-    WGAUGE(w, k->stats, CORE_LINK_UNDELIVERED, k->queued);
+    stats_obj_set(w->shard, k->stats, CORE_LINK_UNDELIVERED, k->queued);
     rtr_link_credit_seen_WT(k, pn_link_credit(pl));
 }
 

@@ -206,7 +206,7 @@ static void proc_timer_cb(uv_timer_t *t)
     }
     stats_obj_t r = s->stats.router_obj;
     uint64_t up = (uv_now(&s->loop) - s->started_ms) / 1000;
-    stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_UPTIME), (int64_t)up);
+    stats_obj_set(s->shard, r, CORE_ROUTER_UPTIME, (int64_t)up);
     /* read through the descriptor opened at start: with every descriptor in use, opening
      * the file now would fail, just when the figures matter */
     char statm[128];
@@ -216,9 +216,8 @@ static void proc_timer_cb(uv_timer_t *t)
         statm[got] = '\0';
         if (sscanf(statm, "%lu %lu", &size, &rss) == 2) {
             long page = sysconf(_SC_PAGESIZE);
-            stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_MEMORY),
-                            (int64_t)size * page);
-            stats_gauge_set(s->shard, stats_obj_stat(r, CORE_ROUTER_RSS), (int64_t)rss * page);
+            stats_obj_set(s->shard, r, CORE_ROUTER_MEMORY, (int64_t)size * page);
+            stats_obj_set(s->shard, r, CORE_ROUTER_RSS, (int64_t)rss * page);
         }
     }
     /* one `allocator` object per pool, as qdrouterd's allocator entity */
@@ -239,17 +238,13 @@ static void proc_timer_cb(uv_timer_t *t)
             s->alloc_names[s->n_alloc++] = info[i].name;
         }
         stats_obj_t o = s->alloc_objs[k];
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TYPE_SIZE), (int64_t)info[i].size);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_BATCH), info[i].batch);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_FROM_HEAP),
-                        (int64_t)info[i].from_heap);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_THREADS),
-                        (int64_t)info[i].to_threads);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_GLOBAL),
-                        (int64_t)info[i].to_global);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_ON_GLOBAL),
-                        (int64_t)info[i].on_global);
-        stats_gauge_set(s->shard, stats_obj_stat(o, CORE_ALLOC_TO_HEAP), (int64_t)info[i].to_heap);
+        stats_obj_set(s->shard, o, CORE_ALLOC_TYPE_SIZE, (int64_t)info[i].size);
+        stats_obj_set(s->shard, o, CORE_ALLOC_BATCH, info[i].batch);
+        stats_obj_set(s->shard, o, CORE_ALLOC_FROM_HEAP, (int64_t)info[i].from_heap);
+        stats_obj_set(s->shard, o, CORE_ALLOC_TO_THREADS, (int64_t)info[i].to_threads);
+        stats_obj_set(s->shard, o, CORE_ALLOC_TO_GLOBAL, (int64_t)info[i].to_global);
+        stats_obj_set(s->shard, o, CORE_ALLOC_ON_GLOBAL, (int64_t)info[i].on_global);
+        stats_obj_set(s->shard, o, CORE_ALLOC_TO_HEAP, (int64_t)info[i].to_heap);
     }
 }
 
@@ -505,7 +500,7 @@ int rtr_server_start(rtr_server_t *s)
                            &g_rtr.policy_stats[i], NULL) < 0)
             memset(&g_rtr.policy_stats[i], 0, sizeof(g_rtr.policy_stats[i])); /* sink slot */
     s->shard = stats_shard_new(s->reg);
-    stats_gauge_set(s->shard, stats_obj_stat(s->stats.router_obj, CORE_ROUTER_WORKERS), n);
+    stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
     uv_async_init(&s->loop, &s->ctl, ctl_cb);
     s->ctl.data = s;
     s->ctl_init = true;
@@ -574,13 +569,6 @@ int rtr_server_start(rtr_server_t *s)
     return 0;
 }
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 int rtr_server_run(rtr_server_t *s)
 {
     uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -618,7 +606,7 @@ int rtr_server_run(rtr_server_t *s)
             l->fd = -1;
         }
     }
-    uv_walk(&s->loop, close_walk_cb, NULL);
+    rtr_loop_close_all(&s->loop);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     for (rtr_listener_t *l = s->extra; l; l = l->next) {
         if (l->fd >= 0) {

@@ -2,7 +2,8 @@
  * (libuv reads and writes), the frame guard that checks every byte before Proton sees it,
  * the Proton connection driver's input and output buffers, the per-connection byte budgets
  * (what a client can make the router hold), the timer, and the end of input or output on
- * errors.  Also the lifetime of the records every layer frees (a connection, a link).
+ * errors.  Also the lifetime of the records every layer frees (a connection, a link), and
+ * the one way every layer closes a connection or a link with an AMQP error condition.
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file but
  * rtr_log_ids(), which is thread-safe).
@@ -16,6 +17,7 @@
 
 #include "core/base/list.h"
 
+#include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/link.h>
 #include <proton/sasl.h>
@@ -26,6 +28,29 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+static void condition_set(pn_condition_t *cond, const char *name, const char *desc)
+{
+    pn_condition_set_name(cond, name);
+    pn_condition_set_description(cond, desc ? desc : "");
+}
+
+void rtr_pn_conn_set_error_WT(pn_connection_t *pc, const char *name, const char *desc)
+{
+    condition_set(pn_connection_condition(pc), name, desc);
+}
+
+void rtr_pn_conn_close_error_WT(pn_connection_t *pc, const char *name, const char *desc)
+{
+    condition_set(pn_connection_condition(pc), name, desc);
+    pn_connection_close(pc);
+}
+
+void rtr_pn_link_close_error_WT(pn_link_t *pl, const char *name, const char *desc)
+{
+    condition_set(pn_link_condition(pl), name, desc);
+    pn_link_close(pl);
+}
 
 void rtr_log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
                     const char *fmt, ...)

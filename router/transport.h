@@ -27,12 +27,10 @@
 void rtr_log_ids(base_log_module_t mod, base_log_level_t lvl, uint64_t conn, uint64_t link,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Count into the worker's own shard.  Any object may be written, without a check: one
- * without stats (not attached yet: none; no room in the registry: a sink) writes into the
- * sink (stats/stats.h "The sink rule"). */
-#define WCOUNT(w, obj, field, n) stats_obj_add((w)->shard, (obj), (field), (n))
-#define WGAUGE(w, obj, field, v) stats_obj_set((w)->shard, (obj), (field), (v))
-#define ROUTER_STAT(f) stats_obj_stat(g_rtr.stats->router_obj, (f))
+/* A worker counts into its own shard (w->shard) with stats_obj_add(), stats_obj_set() and
+ * stats_obj_gauge_add(): any object may be written without a check, one without stats (not
+ * attached yet: none; no room in the registry: a sink) writes into the sink (stats/stats.h
+ * "The sink rule"). */
 
 /* Put c on its worker's dirty list: processed once the worker's inbox is done. */
 void rtr_conn_mark_dirty_WT(rtr_conn_t *c);
@@ -40,6 +38,17 @@ void rtr_conn_mark_dirty_WT(rtr_conn_t *c);
 void rtr_conn_free_WT(rtr_conn_t *c);
 /* Free link record k; frees its connection too when that is closed and k was its last. */
 void rtr_link_unlink_WT(rtr_link_t *k);
+
+/* The one way the router ends a connection or a link with an AMQP error: set the endpoint's
+ * local condition to `name` and `desc` (NULL: an empty description), and close it (the
+ * frames go out with the next write).  Logging stays with the caller, whose line says why.
+ * pc or pl must belong to a connection of the calling worker. */
+void rtr_pn_conn_close_error_WT(pn_connection_t *pc, const char *name, const char *desc);
+void rtr_pn_link_close_error_WT(pn_link_t *pl, const char *name, const char *desc);
+/* Only set connection pc's local condition, for a close that follows through
+ * rtr_conn_close_WT() (which keeps a condition already set).  The calling worker's
+ * connections only. */
+void rtr_pn_conn_set_error_WT(pn_connection_t *pc, const char *name, const char *desc);
 
 /* Set up c's socket (fd, a TCP socket or a WebSocket's socketpair end; peer non-NULL for
  * the latter), its timer, its Proton transport and driver and its frame guard.  Returns

@@ -49,13 +49,6 @@ static void sweep_cb(uv_timer_t *t)
     rtr_conn_sweep_WT(t->data);
 }
 
-static void close_walk_cb(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
 /* Stop the loop once every connection was closed and nothing the core may still answer is
  * alive. */
 void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
@@ -64,7 +57,7 @@ void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
         return;
     if (!base_mpsc_batch_empty(&w->to_core))
         core_post(w->core, &w->to_core);
-    uv_walk(&w->loop, close_walk_cb, NULL);
+    rtr_loop_close_all(&w->loop);
 }
 
 /* Shutdown, once nothing is in flight or the grace period is over: close every connection
@@ -108,17 +101,15 @@ void rtr_worker_shutdown_WT(rtr_worker_t *w, uint64_t grace_ms)
     rtr_worker_maybe_close_all_WT(w);
 }
 
+static void conn_work_cb(void *w, void *work)
+{
+    rtr_conn_work_WT(w, work);
+}
+
 static void async_cb(uv_async_t *h)
 {
     rtr_worker_t *w = h->data;
-    base_mpsc_chunk_t *c = base_mpsc_take(&w->inbox);
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        for (uint32_t i = 0; i < c->count; i++)
-            rtr_conn_work_WT(w, base_mpsc_chunk_item(c, i));
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
+    base_mpsc_drain(&w->inbox, conn_work_cb, w);
     rtr_conn_process_dirty_WT(w);
     rtr_worker_maybe_close_all_WT(w);
     rtr_worker_maybe_exit_WT(w);

@@ -335,6 +335,14 @@ static inline void stats_obj_set(stats_shard_t *s, stats_obj_t o, uint32_t offse
     stats_gauge_set(s, stats_obj_stat(o, offset), v);
 }
 
+/* Add delta (may be negative) to this shard's part of the gauge at `offset` of object o
+ * (live, sink or none).  Owner thread of `s`. */
+static inline void stats_obj_gauge_add(stats_shard_t *s, stats_obj_t o, uint32_t offset,
+                                       int64_t delta)
+{
+    stats_gauge_add(s, stats_obj_stat(o, offset), delta);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Registry
  * ------------------------------------------------------------------------------------- */

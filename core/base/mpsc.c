@@ -23,12 +23,7 @@ void base_mpsc_init(base_mpsc_t *q, void (*wake)(void *), void *wake_ctx)
 
 void base_mpsc_fini(base_mpsc_t *q)
 {
-    base_mpsc_chunk_t *c = q->head;
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
+    base_mpsc_chunks_drain(q->head, NULL, NULL);
     q->head = q->tail = NULL;
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->cond);

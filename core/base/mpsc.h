@@ -3,8 +3,9 @@
  * DESIGN: a producer fills a private batch (base_mpsc_batch_t: a list of fixed-size item
  * chunks) with no lock, then hands the whole batch over with base_mpsc_push(): one mutex
  * acquisition per batch.  The consumer takes everything queued at once with base_mpsc_take()
- * (the list is swapped out under the lock and processed outside it) and frees each chunk with
- * base_mpsc_chunk_free() when done.  Wake-ups coalesce: the consumer is woken only when the
+ * (the list is swapped out under the lock and processed outside it) and walks it with
+ * base_mpsc_chunks_drain() or base_mpsc_drain(), the one loop that visits items and frees
+ * chunks.  Wake-ups coalesce: the consumer is woken only when the
  * queue goes from empty to non-empty - through `wake` (e.g. uv_async_send) when one is set,
  * otherwise through the queue's condition variable if the consumer sleeps in base_mpsc_wait().
  *
@@ -72,5 +73,38 @@ static inline void *base_mpsc_chunk_item(base_mpsc_chunk_t *c, uint32_t i)
     return c->items + (size_t)i * c->size;
 }
 void base_mpsc_chunk_free(base_mpsc_chunk_t *c);
+
+/* Consumer: the one way to walk a chunk list.  Visits every item of `c` (a list as
+ * base_mpsc_take() returns it, or a batch's head) oldest first with fn(ctx, item), and frees
+ * each chunk once its items are done.  fn NULL: the chunks are only freed (items that own
+ * nothing, or a queue being thrown away).  The caller owns the list: the consumer thread for
+ * what it took, the producer for its own batch. */
+static inline void base_mpsc_chunks_drain(base_mpsc_chunk_t *c, void (*fn)(void *ctx, void *item),
+                                          void *ctx)
+{
+    while (c) {
+        base_mpsc_chunk_t *next = c->next;
+        if (fn)
+            for (uint32_t i = 0; i < c->count; i++)
+                fn(ctx, base_mpsc_chunk_item(c, i));
+        base_mpsc_chunk_free(c);
+        c = next;
+    }
+}
+
+/* Consumer: take everything queued on q and drain it with fn(ctx, item) as
+ * base_mpsc_chunks_drain() does.  Consumer thread only. */
+static inline void base_mpsc_drain(base_mpsc_t *q, void (*fn)(void *ctx, void *item), void *ctx)
+{
+    base_mpsc_chunks_drain(base_mpsc_take(q), fn, ctx);
+}
+
+/* Producer: free a batch never pushed, items unvisited; b is left empty.  Its producer's
+ * thread (or any thread once that producer is gone). */
+static inline void base_mpsc_batch_discard(base_mpsc_batch_t *b)
+{
+    base_mpsc_chunks_drain(b->head, NULL, NULL);
+    b->head = b->tail = NULL;
+}
 
 #endif

@@ -68,20 +68,24 @@ static void post(fixture_t *f, core_action_t *a)
     core_post(f->core, &b);
 }
 
+typedef struct {
+    fixture_t *f; /* the fixture */
+    int        w; /* the worker whose queue is drained */
+} drain_ctx_t;
+
+static void drain_one(void *ctx, void *item)
+{
+    drain_ctx_t *d = ctx;
+    assert_true(d->f->n_pending[d->w] < 4096);
+    d->f->pending[d->w][d->f->n_pending[d->w]++] = *(core_work_t *)item;
+}
+
 /* Pull whatever the core queued for worker w within timeout_ms. */
 static void drain(fixture_t *f, int w, int timeout_ms)
 {
     base_mpsc_wait(&f->q[w], timeout_ms);
-    base_mpsc_chunk_t *c = base_mpsc_take(&f->q[w]);
-    while (c) {
-        base_mpsc_chunk_t *next = c->next;
-        for (uint32_t i = 0; i < c->count; i++) {
-            assert_true(f->n_pending[w] < 4096);
-            f->pending[w][f->n_pending[w]++] = *(core_work_t *)base_mpsc_chunk_item(c, i);
-        }
-        base_mpsc_chunk_free(c);
-        c = next;
-    }
+    drain_ctx_t d = {f, w};
+    base_mpsc_drain(&f->q[w], drain_one, &d);
 }
 
 /* The next work item of `type` for worker w (waiting up to a second); fails if none. */
