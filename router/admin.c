@@ -115,6 +115,7 @@ struct admin {
     uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
     stats_registry_t  *reg;         /* stats read by the sessions (borrowed) */
     core_t            *core;        /* the core, for /healthz (borrowed) */
+    rtr_ctx_t         *ctx;         /* the workers, for AMQP over WebSocket (borrowed) */
     stats_mgmt_info_t  info;        /* hello's product, version, router id, mode (borrowed
                                        from the cfg and static strings) */
     char              *path;        /* the socket's path (heap), removed at stop; NULL when
@@ -546,7 +547,7 @@ static void req_cb(uv_async_t *h)
                 close(r->add.fd);
             } else if (!rtr_http_running()) {
                 /* the first http listener of a router that had none: logged when it fails */
-                if (rtr_http_start(&a->loop, a->core, &r->add, 1) < 0)
+                if (rtr_http_start(&a->loop, a->core, a->ctx, &r->add, 1) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started",
                         r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
             } else {
@@ -589,7 +590,7 @@ static void admin_main(void *arg)
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
     /* libwebsockets joins this loop from the thread that runs it */
-    a->http_rc = a->n_http ? rtr_http_start(&a->loop, a->core, a->http, a->n_http) : 0;
+    a->http_rc = a->n_http ? rtr_http_start(&a->loop, a->core, a->ctx, a->http, a->n_http) : 0;
     uv_sem_post(&a->started);
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
@@ -738,7 +739,7 @@ static int socket_open(admin_t *a)
     return rc;
 }
 
-int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_ctx_t *ctx,
                     const rtr_admin_http_t *http, size_t n_http)
 {
     const cfg_management_t *mc = &cfg->management;
@@ -751,6 +752,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     a->server_fd = -1;
     a->reg = reg;
     a->core = core;
+    a->ctx = ctx;
     a->path = mc->enabled ? base_strdup(mc->socket) : NULL;
     a->max_clients = mc->enabled && mc->max_clients ? mc->max_clients : 16;
     a->info.product = "junction";
@@ -807,12 +809,12 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     return 0;
 }
 
-int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_ctx_t *ctx,
                        const rtr_admin_http_t *h)
 {
     admin_t *a = s_admin;
     if (!a)
-        return rtr_admin_start(cfg, reg, core, h, 1);
+        return rtr_admin_start(cfg, reg, core, ctx, h, 1);
     admin_req_t *r = base_calloc(1, sizeof(*r));
     r->add = *h;
     pthread_mutex_lock(&a->req_lock);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <uv.h>
 
+typedef struct rtr_ctx rtr_ctx_t; /* router/worker.h */
+
 /* An http listener the main thread bound: its socket (listening, non-blocking; the admin
  * thread accepts on it and closes it at stop) and its configuration. */
 typedef struct rtr_admin_http {
@@ -28,12 +30,12 @@ typedef struct rtr_admin_http {
  * For the entity: create its socket's directory, remove a stale socket file (never a live
  * one, never a file that is not a socket), bind the socket (mode 0660).  For the http
  * listeners: start the HTTP server on the admin loop (http.c), taking the sockets in `http`
- * (n_http of them; the array is copied).  `reg` and `core` are borrowed: they must outlive
- * rtr_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
+ * (n_http of them; the array is copied).  `reg`, `core` and `ctx` (the workers, which take
+ * AMQP-over-WebSocket connections) are borrowed: they must outlive rtr_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
  * logging one line that names the socket or listener and the reason (the http sockets are
  * closed then too).  Main thread, once, after the core and the workers started (the HTTP
  * server hands WebSocket AMQP connections to workers and asks the core for /healthz). */
-int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_ctx_t *ctx,
                     const rtr_admin_http_t *http, size_t n_http);
 
 /* Serve one more http listener at run time (management CREATE): h's socket is bound and
@@ -41,7 +43,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
  * listener) when it is not running, else hands the listener to it, which starts the HTTP
  * server first when it has none.  Returns 0, or a negative errno after logging why (the
  * socket is closed then); a failure on the admin thread is logged there.  Main thread. */
-int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_ctx_t *ctx,
                        const rtr_admin_http_t *h);
 
 /* Stop accepting on http listener `id` and close its socket (management DELETE).  Main

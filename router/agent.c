@@ -22,7 +22,8 @@
 
 #include "router/accept.h"
 #include "router/agent_ops.h"
-#include "router/router_int.h"
+#include "router/msg.h"
+#include "router/server.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -55,6 +56,7 @@ typedef struct agent {
     base_mpsc_t       inbox;     /* core_work_t from the core */
     base_mpsc_batch_t to_core;   /* actions built this iteration */
     core_t           *core;
+    rtr_ctx_t        *ctx;       /* the workers' context (link ids, connection closes) */
     int               index;     /* our queue index at the core */
     rtr_mgmt_t       *mgmt;      /* the request -> reply logic and entity records */
     uint64_t          link_id[N_LINKS]; /* our link ids */
@@ -109,9 +111,9 @@ static void hook_address_del(void *ctx, const cfg_address_t *ac)
 
 static void hook_conn_close(void *ctx, uint64_t id)
 {
-    (void)ctx;
-    for (int i = 0; i < g_rtr.n_workers; i++)
-        rtr_worker_post_ext(&g_rtr.workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
+    agent_t *a = ctx;
+    for (int i = 0; i < a->ctx->n_workers; i++)
+        rtr_worker_post_ext(&a->ctx->workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
 }
 
 /* ---- core traffic ---- */
@@ -127,7 +129,7 @@ static core_action_t *action(agent_t *a, core_action_type_t type, uint64_t link_
 
 static void attach(agent_t *a, int which, const char *address, core_link_dir_t dir)
 {
-    a->link_id[which] = atomic_fetch_add(&g_rtr.next_link_id, 1) + 1;
+    a->link_id[which] = atomic_fetch_add(&a->ctx->next_link_id, 1) + 1;
     core_action_t *act = action(a, CORE_A_LINK_ATTACH, a->link_id[which]);
     act->u.attach.conn_id = 0;
     act->u.attach.handle = &a->handles[which];
@@ -302,12 +304,14 @@ static void agent_main(void *arg)
 
 /* ---- main thread ---- */
 
-int rtr_agent_init(const cfg_t *cfg, core_t *core, int index, stats_registry_t *reg)
+int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
+                   stats_registry_t *reg)
 {
     if (s_agent)
         return -EALREADY;
     agent_t *a = base_calloc(1, sizeof(*a));
     a->core = core;
+    a->ctx = ctx;
     /* `$management` (and its local forms) belongs to the router: it routes to us whatever
      * the address configuration says, and no client may receive from it */
     core_node_reserve(core, "$management");

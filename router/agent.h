@@ -21,9 +21,13 @@
 #include "core/core.h"
 #include "stats/stats.h"
 
-/* Prepare the agent: its loop, its inbox, its state for `cfg` (borrowed).  `index` is the
- * core queue index it answers to (the number of workers).  Returns 0 or a negative errno. */
-int rtr_agent_init(const cfg_t *cfg, core_t *core, int index, stats_registry_t *reg);
+typedef struct rtr_ctx rtr_ctx_t; /* router/worker.h */
+
+/* Prepare the agent: its loop, its inbox, its state for `cfg` (borrowed).  `ctx` is the
+ * workers' context (borrowed: link ids, connection closes).  `index` is the core queue
+ * index it answers to (the number of workers).  Returns 0 or a negative errno. */
+int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
+                   stats_registry_t *reg);
 /* The agent's inbox, for the core (valid from init to free). */
 base_mpsc_t *rtr_agent_queue(void);
 /* Start the thread; it attaches its links at once.  Returns 0 or a negative errno. */

@@ -51,7 +51,7 @@
 #include "router/http.h"
 
 #include "router/accept.h"
-#include "router/router_int.h"
+#include "router/worker.h"
 
 #include "core/base/list.h"
 #include "stats/console.h"
@@ -139,6 +139,7 @@ struct http_req {
 struct http_server {
     uv_loop_t          *loop;        /* the admin loop */
     core_t             *core;        /* for the /healthz probe */
+    rtr_ctx_t          *rtr;         /* the workers, for WebSocket AMQP connections */
     struct lws_context *ctx;         /* libwebsockets; NULL once destroyed */
     http_listener_t    *listeners;   /* every listener made (a list) */
     bool                stopping;    /* rtr_http_stop() ran: closes count down `handles` */
@@ -742,8 +743,8 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
     rtr_accept_t *acc = base_calloc(1, sizeof(*acc));
     acc->listener = l->cfg;
     wsi_peer(wsi, acc->peer, sizeof(acc->peer));
-    rtr_worker_t *w = &g_rtr.workers[srv->next_worker];
-    srv->next_worker = (srv->next_worker + 1) % g_rtr.n_workers;
+    rtr_worker_t *w = &srv->rtr->workers[srv->next_worker];
+    srv->next_worker = (srv->next_worker + 1) % srv->rtr->n_workers;
     rtr_worker_post_ext(w, RTR_EXT_ACCEPT_WS, acc, sv[1]);
     stats_counter_inc(srv->shard, srv->st_ws_amqp);
     *slot = b;
@@ -1060,11 +1061,13 @@ static int listener_poll(http_server_t *srv, http_listener_t *l)
     return 0;
 }
 
-int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n)
+int rtr_http_start(uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx, const rtr_admin_http_t *http,
+                   size_t n)
 {
     http_server_t *srv = base_calloc(1, sizeof(*srv));
     srv->loop = loop;
     srv->core = core;
+    srv->rtr = ctx;
     int rc = 0;
 
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);

@@ -18,11 +18,12 @@
 #include <uv.h>
 
 /* Serve the http listeners (n >= 1; their sockets are listening and become the server's: it
- * closes them) on `loop`, handing AMQP-over-WebSocket connections to the workers (g_rtr) and
- * probing `core` for /healthz.  Returns 0, or a negative errno after logging one line (every
+ * closes them) on `loop`, handing AMQP-over-WebSocket connections to the workers of `ctx` and
+ * probing `core` for /healthz (both borrowed).  Returns 0, or a negative errno after logging one line (every
  * socket is closed then and nothing is left running; the loop may still hold closing handles,
  * which the caller runs out).  Admin thread, once. */
-int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n);
+int rtr_http_start(uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx, const rtr_admin_http_t *http,
+                   size_t n);
 
 /* The server runs (rtr_http_start succeeded and rtr_http_stop has not run).  Admin thread. */
 bool rtr_http_running(void);

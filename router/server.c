@@ -6,7 +6,7 @@
  * signals).  Shutdown order: stop accepting -> each worker closes its connections and waits
  * until the core has answered for every link and delivery -> join workers -> stop the core.
  */
-#include "router/router_int.h"
+#include "router/server.h"
 
 #include "core/base/pool.h"
 
@@ -29,14 +29,10 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, __VA_ARGS__)
 
-rtr_globals_t g_rtr;
-
-const char *const rtr_policy_stat_names[RTR_POLICY_N] = {
-    [RTR_POLICY_PROCESSED] = "policyConnectionsProcessed",
-    [RTR_POLICY_CONN_DENIED] = "policyConnectionsDenied",
-    [RTR_POLICY_LINK_DENIED] = "policyLinksDenied",
-    [RTR_POLICY_SIZE_DENIED] = "policyMaxMessageSizeDenied",
-};
+/* Seconds between two trims of the pools and of malloc, and the bytes of free items each
+ * pool keeps on its global list (base_pool_trim()). */
+#define RTR_TRIM_PERIOD  5u
+#define RTR_POOL_RESERVE (256u << 10)
 
 typedef struct rtr_listener rtr_listener_t;
 struct rtr_listener {
@@ -67,6 +63,7 @@ struct rtr_server {
     size_t          n_listeners;
     int             n_workers;
     rtr_worker_t   *workers;      /* array */
+    rtr_ctx_t       ctx;          /* what the workers share (filled at start) */
     base_mpsc_t   **worker_q;     /* each worker's inbox, for the core */
     core_t         *core;
     stats_registry_t *reg;        /* the process's stats registry */
@@ -92,22 +89,6 @@ struct rtr_server {
 
 /* The running server, for the thread-safe rtr_server_listener_* calls (set at start). */
 static rtr_server_t *s_server;
-
-void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        port = ntohs(a->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(buf, len, "%s:%d", host, port);
-}
 
 static const char *port_service(const char *port)
 {
@@ -350,7 +331,7 @@ static void ctl_cb(uv_async_t *h)
                 rtr_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
                 l->fd = -1;
                 l->http = true;
-                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &hl) < 0)
+                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &s->ctx, &hl) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started (see above)",
                         l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
@@ -450,6 +431,11 @@ int rtr_server_workers(const rtr_server_t *s)
     return s->n_workers;
 }
 
+rtr_ctx_t *rtr_server_ctx(rtr_server_t *s)
+{
+    return &s->ctx;
+}
+
 int rtr_server_start(rtr_server_t *s)
 {
     const cfg_t *cfg = s->cfg;
@@ -457,13 +443,6 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     rtr_fd_reserve_init(); /* before any thread accepts */
-
-    g_rtr.cfg = cfg;
-    g_rtr.router_id = cfg->router.id;
-    size_t idlen = strlen(cfg->router.id);
-    g_rtr.node_id = base_malloc(idlen + 3);
-    snprintf(g_rtr.node_id, idlen + 3, "0/%s", cfg->router.id);
-    g_rtr.node_id_len = idlen + 2;
 
     int n = cfg->router.worker_threads;
     if (n <= 0) {
@@ -479,8 +458,6 @@ int rtr_server_start(rtr_server_t *s)
     s->worker_q = base_calloc((size_t)n + 1, sizeof(*s->worker_q));
     for (int i = 0; i < n; i++)
         s->worker_q[i] = &s->workers[i].inbox;
-    g_rtr.workers = s->workers;
-    g_rtr.n_workers = n;
     s->reg = stats_registry_new();
     static_assert(CFG_MAX_STATS_DEFAULT == STATS_MAX_SLOTS - STATS_SINK_SLOTS,
                   "maxStats's default is the registry's whole id space");
@@ -488,17 +465,7 @@ int rtr_server_start(rtr_server_t *s)
     rc = core_stats_families_new(s->reg, &s->stats);
     if (rc)
         return rc;
-    g_rtr.stats = &s->stats;
-    static const char *const policy_help[RTR_POLICY_N] = {
-        "Connections checked against policy maxConnections",
-        "Connections refused by policy maxConnections",
-        "Links refused by maxSenders or maxReceivers",
-        "Messages refused by maxMessageSize",
-    };
-    for (int i = 0; i < RTR_POLICY_N; i++)
-        if (stats_stat_new(s->reg, rtr_policy_stat_names[i], STATS_COUNTER, policy_help[i], NULL,
-                           &g_rtr.policy_stats[i], NULL) < 0)
-            memset(&g_rtr.policy_stats[i], 0, sizeof(g_rtr.policy_stats[i])); /* sink slot */
+    rtr_ctx_init(&s->ctx, cfg, &s->stats, s->workers, n);
     s->shard = stats_shard_new(s->reg);
     stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
     uv_async_init(&s->loop, &s->ctl, ctl_cb);
@@ -507,12 +474,12 @@ int rtr_server_start(rtr_server_t *s)
     s_server = s;
     s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
     for (int i = 0; i < n; i++) {
-        rc = rtr_worker_init(&s->workers[i], i, s->core);
+        rc = rtr_worker_init(&s->workers[i], &s->ctx, i, s->core);
         if (rc)
             return rc;
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
     }
-    rc = rtr_agent_init(cfg, s->core, n, s->reg);
+    rc = rtr_agent_init(cfg, s->core, &s->ctx, n, s->reg);
     if (rc)
         return rc;
     s->worker_q[n] = rtr_agent_queue();
@@ -543,7 +510,7 @@ int rtr_server_start(rtr_server_t *s)
         l->fd = -1; /* the admin thread's now */
         l->http = true;
     }
-    rc = rtr_admin_start(cfg, s->reg, s->core, http, n_http);
+    rc = rtr_admin_start(cfg, s->reg, s->core, &s->ctx, http, n_http);
     free(http);
     if (rc)
         return rc;
@@ -659,13 +626,12 @@ void rtr_server_free(rtr_server_t *s)
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
     rtr_admin_stop(); /* reads the registry: stopped before it goes */
-    g_rtr.stats = NULL;
+    rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
     if (s->workers)
         uv_loop_close(&s->loop);
     free(s->workers);
     free(s->worker_q);
     free(s->listeners);
-    BASE_FREE(g_rtr.node_id);
     free(s);
 }

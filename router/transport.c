@@ -88,9 +88,9 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
     if (c->counted)
-        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+        atomic_fetch_sub(&w->ctx->n_open_conns, 1);
     if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
-        stats_object_retire(g_rtr.stats->reg, c->stats);
+        stats_object_retire(w->ctx->stats->reg, c->stats);
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     free(c);
