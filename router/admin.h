@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-typedef struct rtr_ctx rtr_ctx_t; /* router/worker.h */
+typedef struct rtr_ctx rtr_ctx_t; /* router/ctx.h */
 
 /* An http listener the main thread bound: its socket (listening, non-blocking; the admin
  * thread accepts on it and closes it at stop) and its configuration. */

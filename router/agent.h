@@ -21,7 +21,7 @@
 #include "core/core.h"
 #include "stats/stats.h"
 
-typedef struct rtr_ctx rtr_ctx_t; /* router/worker.h */
+typedef struct rtr_ctx rtr_ctx_t; /* router/ctx.h */
 
 /* Prepare the agent: its loop, its inbox, its state for `cfg` (borrowed).  `ctx` is the
  * workers' context (borrowed: link ids, connection closes).  `index` is the core queue

@@ -51,7 +51,7 @@
 #include "router/http.h"
 
 #include "router/accept.h"
-#include "router/worker.h"
+#include "router/ctx.h"
 
 #include "core/base/list.h"
 #include "stats/console.h"

@@ -1,6 +1,6 @@
 /* router/msg.h: message content (msg.c) - one received message's bytes, shared read-only by
  * every copy once routed, and the streaming of a large message while it still arrives.
- * Above worker.h (a streamed message wakes the workers of its readers and of its receiver);
+ * Above ctx.h (a streamed message wakes the workers of its readers and of its receiver);
  * included by the link layers (link_out.h) and by the management agent, which makes replies.
  *
  * Threads: thread-safe except where marked _WT (the receiving worker).
@@ -8,7 +8,7 @@
 #ifndef JUNCTION_ROUTER_MSG_H
 #define JUNCTION_ROUTER_MSG_H
 
-#include "router/worker.h"
+#include "router/ctx.h"
 
 #include "codec/codec.h"
 

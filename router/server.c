@@ -7,6 +7,7 @@
  * until the core has answered for every link and delivery -> join workers -> stop the core.
  */
 #include "router/server.h"
+#include "router/worker.h"
 
 #include "core/base/pool.h"
 

@@ -1,6 +1,6 @@
 /* router/server.h: what server.c offers the rest of router/ besides main()'s entry points
  * (router.h): the listeners at run time, for management, and the context of a running
- * server, for embedding.  Above worker.h (the server owns the workers and their context).
+ * server, for embedding.  Above ctx.h (the server owns the workers and their context).
  *
  * Threads: as marked on each function.
  */
@@ -8,7 +8,7 @@
 #define JUNCTION_ROUTER_SERVER_H
 
 #include "router/router.h"
-#include "router/worker.h"
+#include "router/ctx.h"
 
 /* Listeners at run time (management CREATE/DELETE).  Thread-safe.
  * rtr_server_listener_add() checks `lc`'s httpRootDir and binds `lc` on the calling thread

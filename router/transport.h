@@ -1,7 +1,7 @@
 /* router/transport.h: a connection's transport, the lowest of its layers (router/DESIGN.md
  * "A connection's layers"): the socket, the frame guard, the Proton connection driver's
  * bytes, the per-connection byte budgets, and the records' lifetimes: it defines the
- * connection and link records every layer above reads.  Above worker.h; included by the
+ * connection and link records every layer above reads.  Above ctx.h; included by the
  * link layers (link_out.h, link_in.h) and so by conn.h; it includes nothing of theirs.
  *
  * Every function is _WT: the connection's worker only.
@@ -9,7 +9,7 @@
 #ifndef JUNCTION_ROUTER_TRANSPORT_H
 #define JUNCTION_ROUTER_TRANSPORT_H
 
-#include "router/worker.h"
+#include "router/ctx.h"
 
 #include "codec/frame.h"
 
