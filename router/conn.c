@@ -373,27 +373,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 
 /* ---------------------------------------------------------------- the connection's run and end */
 
-static void handle_closed_cb(uv_handle_t *h)
+void rtr_conn_closed_WT(rtr_conn_t *c)
 {
-    rtr_conn_t *c = h->data;
-    if (--c->handles > 0)
-        return;
     links_cleanup_session_WT(c, NULL);
-    pn_connection_driver_destroy(&c->driver);
-    c->closed = true;
-    LOGC(c, INFO, "Connection from %s closed", c->peer);
-    if (!c->links)
-        rtr_conn_free_WT(c);
-}
-
-static void conn_close_socket_WT(rtr_conn_t *c)
-{
-    if (c->closing)
-        return;
-    c->closing = true;
-    uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, handle_closed_cb);
-    uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
 }
 
 void rtr_conn_process_WT(rtr_conn_t *c)
@@ -445,7 +427,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
             break;
     }
     if (pn_connection_driver_finished(&c->driver)) {
-        conn_close_socket_WT(c);
+        rtr_transport_close_WT(c);
         return;
     }
     rtr_transport_arm_WT(c, deadline);
@@ -490,7 +472,7 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     w->n_conns++;
 
     if (!rtr_transport_open_WT(c, fd, peer != NULL)) {
-        conn_close_socket_WT(c);
+        rtr_transport_close_WT(c);
         return;
     }
     if (l->handshake_timeout_seconds)

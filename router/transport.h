@@ -169,9 +169,16 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
  * and arm the timer for Proton's deadline (0: none) or the handshake's. */
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline);
 
-/* Provided by conn.c, the layer above, and called back by the transport's socket and timer
- * callbacks (as a libuv stream calls its owner's read callback): run Proton's events, the
- * links and the writes of c. */
+/* Close c's socket and timer (once; Proton's last bytes are the caller's to have written).
+ * When both closed, the layers above let go of Proton's objects (rtr_conn_closed_WT), the
+ * driver is destroyed and c is freed, or once its last link is (rtr_link_unlink_WT). */
+void rtr_transport_close_WT(rtr_conn_t *c);
+
+/* Provided by conn.c, the layer above, and called back by the transport (as a libuv stream
+ * calls its owner's read callback).  rtr_conn_process_WT, from the socket and timer
+ * callbacks: run Proton's events, the links and the writes of c.  rtr_conn_closed_WT, once
+ * c's handles closed: forget every link's Proton objects before the driver goes. */
 void rtr_conn_process_WT(rtr_conn_t *c);
+void rtr_conn_closed_WT(rtr_conn_t *c);
 
 #endif

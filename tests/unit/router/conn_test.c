@@ -1,5 +1,5 @@
 /* tests/unit/router/conn_test.c: one connection through the router's data path, in-process
- * and without a daemon - a core and ONE worker built here with their context (router/worker.h),
+ * and without a daemon - a core and ONE worker built here with their context (router/ctx.h),
  * no server, listener, agent or admin thread - driven by a Proton client on the test's thread.
  *
  * The client is a pn_connection_driver_t over one end of a socketpair, pumped by a poll()
