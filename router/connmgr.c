@@ -16,15 +16,14 @@
  */
 #include "router/connmgr.h"
 
-#include "router/router_int.h"
-
 #include "router/accept.h"
 #include "router/admin.h"
 #include "router/http.h"
+#include "router/router_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,11 +43,10 @@ struct rtr_connmgr_entry {
     rtr_connmgr_kind_t    kind;     /* immutable: RTR_CONNMGR_LISTENER */
     long                  id;       /* immutable once entered: unique, > 0 */
     const cfg_listener_t *cfg;      /* immutable: borrowed, outlives the manager */
-    int                   fd;       /* main thread once entered: listening socket, or -1
-                                       (closed, or the admin thread's) */
+    int                   fd;       /* main thread once entered: listening socket or -1 */
     rtr_connmgr_state_t   state;    /* [lock] where the socket is */
     bool                  deleted;  /* [lock] DELETE asked: not found any more, to be freed */
-    bool                  acc_open; /* main thread: acc's handles are initialised, not closed */
+    bool                  acc_open; /* main thread: acc's handles initialised, not closed */
     bool                  closing;  /* main thread: deleted, acc closing; freed when closed */
     rtr_connmgr_entry_t  *next;     /* [lock] the table, ids ascending */
 };
@@ -69,7 +67,7 @@ struct rtr_connmgr {
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
     char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
+    int  port = 0;
     if (ss->ss_family == AF_INET) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
         inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
@@ -104,7 +102,7 @@ static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     const char *host = lc->host && *lc->host ? lc->host : NULL;
-    int rc = getaddrinfo(host, port_service(lc->port), &hints, &res);
+    int         rc = getaddrinfo(host, port_service(lc->port), &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "", lc->port,
                  gai_strerror(rc));
@@ -124,8 +122,10 @@ static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
         bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
         int e = errno;
         snprintf(err, errlen, "Cannot listen on %s:%s: %s",
-                 host ? host : pick->ai_family == AF_INET6 ? "::" : "0.0.0.0", lc->port,
-                 strerror(e));
+                 host                          ? host
+                 : pick->ai_family == AF_INET6 ? "::"
+                                               : "0.0.0.0",
+                 lc->port, strerror(e));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(res);
@@ -134,8 +134,8 @@ static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
     freeaddrinfo(res);
 
     struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char name[INET6_ADDRSTRLEN + 8] = "?";
+    socklen_t               sl = sizeof(ss);
+    char                    name[INET6_ADDRSTRLEN + 8] = "?";
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, name, sizeof(name));
     LOG(NOTICE, "Listening on %s", name);
@@ -225,7 +225,7 @@ static void close_fd(rtr_connmgr_entry_t *e)
 static void accept_cb(rtr_acceptor_t *a, int fd)
 {
     rtr_connmgr_entry_t *e = a->data;
-    rtr_connmgr_t *m = e->mgr;
+    rtr_connmgr_t       *m = e->mgr;
     m->env.accept(m->env.accept_ctx, e->cfg, fd);
 }
 
@@ -308,7 +308,7 @@ static void entries_walk(rtr_connmgr_t *m)
 {
     for (;;) {
         rtr_connmgr_entry_t *e;
-        bool end = false;
+        bool                 end = false;
         pthread_mutex_lock(&m->lock);
         for (e = m->head; e; e = e->next) {
             if (e->deleted && !e->closing) {
@@ -419,8 +419,7 @@ void rtr_connmgr_free(rtr_connmgr_t *m)
 
 /* ---- any thread ---- */
 
-long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *err,
-                              size_t errlen)
+long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *err, size_t errlen)
 {
     pthread_mutex_lock(&m->lock);
     bool started = m->started;

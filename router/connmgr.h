@@ -42,10 +42,10 @@ typedef enum rtr_connmgr_kind {
 
 /* Where an entry's socket is. */
 typedef enum rtr_connmgr_state {
-    RTR_CONNMGR_BOUND = 0,   /* bound and listening; nobody accepts on it yet */
-    RTR_CONNMGR_ACCEPTING,   /* the main loop's acceptor accepts on it */
-    RTR_CONNMGR_HTTP,        /* the admin thread's: its HTTP server accepts on it */
-    RTR_CONNMGR_STOPPED,     /* shutdown: not accepting, socket closed */
+    RTR_CONNMGR_BOUND = 0, /* bound and listening; nobody accepts on it yet */
+    RTR_CONNMGR_ACCEPTING, /* the main loop's acceptor accepts on it */
+    RTR_CONNMGR_HTTP,      /* the admin thread's: its HTTP server accepts on it */
+    RTR_CONNMGR_STOPPED,   /* shutdown: not accepting, socket closed */
 } rtr_connmgr_state_t;
 
 /* An accepted AMQP socket of listener `lc`: `fd` is the callee's to close.  Main thread. */
@@ -103,8 +103,7 @@ void rtr_connmgr_free(rtr_connmgr_t *m);
  * socket goes to the admin thread, started then if it is not running).  `lc` is borrowed
  * and must stay valid until the router is freed (connections point at it).  Returns the
  * listener's id (> 0), or -1 with a one-line reason in err.  Thread-safe. */
-long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *err,
-                              size_t errlen);
+long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *err, size_t errlen);
 
 /* Delete listener `id` (management DELETE): it is gone from the table at once; the main
  * thread stops accepting on it, closes its socket and frees its entry (its connections

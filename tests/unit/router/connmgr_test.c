@@ -3,9 +3,8 @@
  * listeners bound at start, run-time listeners added and deleted from another thread (as
  * the agent does), a port in use refused in the caller's reply, a deleted listener gone from
  * the table and its port free for the next CREATE, and shutdown refusing new clients. */
-#include "router/connmgr.h"
-
 #include "router/accept.h"
+#include "router/connmgr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+// clang-format off
+#include <cmocka.h> /* after setjmp.h and stdarg.h */
+// clang-format on
 
 /* What the accept callback got. */
 static int                   n_accepted;
@@ -38,7 +39,7 @@ static void on_accept(void *ctx, const cfg_listener_t *lc, int fd)
 /* A loopback port nobody listens on now. */
 static int free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     socklen_t sl = sizeof(sa);
@@ -50,8 +51,9 @@ static int free_port(void)
 /* Connect to 127.0.0.1:port: 0, or the errno of the failure (ECONNREFUSED). */
 static int try_connect(int port, int *out)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    int                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         int e = errno;
@@ -132,9 +134,9 @@ static rtr_connmgr_state_t state_of(rtr_connmgr_t *m, long id)
 static void test_listeners_life(void **state)
 {
     (void)state;
-    int port = free_port();
-    cfg_t *cfg = load(port);
-    char err[256];
+    int            port = free_port();
+    cfg_t         *cfg = load(port);
+    char           err[256];
     rtr_connmgr_t *m = rtr_connmgr_new(cfg, err, sizeof(err));
     assert_non_null(m);
     assert_int_equal(rtr_connmgr_listener_id(0), 1);
@@ -156,7 +158,7 @@ static void test_listeners_life(void **state)
     close(c1);
 
     /* CREATE on another thread: bound there, accepting once the main loop ran */
-    int port2 = free_port();
+    int    port2 = free_port();
     cfg_t *cfg2 = load(port2);
     call_t add = {.m = m, .add = &cfg2->listeners[0]};
     call_on_thread(&add);
@@ -207,7 +209,7 @@ static void test_listeners_life(void **state)
     assert_int_equal(state_of(m, 3), RTR_CONNMGR_STOPPED);
     assert_int_equal(try_connect(port, &c1), ECONNREFUSED);
     assert_int_equal(try_connect(port2, &c2), ECONNREFUSED);
-    int port3 = free_port();
+    int    port3 = free_port();
     cfg_t *cfg3 = load(port3);
     call_t late = {.m = m, .add = &cfg3->listeners[0]};
     call_on_thread(&late);
@@ -237,13 +239,14 @@ static void test_listeners_life(void **state)
 static void test_port_in_use(void **state)
 {
     (void)state;
-    int port = free_port();
-    int hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    int                port = free_port();
+    int                hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(hold, (struct sockaddr *)&sa, sizeof(sa)), 0);
     assert_int_equal(listen(hold, 8), 0);
-    int first = free_port();
+    int  first = free_port();
     char text[512], err[256];
     snprintf(text, sizeof(text),
              "[[\"router\", {\"id\": \"T1\"}],"
