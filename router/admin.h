@@ -16,12 +16,12 @@
 #include <stddef.h>
 #include <uv.h>
 
-/* An http listener the main thread bound: its socket (listening, non-blocking; the admin
- * thread accepts on it and closes it at stop) and its configuration. */
+/* An http listener the connection manager bound: its socket (listening, non-blocking; the
+ * admin thread accepts on it and closes it at stop) and its configuration. */
 typedef struct rtr_admin_http {
     int                   fd;  /* listening socket */
     const cfg_listener_t *cfg; /* listener entity (http true); outlives the admin thread */
-    long                  id;  /* the server's listener id (management DELETE names it) */
+    long                  id;  /* the connection manager's listener id (DELETE names it) */
 } rtr_admin_http_t;
 
 /* Start the admin thread when cfg has a `management` entity or there are http listeners.

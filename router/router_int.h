@@ -320,22 +320,9 @@ BASE_POOL_DECLARE(rtr_out_t);
 BASE_POOL_DECLARE(rtr_msg_t);
 BASE_POOL_DECLARE(rtr_buf_t);
 
-/* server.c: "host:port" of a socket address (thread-safe). */
+/* connmgr.c: "host:port" of a socket address (thread-safe). */
 struct sockaddr_storage;
 void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
-
-/* server.c: listeners at run time (management CREATE/DELETE).  Thread-safe.
- * rtr_server_listener_add() checks `lc`'s httpRootDir and binds `lc` on the calling thread
- * (so a port in use or a missing directory is an error at once) and hands the socket to the
- * main thread, which starts accepting on it (an http listener's socket goes on to the admin
- * thread, started then if it is not running); `lc` must
- * stay valid until the server is freed (connections point at it).  Returns the listener's
- * id (> 0), or -1 with a one-line reason in err.  rtr_server_listener_del() asks the main
- * thread to stop accepting on listener `id` and close it (connections stay).  The configured
- * listeners have ids rtr_server_listener_id(index). */
-long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen);
-void rtr_server_listener_del(long id);
-long rtr_server_listener_id(size_t index);
 
 /* worker.c */
 int rtr_worker_init(rtr_worker_t *w, int index, core_t *core);
