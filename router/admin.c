@@ -125,7 +125,7 @@ struct admin {
     rtr_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
     size_t             n_http;      /* their count */
     int                http_rc;     /* what rtr_http_start() returned (admin thread) */
-    rtr_http_t        *httpd;       /* the HTTP server once started, or NULL (admin thread) */
+    rtr_http_t        *httpd;       /* the HTTP server (started by the admin thread) */
     bool               stopping;    /* the stop request arrived */
     uv_async_t         req_async;   /* main thread -> admin thread: reqs has requests */
     pthread_mutex_t    req_lock;    /* guards reqs */
@@ -547,7 +547,7 @@ static void req_cb(uv_async_t *h)
                 close(r->add.fd);
             } else if (!rtr_http_running(a->httpd)) {
                 /* the first http listener of a router that had none: logged when it fails */
-                if (rtr_http_start(&a->loop, a->core, &r->add, 1, &a->httpd) < 0)
+                if (rtr_http_start(a->httpd, &r->add, 1) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started",
                         r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
             } else {
@@ -590,14 +590,12 @@ static void admin_main(void *arg)
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
     /* libwebsockets joins this loop from the thread that runs it */
-    a->http_rc =
-        a->n_http ? rtr_http_start(&a->loop, a->core, a->http, a->n_http, &a->httpd) : 0;
+    a->http_rc = a->n_http ? rtr_http_start(a->httpd, a->http, a->n_http) : 0;
     uv_sem_post(&a->started);
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
     uv_run(&a->loop, UV_RUN_DEFAULT);
-    rtr_http_free(a->httpd);
-    a->httpd = NULL;
+    rtr_http_finish(a->httpd);
 }
 
 /* ==== start and stop (main thread) ==== */
@@ -681,6 +679,7 @@ static void admin_free(admin_t *a)
         r = next;
     }
     pthread_mutex_destroy(&a->req_lock);
+    rtr_http_free(a->httpd); /* after the loop closed */
     free(a->http);
     free(a);
 }
@@ -779,6 +778,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
         return rc;
     }
     rtr_fd_loop_reserve_init(&a->loop);
+    a->httpd = rtr_http_new(&a->loop, core);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
     uv_async_init(&a->loop, &a->req_async, req_cb);

@@ -18,7 +18,9 @@
  *     socket; the vhost stays for the connections it has).  Only HTTP is spoken there: bytes
  *     that are not HTTP (an AMQP header, garbage) make lws close the connection.
  *   - Stop: lws_context_destroy() closes every connection; the loop runs out once lws and our
- *     handles closed; rtr_http_free() then lets lws finish and frees the server.
+ *     handles closed; rtr_http_finish() then lets lws finish.  The server's memory goes
+ *     only once the loop is closed (rtr_http_free): lws calls back, and writes into it
+ *     (info.pcontext), for as long as the loop runs - after a failed start too.
  *
  *   browser --HTTP--> lws vhost --http-only--> http_get.c   /metrics, /healthz, files
  *           --WS amqp|binary|AMQPWSB10------> http_ws.c    socketpair <-> worker
@@ -27,6 +29,7 @@
 #include "junction_version.h"
 #include "router/http_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -102,8 +105,8 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
                                errno);
 }
 
-/* Free the server and its listeners (lws and every handle of ours are gone). */
-static void http_free(rtr_http_t *srv)
+/* Free the server's listeners (no lws connection points at them any more). */
+static void listeners_free(rtr_http_t *srv)
 {
     while (srv->listeners) {
         http_listener_t *l = srv->listeners;
@@ -111,7 +114,6 @@ static void http_free(rtr_http_t *srv)
         free(l->root);
         free(l);
     }
-    free(srv);
 }
 
 /* One of the server's counters (in the registry as it is, or the sink when it is full). */
@@ -201,28 +203,37 @@ static int listener_poll(rtr_http_t *srv, http_listener_t *l)
     return 0;
 }
 
-int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n,
-                   rtr_http_t **out)
+rtr_http_t *rtr_http_new(uv_loop_t *loop, core_t *core)
 {
     rtr_http_t *srv = base_calloc(1, sizeof(*srv));
     srv->loop = loop;
     srv->core = core;
+    return srv;
+}
+
+int rtr_http_start(rtr_http_t *srv, const rtr_admin_http_t *http, size_t n)
+{
     int rc = 0;
+    assert(!srv->ctx && !srv->stopping); /* the admin starts a server that does not run, once */
+    /* lws writes NULL into the cell once it destroyed the context, which may be in a close
+     * callback of the loop long after a failed start: the cell lives as long as srv */
+    http_lws_cell_t *cell = base_calloc(1, sizeof(*cell));
+    cell->next = srv->cells;
+    srv->cells = cell;
 
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
-    void *loops[1] = {loop};
+    void *loops[1] = {srv->loop};
     info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
                    LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN | LWS_SERVER_OPTION_VALIDATE_UTF8;
     info.foreign_loops = loops;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.server_string = "junction/" JUNCTION_VERSION;
-    info.pcontext = &srv->lws;
-    info.user = srv;
+    info.pcontext = &cell->ctx;
     info.max_http_header_data = 8192; /* browsers send cookies; lws's default is 1 KiB */
     srv->ctx = lws_create_context(&info);
-    srv->lws = srv->ctx;
+    cell->ctx = srv->ctx;
     if (!srv->ctx) {
         rc = -ENOTSUP;
         LOG(CRITICAL, "Cannot start the HTTP server: libwebsockets could not join the "
@@ -237,7 +248,7 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
         srv->ctx = NULL;
         for (size_t i = 0; i < n; i++)
             close(http[i].fd);
-        http_free(srv);
+        listeners_free(srv);
         return rc;
     }
 
@@ -252,13 +263,12 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
 
     for (http_listener_t *l = srv->listeners; l; l = l->next)
         listener_poll(srv, l);
-    *out = srv;
     return 0;
 }
 
 bool rtr_http_running(const rtr_http_t *srv)
 {
-    return srv && !srv->stopping;
+    return srv && srv->ctx;
 }
 
 int rtr_http_listener_add(rtr_http_t *srv, const rtr_admin_http_t *h)
@@ -305,8 +315,9 @@ void rtr_http_stop(rtr_http_t *srv)
     if (!rtr_http_running(srv))
         return;
     /* every connection closes: ws_amqp_t pipes close, /healthz waiters go */
+    struct lws_context *ctx = srv->ctx;
     srv->ctx = NULL;
-    lws_context_destroy(srv->lws);
+    lws_context_destroy(ctx);
     srv->stopping = true;
     rtr_http__probe_stop(srv);
     stats_shard_free(rtr_admin_registry(), srv->shard);
@@ -323,17 +334,29 @@ void rtr_http_stop(rtr_http_t *srv)
     }
 }
 
+void rtr_http_finish(rtr_http_t *srv)
+{
+    /* lws_context_destroy() on a foreign loop stops at the handles it must wait for; once the
+     * loop ran their closes, a second call frees the rest */
+    for (http_lws_cell_t *cell = srv ? srv->cells : NULL; cell; cell = cell->next) {
+        for (int i = 0; i < 3 && cell->ctx; i++) {
+            lws_context_destroy(cell->ctx);
+            uv_run(srv->loop, UV_RUN_DEFAULT);
+        }
+        if (cell->ctx)
+            LOG(WARNING, "libwebsockets did not finish its shutdown");
+    }
+}
+
 void rtr_http_free(rtr_http_t *srv)
 {
     if (!srv)
         return;
-    /* lws_context_destroy() on a foreign loop stops at the handles it must wait for; once the
-     * loop ran their closes, a second call frees the rest */
-    for (int i = 0; i < 3 && srv->lws; i++) {
-        lws_context_destroy(srv->lws);
-        uv_run(srv->loop, UV_RUN_DEFAULT);
+    listeners_free(srv);
+    while (srv->cells) {
+        http_lws_cell_t *cell = srv->cells;
+        srv->cells = cell->next;
+        free(cell);
     }
-    if (srv->lws)
-        LOG(WARNING, "libwebsockets did not finish its shutdown");
-    http_free(srv);
+    free(srv);
 }

@@ -7,8 +7,8 @@
  *
  * A libwebsockets callback reaches the server through its connection: each connection is
  * adopted with its listener as lws's opaque user data (rtr_http__listener()), and the
- * listener points at the server.  The server lives until rtr_http_free(), after lws let go
- * of its last connection, so that pointer stays good for as long as lws calls back.
+ * listener points at the server.  The server lives until rtr_http_free(), after the admin
+ * loop closed, so that pointer stays good for as long as lws can call back.
  */
 #ifndef JUNCTION_ROUTER_HTTP_INT_H
 #define JUNCTION_ROUTER_HTTP_INT_H
@@ -76,33 +76,40 @@ struct http_req {
     int                  status; /* BODY_HEALTHZ: 0 while waiting, then 200 or 503 */
 };
 
-/* rtr_http_t: the server (admin thread).  Heap, from rtr_http_start() to rtr_http_free(). */
+/* http_lws_cell_t: where lws says it destroyed a context (info.pcontext), one per context
+ * made: lws writes NULL there, with a foreign loop only once the loop ran lws's handle
+ * closes.  Heap, on srv->cells until the server is freed. */
+typedef struct http_lws_cell {
+    struct lws_context   *ctx;  /* the context, until lws wholly destroyed it */
+    struct http_lws_cell *next; /* on srv->cells */
+} http_lws_cell_t;
+
+/* rtr_http_t: the server (admin thread).  Heap, from rtr_http_new() to rtr_http_free(), which
+ * come after the admin loop closed: lws may call back (and write a cell) until then. */
 struct rtr_http {
-    uv_loop_t          *loop;     /* the admin loop */
-    core_t             *core;     /* for the /healthz probe */
-    struct lws_context *ctx;      /* libwebsockets while accepting; NULL from stop on */
-    struct lws_context *lws;      /* libwebsockets until it is wholly destroyed (lws
-                                     writes NULL here then: with a foreign loop that
-                                     happens only once the loop ran lws's handle closes) */
-    http_listener_t *listeners;   /* every listener made (a list) */
-    bool             stopping;    /* rtr_http_stop() ran */
-    http_probe_t    *probe;       /* the /healthz channel with the core (shared) */
-    uv_async_t       probe_async; /* core thread -> here: a probe was answered */
-    uv_timer_t       probe_timer; /* the probe's deadline */
-    uint64_t         probe_seq;   /* the last probe posted to the core */
-    bool             probe_out;   /* a probe is in the core's queue, not answered yet */
-    bool             probe_timed; /* its deadline is running */
-    http_req_t      *waiters;     /* /healthz requests waiting for the probe */
-    uint32_t         n_mgmt;      /* junction-mgmt sessions open */
-    int              next_worker; /* round-robin for WebSocket AMQP connections */
-    stats_shard_t   *shard;       /* the admin thread's stats shard */
-    stats_handle_t   st_requests; /* HTTP requests answered */
-    stats_handle_t   st_probes;   /* /healthz probes the core answered */
-    stats_handle_t   st_ws_amqp;  /* AMQP-over-WebSocket connections accepted */
-    stats_handle_t   st_ws_mgmt;  /* junction-mgmt sessions opened */
-    rtr_ratelimit_t  warn_file;   /* lines about httpRootDir files that could not be opened */
-    rtr_ratelimit_t  warn_ws;     /* lines about WebSocket socketpairs that could not be made */
-    rtr_ratelimit_t  warn_adopt;  /* lines about connections lws could not take */
+    uv_loop_t          *loop;        /* the admin loop */
+    core_t             *core;        /* for the /healthz probe */
+    struct lws_context *ctx;         /* libwebsockets while running; NULL before and from stop */
+    http_lws_cell_t    *cells;       /* every context made (a failed start's too) */
+    http_listener_t    *listeners;   /* every listener made (a list) */
+    bool                stopping;    /* rtr_http_stop() ran */
+    http_probe_t       *probe;       /* the /healthz channel with the core (shared) */
+    uv_async_t          probe_async; /* core thread -> here: a probe was answered */
+    uv_timer_t          probe_timer; /* the probe's deadline */
+    uint64_t            probe_seq;   /* the last probe posted to the core */
+    bool                probe_out;   /* a probe is in the core's queue, not answered yet */
+    bool                probe_timed; /* its deadline is running */
+    http_req_t         *waiters;     /* /healthz requests waiting for the probe */
+    uint32_t            n_mgmt;      /* junction-mgmt sessions open */
+    int                 next_worker; /* round-robin for WebSocket AMQP connections */
+    stats_shard_t      *shard;       /* the admin thread's stats shard */
+    stats_handle_t      st_requests; /* HTTP requests answered */
+    stats_handle_t      st_probes;   /* /healthz probes the core answered */
+    stats_handle_t      st_ws_amqp;  /* AMQP-over-WebSocket connections accepted */
+    stats_handle_t      st_ws_mgmt;  /* junction-mgmt sessions opened */
+    rtr_ratelimit_t     warn_file;   /* lines about httpRootDir files that could not be opened */
+    rtr_ratelimit_t     warn_ws;     /* lines about WebSocket socketpairs that could not be made */
+    rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
 };
 
 /* The listener that accepted the connection (its lws opaque user data). */
