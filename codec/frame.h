@@ -19,22 +19,11 @@
  *   fields           the mandatory fields of each performative are present with their type;
  *                    the first transfer of a delivery on a handle carries a delivery-id
  *
- * Work is bounded by the bytes, whatever the encoding claims: every value is walked once, and
- * a performative may hold at most as many values (itself, every element of every list, map
- * and array, nested ones included) as it has bytes.  A value with its own format code always
- * pays for itself; only an array of zero-width elements (null, true, false, uint0, ulong0,
- * list0, or a described one of those) can claim more, and is refused: an array32 of 2^32-1
- * nulls is 10 bytes, and Proton (pn_data, one node per value) must never see it.
- *
- * Payload bytes are counted, not copied; only performatives are gathered.  Memory grows with
- * use: a performative of up to CODEC_GUARD_INLINE bytes (transfer, flow, disposition: the
- * steady traffic) is gathered inside the guard; a longer one (an open or attach with
- * properties) in memory from the caller's function, grown as its bytes arrive (never past the
- * performative's length, itself at most max_frame) and given back as soon as it is checked;
- * the handles with a delivery in progress likewise.  An idle guard holds no memory but
- * itself.  The guard never allocates on its own: the caller's function does, so the codec
- * stays free of allocators.  Not thread-safe: one guard belongs to one connection and is fed
- * by that connection's thread.
+ * Work is bounded by the bytes (codec/DESIGN.md "Work bounded by bytes"): each value is walked
+ * once, and a performative may hold at most one value per byte of its encoding.  Payload bytes
+ * are counted, not copied; a performative longer than CODEC_GUARD_INLINE is gathered in memory
+ * from the caller's function and given back once checked, so an idle guard holds nothing.
+ * Threads: one guard belongs to one connection and is fed by that connection's thread.
  */
 #ifndef JUNCTION_CODEC_FRAME_H
 #define JUNCTION_CODEC_FRAME_H

@@ -1,8 +1,8 @@
 /* router/accept.h: accepting connections on a listening socket without spinning when the
  * process runs out of file descriptors, and the process's file-descriptor budget.
  *
- * Every listener of the router (AMQP on the main thread; http and the management socket on
- * the admin thread) accepts through an rtr_acceptor_t.  When accept() fails for lack of
+ * Every listener of the router (AMQP: the connection manager's, on the main thread; http
+ * and the management socket on the admin thread) accepts through an rtr_acceptor_t.  When accept() fails for lack of
  * descriptors (EMFILE, ENFILE) or kernel memory (ENOBUFS, ENOMEM), the listening socket stays
  * readable, so a plain accept loop would run again at once, forever.  An acceptor instead
  * accepts and closes the clients waiting in the backlog in the slot of the process's reserve

@@ -115,7 +115,6 @@ struct admin {
     uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
     stats_registry_t  *reg;         /* stats read by the sessions (borrowed) */
     core_t            *core;        /* the core, for /healthz (borrowed) */
-    rtr_ctx_t         *ctx;         /* the workers, for AMQP over WebSocket (borrowed) */
     stats_mgmt_info_t  info;        /* hello's product, version, router id, mode (borrowed
                                        from the cfg and static strings) */
     char              *path;        /* the socket's path (heap), removed at stop; NULL when
@@ -126,6 +125,7 @@ struct admin {
     rtr_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
     size_t             n_http;      /* their count */
     int                http_rc;     /* what rtr_http_start() returned (admin thread) */
+    rtr_http_t        *httpd;       /* the HTTP server (started by the admin thread) */
     bool               stopping;    /* the stop request arrived */
     uv_async_t         req_async;   /* main thread -> admin thread: reqs has requests */
     pthread_mutex_t    req_lock;    /* guards reqs */
@@ -545,17 +545,17 @@ static void req_cb(uv_async_t *h)
         if (r->add.fd >= 0) {
             if (a->stopping) {
                 close(r->add.fd);
-            } else if (!rtr_http_running()) {
+            } else if (!rtr_http_running(a->httpd)) {
                 /* the first http listener of a router that had none: logged when it fails */
-                if (rtr_http_start(&a->loop, a->core, a->ctx, &r->add, 1) < 0)
+                if (rtr_http_start(a->httpd, &r->add, 1) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started",
                         r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
             } else {
-                rtr_http_listener_add(&r->add);
+                rtr_http_listener_add(a->httpd, &r->add);
             }
         }
         if (r->del > 0 && !a->stopping)
-            rtr_http_listener_del(r->del);
+            rtr_http_listener_del(a->httpd, r->del);
         free(r);
         r = next;
     }
@@ -580,7 +580,7 @@ static void stop_cb(uv_async_t *h)
         rtr_acceptor_close(&a->server, server_closed_cb);
         a->accepting = false;
     }
-    rtr_http_stop();
+    rtr_http_stop(a->httpd);
     uv_close((uv_handle_t *)&a->stop, NULL);
 }
 
@@ -590,12 +590,12 @@ static void admin_main(void *arg)
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
     /* libwebsockets joins this loop from the thread that runs it */
-    a->http_rc = a->n_http ? rtr_http_start(&a->loop, a->core, a->ctx, a->http, a->n_http) : 0;
+    a->http_rc = a->n_http ? rtr_http_start(a->httpd, a->http, a->n_http) : 0;
     uv_sem_post(&a->started);
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
     uv_run(&a->loop, UV_RUN_DEFAULT);
-    rtr_http_finish(&a->loop);
+    rtr_http_finish(a->httpd);
 }
 
 /* ==== start and stop (main thread) ==== */
@@ -679,6 +679,7 @@ static void admin_free(admin_t *a)
         r = next;
     }
     pthread_mutex_destroy(&a->req_lock);
+    rtr_http_free(a->httpd); /* after the loop closed */
     free(a->http);
     free(a);
 }
@@ -752,7 +753,6 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_c
     a->server_fd = -1;
     a->reg = reg;
     a->core = core;
-    a->ctx = ctx;
     a->path = mc->enabled ? base_strdup(mc->socket) : NULL;
     a->max_clients = mc->enabled && mc->max_clients ? mc->max_clients : 16;
     a->info.product = "junction";
@@ -778,6 +778,7 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core, rtr_c
         return rc;
     }
     rtr_fd_loop_reserve_init(&a->loop);
+    a->httpd = rtr_http_new(&a->loop, core, ctx);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
     uv_async_init(&a->loop, &a->req_async, req_cb);

@@ -18,12 +18,12 @@
 
 typedef struct rtr_ctx rtr_ctx_t; /* router/ctx.h */
 
-/* An http listener the main thread bound: its socket (listening, non-blocking; the admin
- * thread accepts on it and closes it at stop) and its configuration. */
+/* An http listener the connection manager bound: its socket (listening, non-blocking; the
+ * admin thread accepts on it and closes it at stop) and its configuration. */
 typedef struct rtr_admin_http {
     int                   fd;  /* listening socket */
     const cfg_listener_t *cfg; /* listener entity (http true); outlives the admin thread */
-    long                  id;  /* the server's listener id (management DELETE names it) */
+    long                  id;  /* the connection manager's listener id (DELETE names it) */
 } rtr_admin_http_t;
 
 /* Start the admin thread when cfg has a `management` entity or there are http listeners.
@@ -31,7 +31,8 @@ typedef struct rtr_admin_http {
  * one, never a file that is not a socket), bind the socket (mode 0660).  For the http
  * listeners: start the HTTP server on the admin loop (http.c), taking the sockets in `http`
  * (n_http of them; the array is copied).  `reg`, `core` and `ctx` (the workers, which take
- * AMQP-over-WebSocket connections) are borrowed: they must outlive rtr_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
+ * AMQP-over-WebSocket connections) are borrowed: they must outlive
+ * rtr_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
  * logging one line that names the socket or listener and the reason (the http sockets are
  * closed then too).  Main thread, once, after the core and the workers started (the HTTP
  * server hands WebSocket AMQP connections to workers and asks the core for /healthz). */

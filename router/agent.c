@@ -6,7 +6,7 @@
  * agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
  * uv_async wake-up); actions for the core are gathered during a loop iteration and pushed
  * once from a uv_prepare_t, as a worker does; address changes go to the core with
- * core_call(), listener changes to the main thread (rtr_server_listener_*), connection
+ * core_call(), listener changes to the connection manager (rtr_connmgr_listener_*), connection
  * closes to the workers (RTR_EXT_CLOSE_CONN).
  *
  * Ownership: a request's content reference (CORE_W_SEND) is dropped once answered.  A reply
@@ -22,8 +22,9 @@
 
 #include "router/accept.h"
 #include "router/agent_ops.h"
+#include "router/connmgr.h"
+#include "router/ctx.h"
 #include "router/msg.h"
-#include "router/server.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +58,7 @@ typedef struct agent {
     base_mpsc_batch_t to_core;   /* actions built this iteration */
     core_t           *core;
     rtr_ctx_t        *ctx;       /* the workers' context (link ids, connection closes) */
+    rtr_connmgr_t    *connmgr;   /* listeners (its thread-safe calls); outlives the agent */
     int               index;     /* our queue index at the core */
     rtr_mgmt_t       *mgmt;      /* the request -> reply logic and entity records */
     uint64_t          link_id[N_LINKS]; /* our link ids */
@@ -74,14 +76,14 @@ static agent_t *s_agent;
 
 static long hook_listener_add(void *ctx, const cfg_listener_t *lc, char *err, size_t errlen)
 {
-    (void)ctx;
-    return rtr_server_listener_add(lc, err, errlen);
+    agent_t *a = ctx;
+    return rtr_connmgr_listener_add(a->connmgr, lc, err, errlen);
 }
 
 static void hook_listener_del(void *ctx, long id)
 {
-    (void)ctx;
-    rtr_server_listener_del(id);
+    agent_t *a = ctx;
+    rtr_connmgr_listener_del(a->connmgr, id);
 }
 
 static void addr_add_CT(core_t *core, void *arg)
@@ -305,13 +307,14 @@ static void agent_main(void *arg)
 /* ---- main thread ---- */
 
 int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
-                   stats_registry_t *reg)
+                   stats_registry_t *reg, rtr_connmgr_t *connmgr)
 {
     if (s_agent)
         return -EALREADY;
     agent_t *a = base_calloc(1, sizeof(*a));
     a->core = core;
     a->ctx = ctx;
+    a->connmgr = connmgr;
     /* `$management` (and its local forms) belongs to the router: it routes to us whatever
      * the address configuration says, and no client may receive from it */
     core_node_reserve(core, "$management");

@@ -21,13 +21,15 @@
 #include "core/core.h"
 #include "stats/stats.h"
 
+typedef struct rtr_connmgr rtr_connmgr_t;
 typedef struct rtr_ctx rtr_ctx_t; /* router/ctx.h */
 
 /* Prepare the agent: its loop, its inbox, its state for `cfg` (borrowed).  `ctx` is the
  * workers' context (borrowed: link ids, connection closes).  `index` is the core queue
- * index it answers to (the number of workers).  Returns 0 or a negative errno. */
+ * index it answers to (the number of workers); listeners are created and deleted through
+ * `connmgr` (borrowed, started; outlives the agent).  Returns 0 or a negative errno. */
 int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
-                   stats_registry_t *reg);
+                   stats_registry_t *reg, rtr_connmgr_t *connmgr);
 /* The agent's inbox, for the core (valid from init to free). */
 base_mpsc_t *rtr_agent_queue(void);
 /* Start the thread; it attaches its links at once.  Returns 0 or a negative errno. */

@@ -1,7 +1,8 @@
 /* router/router.h: the daemon's process-wide entry points, called from main().
  *
  * The router module runs the worker threads (one libuv loop each, owning its connections
- * and their Proton drivers), the listeners (main thread), and joins them to the core.
+ * and their Proton drivers), the listeners (the connection manager, connmgr.h: main
+ * thread), and joins them to the core.
  * Threads: every function here runs on the main thread.
  */
 #ifndef JUNCTION_ROUTER_H
@@ -13,8 +14,9 @@
 
 typedef struct rtr_server rtr_server_t;
 
-/* Bind every listener of cfg (logging `Listening on HOST:PORT`), without accepting yet.
- * Returns NULL with a one-line reason in err when one cannot be bound. */
+/* Bind every listener of cfg through the connection manager (`Listening on HOST:PORT`),
+ * without accepting yet.  Returns NULL with a one-line reason in err when one cannot be
+ * bound. */
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen);
 /* Start the core and the workers and begin accepting. Returns 0 or a negative errno. */
 int rtr_server_start(rtr_server_t *s);

@@ -1,10 +1,14 @@
-/* router/server.c: the process's threads and listeners - binds the configured listeners,
- * starts the core and the workers, accepts connections on the main thread and hands each
- * socket to a worker (round-robin), and stops everything in order on a signal.
+/* router/server.c: the process's threads - starts the core, the workers, the management
+ * agent and (through the connection manager's listen step) the admin thread, hands each
+ * accepted AMQP socket to a worker (round-robin), keeps the process gauges, and stops
+ * everything in order on a signal.  The listeners are the connection manager's (connmgr.c).
  *
- * Threads: every function here runs on the main thread (its own libuv loop: listeners and
- * signals).  Shutdown order: stop accepting -> each worker closes its connections and waits
- * until the core has answered for every link and delivery -> join workers -> stop the core.
+ * Threads: every function here runs on the main thread (its own libuv loop: the connection
+ * manager's acceptors, signals, the process gauges' timer).  Start order: connection manager
+ * (binds, in rtr_server_new) -> core, workers, agent -> accepting (admin thread, acceptors).
+ * Shutdown order: stop accepting -> admin thread -> each worker closes its connections and
+ * waits until the core has answered for every link and delivery -> join workers -> stop the
+ * core -> stop the agent.  Signal and timer callbacks find the server in their handle's data.
  */
 #include "router/server.h"
 #include "router/worker.h"
@@ -14,17 +18,13 @@
 #include "router/accept.h"
 #include "router/admin.h"
 #include "router/agent.h"
-#include "router/http.h"
+#include "router/connmgr.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,38 +35,16 @@
 #define RTR_TRIM_PERIOD  5u
 #define RTR_POOL_RESERVE (256u << 10)
 
-typedef struct rtr_listener rtr_listener_t;
-struct rtr_listener {
-    int                   fd;    /* listening socket */
-    rtr_acceptor_t        acc;   /* accepts on fd (data = this listener) */
-    const cfg_listener_t *cfg;   /* its configuration */
-    rtr_server_t         *srv;   /* back pointer */
-    bool                  polling; /* acc started (its handles initialised) */
-    long                  id;    /* 1.. for the configured ones (file order), then run-time */
-    bool                  runtime; /* made by management CREATE (heap, on srv->extra) */
-    bool                  deleted; /* management DELETE: no longer accepting */
-    bool                  http;    /* an http listener: its socket is the admin thread's */
-    rtr_listener_t       *next;  /* on srv->extra / srv->ctl_q */
-};
-
-/* A request from another thread to the main thread (management CREATE/DELETE listener). */
-typedef struct rtr_ctl {
-    struct rtr_ctl *next;     /* on srv->ctl_q */
-    rtr_listener_t *add;      /* bound listener to start accepting on, or NULL */
-    long            del;      /* id of a listener to stop, or 0 */
-} rtr_ctl_t;
-
 struct rtr_server {
     const cfg_t    *cfg;          /* configuration, outlives the server */
     uv_loop_t       loop;         /* main thread's loop */
     uv_signal_t     sigs[4];      /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
-    rtr_listener_t *listeners;    /* one per listener entity */
-    size_t          n_listeners;
-    int             n_workers;
+    rtr_connmgr_t  *connmgr;      /* the listeners (new .. free) */
+    int             n_workers;    /* worker threads */
     rtr_worker_t   *workers;      /* array */
     rtr_ctx_t       ctx;          /* what the workers share (filled at start) */
     base_mpsc_t   **worker_q;     /* each worker's inbox, for the core */
-    core_t         *core;
+    core_t         *core;         /* the routing core (start .. free) */
     stats_registry_t *reg;        /* the process's stats registry */
     core_stats_t    stats;        /* the built-in families */
     stats_shard_t  *shard;        /* the main thread's shard: process gauges */
@@ -78,101 +56,22 @@ struct rtr_server {
     stats_obj_t     alloc_objs[64];  /* their objects */
     size_t          n_alloc;         /* entries used */
     int             next_worker;  /* round-robin */
-    bool            started;
-    bool            stopping;
-    rtr_listener_t *extra;        /* main thread: listeners made at run time */
-    long            next_listener_id; /* [ctl_lock] ids given so far */
-    uv_async_t      ctl;          /* other threads -> main thread: ctl_q has requests */
-    bool            ctl_init;     /* ctl initialised (uv_async_send allowed) */
-    pthread_mutex_t ctl_lock;     /* guards ctl_q, next_listener_id */
-    rtr_ctl_t      *ctl_q;        /* [ctl_lock] requests, newest first */
+    bool            started;      /* start succeeded, run has not ended */
+    bool            stopping;     /* a signal or rtr_server_stop(): no new connections */
 };
 
-/* The running server, for the thread-safe rtr_server_listener_* calls (set at start). */
-static rtr_server_t *s_server;
-
-static const char *port_service(const char *port)
+/* A new AMQP connection (the connection manager's accept callback): to the next worker
+ * (round-robin). */
+static void accept_amqp(void *ctx, const cfg_listener_t *lc, int fd)
 {
-    if (strcmp(port, "amqp") == 0)
-        return "5672";
-    if (strcmp(port, "amqps") == 0)
-        return "5671";
-    return port;
-}
-
-static int listener_bind(rtr_listener_t *l, char *err, size_t errlen)
-{
-    const cfg_listener_t *lc = l->cfg;
-    struct addrinfo hints = {0}, *res = NULL, *ai;
-    /* socketAddressFamily: only that family's addresses (an empty host is then every IPv6
-     * address for IPv6, as qdrouterd's) */
-    hints.ai_family = lc->family == CFG_FAMILY_IPV4   ? AF_INET
-                      : lc->family == CFG_FAMILY_IPV6 ? AF_INET6
-                                                      : AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    const char *host = lc->host && *lc->host ? lc->host : NULL;
-    int rc = getaddrinfo(host, port_service(lc->port), &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "", lc->port,
-                 gai_strerror(rc));
-        return -1;
-    }
-    /* Prefer IPv4 when the name has both (an empty host means every IPv4 address, as
-     * qdrouterd's 0.0.0.0). */
-    struct addrinfo *pick = NULL;
-    for (ai = res; ai; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET && !pick)
-            pick = ai;
-    if (!pick)
-        pick = res;
-    int fd = socket(pick->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, pick->ai_addr, pick->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
-        int e = errno;
-        snprintf(err, errlen, "Cannot listen on %s:%s: %s",
-                 host ? host : pick->ai_family == AF_INET6 ? "::" : "0.0.0.0", lc->port,
-                 strerror(e));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    l->fd = fd;
-
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char name[INET6_ADDRSTRLEN + 8] = "?";
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        rtr_sockaddr_format(&ss, name, sizeof(name));
-    LOG(NOTICE, "Listening on %s", name);
-    return 0;
-}
-
-/* A new AMQP connection: to the next worker (round-robin). */
-static void accept_cb(rtr_acceptor_t *a, int fd)
-{
-    rtr_listener_t *l = a->data;
-    rtr_server_t *s = l->srv;
+    rtr_server_t *s = ctx;
     if (s->stopping) {
         close(fd);
         return;
     }
     rtr_worker_t *w = &s->workers[s->next_worker];
     s->next_worker = (s->next_worker + 1) % s->n_workers;
-    rtr_worker_post_ext(w, RTR_EXT_ACCEPT, (void *)l->cfg, fd);
-}
-
-/* Main thread: start accepting on a bound listener. */
-static void listener_start(rtr_server_t *s, rtr_listener_t *l)
-{
-    l->acc.data = l;
-    if (rtr_acceptor_start(&l->acc, &s->loop, l->fd, BASE_LOG_MOD_SERVER, NULL, accept_cb) == 0)
-        l->polling = true;
-    else
-        LOG(ERROR, "Cannot accept on %s:%s", l->cfg->host ? l->cfg->host : "", l->cfg->port);
+    rtr_worker_post_ext(w, RTR_EXT_ACCEPT, (void *)lc, fd);
 }
 
 /* Main thread, every second: uptime, memory and the pools' figures into their gauges; and
@@ -235,18 +134,7 @@ static void server_stop(rtr_server_t *s)
 {
     s->stopping = true;
     /* stop accepting: a client that connects now is refused, not left in the backlog */
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        if (s->listeners[i].polling)
-            rtr_acceptor_stop(&s->listeners[i].acc);
-        if (s->listeners[i].fd >= 0) {
-            close(s->listeners[i].fd);
-            s->listeners[i].fd = -1;
-        }
-    }
-    /* run-time listeners (management CREATE): their sockets close with their handles */
-    for (rtr_listener_t *l = s->extra; l; l = l->next)
-        if (l->polling)
-            rtr_acceptor_stop(&l->acc);
+    rtr_connmgr_stop(s->connmgr);
     uv_stop(&s->loop);
 }
 
@@ -270,159 +158,15 @@ static void signal_cb(uv_signal_t *h, int signum)
     server_stop(s);
 }
 
-/* ---- run-time listeners (management) ---- */
-
-static void listener_closed_cb(rtr_acceptor_t *a)
-{
-    rtr_listener_t *l = a->data;
-    l->polling = false;
-    if (l->fd >= 0) {
-        close(l->fd);
-        l->fd = -1;
-    }
-}
-
-/* Main thread: stop accepting on l and close its socket. */
-static void listener_stop(rtr_listener_t *l)
-{
-    if (l->deleted)
-        return;
-    l->deleted = true;
-    if (l->http) {
-        rtr_admin_http_del(l->id); /* the admin thread closes it and logs */
-        return;
-    }
-    if (l->polling) {
-        rtr_acceptor_close(&l->acc, listener_closed_cb);
-    } else if (l->fd >= 0) {
-        close(l->fd);
-        l->fd = -1;
-    }
-    LOG(NOTICE, "Stopped listening on %s:%s", l->cfg->host && *l->cfg->host ? l->cfg->host
-                                                                             : "0.0.0.0",
-        l->cfg->port);
-}
-
-static void ctl_cb(uv_async_t *h)
-{
-    rtr_server_t *s = h->data;
-    pthread_mutex_lock(&s->ctl_lock);
-    rtr_ctl_t *q = s->ctl_q;
-    s->ctl_q = NULL;
-    pthread_mutex_unlock(&s->ctl_lock);
-    /* oldest first */
-    rtr_ctl_t *rev = NULL;
-    while (q) {
-        rtr_ctl_t *next = q->next;
-        q->next = rev;
-        rev = q;
-        q = next;
-    }
-    while (rev) {
-        rtr_ctl_t *c = rev;
-        rev = c->next;
-        if (c->add) {
-            rtr_listener_t *l = c->add;
-            l->next = s->extra;
-            s->extra = l;
-            if (s->stopping) {
-                listener_stop(l);
-            } else if (l->cfg->http) {
-                /* HTTP is served on the admin thread (started now if it is not running) */
-                rtr_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
-                l->fd = -1;
-                l->http = true;
-                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &s->ctx, &hl) < 0)
-                    LOG(ERROR, "HTTP listener %s:%s not started (see above)",
-                        l->cfg->host ? l->cfg->host : "", l->cfg->port);
-            } else {
-                listener_start(s, l);
-            }
-        }
-        if (c->del) {
-            for (size_t i = 0; i < s->n_listeners; i++)
-                if (s->listeners[i].id == c->del)
-                    listener_stop(&s->listeners[i]);
-            for (rtr_listener_t *l = s->extra; l; l = l->next)
-                if (l->id == c->del)
-                    listener_stop(l);
-        }
-        free(c);
-    }
-}
-
-static void ctl_post(rtr_server_t *s, rtr_ctl_t *c)
-{
-    pthread_mutex_lock(&s->ctl_lock);
-    c->next = s->ctl_q;
-    s->ctl_q = c;
-    pthread_mutex_unlock(&s->ctl_lock);
-    uv_async_send(&s->ctl);
-}
-
-long rtr_server_listener_id(size_t index)
-{
-    return (long)index + 1;
-}
-
-long rtr_server_listener_add(const cfg_listener_t *lc, char *err, size_t errlen)
-{
-    rtr_server_t *s = s_server;
-    if (!s || !s->ctl_init) {
-        snprintf(err, errlen, "The router is not running");
-        return -1;
-    }
-    if (lc->http_root_dir && rtr_http_root_check(lc->http_root_dir, NULL, err, errlen) < 0)
-        return -1; /* refused before anything is bound */
-    rtr_listener_t *l = base_calloc(1, sizeof(*l));
-    l->fd = -1;
-    l->cfg = lc;
-    l->srv = s;
-    l->runtime = true;
-    if (listener_bind(l, err, errlen) != 0) {
-        free(l);
-        return -1;
-    }
-    pthread_mutex_lock(&s->ctl_lock);
-    l->id = ++s->next_listener_id;
-    pthread_mutex_unlock(&s->ctl_lock);
-    long id = l->id;
-    rtr_ctl_t *c = base_calloc(1, sizeof(*c));
-    c->add = l;
-    ctl_post(s, c);
-    return id;
-}
-
-void rtr_server_listener_del(long id)
-{
-    rtr_server_t *s = s_server;
-    if (!s || !s->ctl_init || id <= 0)
-        return;
-    rtr_ctl_t *c = base_calloc(1, sizeof(*c));
-    c->del = id;
-    ctl_post(s, c);
-}
-
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_server_t *s = base_calloc(1, sizeof(*s));
     s->cfg = cfg;
     s->statm_fd = -1;
-    s->n_listeners = cfg->n_listeners;
-    s->listeners = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*s->listeners));
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        s->listeners[i].fd = -1;
-        s->listeners[i].cfg = &cfg->listeners[i];
-        s->listeners[i].srv = s;
-        s->listeners[i].id = rtr_server_listener_id(i);
-    }
-    s->next_listener_id = (long)s->n_listeners;
-    pthread_mutex_init(&s->ctl_lock, NULL);
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        if (listener_bind(&s->listeners[i], err, errlen) != 0) {
-            rtr_server_free(s);
-            return NULL;
-        }
+    s->connmgr = rtr_connmgr_new(cfg, err, errlen);
+    if (!s->connmgr) {
+        free(s);
+        return NULL;
     }
     return s;
 }
@@ -469,10 +213,6 @@ int rtr_server_start(rtr_server_t *s)
     rtr_ctx_init(&s->ctx, cfg, &s->stats, s->workers, n);
     s->shard = stats_shard_new(s->reg);
     stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
-    uv_async_init(&s->loop, &s->ctl, ctl_cb);
-    s->ctl.data = s;
-    s->ctl_init = true;
-    s_server = s;
     s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
     for (int i = 0; i < n; i++) {
         rc = rtr_worker_init(&s->workers[i], &s->ctx, i, s->core);
@@ -480,7 +220,13 @@ int rtr_server_start(rtr_server_t *s)
             return rc;
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
     }
-    rc = rtr_agent_init(cfg, s->core, &s->ctx, n, s->reg);
+    /* listeners may be added from here on (the agent's CREATE): the main loop starts them */
+    rtr_connmgr_env_t env = {.loop = &s->loop, .reg = s->reg, .core = s->core,
+                             .ctx = &s->ctx, .accept = accept_amqp, .accept_ctx = s};
+    rc = rtr_connmgr_start(s->connmgr, &env);
+    if (rc)
+        return rc;
+    rc = rtr_agent_init(cfg, s->core, &s->ctx, n, s->reg, s->connmgr);
     if (rc)
         return rc;
     s->worker_q[n] = rtr_agent_queue();
@@ -497,22 +243,10 @@ int rtr_server_start(rtr_server_t *s)
         return rc;
     s->started = true;
 
-    /* the admin thread: the management socket and the http listeners (which hand WebSocket
-     * AMQP connections to the workers and probe the core, so it starts after them) */
-    rtr_admin_http_t *http = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*http));
-    size_t            n_http = 0;
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        rtr_listener_t *l = &s->listeners[i];
-        if (!l->cfg->http)
-            continue;
-        http[n_http].fd = l->fd;
-        http[n_http].id = l->id;
-        http[n_http++].cfg = l->cfg;
-        l->fd = -1; /* the admin thread's now */
-        l->http = true;
-    }
-    rc = rtr_admin_start(cfg, s->reg, s->core, &s->ctx, http, n_http);
-    free(http);
+    /* accepting: the AMQP listeners on this loop, the http ones on the admin thread, which
+     * starts now with the management socket (it hands WebSocket AMQP connections to the
+     * workers and probes the core, so it starts after them) */
+    rc = rtr_connmgr_listen(s->connmgr);
     if (rc)
         return rc;
 
@@ -527,12 +261,6 @@ int rtr_server_start(rtr_server_t *s)
     uv_timer_init(&s->loop, &s->proc_timer);
     s->proc_timer.data = s;
     uv_timer_start(&s->proc_timer, proc_timer_cb, 0, 1000);
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        rtr_listener_t *l = &s->listeners[i];
-        if (l->fd < 0)
-            continue; /* http: served by the admin thread */
-        listener_start(s, l);
-    }
     LOG(NOTICE, "Operational, %d Threads Running (process ID %ld)", n, (long)getpid());
     return 0;
 }
@@ -561,27 +289,9 @@ int rtr_server_run(rtr_server_t *s)
     core_stop(s->core);
     rtr_agent_stop(); /* after the core: it may send the agent work until it stops */
     s->started = false;
-    s_server = NULL;
-    for (size_t i = 0; i < s->n_listeners; i++) {
-        if (s->listeners[i].fd >= 0) {
-            close(s->listeners[i].fd);
-            s->listeners[i].fd = -1;
-        }
-    }
-    for (rtr_listener_t *l = s->extra; l; l = l->next) {
-        if (l->fd >= 0 && !l->polling) {
-            close(l->fd);
-            l->fd = -1;
-        }
-    }
+    rtr_connmgr_stop(s->connmgr); /* (done at the signal already) */
     rtr_loop_close_all(&s->loop);
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    for (rtr_listener_t *l = s->extra; l; l = l->next) {
-        if (l->fd >= 0) {
-            close(l->fd);
-            l->fd = -1;
-        }
-    }
     LOG(NOTICE, "Stopped");
     return 0;
 }
@@ -590,9 +300,6 @@ void rtr_server_free(rtr_server_t *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->n_listeners; i++)
-        if (s->listeners[i].fd >= 0)
-            close(s->listeners[i].fd);
     if (s->workers) {
         for (int i = 0; i < s->n_workers; i++)
             rtr_worker_fini(&s->workers[i]);
@@ -600,27 +307,7 @@ void rtr_server_free(rtr_server_t *s)
     rtr_agent_free(); /* after the core and the workers: listeners' configurations */
     if (s->core)
         core_free(s->core);
-    while (s->extra) {
-        rtr_listener_t *l = s->extra;
-        s->extra = l->next;
-        if (l->fd >= 0)
-            close(l->fd);
-        free(l);
-    }
-    pthread_mutex_lock(&s->ctl_lock);
-    while (s->ctl_q) {
-        rtr_ctl_t *c = s->ctl_q;
-        s->ctl_q = c->next;
-        if (c->add) {
-            close(c->add->fd);
-            free(c->add);
-        }
-        free(c);
-    }
-    pthread_mutex_unlock(&s->ctl_lock);
-    pthread_mutex_destroy(&s->ctl_lock);
-    if (s_server == s)
-        s_server = NULL;
+    rtr_connmgr_free(s->connmgr); /* after the agent: the last to add a listener */
     if (s->statm_fd >= 0)
         close(s->statm_fd);
     rtr_fd_reserve_fini();
@@ -633,6 +320,5 @@ void rtr_server_free(rtr_server_t *s)
         uv_loop_close(&s->loop);
     free(s->workers);
     free(s->worker_q);
-    free(s->listeners);
     free(s);
 }

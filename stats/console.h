@@ -1,7 +1,7 @@
 /* stats/console.h: the web console's files (HTML, JavaScript, CSS, the charting library),
  * embedded in the daemon at build time so an installed junctiond needs no file beside it.
  *
- * The HTTP server (router/http.c) serves them at '/' unless the listener's httpRootDir
+ * The HTTP server (router/http_get.c) serves them at '/' unless the listener's httpRootDir
  * names a directory, which then replaces them.  When the console could not be built (no
  * npm on the build machine) the table holds one page that says so.
  *

@@ -1,37 +1,10 @@
-/* stats/stats.c: the stats registry, shards, reading, glob matching and snapshot walks (see
- * stats.h for the API, stats/DESIGN.md for the layout and the reasons).
+/* stats/stats.c: the stats registry, shards, reading, glob matching and snapshot walks (API
+ * in stats.h; layout, locking and the reasons in stats/DESIGN.md "Memory layout", "Threads").
  *
- * Threads: every public function here is thread-safe; they serialise on the registry's one
- * mutex `_lock`.  The hot path (stats.h inline functions) never comes here.  Functions named
- * *_LH need the caller to hold `_lock`.  No other lock exists, so there is no lock order.
- *
- * DESIGN: writers first.  The threads that create and retire objects are the routing threads
- * (the core, the workers); the walks are readers (a scrape, a snapshot, a subscription tick).
- * A routing thread must never wait for a reader, so the mutex is taken two ways: writers
- * (lock_writer: object, stat, shard and family creation, retirement) announce themselves in
- * `_writers` and spin briefly before sleeping on the mutex; a walk (lock_reader) lets the
- * writers announced at that moment go first, and, holding the mutex, looks at `_writers`
- * before each object it visits and lets go as soon as a writer is waiting (after
- * READER_MIN_OBJECTS objects, so a walk always progresses).  A walk holds the mutex only to
- * copy objects' labels and block ids; it sums their slots with the mutex released
- * (hold_end_unlock), and grows its buffers with it released (batch_grow).  A writer thus
- * waits for at most a few objects' labels (about a microsecond), unless the walk's thread is
- * descheduled while it holds the mutex.  See DESIGN.md "Threads".
- *
- * Owns: families (permanent), object records and their label strings, the per-slot
- * generation and owner arrays, every shard's slot range (a shard's owner only writes into
- * it), and the base shard (shards[0]) that holds what freed shards counted; the base shard
- * is written only by whoever holds `_lock`.
- *
- * Memory: each slot array (every shard's, the gens, the owners) is one address range
- * reserved at full size (STATS_MAX_SLOTS entries, PROT_NONE, no swap or commit charge) and
- * made readable and writable STATS_COMMIT_SLOTS at a time as the high-water mark grows, in
- * every array at once, under `_lock`, before any id in it is handed out.  So nothing ever
- * moves, the hot path needs no page table, and an id past the committed part faults at once.
- *
- * Must never: take a lock on the hot path, move or unmap memory a reader or writer may be
- * using, hand a slot to a new object without zeroing it in every shard, hand out an id of
- * the sink [0, STATS_SINK_SLOTS), log anything.
+ * Threads: every public function is thread-safe and serialises on the registry's one mutex
+ * `_lock` (writers - object creation and retirement - go first; a walk copies labels under it
+ * and sums slots with it released); *_LH functions need the caller to hold it.  The hot path
+ * (stats.h's inline functions) never comes here.  Nothing here logs.
  */
 #include "stats/stats.h"
 

@@ -1,82 +1,20 @@
-/* stats/stats.h: Junction's sharded stats - registry, per-thread shards, handles, snapshots,
- * glob matching and the Prometheus renderer.  The one public header of stats/.
+/* stats/stats.h: Junction's sharded stats - registry, per-thread shards, handles, snapshot
+ * walks, glob matching and the Prometheus renderer.  The one public header of stats/
+ * (stats/DESIGN.md: the names, the memory layout, the threads and the reasons).
  *
- * What it does.  A stat is a 64-bit slot with an id.  Every thread that counts owns a *shard*:
- * an array of slots indexed by id, in an address range reserved once and made usable as the
- * registry grows, so it never moves.  A thread writes only its own shard, with a relaxed load
- * and a relaxed store (no lock, no atomic read-modify-write, no cache line shared with
- * another writer); a reader sums a stat over all shards.  Names live
- * in the *registry*, once per family and once per object, never per stat: the family
- * `address` lists its fields (deliveriesIngress, deliveriesEgress, ...) and each object of
- * the family (the address "M0examples") gets a contiguous block of ids, one per field.  The
- * full name of a stat is
+ * Threads: registry calls (stats_registry_*, stats_family_*, stats_object_*, stats_stat_new,
+ * stats_shard_new/free, stats_lookup, stats_value_get, stats_iter_*, stats_prom_*) are
+ * thread-safe and never for a hot path.  The inline writes (stats_counter_*, stats_gauge_*,
+ * stats_hist_record, stats_obj_*) take the caller's OWN shard: only the thread that owns
+ * `shard` may call them (the argument plays the part of a _WT/_CT suffix).
  *
- *     <family>.<object>.<field>     address.M0examples.deliveriesEgress, link.17.acceptedCount
- *     <family>.<field>              router.deliveriesIngress          (singleton family)
- *     <name>                        uptimeSeconds                     (plain stat)
+ * Contracts (DESIGN.md "Retire and reuse", "Objects without stats: the sink"):
+ * stats_object_retire() comes after every thread's last write to the object, each of which
+ * happens-before it; any object may be written without a check (one without stats writes
+ * into the sink, ids [0, STATS_SINK_SLOTS)).
  *
- * Kinds: counters (u64, monotonic, summed over shards), gauges (i64, summed over shards: each
- * shard holds its thread's deltas, or the whole value when one thread owns the gauge), and
- * latency histograms (log2 buckets + sum, summed over shards; percentiles at read time).
- *
- * See stats/DESIGN.md for the memory layout, the threads and the reasons.
- *
- * Threads.
- *   - Registry calls (stats_registry_*, stats_family_*, stats_object_*, stats_stat_new,
- *     stats_shard_new/free, stats_lookup, stats_value_get, stats_iter_*, stats_prom_*) are
- *     thread-safe: they take the registry's mutex, and only for a bounded stretch.  Object
- *     creation and retirement (the routing threads) go first: an iterator or the renderer
- *     holds the mutex only to copy a few objects' labels, lets go as soon as a writer waits,
- *     and sums the slots with it released - so a routing thread never waits for a reader
- *     (DESIGN.md "Threads").  None of them is meant for a hot path.
- *   - The hot-path calls (stats_counter_add, stats_counter_inc, stats_gauge_add,
- *     stats_gauge_set, stats_hist_record) are inline and take the caller's OWN shard: only
- *     the thread that owns `shard` may call them - the shard argument plays the part of a
- *     _WT/_CT suffix.  They write nothing but that shard's memory (debug builds also read
- *     the registry's generation of the slot).
- *   - A handle is a value (id + generation).  It is valid from the stats_object_new() that
- *     made it until the stats_object_retire() of its object.  A thread may use a handle made
- *     on another thread once the handle reached it through any synchronisation (a queue, a
- *     mutex, thread creation), which is how every handle travels anyway.
- *
- * The retire contract (see DESIGN.md "Retire and reuse").  stats_object_retire() must be
- * called after the last write to the object's stats by every thread, and each of those
- * writes must happen-before the call (the owner retires on its own thread after its last
- * write, or the writers' last messages reach the retiring thread through a queue).  A write
- * through a stale handle after that is a bug: debug builds (no NDEBUG) catch it with an
- * assert on the slot's generation; release builds cannot see it and the count may land in
- * the slot's next object.  Reads are always safe: a stale handle reads -ESTALE, and snapshots
- * never show a retired object's slots under another object's name.
- *
- * The sink rule.  Every stats_obj_t and stats_handle_t may be written through, without a
- * check: a live object's writes land in its own block; every other object - the zero value
- * {0} (never created) and the *sink object* that a failed stats_object_new() gives - has
- * base 0, so its writes land in the sink, ids [0, STATS_SINK_SLOTS), which no object owns
- * and no reader reads.  So an object whose creation failed (the registry is full, or its
- * identity taken) costs its counts and nothing else: they never land in another object's
- * stats.  stats_object_retire() takes a sink object back, and a family's count_of
- * derivations count it while it lives (a connection without stats is still a connection).
- *
- * Errors: functions that can fail return 0 or a negative errno (-EINVAL bad argument or
- * name, -EEXIST duplicate name, -ENOENT no such stat, -ESTALE retired handle, -ENOSPC the id
- * space is full, or the limit set with stats_registry_set_limit() reached).  Memory
- * exhaustion aborts (base_malloc).  Nothing here logs.
- *
- * Example (the router's side, points 2-4 of issue 4):
- *
- *     static const stats_field_t addr_fields[] = {
- *         { .name = "deliveriesIngress", .kind = STATS_COUNTER, .help = "Deliveries in" },
- *         { .name = "deliveriesEgress",  .kind = STATS_COUNTER, .help = "Deliveries out" },
- *         { .name = "subscriberCount",   .kind = STATS_GAUGE,   .help = "Local consumers" },
- *     };
- *     enum { A_INGRESS, A_EGRESS, A_SUBSCRIBERS };          // == slot offsets (no histogram)
- *     static const stats_family_def_t addr_def = {
- *         .name = "address", .fields = addr_fields, .nfields = 3,
- *     };
- *     stats_family_t *fam;  stats_family_new(reg, &addr_def, &fam);     // at start-up
- *     stats_obj_t o;        stats_object_new(reg, fam, (const char *[]){"M0examples"}, &o);
- *     stats_counter_inc(my_shard, stats_obj_stat(o, A_EGRESS));          // per delivery
- *     stats_object_retire(reg, o);                                       // address gone
+ * Errors: 0 or a negative errno (-EINVAL, -EEXIST, -ENOENT, -ESTALE retired handle, -ENOSPC
+ * id space or limit reached); memory exhaustion aborts.  Nothing here logs.
  */
 #ifndef JUNCTION_STATS_H
 #define JUNCTION_STATS_H

@@ -161,7 +161,7 @@ def test_log_rows_show_timestamp_and_source_and_the_lines_follow(make_router, no
     agent = node.read("log", name="log/AGENT")  # no entity of its own: DEFAULT's
     assert agent["includeTimestamp"] is True and agent["includeSource"] is True
     # and the log lines are written that way (qdrouterd's form: " (file:line)" at the end)
-    m = r.wait_log(r"^SERVER \(notice\) Listening on \S+ \(router/server\.c:\d+\)$")
+    m = r.wait_log(r"^SERVER \(notice\) Listening on \S+ \(router/connmgr\.c:\d+\)$")
     assert m
     m = r.wait_log(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} \+0000 ROUTER_CORE \(info\) "
                    r"Core thread started \(core/core\.c:\d+\)$")

@@ -238,7 +238,7 @@ def test_log(node, router):
         assert abs(ts - time.time()) < 600
     listening = [e for e in entries if e[2].startswith("Listening on 127.0.0.1:")]
     assert listening and listening[0][0] == "SERVER" and listening[0][1] == "notice"
-    assert listening[0][3].endswith("server.c") and listening[0][4] > 0
+    assert listening[0][3].endswith("connmgr.c") and listening[0][4] > 0
     assert len(node.get("GET-LOG", limit=3)) == 3
     text = mgmt_tool.view_log(node, 5)
     assert text.count("\n") == 4
