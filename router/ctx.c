@@ -72,7 +72,7 @@ void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
 void rtr_worker_post_ext(rtr_worker_t *w, int kind, void *ptr, long arg)
 {
     base_mpsc_batch_t b = {0};
-    core_work_t *work = base_mpsc_batch_add(&b, sizeof(core_work_t));
+    core_work_t      *work = base_mpsc_batch_add(&b, sizeof(core_work_t));
     work->type = CORE_W_EXTERNAL;
     work->u.ext.kind = kind;
     work->u.ext.ptr = ptr;

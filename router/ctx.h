@@ -21,16 +21,16 @@
 
 #include <uv.h>
 
-typedef struct rtr_ctx rtr_ctx_t;
+typedef struct rtr_ctx    rtr_ctx_t;
 typedef struct rtr_worker rtr_worker_t;
 /* The records of a connection, each defined by the lowest layer that reads its fields:
  * rtr_conn_t and rtr_link_t in transport.h, rtr_out_t in link_out.h, rtr_in_t in link_in.h,
  * rtr_msg_t in msg.h. */
 typedef struct rtr_conn rtr_conn_t;
 typedef struct rtr_link rtr_link_t;
-typedef struct rtr_in rtr_in_t;
-typedef struct rtr_out rtr_out_t;
-typedef struct rtr_msg rtr_msg_t;
+typedef struct rtr_in   rtr_in_t;
+typedef struct rtr_out  rtr_out_t;
+typedef struct rtr_msg  rtr_msg_t;
 
 /* Kinds of CORE_W_EXTERNAL work posted to a worker by other threads (rtr_worker_post_ext). */
 enum {
@@ -70,19 +70,17 @@ enum {
  * read-only afterwards except for the atomic counters, which any worker updates.  It must
  * outlive the workers. */
 struct rtr_ctx {
-    const cfg_t        *cfg;          /* the configuration (borrowed) */
-    const char         *router_id;    /* cfg router id (container id of every connection) */
-    char               *node_id;      /* "0/<router id>", in x-opt-qd.ingress/trace (heap) */
-    size_t              node_id_len;  /* its length */
-    const core_stats_t *stats;        /* the built-in stat families (borrowed) */
-    stats_handle_t      policy_stats[RTR_POLICY_N]; /* the policy entity's counters (each
-                                                       worker counts into its shard) */
+    const cfg_t        *cfg;         /* the configuration (borrowed) */
+    const char         *router_id;   /* cfg router id (container id of every connection) */
+    char               *node_id;     /* "0/<router id>", in x-opt-qd.ingress/trace (heap) */
+    size_t              node_id_len; /* its length */
+    const core_stats_t *stats;       /* the built-in stat families (borrowed) */
+    stats_handle_t      policy_stats[RTR_POLICY_N]; /* policy counters (into each shard) */
     rtr_worker_t       *workers;      /* every worker, for RTR_EXT_STREAM wake-ups (borrowed) */
     int                 n_workers;    /* their count */
     _Atomic uint64_t    next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t    next_link_id; /* link id counter (any worker, the management agent) */
-    _Atomic uint32_t    n_open_conns; /* client connections past their AMQP open (policy
-                                         maxConnections; any worker) */
+    _Atomic uint32_t    n_open_conns; /* connections past their open (maxConnections; any) */
 };
 
 /* Fill ctx for the n_workers workers in `workers` (not yet initialised) of a router of
@@ -96,29 +94,28 @@ void rtr_ctx_fini(rtr_ctx_t *ctx);
 /* rtr_worker_t: one worker thread.  Owner: that thread; every field is _WT except `index`
  * and `ctx` (immutable once started: other workers read them) and the inbox (thread-safe). */
 struct rtr_worker {
-    int               index;     /* 0..n-1, its queue index at the core */
-    rtr_ctx_t        *ctx;       /* the router it belongs to */
-    uv_loop_t         loop;      /* the worker's loop */
-    uv_async_t        wake;      /* core / main thread -> this worker */
-    uv_prepare_t      flush;     /* end of each loop iteration: push the batch to the core */
-    uv_timer_t        sweep;     /* once a second: zeroCreditSeconds, linksBlocked */
-    uv_thread_t       thread;    /* the thread */
-    base_mpsc_t       inbox;     /* core_work_t from the core and the main thread */
-    base_mpsc_batch_t to_core;   /* actions built this iteration */
-    core_t           *core;      /* the core */
-    rtr_conn_t       *conns;     /* live connections */
-    rtr_conn_t       *dirty;     /* connections touched by inbox work, to process */
-    rtr_out_t        *waiters;   /* streamed copies waiting for more bytes */
-    rtr_link_t       *q2_links;  /* incoming links stopped by Q2 */
-    stats_shard_t    *shard;     /* this thread's stats shard */
-    size_t            n_conns;   /* their count */
-    size_t            n_ins;     /* rtr_in_t alive (shutdown waits for zero) */
-    size_t            n_links;   /* rtr_link_t alive */
-    bool              stopping;  /* RTR_EXT_SHUTDOWN seen: no credit, no new connections */
-    bool              closing_all; /* in-flight work settled or the grace period is over:
-                                      every connection is being closed */
-    uv_timer_t        grace;     /* the shutdown grace period */
-    size_t            n_outs;    /* rtr_out_t alive (shutdown waits for zero, grace allowing) */
+    int               index;       /* 0..n-1, its queue index at the core */
+    rtr_ctx_t        *ctx;         /* the router it belongs to */
+    uv_loop_t         loop;        /* the worker's loop */
+    uv_async_t        wake;        /* core / main thread -> this worker */
+    uv_prepare_t      flush;       /* end of each loop iteration: push the batch to the core */
+    uv_timer_t        sweep;       /* once a second: zeroCreditSeconds, linksBlocked */
+    uv_thread_t       thread;      /* the thread */
+    base_mpsc_t       inbox;       /* core_work_t from the core and the main thread */
+    base_mpsc_batch_t to_core;     /* actions built this iteration */
+    core_t           *core;        /* the core */
+    rtr_conn_t       *conns;       /* live connections */
+    rtr_conn_t       *dirty;       /* connections touched by inbox work, to process */
+    rtr_out_t        *waiters;     /* streamed copies waiting for more bytes */
+    rtr_link_t       *q2_links;    /* incoming links stopped by Q2 */
+    stats_shard_t    *shard;       /* this thread's stats shard */
+    size_t            n_conns;     /* their count */
+    size_t            n_ins;       /* rtr_in_t alive (shutdown waits for zero) */
+    size_t            n_links;     /* rtr_link_t alive */
+    bool              stopping;    /* RTR_EXT_SHUTDOWN seen: no credit, no new connections */
+    bool              closing_all; /* shutdown: every connection is being closed */
+    uv_timer_t        grace;       /* the shutdown grace period */
+    size_t            n_outs;      /* rtr_out_t alive (shutdown waits for zero, grace allowing) */
 };
 
 /* Post CORE_W_EXTERNAL work of `kind` (RTR_EXT_*) to w.  Thread-safe. */

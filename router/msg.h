@@ -8,9 +8,8 @@
 #ifndef JUNCTION_ROUTER_MSG_H
 #define JUNCTION_ROUTER_MSG_H
 
-#include "router/ctx.h"
-
 #include "codec/codec.h"
+#include "router/ctx.h"
 
 #include <proton/types.h>
 #include <pthread.h>
@@ -19,8 +18,8 @@
 #define RTR_BUF_SIZE (64u << 10)
 /* Q2: a streamed message stops being read when it holds this many bytes that some copy has
  * not sent yet, and goes on below RTR_Q2_LOW. */
-#define RTR_Q2_HIGH (1u << 20)
-#define RTR_Q2_LOW  (512u << 10)
+#define RTR_Q2_HIGH  (1u << 20)
+#define RTR_Q2_LOW   (512u << 10)
 
 /* A buffer of a streamed message's bytes after the head. */
 typedef struct rtr_buf rtr_buf_t;
@@ -36,8 +35,7 @@ typedef struct rtr_msg_reader rtr_msg_reader_t;
 struct rtr_msg_reader {
     size_t            pos;     /* [msg lock] message offset sent up to */
     bool              waiting; /* [msg lock] wants RTR_EXT_STREAM when bytes arrive */
-    rtr_worker_t     *worker;  /* the copy's worker, which RTR_EXT_STREAM wakes; set before
-                                  rtr_msg_reader_add(), immutable afterwards */
+    rtr_worker_t     *worker;  /* the copy's worker (RTR_EXT_STREAM); immutable once added */
     rtr_msg_reader_t *next;    /* [msg lock] in msg->readers */
     rtr_msg_reader_t *prev;    /* [msg lock] in msg->readers */
 };
@@ -53,22 +51,22 @@ struct rtr_msg_reader {
  * the other's worker (the reader's `worker`, the message's `owner`); workers then re-check
  * their waiting lists, so a wake carries no pointer that could outlive its object. */
 struct rtr_msg {
-    core_content_t    c;          /* first: reference count shared with the core */
-    uint8_t          *data;       /* the encoded message's head, contiguous (heap) */
-    size_t            len;        /* head bytes */
-    size_t            cap;        /* head bytes allocated */
-    codec_scan_t      scan;       /* sections, valid once routed */
-    bool              ra_in;      /* scan.ra came from a client whose annotations are kept */
-    rtr_worker_t     *owner;      /* streaming: the receiving worker */
-    pthread_mutex_t   lock;       /* streaming: guards the [lock] fields */
-    rtr_buf_t        *chain;      /* [lock] buffers after the head, oldest kept first */
-    rtr_buf_t        *chain_tail; /* [lock] newest buffer (receiving worker only) */
-    size_t            total;      /* [lock] bytes received: head + chain */
-    bool              complete;   /* [lock] the last byte arrived */
-    bool              aborted;    /* [lock] the sender aborted the delivery */
-    bool              q2_blocked; /* [lock] the receiving worker waits for readers */
-    rtr_msg_reader_t *readers;    /* [lock] registered copies */
-    uint32_t          n_readers;  /* [lock] their count */
+    core_content_t    c;             /* first: reference count shared with the core */
+    uint8_t          *data;          /* the encoded message's head, contiguous (heap) */
+    size_t            len;           /* head bytes */
+    size_t            cap;           /* head bytes allocated */
+    codec_scan_t      scan;          /* sections, valid once routed */
+    bool              ra_in;         /* scan.ra came from a client whose annotations are kept */
+    rtr_worker_t     *owner;         /* streaming: the receiving worker */
+    pthread_mutex_t   lock;          /* streaming: guards the [lock] fields */
+    rtr_buf_t        *chain;         /* [lock] buffers after the head, oldest kept first */
+    rtr_buf_t        *chain_tail;    /* [lock] newest buffer (receiving worker only) */
+    size_t            total;         /* [lock] bytes received: head + chain */
+    bool              complete;      /* [lock] the last byte arrived */
+    bool              aborted;       /* [lock] the sender aborted the delivery */
+    bool              q2_blocked;    /* [lock] the receiving worker waits for readers */
+    rtr_msg_reader_t *readers;       /* [lock] registered copies */
+    uint32_t          n_readers;     /* [lock] their count */
     uint32_t          _readers_gone; /* [lock] copies that deregistered (or never could) */
 };
 
@@ -77,7 +75,7 @@ BASE_POOL_DECLARE(rtr_msg_t);
 BASE_POOL_DECLARE(rtr_buf_t);
 
 rtr_msg_t *rtr_msg_new(void);
-void rtr_msg_unref(rtr_msg_t *m);
+void       rtr_msg_unref(rtr_msg_t *m);
 /* Head: make room for `more` bytes. Receiving worker, before routing. */
 void rtr_msg_reserve(rtr_msg_t *m, size_t more);
 /* Switch a partly received message to streaming (before CORE_A_DELIVER); `owner` is the
@@ -94,8 +92,8 @@ void rtr_msg_reader_add(rtr_msg_t *m, rtr_msg_reader_t *r);
 void rtr_msg_reader_del(rtr_msg_t *m, rtr_msg_reader_t *r);
 /* Reader: the next bytes for r at r->pos (up to max), or len 0 when none are there yet;
  * *complete / *aborted report the message's state. */
-codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max,
-                                  bool *complete, bool *aborted);
+codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max, bool *complete,
+                                  bool *aborted);
 /* Reader: r sent n more bytes.  Frees nothing (the receiving worker frees).  Wakes the
  * owner on Q2 low. */
 void rtr_msg_reader_advance(rtr_msg_t *m, rtr_msg_reader_t *r, size_t n);

@@ -13,8 +13,8 @@
 
 /* Prepare worker `index` of ctx (ctx->workers[index] is w) for core `core`: its loop, inbox
  * and timers.  Returns 0 or a negative UV_E* code. */
-int rtr_worker_init(rtr_worker_t *w, rtr_ctx_t *ctx, int index, core_t *core);
-int rtr_worker_start(rtr_worker_t *w);
+int  rtr_worker_init(rtr_worker_t *w, rtr_ctx_t *ctx, int index, core_t *core);
+int  rtr_worker_start(rtr_worker_t *w);
 void rtr_worker_join(rtr_worker_t *w);
 void rtr_worker_fini(rtr_worker_t *w);
 
