@@ -33,7 +33,7 @@
  *     WebSocket); the pipe is read one buffer at a time, only after lws said the WebSocket can
  *     take the previous one.  Either side closing closes the other.
  *   - The console's live feed (subprotocol "junction-mgmt"): a management session
- *     (rtr_admin_sess_t, the same bounded session the management socket uses); each text
+ *     (mgmt_sess_t, the same bounded session the management socket uses); each text
  *     message in is one request line, each reply line goes out as one text message.
  *   - `websockets: false` refuses every upgrade (LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION).
  *
@@ -41,7 +41,7 @@
  *                                         \--> /healthz  core_call(probe_CT) ... async back
  *                                         \--> files     console table | httpRootDir
  *           --WS amqp--> ws_amqp_t <--socketpair--> worker (rtr_conn_t, like TCP)
- *           --WS junction-mgmt--> rtr_admin_sess_t (stats_mgmt_*)
+ *           --WS junction-mgmt--> mgmt_sess_t (mgmt_proto_*)
  *
  * Lifetimes: http_req_t lives in lws's per-session memory (reset per request, cleaned on
  * close); ws_amqp_t and ws_mgmt_t are heap objects that outlive their lws connection until
@@ -138,6 +138,7 @@ struct http_req {
 /* http_server_t: the server (admin thread). */
 struct http_server {
     uv_loop_t          *loop;        /* the admin loop */
+    mgmt_admin_t       *admin;       /* the admin thread (registry, management sessions) */
     core_t             *core;        /* for the /healthz probe */
     struct lws_context *ctx;         /* libwebsockets; NULL once destroyed */
     http_listener_t    *listeners;   /* every listener made (a list) */
@@ -513,7 +514,7 @@ static int on_request(struct lws *wsi, http_req_t *r, const char *path)
         if (!l->cfg->metrics)
             return respond_text(r, 404, BODY_404);
         r->body = BODY_PROM;
-        r->prom = stats_prom_new(rtr_admin_registry(), NULL);
+        r->prom = stats_prom_new(mgmt_admin_registry(srv->admin), NULL);
         if (send_head(wsi, 200, "text/plain; version=0.0.4; charset=utf-8",
                       LWS_ILLEGAL_HTTP_CONTENT_LEN) < 0)
             return -1;
@@ -802,7 +803,7 @@ static int cb_amqp(struct lws *wsi, enum lws_callback_reasons reason, void *user
  * WebSocket closed and the session let go. */
 typedef struct ws_mgmt {
     struct lws       *wsi;     /* the WebSocket; NULL once lws closed it */
-    rtr_admin_sess_t *sess;    /* its session */
+    mgmt_sess_t *sess;    /* its session */
     bool              refused; /* over the cap: not counted */
     bool              ending;  /* close the WebSocket once the output went */
 } ws_mgmt_t;
@@ -835,7 +836,7 @@ static void mgmt_fail(void *ctx)
         lws_callback_on_writable(m->wsi);
 }
 
-static const rtr_admin_io_t mgmt_io = {
+static const mgmt_sess_io_t mgmt_io = {
     .flush = mgmt_flush,
     .read = mgmt_read,
     .in_flight = mgmt_in_flight,
@@ -845,7 +846,7 @@ static const rtr_admin_io_t mgmt_io = {
 /* One reply line out as one text message (without its "\n"). */
 static int mgmt_writable(ws_mgmt_t *m)
 {
-    rtr_admin_sess_t *s = m->sess;
+    mgmt_sess_t *s = m->sess;
     if (s->out_len) {
         char  *nl = memchr(s->out, '\n', s->out_len);
         size_t line = nl ? (size_t)(nl - s->out) : s->out_len;
@@ -860,7 +861,7 @@ static int mgmt_writable(ws_mgmt_t *m)
         s->out_len -= used;
         if (s->out_len)
             lws_callback_on_writable(m->wsi);
-        rtr_admin_sess_pump(s); /* drained: more of a streamed reply, more requests */
+        mgmt_sess_pump(s); /* drained: more of a streamed reply, more requests */
         return 0;
     }
     if (m->ending) {
@@ -887,9 +888,9 @@ static int cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *user
         *slot = m;
         char        msg[128];
         const char *refuse = NULL;
-        if (srv->n_mgmt >= rtr_admin_max_clients()) {
+        if (srv->n_mgmt >= mgmt_admin_max_clients(srv->admin)) {
             snprintf(msg, sizeof(msg), "too many console sessions (at most %u): try again later",
-                     rtr_admin_max_clients());
+                     mgmt_admin_max_clients(srv->admin));
             LOG(WARNING, "Console feed: a session refused: %u open already", srv->n_mgmt);
             m->refused = true;
             refuse = msg;
@@ -897,8 +898,8 @@ static int cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *user
             srv->n_mgmt++;
             stats_counter_inc(srv->shard, srv->st_ws_mgmt);
         }
-        m->sess = rtr_admin_sess_new(srv->loop, &mgmt_io, m, refuse);
-        rtr_admin_sess_pump(m->sess);
+        m->sess = mgmt_sess_new(srv->admin, &mgmt_io, m, refuse);
+        mgmt_sess_pump(m->sess);
         return 0;
     }
     case LWS_CALLBACK_RECEIVE:
@@ -906,7 +907,7 @@ static int cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *user
             return -1;
         if (m->refused || m->ending)
             return 0;
-        rtr_admin_sess_input(m->sess, in, len, lws_is_final_fragment(wsi) != 0);
+        mgmt_sess_input(m->sess, in, len, lws_is_final_fragment(wsi) != 0);
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         if (!m)
@@ -916,7 +917,7 @@ static int cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *user
         if (m) {
             if (!m->refused && s_srv)
                 s_srv->n_mgmt--;
-            rtr_admin_sess_free(m->sess);
+            mgmt_sess_free(m->sess);
             free(m);
             *slot = NULL;
         }
@@ -975,7 +976,7 @@ static void http_free(http_server_t *srv)
 static void plain_stat(http_server_t *srv, const char *name, const char *help,
                        stats_handle_t *out)
 {
-    stats_registry_t *reg = rtr_admin_registry();
+    stats_registry_t *reg = mgmt_admin_registry(srv->admin);
     if (stats_stat_new(reg, name, STATS_COUNTER, help, NULL, out, NULL) < 0)
         memset(out, 0, sizeof(*out)); /* {0,0}: writes land in the sink slot */
     (void)srv;
@@ -1001,7 +1002,7 @@ int rtr_http_root_check(const char *dir, char *real, char *err, size_t errlen)
 /* A listener for h on srv (its socket not yet polled): its root directory checked and its
  * vhost made.  Returns it (on srv->listeners), or NULL after logging why (h's socket is
  * then still the caller's). */
-static http_listener_t *listener_new(http_server_t *srv, const rtr_admin_http_t *h)
+static http_listener_t *listener_new(http_server_t *srv, const mgmt_admin_http_t *h)
 {
     const cfg_listener_t *lc = h->cfg;
     char                  real[PATH_MAX];
@@ -1060,10 +1061,12 @@ static int listener_poll(http_server_t *srv, http_listener_t *l)
     return 0;
 }
 
-int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n)
+int rtr_http_start(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core,
+                   const mgmt_admin_http_t *http, size_t n)
 {
     http_server_t *srv = base_calloc(1, sizeof(*srv));
     srv->loop = loop;
+    srv->admin = admin;
     srv->core = core;
     int rc = 0;
 
@@ -1098,7 +1101,7 @@ int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, 
         return rc;
     }
 
-    srv->shard = stats_shard_new(rtr_admin_registry());
+    srv->shard = stats_shard_new(mgmt_admin_registry(srv->admin));
     plain_stat(srv, "httpRequests", "HTTP requests answered", &srv->st_requests);
     plain_stat(srv, "httpHealthzProbes", "/healthz round trips the core thread answered",
                &srv->st_probes);
@@ -1126,7 +1129,7 @@ bool rtr_http_running(void)
     return s_srv != NULL;
 }
 
-int rtr_http_listener_add(const rtr_admin_http_t *h)
+int rtr_http_listener_add(const mgmt_admin_http_t *h)
 {
     http_server_t *srv = s_srv;
     http_listener_t *l = srv ? listener_new(srv, h) : NULL;
@@ -1192,7 +1195,7 @@ void rtr_http_stop(void)
     srv->ctx = NULL;
     lws_context_destroy(s_lws);
     srv->waiters = NULL;
-    stats_shard_free(rtr_admin_registry(), srv->shard);
+    stats_shard_free(mgmt_admin_registry(srv->admin), srv->shard);
     srv->shard = NULL;
     s_srv = NULL;
     srv->stopping = true;

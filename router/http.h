@@ -1,6 +1,6 @@
 /* router/http.h: the HTTP/WebSocket server of listeners with `http: true` - the console's
  * files, /metrics, /healthz, AMQP over WebSocket and the console's live feed - served by
- * libwebsockets on the admin thread's libuv loop (router/admin.c owns the loop and the thread).
+ * libwebsockets on the admin thread's libuv loop (router/mgmt/admin.c owns the loop and the thread).
  *
  * Threads: the functions run on the admin thread (rtr_http_start before its loop runs or from
  * a callback of that loop, the others from callbacks of that loop), except
@@ -11,18 +11,20 @@
 #ifndef JUNCTION_ROUTER_HTTP_H
 #define JUNCTION_ROUTER_HTTP_H
 
-#include "router/admin.h"
+#include "router/mgmt/admin.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
 /* Serve the http listeners (n >= 1; their sockets are listening and become the server's: it
- * closes them) on `loop`, handing AMQP-over-WebSocket connections to the workers (g_rtr) and
+ * closes them) on `loop`, the loop of admin thread `admin` (whose registry and management
+ * sessions it uses), handing AMQP-over-WebSocket connections to the workers (g_rtr) and
  * probing `core` for /healthz.  Returns 0, or a negative errno after logging one line (every
  * socket is closed then and nothing is left running; the loop may still hold closing handles,
  * which the caller runs out).  Admin thread, once. */
-int rtr_http_start(uv_loop_t *loop, core_t *core, const rtr_admin_http_t *http, size_t n);
+int rtr_http_start(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core,
+                   const mgmt_admin_http_t *http, size_t n);
 
 /* The server runs (rtr_http_start succeeded and rtr_http_stop has not run).  Admin thread. */
 bool rtr_http_running(void);
@@ -30,7 +32,7 @@ bool rtr_http_running(void);
 /* Serve one more http listener (management CREATE) on the running server: h's socket is
  * listening and becomes the server's.  Returns 0, or a negative errno after logging why (the
  * socket is closed then).  Admin thread. */
-int rtr_http_listener_add(const rtr_admin_http_t *h);
+int rtr_http_listener_add(const mgmt_admin_http_t *h);
 
 /* Stop accepting on listener `id` and close its socket (management DELETE); the connections
  * it accepted go on.  Nothing happens for an id the server does not serve.  Admin thread. */

@@ -11,8 +11,8 @@
 #include "core/base/pool.h"
 
 #include "router/accept.h"
-#include "router/admin.h"
-#include "router/agent.h"
+#include "router/mgmt/admin.h"
+#include "router/mgmt/agent.h"
 #include "router/http.h"
 
 #include <errno.h>
@@ -88,6 +88,8 @@ struct rtr_server {
     bool            ctl_init;     /* ctl initialised (uv_async_send allowed) */
     pthread_mutex_t ctl_lock;     /* guards ctl_q, next_listener_id */
     rtr_ctl_t      *ctl_q;        /* [ctl_lock] requests, newest first */
+    mgmt_agent_t   *agent;        /* the management agent (start .. free) */
+    mgmt_admin_t   *admin;        /* the admin thread while it runs, or NULL (main thread) */
 };
 
 /* The running server, for the thread-safe rtr_server_listener_* calls (set at start). */
@@ -301,13 +303,13 @@ static void listener_closed_cb(rtr_acceptor_t *a)
 }
 
 /* Main thread: stop accepting on l and close its socket. */
-static void listener_stop(rtr_listener_t *l)
+static void listener_stop(rtr_server_t *s, rtr_listener_t *l)
 {
     if (l->deleted)
         return;
     l->deleted = true;
     if (l->http) {
-        rtr_admin_http_del(l->id); /* the admin thread closes it and logs */
+        mgmt_admin_http_del(s->admin, l->id); /* the admin thread closes it and logs */
         return;
     }
     if (l->polling) {
@@ -344,13 +346,13 @@ static void ctl_cb(uv_async_t *h)
             l->next = s->extra;
             s->extra = l;
             if (s->stopping) {
-                listener_stop(l);
+                listener_stop(s, l);
             } else if (l->cfg->http) {
                 /* HTTP is served on the admin thread (started now if it is not running) */
-                rtr_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
+                mgmt_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
                 l->fd = -1;
                 l->http = true;
-                if (rtr_admin_http_add(s->cfg, s->reg, s->core, &hl) < 0)
+                if (mgmt_admin_http_add(&s->admin, s->cfg, s->reg, s->core, &hl) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started (see above)",
                         l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
@@ -360,10 +362,10 @@ static void ctl_cb(uv_async_t *h)
         if (c->del) {
             for (size_t i = 0; i < s->n_listeners; i++)
                 if (s->listeners[i].id == c->del)
-                    listener_stop(&s->listeners[i]);
+                    listener_stop(s, &s->listeners[i]);
             for (rtr_listener_t *l = s->extra; l; l = l->next)
                 if (l->id == c->del)
-                    listener_stop(l);
+                    listener_stop(s, l);
         }
         free(c);
     }
@@ -512,10 +514,10 @@ int rtr_server_start(rtr_server_t *s)
             return rc;
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
     }
-    rc = rtr_agent_init(cfg, s->core, n, s->reg);
+    rc = mgmt_agent_new(cfg, s->core, n, s->reg, &s->agent);
     if (rc)
         return rc;
-    s->worker_q[n] = rtr_agent_queue();
+    s->worker_q[n] = mgmt_agent_queue(s->agent);
     rc = core_start(s->core);
     if (rc)
         return rc;
@@ -524,14 +526,14 @@ int rtr_server_start(rtr_server_t *s)
         if (rc)
             return rc;
     }
-    rc = rtr_agent_start();
+    rc = mgmt_agent_start(s->agent);
     if (rc)
         return rc;
     s->started = true;
 
     /* the admin thread: the management socket and the http listeners (which hand WebSocket
      * AMQP connections to the workers and probe the core, so it starts after them) */
-    rtr_admin_http_t *http = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*http));
+    mgmt_admin_http_t *http = base_calloc(s->n_listeners ? s->n_listeners : 1, sizeof(*http));
     size_t            n_http = 0;
     for (size_t i = 0; i < s->n_listeners; i++) {
         rtr_listener_t *l = &s->listeners[i];
@@ -543,7 +545,7 @@ int rtr_server_start(rtr_server_t *s)
         l->fd = -1; /* the admin thread's now */
         l->http = true;
     }
-    rc = rtr_admin_start(cfg, s->reg, s->core, http, n_http);
+    rc = mgmt_admin_start(&s->admin, cfg, s->reg, s->core, http, n_http);
     free(http);
     if (rc)
         return rc;
@@ -572,7 +574,7 @@ int rtr_server_start(rtr_server_t *s)
 int rtr_server_run(rtr_server_t *s)
 {
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    rtr_admin_stop();
+    mgmt_admin_stop(&s->admin);
 
     /* Every worker stops granting credit, waits up to the grace period for what is in
      * flight to settle, releases the rest, closes its connections and stops once the core
@@ -591,7 +593,7 @@ int rtr_server_run(rtr_server_t *s)
         }
     }
     core_stop(s->core);
-    rtr_agent_stop(); /* after the core: it may send the agent work until it stops */
+    mgmt_agent_stop(s->agent); /* after the core: it may send the agent work until it stops */
     s->started = false;
     s_server = NULL;
     for (size_t i = 0; i < s->n_listeners; i++) {
@@ -629,7 +631,7 @@ void rtr_server_free(rtr_server_t *s)
         for (int i = 0; i < s->n_workers; i++)
             rtr_worker_fini(&s->workers[i]);
     }
-    rtr_agent_free(); /* after the core and the workers: listeners' configurations */
+    mgmt_agent_free(s->agent); /* after the core and the workers: listeners' configurations */
     if (s->core)
         core_free(s->core);
     while (s->extra) {
@@ -658,7 +660,7 @@ void rtr_server_free(rtr_server_t *s)
     rtr_fd_reserve_fini();
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
-    rtr_admin_stop(); /* reads the registry: stopped before it goes */
+    mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
     g_rtr.stats = NULL;
     stats_registry_free(s->reg);
     if (s->workers)

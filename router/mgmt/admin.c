@@ -1,50 +1,24 @@
-/* router/admin.c: the admin thread, the management socket, and the management session
- * that every management transport shares (rtr_admin_sess_t).
+/* router/mgmt/admin.c: the admin thread and the management socket.
  *
  * The admin thread runs one libuv loop with a Unix stream socket (accepted through an
- * rtr_acceptor_t, router/accept.h; each client a uv_pipe) that speaks the management
- * protocol of stats/stats.h ("Management protocol"): newline-delimited JSON, one stats_mgmt
- * session per client; the same loop runs the HTTP/WebSocket server of the
- * http listeners (router/http.c), whose `junction-mgmt` WebSocket subprotocol uses the same
- * session.  This file only moves bytes: the session cuts the input into lines, hands each
- * to stats_mgmt, and gathers what it produces; a transport (socket or WebSocket) writes it.
- * The thread runs when there is a `management` entity or at least one http listener (from
- * start-up, or from the management CREATE of the first one).
+ * rtr_acceptor_t, router/accept.h; each client a uv_pipe with a session of sess.c that
+ * speaks the JSON-lines protocol of mgmt.h); the same loop runs the HTTP/WebSocket server of
+ * the http listeners (router/http.c), whose `junction-mgmt` subprotocol uses the same
+ * session.  It runs when there is a `management` entity or at least one http listener (from
+ * start-up, or from the management CREATE of the first one).  Clients: at most
+ * management.maxClients per transport; one more gets an error line and is closed.
  *
- * Threads: rtr_admin_start() and rtr_admin_stop() run on the main thread.  Every other
- * function here is a callback of (or is called from) the admin loop and runs on the admin
- * thread only; nothing here is thread-safe, so no suffixes are used inside the file.  The
- * only cross-thread traffic is the stop request (uv_async_send), the start handshake (a
- * semaphore: libwebsockets joins the loop from the admin thread), the thread join, and the
- * main thread's requests for http listeners made or deleted at run time (a list under
- * req_lock plus a uv_async_send; rtr_admin_http_add/_del).  The
- * stats registry is read through stats/'s thread-safe calls.
+ * Threads: mgmt_admin_start, _http_add, _http_del and _stop run on the main thread.  Every
+ * other function here is a callback of (or is called from) the admin loop and runs on the
+ * admin thread only; no suffixes are used inside the file.  The only cross-thread traffic is
+ * the stop request (uv_async_send), the start handshake (a semaphore: libwebsockets joins
+ * the loop from the admin thread), the thread join, and the main thread's requests for http
+ * listeners made or deleted at run time (a list under req_lock plus a uv_async_send).
  *
- * DESIGN: everything a client can make the server hold is bounded (per session, whatever
- * the transport).
- *   - input: a line longer than STATS_MGMT_LINE_MAX gets a 413 error and the rest of it is
- *     dropped up to its newline; reading stops while the client has a streamed reply in
- *     progress or RTR_ADMIN_OUT_MAX bytes of output waiting, so at most one line plus one read
- *     is buffered;
- *   - output: replies are never dropped, but the next request is not read until the output
- *     drained below RTR_ADMIN_OUT_MAX, and a streamed reply (snapshot, query) produces its next
- *     line only then; subscription updates are refused (-EAGAIN) while the output is above
- *     RTR_ADMIN_OUT_MAX, and the session then sends the latest values next time - a slow
- *     subscriber never builds a backlog;
- *   - clients: at most management.maxClients per transport; one more gets an error line and
- *     is closed.
- *
- *   client --bytes--> in[] --line--> stats_mgmt_handle() --lines--> out[] --io->flush--> client
- *                                    stats_mgmt_tick() (timer) ---^   (socket: one uv_write in
- *                                    stats_mgmt_resume() (drained) -^  flight, out[] gathers the
- *                                                                     next; WebSocket: one text
- *                                                                     message per line)
- *
- * Lifetime: a session is freed in its timer's close callback after rtr_admin_sess_free(); a
- * socket client when its pipe closed.  On stop, every handle of the loop is closed and the
- * loop runs out.
+ * Lifetime: a socket client is freed when its pipe closed.  On stop, every handle of the
+ * loop is closed and the loop runs out.
  */
-#include "router/admin.h"
+#include "router/mgmt/admin.h"
 
 #include "router/accept.h"
 #include "router/http.h"
@@ -73,14 +47,13 @@
 #define ADMIN_BACKLOG   64           /* listen() backlog */
 // clang-format on
 
-typedef struct admin admin_t;
 typedef struct admin_client admin_client_t;
 
 /* admin_client_t: one connection to the management socket.  Admin thread only. */
 struct admin_client {
     uv_pipe_t         pipe;     /* first member: handle <-> client cast */
-    admin_t          *admin;    /* the server */
-    rtr_admin_sess_t *sess;     /* its session (NULL once let go) */
+    mgmt_admin_t          *admin;    /* the server */
+    mgmt_sess_t *sess;     /* its session (NULL once let go) */
     admin_client_t   *prev;     /* in admin->clients */
     admin_client_t   *next;     /* in admin->clients */
     char             *wdata;    /* output in flight in uv_write (swapped with sess->out) */
@@ -97,17 +70,17 @@ struct admin_client {
 typedef struct admin_req admin_req_t;
 struct admin_req {
     admin_req_t     *next; /* on admin->reqs */
-    rtr_admin_http_t add;  /* add.fd >= 0: serve this listener */
+    mgmt_admin_http_t add;  /* add.fd >= 0: serve this listener */
     long             del;  /* > 0: stop listener `del` */
 };
 
-/* admin_t: the server.  Written by the main thread before the admin thread starts and
+/* mgmt_admin_t: the admin thread.  Written by the main thread before the admin thread starts and
  * after it was joined; in between, only the admin thread touches it, except the request
  * queue (reqs, under req_lock). */
-struct admin {
+struct mgmt_admin {
     uv_loop_t          loop;        /* the admin thread's loop */
     int                server_fd;   /* the listening socket (when `path`), or -1 */
-    rtr_acceptor_t     server;      /* accepts on server_fd (data = this admin_t) */
+    rtr_acceptor_t     server;      /* accepts on server_fd (data = this mgmt_admin_t) */
     bool               accepting;   /* server started (its handles initialised) */
     rtr_ratelimit_t    open_warn;   /* lines about clients whose socket could not be opened */
     uv_async_t         stop;        /* main thread -> admin thread: stop */
@@ -115,14 +88,14 @@ struct admin {
     uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
     stats_registry_t  *reg;         /* stats read by the sessions (borrowed) */
     core_t            *core;        /* the core, for /healthz (borrowed) */
-    stats_mgmt_info_t  info;        /* hello's product, version, router id, mode (borrowed
+    mgmt_info_t        info;        /* hello's product, version, router id, mode (borrowed
                                        from the cfg and static strings) */
     char              *path;        /* the socket's path (heap), removed at stop; NULL when
                                        there is no management entity */
     uint32_t           max_clients; /* management.maxClients */
     uint32_t           n_clients;   /* clients served (refused ones not counted) */
     admin_client_t    *clients;     /* every open client, refused ones included */
-    rtr_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
+    mgmt_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
     size_t             n_http;      /* their count */
     int                http_rc;     /* what rtr_http_start() returned (admin thread) */
     bool               stopping;    /* the stop request arrived */
@@ -131,229 +104,26 @@ struct admin {
     admin_req_t       *reqs;        /* [req_lock] requests, newest first */
 };
 
-/* The running server, or NULL.  Written by the main thread only (start, stop); read by the
- * admin thread while it runs. */
-static admin_t *s_admin;
-
-/* ==== sessions (any transport) ==== */
-
-static void buf_append(char **buf, size_t *len, size_t *cap, const char *bytes, size_t n)
+stats_registry_t *mgmt_admin_registry(const mgmt_admin_t *a)
 {
-    if (*len + n > *cap) {
-        size_t ncap = *cap ? *cap : 4096;
-        while (ncap < *len + n)
-            ncap *= 2;
-        *buf = base_realloc(*buf, ncap);
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, bytes, n);
-    *len += n;
+    return a->reg;
 }
 
-static size_t sess_out_bytes(const rtr_admin_sess_t *s)
+const mgmt_info_t *mgmt_admin_info(const mgmt_admin_t *a)
 {
-    return s->out_len + (s->ctx ? s->io->in_flight(s->ctx) : 0);
+    return &a->info;
 }
 
-/* stats_write_fn for replies: always taken (the client is paused instead, see DESIGN). */
-static int write_reply(void *ctx, const char *bytes, size_t len)
+uv_loop_t *mgmt_admin_loop(mgmt_admin_t *a)
 {
-    rtr_admin_sess_t *s = ctx;
-    if (s->closed || !s->ctx)
-        return -EPIPE;
-    buf_append(&s->out, &s->out_len, &s->out_cap, bytes, len);
-    return 0;
+    return &a->loop;
 }
 
-/* stats_write_fn for subscription updates: refused while the client is behind. */
-static int write_update(void *ctx, const char *bytes, size_t len)
+uint32_t mgmt_admin_max_clients(const mgmt_admin_t *a)
 {
-    rtr_admin_sess_t *s = ctx;
-    if (s->closed || !s->ctx)
-        return -EPIPE;
-    if (sess_out_bytes(s) >= RTR_ADMIN_OUT_MAX)
-        return -EAGAIN;
-    buf_append(&s->out, &s->out_len, &s->out_cap, bytes, len);
-    return 0;
+    return a->max_clients;
 }
 
-bool rtr_admin_sess_paused(const rtr_admin_sess_t *s)
-{
-    return (s->mgmt && stats_mgmt_is_streaming(s->mgmt)) ||
-           sess_out_bytes(s) >= RTR_ADMIN_OUT_MAX;
-}
-
-static void sess_too_long(rtr_admin_sess_t *s)
-{
-    char msg[96];
-    snprintf(msg, sizeof(msg), "request line longer than %u bytes: dropped", STATS_MGMT_LINE_MAX);
-    stats_mgmt_error(write_reply, s, 413, msg);
-}
-
-/* Answer every complete line in s->in while the client is not paused.  Bytes already known
- * to hold no newline (s->in_scanned) are not searched again: a line that arrives a byte at a
- * time (a WebSocket message in one-byte fragments) costs its length, not its square. */
-static void sess_lines(rtr_admin_sess_t *s)
-{
-    size_t off = 0;
-    while (!s->closed && s->ctx && !rtr_admin_sess_paused(s) && off < s->in_len) {
-        char  *start = s->in + off;
-        size_t from = off == 0 && s->in_scanned <= s->in_len ? s->in_scanned : 0;
-        char  *nl = memchr(start + from, '\n', s->in_len - off - from);
-        s->in_scanned = 0;
-        if (s->discarding) {
-            if (!nl) {
-                off = s->in_len; /* still inside the over-long line */
-                break;
-            }
-            s->discarding = false;
-            off = (size_t)(nl - s->in) + 1;
-            continue;
-        }
-        if (!nl) {
-            if (s->in_len - off > STATS_MGMT_LINE_MAX) {
-                sess_too_long(s);
-                s->discarding = true;
-                off = s->in_len;
-            } else {
-                s->in_scanned = s->in_len - off; /* after the memmove below */
-            }
-            break;
-        }
-        size_t len = (size_t)(nl - start);
-        off += len + 1;
-        if (len > STATS_MGMT_LINE_MAX) {
-            sess_too_long(s);
-            continue;
-        }
-        stats_mgmt_handle(s->mgmt, start, len, write_reply, s);
-    }
-    if (off) {
-        memmove(s->in, s->in + off, s->in_len - off);
-        s->in_len -= off;
-    }
-}
-
-static void sess_tick_cb(uv_timer_t *t)
-{
-    rtr_admin_sess_t *s = (rtr_admin_sess_t *)t;
-    if (s->closed || !s->ctx || !s->mgmt)
-        return;
-    if (stats_mgmt_tick(s->mgmt, uv_now(t->loop), write_update, s) < 0) {
-        s->io->fail(s->ctx);
-        return;
-    }
-    rtr_admin_sess_pump(s);
-}
-
-void rtr_admin_sess_pump(rtr_admin_sess_t *s)
-{
-    if (s->closed || !s->ctx)
-        return;
-    if (!s->mgmt) { /* refused: the error line goes out, then the transport closes */
-        if (s->out_len)
-            s->io->flush(s->ctx);
-        if (s->ctx && s->out_len == 0 && s->io->in_flight(s->ctx) == 0)
-            s->io->fail(s->ctx);
-        return;
-    }
-    while (stats_mgmt_is_streaming(s->mgmt) && sess_out_bytes(s) < RTR_ADMIN_OUT_MAX)
-        stats_mgmt_resume(s->mgmt, write_reply, s);
-    sess_lines(s);
-    if (s->out_len && s->ctx)
-        s->io->flush(s->ctx);
-    if (s->closed || !s->ctx)
-        return;
-
-    bool want = !rtr_admin_sess_paused(s);
-    if (want != s->reading) {
-        s->reading = want;
-        s->io->read(s->ctx, want);
-        if (s->closed || !s->ctx)
-            return;
-    }
-    int64_t due = stats_mgmt_next_due(s->mgmt, uv_now(s->tick.loop));
-    if (due < 0)
-        uv_timer_stop(&s->tick);
-    else
-        uv_timer_start(&s->tick, sess_tick_cb, (uint64_t)due, 0);
-}
-
-void rtr_admin_sess_in_room(rtr_admin_sess_t *s, size_t want)
-{
-    if (s->in_cap - s->in_len < want) {
-        /* at least doubled, so that many small inputs are not a copy each */
-        size_t cap = s->in_cap * 2;
-        s->in_cap = cap > s->in_len + want ? cap : s->in_len + want;
-        s->in = base_realloc(s->in, s->in_cap);
-    }
-}
-
-void rtr_admin_sess_input(rtr_admin_sess_t *s, const void *bytes, size_t len, bool end_of_line)
-{
-    if (s->closed)
-        return;
-    if (bytes) {
-        rtr_admin_sess_in_room(s, len + 1);
-        memcpy(s->in + s->in_len, bytes, len);
-    }
-    s->in_len += len;
-    if (end_of_line) {
-        rtr_admin_sess_in_room(s, 1);
-        s->in[s->in_len++] = '\n';
-    }
-    rtr_admin_sess_pump(s);
-}
-
-rtr_admin_sess_t *rtr_admin_sess_new(uv_loop_t *loop, const rtr_admin_io_t *io, void *ctx,
-                                     const char *refuse_msg)
-{
-    admin_t          *a = s_admin;
-    rtr_admin_sess_t *s = base_calloc(1, sizeof(*s));
-    s->io = io;
-    s->ctx = ctx;
-    uv_timer_init(loop, &s->tick);
-    if (refuse_msg) {
-        stats_mgmt_error(write_reply, s, 503, refuse_msg);
-        return s;
-    }
-    s->mgmt = stats_mgmt_session_new(a->reg, &a->info);
-    stats_mgmt_hello(s->mgmt, write_reply, s);
-    return s;
-}
-
-static void sess_closed_cb(uv_handle_t *h)
-{
-    rtr_admin_sess_t *s = (rtr_admin_sess_t *)h;
-    stats_mgmt_session_free(s->mgmt);
-    free(s->in);
-    free(s->out);
-    free(s);
-}
-
-void rtr_admin_sess_free(rtr_admin_sess_t *s)
-{
-    if (!s || s->closed)
-        return;
-    s->closed = true;
-    s->ctx = NULL;
-    uv_close((uv_handle_t *)&s->tick, sess_closed_cb);
-}
-
-stats_registry_t *rtr_admin_registry(void)
-{
-    return s_admin->reg;
-}
-
-const stats_mgmt_info_t *rtr_admin_info(void)
-{
-    return &s_admin->info;
-}
-
-uint32_t rtr_admin_max_clients(void)
-{
-    return s_admin->max_clients;
-}
 
 /* ==== the management socket ==== */
 
@@ -371,14 +141,14 @@ static void write_cb(uv_write_t *req, int status)
         client_close(c);
         return;
     }
-    rtr_admin_sess_pump(c->sess);
+    mgmt_sess_pump(c->sess);
 }
 
 /* io->flush: hand the gathered output to uv_write unless a write is in flight. */
 static void client_flush(void *ctx)
 {
     admin_client_t   *c = ctx;
-    rtr_admin_sess_t *s = c->sess;
+    mgmt_sess_t *s = c->sess;
     if (c->writing || c->closing || s->out_len == 0)
         return;
     /* swap: the gathered bytes go out, the idle buffer gathers the next ones */
@@ -411,7 +181,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     admin_client_t *c = (admin_client_t *)h;
     (void)suggested;
-    rtr_admin_sess_in_room(c->sess, ADMIN_READ_SIZE);
+    mgmt_sess_in_room(c->sess, ADMIN_READ_SIZE);
     *buf = uv_buf_init(c->sess->in + c->sess->in_len,
                        (unsigned)(c->sess->in_cap - c->sess->in_len));
 }
@@ -426,7 +196,7 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         client_close(c);
         return;
     }
-    rtr_admin_sess_input(c->sess, NULL, (size_t)nread, false);
+    mgmt_sess_input(c->sess, NULL, (size_t)nread, false);
 }
 
 /* io->read */
@@ -452,7 +222,7 @@ static void client_fail(void *ctx)
     client_close(ctx);
 }
 
-static const rtr_admin_io_t client_io = {
+static const mgmt_sess_io_t client_io = {
     .flush = client_flush,
     .read = client_read,
     .in_flight = client_in_flight,
@@ -471,11 +241,11 @@ static void client_close(admin_client_t *c)
     if (c->closing)
         return;
     c->closing = true;
-    admin_t *a = c->admin;
+    mgmt_admin_t *a = c->admin;
     BASE_DLIST_REMOVE(a->clients, c, prev, next);
     if (!c->refused)
         a->n_clients--;
-    rtr_admin_sess_free(c->sess);
+    mgmt_sess_free(c->sess);
     c->sess = NULL;
     uv_close((uv_handle_t *)&c->pipe, client_closed_cb);
 }
@@ -483,7 +253,7 @@ static void client_close(admin_client_t *c)
 /* A new client on the management socket (the acceptor pauses when descriptors run out). */
 static void connection_cb(rtr_acceptor_t *acc, int fd)
 {
-    admin_t *a = acc->data;
+    mgmt_admin_t *a = acc->data;
     admin_client_t *c = base_calloc(1, sizeof(*c));
     c->admin = a;
     uv_pipe_init(&a->loop, &c->pipe, 0);
@@ -512,14 +282,14 @@ static void connection_cb(rtr_acceptor_t *acc, int fd)
     } else {
         a->n_clients++;
     }
-    c->sess = rtr_admin_sess_new(&a->loop, &client_io, c, refuse);
-    rtr_admin_sess_pump(c->sess);
+    c->sess = mgmt_sess_new(a, &client_io, c, refuse);
+    mgmt_sess_pump(c->sess);
 }
 
 /* ==== the thread ==== */
 
 /* Take the queued requests, oldest first. */
-static admin_req_t *reqs_take(admin_t *a)
+static admin_req_t *reqs_take(mgmt_admin_t *a)
 {
     pthread_mutex_lock(&a->req_lock);
     admin_req_t *q = a->reqs;
@@ -537,7 +307,7 @@ static admin_req_t *reqs_take(admin_t *a)
 
 static void req_cb(uv_async_t *h)
 {
-    admin_t     *a = h->data;
+    mgmt_admin_t     *a = h->data;
     admin_req_t *r = reqs_take(a);
     while (r) {
         admin_req_t *next = r->next;
@@ -546,7 +316,7 @@ static void req_cb(uv_async_t *h)
                 close(r->add.fd);
             } else if (!rtr_http_running()) {
                 /* the first http listener of a router that had none: logged when it fails */
-                if (rtr_http_start(&a->loop, a->core, &r->add, 1) < 0)
+                if (rtr_http_start(a, &a->loop, a->core, &r->add, 1) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started",
                         r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
             } else {
@@ -562,14 +332,14 @@ static void req_cb(uv_async_t *h)
 
 static void server_closed_cb(rtr_acceptor_t *acc)
 {
-    admin_t *a = acc->data;
+    mgmt_admin_t *a = acc->data;
     close(a->server_fd);
     a->server_fd = -1;
 }
 
 static void stop_cb(uv_async_t *h)
 {
-    admin_t *a = h->data;
+    mgmt_admin_t *a = h->data;
     a->stopping = true;
     req_cb(&a->req_async); /* sockets handed over meanwhile are closed */
     uv_close((uv_handle_t *)&a->req_async, NULL);
@@ -585,11 +355,11 @@ static void stop_cb(uv_async_t *h)
 
 static void admin_main(void *arg)
 {
-    admin_t *a = arg;
+    mgmt_admin_t *a = arg;
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
     /* libwebsockets joins this loop from the thread that runs it */
-    a->http_rc = a->n_http ? rtr_http_start(&a->loop, a->core, a->http, a->n_http) : 0;
+    a->http_rc = a->n_http ? rtr_http_start(a, &a->loop, a->core, a->http, a->n_http) : 0;
     uv_sem_post(&a->started);
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
@@ -656,14 +426,14 @@ static int remove_stale(const char *path, const char **why)
     return 0;
 }
 
-static void close_http_fds(const rtr_admin_http_t *http, size_t n)
+static void close_http_fds(const mgmt_admin_http_t *http, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (http[i].fd >= 0)
             close(http[i].fd);
 }
 
-static void admin_free(admin_t *a)
+static void admin_free(mgmt_admin_t *a)
 {
     if (a->server_fd >= 0)
         close(a->server_fd);
@@ -683,7 +453,7 @@ static void admin_free(admin_t *a)
 }
 
 /* Close what the loop holds and run it out (main thread, the admin thread not running). */
-static void loop_drain(admin_t *a)
+static void loop_drain(mgmt_admin_t *a)
 {
     rtr_loop_close_all(&a->loop);
     uv_run(&a->loop, UV_RUN_DEFAULT);
@@ -692,7 +462,7 @@ static void loop_drain(admin_t *a)
 
 /* Bind the management socket (a->server_fd) and accept on it (a->server).  Returns 0 or a
  * negative errno (logged). */
-static int socket_open(admin_t *a)
+static int socket_open(mgmt_admin_t *a)
 {
     const char *why = NULL;
     int         rc = make_parent_dirs(a->path);
@@ -738,15 +508,15 @@ static int socket_open(admin_t *a)
     return rc;
 }
 
-int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                    const rtr_admin_http_t *http, size_t n_http)
+int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+                     const mgmt_admin_http_t *http, size_t n_http)
 {
     const cfg_management_t *mc = &cfg->management;
-    if ((!mc->enabled && n_http == 0) || s_admin) {
+    if ((!mc->enabled && n_http == 0) || *out) {
         close_http_fds(http, n_http);
         return 0;
     }
-    admin_t *a = base_calloc(1, sizeof(*a));
+    mgmt_admin_t *a = base_calloc(1, sizeof(*a));
     pthread_mutex_init(&a->req_lock, NULL);
     a->server_fd = -1;
     a->reg = reg;
@@ -781,7 +551,6 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     uv_async_init(&a->loop, &a->req_async, req_cb);
     a->req_async.data = a;
     uv_sem_init(&a->started, 0);
-    s_admin = a;
     rc = uv_thread_create(&a->thread, admin_main, a);
     if (rc == 0) {
         uv_sem_wait(&a->started);
@@ -794,7 +563,6 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     }
     uv_sem_destroy(&a->started);
     if (rc < 0) {
-        s_admin = NULL;
         loop_drain(a);
         if (a->path)
             unlink(a->path);
@@ -804,15 +572,16 @@ int rtr_admin_start(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     if (a->path)
         LOG(NOTICE, "Management socket %s (mode 0660, at most %u clients)", a->path,
             a->max_clients);
+    *out = a;
     return 0;
 }
 
-int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                       const rtr_admin_http_t *h)
+int mgmt_admin_http_add(mgmt_admin_t **ap, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
+                        const mgmt_admin_http_t *h)
 {
-    admin_t *a = s_admin;
+    mgmt_admin_t *a = *ap;
     if (!a)
-        return rtr_admin_start(cfg, reg, core, h, 1);
+        return mgmt_admin_start(ap, cfg, reg, core, h, 1);
     admin_req_t *r = base_calloc(1, sizeof(*r));
     r->add = *h;
     pthread_mutex_lock(&a->req_lock);
@@ -823,9 +592,8 @@ int rtr_admin_http_add(const cfg_t *cfg, stats_registry_t *reg, core_t *core,
     return 0;
 }
 
-void rtr_admin_http_del(long id)
+void mgmt_admin_http_del(mgmt_admin_t *a, long id)
 {
-    admin_t *a = s_admin;
     if (!a || id <= 0)
         return;
     admin_req_t *r = base_calloc(1, sizeof(*r));
@@ -838,15 +606,15 @@ void rtr_admin_http_del(long id)
     uv_async_send(&a->req_async);
 }
 
-void rtr_admin_stop(void)
+void mgmt_admin_stop(mgmt_admin_t **ap)
 {
-    admin_t *a = s_admin;
+    mgmt_admin_t *a = *ap;
     if (!a)
         return;
+    *ap = NULL;
     uv_async_send(&a->stop);
     uv_thread_join(&a->thread);
     loop_drain(a); /* normally empty: every handle closed in stop_cb */
-    s_admin = NULL;
     if (a->path)
         unlink(a->path);
     admin_free(a);
