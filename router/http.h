@@ -1,6 +1,7 @@
 /* router/http.h: the HTTP/WebSocket server of listeners with `http: true` - the console's
  * files, /metrics, /healthz, AMQP over WebSocket and the console's live feed - served by
- * libwebsockets on the admin thread's libuv loop (router/mgmt/admin.c owns the loop and the thread).
+ * libwebsockets on the admin thread's libuv loop (router/mgmt/admin.c owns the loop and the
+ * thread).
  *
  * Threads: the functions run on the admin thread (rtr_http_start before its loop runs or from
  * a callback of that loop, the others from callbacks of that loop), except

@@ -111,10 +111,10 @@ struct mgmt_sess {
     bool                  closed;     /* mgmt_sess_free() was called */
 };
 
-/* A new session on admin thread `a`'s loop for a transport (io, ctx).  With refuse_msg NULL it opens a
- * protocol session and queues the hello line; otherwise it queues one 503 error line with
- * refuse_msg and nothing else (the transport closes once that is written).  Call
- * mgmt_sess_pump() next. */
+/* A new session on admin thread `a`'s loop for a transport (io, ctx).  With refuse_msg
+ * NULL it opens a protocol session and queues the hello line; otherwise it queues one 503
+ * error line with refuse_msg and nothing else (the transport closes once that is written).
+ * Call mgmt_sess_pump() next. */
 mgmt_sess_t *mgmt_sess_new(mgmt_admin_t *a, const mgmt_sess_io_t *io, void *ctx,
                            const char *refuse_msg);
 

@@ -1,13 +1,13 @@
-/* router/mgmt/agent.c: the management agent's thread (see agent.h): a libuv loop whose inbox is
- * a core queue, three links at the core, requests in, replies out.
+/* router/mgmt/agent.c: the management agent's thread (see agent.h): a libuv loop whose
+ * inbox is a core queue, three links at the core, requests in, replies out.
  *
- * Threads: mgmt_agent_new/start/stop/free on the main thread; addr_add_CT/addr_del_CT on the
- * core thread (through core_call()); every other function in this file is a callback of the
- * agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
- * uv_async wake-up); actions for the core are gathered during a loop iteration and pushed
- * once from a uv_prepare_t, as a worker does; address changes go to the core with
- * core_call(), listener changes to the main thread (rtr_server_listener_*), connection
- * closes to the workers (RTR_EXT_CLOSE_CONN).
+ * Threads: mgmt_agent_new/start/stop/free on the main thread; addr_add_CT/addr_del_CT on
+ * the core thread (through core_call()); every other function in this file is a callback
+ * of the agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the
+ * core's work arrives on the inbox (base_mpsc + uv_async wake-up); actions for the core are
+ * gathered during a loop iteration and pushed once from a uv_prepare_t, as a worker does;
+ * address changes go to the core with core_call(), listener changes to the main thread
+ * (rtr_server_listener_*), connection closes to the workers (RTR_EXT_CLOSE_CONN).
  *
  * Ownership: a request's content reference (CORE_W_SEND) is dropped once answered.  A reply
  * is an rtr_msg_t made here plus a core_delivery_t in an agent_dlv_t that the agent owns

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define fail mgmt_req_fail
+
 /* ---- the request body: AMQP data -> JSON ---- */
 
 /* The current value of d as JSON, or NULL when it cannot be represented (binary, described,
@@ -238,15 +240,15 @@ static int read_props(mgmt_req_t *q, pn_data_t *p)
 {
     pn_data_rewind(p);
     if (!pn_data_next(p))
-        return mgmt_req_fail(q, 400, "Bad Request: the request has no application-properties");
+        return fail(q, 400, "Bad Request: the request has no application-properties");
     if (pn_data_type(p) != PN_MAP)
-        return mgmt_req_fail(q, 400, "Bad Request: application-properties must be a map");
+        return fail(q, 400, "Bad Request: application-properties must be a map");
     size_t n = pn_data_get_map(p);
     pn_data_enter(p);
     for (size_t i = 0; i < n; i += 2) {
         if (!pn_data_next(p) || pn_data_type(p) != PN_STRING) {
             pn_data_exit(p);
-            return mgmt_req_fail(q, 400, "Bad Request: application-properties keys must be strings");
+            return fail(q, 400, "Bad Request: application-properties keys must be strings");
         }
         pn_bytes_t k = pn_data_get_string(p);
         if (!pn_data_next(p))
@@ -279,13 +281,13 @@ static int read_props(mgmt_req_t *q, pn_data_t *p)
                 continue;
             if (vt != PN_STRING && vt != PN_SYMBOL) {
                 pn_data_exit(p);
-                return mgmt_req_fail(q, 400, "Bad Request: application property '%.*s' must be a string",
+                return fail(q, 400, "Bad Request: application property '%.*s' must be a string",
                             (int)(k.size > 64 ? 64 : k.size), k.start);
             }
             pn_bytes_t b = vt == PN_STRING ? pn_data_get_string(p) : pn_data_get_symbol(p);
             if (memchr(b.start, '\0', b.size)) {
                 pn_data_exit(p);
-                return mgmt_req_fail(q, 400, "Bad Request: application property '%.*s' holds a NUL",
+                return fail(q, 400, "Bad Request: application property '%.*s' holds a NUL",
                             (int)(k.size > 64 ? 64 : k.size), k.start);
             }
             free(*dst);
@@ -308,13 +310,13 @@ static int read_props(mgmt_req_t *q, pn_data_t *p)
                 break;
             default:
                 pn_data_exit(p);
-                return mgmt_req_fail(q, 400, "Bad Request: application property '%.*s' must be an "
+                return fail(q, 400, "Bad Request: application property '%.*s' must be an "
                                     "integer",
                             (int)(k.size > 64 ? 64 : k.size), k.start);
             }
             if (v < 0) {
                 pn_data_exit(p);
-                return mgmt_req_fail(q, 400, "Bad Request: application property '%.*s' must not be "
+                return fail(q, 400, "Bad Request: application property '%.*s' must not be "
                                     "negative",
                             (int)(k.size > 64 ? 64 : k.size), k.start);
             }
@@ -323,7 +325,7 @@ static int read_props(mgmt_req_t *q, pn_data_t *p)
     }
     pn_data_exit(p);
     if (!q->op)
-        return mgmt_req_fail(q, 400, "Bad Request: the request has no 'operation'");
+        return fail(q, 400, "Bad Request: the request has no 'operation'");
     return 0;
 }
 
@@ -334,7 +336,7 @@ static int read_body(mgmt_req_t *q, pn_data_t *b)
         return 0;
     q->body = data_to_json(b, 0);
     if (!q->body)
-        return mgmt_req_fail(q, 400, "Bad Request: the body must be a map with string keys (or a list)");
+        return fail(q, 400, "Bad Request: the body must be a map with string keys (or a list)");
     if (cJSON_IsArray(q->body) && cJSON_GetArraySize(q->body) == 0) {
         cJSON_Delete(q->body); /* the console sends [] for "nothing" */
         q->body = NULL;

@@ -132,8 +132,9 @@ int mgmt_amqp_handle(mgmt_node_t *n, const uint8_t *bytes, size_t len, uint8_t *
  *                    "truncated"?: true} holding what changed since the last update the
  *                    client got (the first holds everything); no line when nothing changed
  *   stats.unsubscribe {"sub": N} -> {"sub": N}
- *   entity.query     {"type": "router" | "connection" | "link" | "address" | "allocator" (qdrouterd's
- *                    names too: "router.link", "org.apache.qpid.dispatch.router.address"),
+ *   entity.query     {"type": "router" | "connection" | "link" | "address" | "allocator"
+ *                    (qdrouterd's names too: "router.link",
+ *                    "org.apache.qpid.dispatch.router.address"),
  *                    "attributeNames"?: [...], "offset"?: n, "count"?: n}
  *                    -> lines {"id", "result": {"type", "attributeNames": [...],
  *                    "results": [[...], ...]}, "more": ...} as stats.snapshot; the rows

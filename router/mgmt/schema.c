@@ -12,7 +12,8 @@
 
 // clang-format off
 /* A configuration attribute: name, type, default, create, update, required. */
-#define A(n, t, d, c, u, r) {.name = n, .type = t, .dflt = d, .create = c, .update = u, .required = r}
+#define A(n, t, d, c, u, r)                                                               \
+    {.name = n, .type = t, .dflt = d, .create = c, .update = u, .required = r}
 static const mgmt_attr_t listener_attrs[] = {
     A("host", "string", "\"\"", true, false, false),
     A("port", "string", "\"amqp\"", true, false, false),
@@ -144,8 +145,12 @@ static const mgmt_attr_t node_attrs[] = {
 
 /* Operational columns: C(name, type, source, arg, ival, null_if_empty, arg2); U() is the
  * same with update (adminStatus, which UPDATE changes). */
-#define C(n, t, s, a, i, e, a2) {.name = n, .type = t, .src = MGMT_SRC_##s, .arg = a, .ival = i, .null_if_empty = e, .arg2 = a2}
-#define U(n, t, s, a, i, e, a2) {.name = n, .type = t, .update = true, .src = MGMT_SRC_##s, .arg = a, .ival = i, .null_if_empty = e, .arg2 = a2}
+#define C(n, t, s, a, i, e, a2)                                                           \
+    {.name = n, .type = t, .src = MGMT_SRC_##s, .arg = a, .ival = i, .null_if_empty = e,   \
+     .arg2 = a2}
+#define U(n, t, s, a, i, e, a2)                                                           \
+    {.name = n, .type = t, .update = true, .src = MGMT_SRC_##s, .arg = a, .ival = i,       \
+     .null_if_empty = e, .arg2 = a2}
 #define STR "string"
 #define INT "integer"
 #define BOOL "boolean"
