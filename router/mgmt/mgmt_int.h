@@ -117,10 +117,12 @@ typedef enum mgmt_vtype {
 /* A column's value.  A string is borrowed: valid until the producer moves on or is freed. */
 typedef struct mgmt_val {
     mgmt_vtype_t t; /* which member */
-    bool         b;
-    int64_t      i;
-    uint64_t     u;
-    const char  *s;
+    union {
+        bool        b;
+        int64_t     i;
+        uint64_t    u;
+        const char *s;
+    };
 } mgmt_val_t;
 
 typedef struct mgmt_rows mgmt_rows_t;

@@ -257,7 +257,7 @@ static bool field_has(const mgmt_rows_t *r, int i)
 
 static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
 {
-    memset(v, 0, sizeof(*v));
+    v->t = MGMT_V_NULL;
     switch (c->src) {
     case MGMT_SRC_LABEL: {
         const char *s = c->index >= 0 ? r->labels[c->index] : NULL;
@@ -343,7 +343,7 @@ static mgmt_val_t *put(fill_t *f)
 {
     BASE_BUG_ON(f->k >= f->r->ncols);
     mgmt_val_t *v = &f->r->cur[f->k++];
-    memset(v, 0, sizeof(*v));
+    v->t = MGMT_V_NULL;
     return v;
 }
 
