@@ -440,6 +440,50 @@ static void test_query_paging(void **state)
     assert_int_equal(total, BASE_LOG_N_MODULES);
 }
 
+static void fill_query_delivery_count(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(14, "attributeNames"));
+    pn_data_put_list(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(8, "identity"));
+    pn_data_put_string(b, pn_bytes(13, "deliveryCount"));
+    pn_data_exit(b);
+    pn_data_exit(b);
+}
+
+/* A counter reaches the reply exactly as the registry holds it: rows are built from the
+ * registry straight into AMQP, never through a double (2^60 + 1 has no double). */
+static void test_query_counter_exact(void **state)
+{
+    fx_t          *f = *state;
+    stats_shard_t *shard = stats_shard_new(f->reg);
+    stats_obj_t    l;
+    const char    *labels[] = {"7", "3", "in", "big", "big-link"};
+    assert_int_equal(stats_object_new(f->reg, f->st.link, labels, &l), 0);
+    uint64_t big = (UINT64_C(1) << 60) + 1;
+    stats_counter_add(shard, stats_obj_stat(l, CORE_LINK_DELIVERIES), big);
+    assert_int_equal(call(f, fill_query_delivery_count, "operation", "QUERY", "entityType",
+                          "org.apache.qpid.dispatch.router.link", "type",
+                          "org.amqp.management", NULL),
+                     200);
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "results"));
+    assert_int_equal(pn_data_get_list(b), 1);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_get_list(b), 2);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_type(b), PN_STRING);
+    assert_memory_equal(pn_data_get_string(b).start, "7", 1);
+    pn_data_next(b);
+    assert_int_equal(pn_data_type(b), PN_LONG);
+    assert_int_equal((uint64_t)pn_data_get_long(b), big);
+    stats_shard_free(f->reg, shard);
+}
+
 static void test_address_create_delete(void **state)
 {
     fx_t *f = *state;
@@ -580,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_values_bounded_by_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_router, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_counter_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_address_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),
