@@ -92,6 +92,16 @@ struct rtr_server {
     mgmt_admin_t   *admin;        /* the admin thread while it runs, or NULL (main thread) */
 };
 
+/* The admin thread's HTTP server (http.c). */
+static const mgmt_admin_web_t s_web = {
+    .start = rtr_http_start,
+    .running = rtr_http_running,
+    .listener_add = rtr_http_listener_add,
+    .listener_del = rtr_http_listener_del,
+    .stop = rtr_http_stop,
+    .finish = rtr_http_finish,
+};
+
 /* The running server, for the thread-safe rtr_server_listener_* calls (set at start). */
 static rtr_server_t *s_server;
 
@@ -352,7 +362,7 @@ static void ctl_cb(uv_async_t *h)
                 mgmt_admin_http_t hl = {.fd = l->fd, .cfg = l->cfg, .id = l->id};
                 l->fd = -1;
                 l->http = true;
-                if (mgmt_admin_http_add(&s->admin, s->cfg, s->reg, s->core, &hl) < 0)
+                if (mgmt_admin_http_add(&s->admin, s->cfg, s->reg, s->core, &s_web, &hl) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started (see above)",
                         l->cfg->host ? l->cfg->host : "", l->cfg->port);
             } else {
@@ -545,7 +555,7 @@ int rtr_server_start(rtr_server_t *s)
         l->fd = -1; /* the admin thread's now */
         l->http = true;
     }
-    rc = mgmt_admin_start(&s->admin, cfg, s->reg, s->core, http, n_http);
+    rc = mgmt_admin_start(&s->admin, cfg, s->reg, s->core, &s_web, http, n_http);
     free(http);
     if (rc)
         return rc;

@@ -4,7 +4,8 @@
  * rtr_acceptor_t, router/accept.h; each client a uv_pipe with a session of sess.c that
  * speaks the JSON-lines protocol of mgmt.h); the same loop runs the HTTP/WebSocket server of
  * the http listeners (router/http.c), whose `junction-mgmt` subprotocol uses the same
- * session.  It runs when there is a `management` entity or at least one http listener (from
+ * session (the HTTP server is passed in as a mgmt_admin_web_t: this file does not include
+ * http.h).  It runs when there is a `management` entity or at least one http listener (from
  * start-up, or from the management CREATE of the first one).  Clients: at most
  * management.maxClients per transport; one more gets an error line and is closed.
  *
@@ -21,7 +22,6 @@
 #include "router/mgmt/admin.h"
 
 #include "router/accept.h"
-#include "router/http.h"
 
 #include "core/base/base.h"
 #include "core/base/list.h"
@@ -74,34 +74,35 @@ struct admin_req {
     long             del;  /* > 0: stop listener `del` */
 };
 
-/* mgmt_admin_t: the admin thread.  Written by the main thread before the admin thread starts and
- * after it was joined; in between, only the admin thread touches it, except the request
- * queue (reqs, under req_lock). */
+/* mgmt_admin_t: the admin thread.  Written by the main thread before the admin thread
+ * starts and after it was joined; in between, only the admin thread touches it, except the
+ * request queue (reqs, under req_lock). */
 struct mgmt_admin {
-    uv_loop_t          loop;        /* the admin thread's loop */
-    int                server_fd;   /* the listening socket (when `path`), or -1 */
-    rtr_acceptor_t     server;      /* accepts on server_fd (data = this mgmt_admin_t) */
-    bool               accepting;   /* server started (its handles initialised) */
-    rtr_ratelimit_t    open_warn;   /* lines about clients whose socket could not be opened */
-    uv_async_t         stop;        /* main thread -> admin thread: stop */
-    uv_thread_t        thread;      /* the admin thread */
-    uv_sem_t           started;     /* admin thread -> main thread: http_rc is set */
-    stats_registry_t  *reg;         /* stats read by the sessions (borrowed) */
-    core_t            *core;        /* the core, for /healthz (borrowed) */
-    mgmt_info_t        info;        /* hello's product, version, router id, mode (borrowed
-                                       from the cfg and static strings) */
-    char              *path;        /* the socket's path (heap), removed at stop; NULL when
-                                       there is no management entity */
-    uint32_t           max_clients; /* management.maxClients */
-    uint32_t           n_clients;   /* clients served (refused ones not counted) */
-    admin_client_t    *clients;     /* every open client, refused ones included */
-    mgmt_admin_http_t  *http;        /* http listeners (heap copy), or NULL */
-    size_t             n_http;      /* their count */
-    int                http_rc;     /* what rtr_http_start() returned (admin thread) */
-    bool               stopping;    /* the stop request arrived */
-    uv_async_t         req_async;   /* main thread -> admin thread: reqs has requests */
-    pthread_mutex_t    req_lock;    /* guards reqs */
-    admin_req_t       *reqs;        /* [req_lock] requests, newest first */
+    uv_loop_t               loop;        /* the admin thread's loop */
+    int                     server_fd;   /* the listening socket (when `path`), or -1 */
+    rtr_acceptor_t          server;      /* accepts on server_fd (data = this mgmt_admin_t) */
+    bool                    accepting;   /* server started (its handles initialised) */
+    rtr_ratelimit_t         open_warn;   /* lines about clients whose socket could not be opened */
+    uv_async_t              stop;        /* main thread -> admin thread: stop */
+    uv_thread_t             thread;      /* the admin thread */
+    uv_sem_t                started;     /* admin thread -> main thread: http_rc is set */
+    stats_registry_t       *reg;         /* stats read by the sessions (borrowed) */
+    core_t                 *core;        /* the core, for /healthz (borrowed) */
+    mgmt_info_t             info;        /* hello's product, version, router id, mode (borrowed
+                                            from the cfg and static strings) */
+    char                   *path;        /* the socket's path (heap), removed at stop; NULL when
+                                            there is no management entity */
+    uint32_t                max_clients; /* management.maxClients */
+    uint32_t                n_clients;   /* clients served (refused ones not counted) */
+    admin_client_t         *clients;     /* every open client, refused ones included */
+    mgmt_admin_http_t      *http;        /* http listeners (heap copy), or NULL */
+    size_t                  n_http;      /* their count */
+    const mgmt_admin_web_t *web;         /* the HTTP server (borrowed) */
+    int                     http_rc;     /* what web->start() returned (admin thread) */
+    bool                    stopping;    /* the stop request arrived */
+    uv_async_t              req_async;   /* main thread -> admin thread: reqs has requests */
+    pthread_mutex_t         req_lock;    /* guards reqs */
+    admin_req_t            *reqs;        /* [req_lock] requests, newest first */
 };
 
 stats_registry_t *mgmt_admin_registry(const mgmt_admin_t *a)
@@ -314,17 +315,17 @@ static void req_cb(uv_async_t *h)
         if (r->add.fd >= 0) {
             if (a->stopping) {
                 close(r->add.fd);
-            } else if (!rtr_http_running()) {
+            } else if (!a->web->running()) {
                 /* the first http listener of a router that had none: logged when it fails */
-                if (rtr_http_start(a, &a->loop, a->core, &r->add, 1) < 0)
+                if (a->web->start(a, &a->loop, a->core, &r->add, 1) < 0)
                     LOG(ERROR, "HTTP listener %s:%s not started",
                         r->add.cfg->host ? r->add.cfg->host : "", r->add.cfg->port);
             } else {
-                rtr_http_listener_add(&r->add);
+                a->web->listener_add(&r->add);
             }
         }
         if (r->del > 0 && !a->stopping)
-            rtr_http_listener_del(r->del);
+            a->web->listener_del(r->del);
         free(r);
         r = next;
     }
@@ -349,7 +350,7 @@ static void stop_cb(uv_async_t *h)
         rtr_acceptor_close(&a->server, server_closed_cb);
         a->accepting = false;
     }
-    rtr_http_stop();
+    a->web->stop();
     uv_close((uv_handle_t *)&a->stop, NULL);
 }
 
@@ -359,12 +360,12 @@ static void admin_main(void *arg)
     base_thread_set_role(BASE_THREAD_ADMIN, 0);
     pthread_setname_np(pthread_self(), "junction-admin");
     /* libwebsockets joins this loop from the thread that runs it */
-    a->http_rc = a->n_http ? rtr_http_start(a, &a->loop, a->core, a->http, a->n_http) : 0;
+    a->http_rc = a->n_http ? a->web->start(a, &a->loop, a->core, a->http, a->n_http) : 0;
     uv_sem_post(&a->started);
     if (a->http_rc < 0)
         return; /* the main thread cleans up */
     uv_run(&a->loop, UV_RUN_DEFAULT);
-    rtr_http_finish(&a->loop);
+    a->web->finish(&a->loop);
 }
 
 /* ==== start and stop (main thread) ==== */
@@ -509,7 +510,8 @@ static int socket_open(mgmt_admin_t *a)
 }
 
 int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                     const mgmt_admin_http_t *http, size_t n_http)
+                     const mgmt_admin_web_t *web, const mgmt_admin_http_t *http,
+                     size_t n_http)
 {
     const cfg_management_t *mc = &cfg->management;
     if ((!mc->enabled && n_http == 0) || *out) {
@@ -521,6 +523,7 @@ int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg
     a->server_fd = -1;
     a->reg = reg;
     a->core = core;
+    a->web = web;
     a->path = mc->enabled ? base_strdup(mc->socket) : NULL;
     a->max_clients = mc->enabled && mc->max_clients ? mc->max_clients : 16;
     a->info.product = "junction";
@@ -554,7 +557,7 @@ int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg
     rc = uv_thread_create(&a->thread, admin_main, a);
     if (rc == 0) {
         uv_sem_wait(&a->started);
-        if (a->http_rc < 0) { /* rtr_http_start logged why and closed the sockets */
+        if (a->http_rc < 0) { /* web->start logged why and closed the sockets */
             rc = a->http_rc;
             uv_thread_join(&a->thread);
         }
@@ -577,11 +580,11 @@ int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg
 }
 
 int mgmt_admin_http_add(mgmt_admin_t **ap, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                        const mgmt_admin_http_t *h)
+                        const mgmt_admin_web_t *web, const mgmt_admin_http_t *h)
 {
     mgmt_admin_t *a = *ap;
     if (!a)
-        return mgmt_admin_start(ap, cfg, reg, core, h, 1);
+        return mgmt_admin_start(ap, cfg, reg, core, web, h, 1);
     admin_req_t *r = base_calloc(1, sizeof(*r));
     r->add = *h;
     pthread_mutex_lock(&a->req_lock);

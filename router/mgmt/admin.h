@@ -30,19 +30,40 @@ typedef struct mgmt_admin_http {
     long                  id;  /* the server's listener id (management DELETE names it) */
 } mgmt_admin_http_t;
 
+/* The HTTP server the admin thread runs on its loop (router/http.c, rtr_http_*).  The server
+ * passes it in, so that this module does not include the files above it.  Every function is
+ * called on the admin thread. */
+typedef struct mgmt_admin_web {
+    /* Serve the n http listeners (their sockets become the web server's) on `loop`.  Returns
+     * 0, or a negative errno after logging why (every socket is closed then). */
+    int (*start)(mgmt_admin_t *a, uv_loop_t *loop, core_t *core, const mgmt_admin_http_t *http,
+                 size_t n);
+    /* start succeeded and stop has not run. */
+    bool (*running)(void);
+    /* One more listener on the running server (logged when it fails). */
+    int (*listener_add)(const mgmt_admin_http_t *h);
+    /* Stop accepting on listener `id`. */
+    void (*listener_del)(long id);
+    /* Close every connection; the loop then runs out.  Nothing when not running. */
+    void (*stop)(void);
+    /* After the loop ran out. */
+    void (*finish)(uv_loop_t *loop);
+} mgmt_admin_web_t;
+
 /* Start the admin thread when cfg has a `management` entity or there are http listeners.
  * For the entity: create its socket's directory, remove a stale socket file (never a live
  * one, never a file that is not a socket), bind the socket (mode 0660).  For the http
- * listeners: start the HTTP server on the admin loop (http.c), taking the sockets in `http`
- * (n_http of them; the array is copied).  `reg` and `core` are borrowed: they must outlive
- * mgmt_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
+ * listeners: start the HTTP server `web` on the admin loop, taking the sockets in `http`
+ * (n_http of them; the array is copied).  `reg`, `core` and `web` are borrowed: they must
+ * outlive mgmt_admin_stop().  Without either it does nothing.  Returns 0, or a negative errno after
  * logging one line that names the socket or listener and the reason (the http sockets are
  * closed then too).  The running thread's state goes to *out (left NULL when there is
  * nothing to run; when *out is set already, the sockets are closed and nothing happens).
  * Main thread, once, after the core and the workers started (the HTTP server hands
  * WebSocket AMQP connections to workers and asks the core for /healthz). */
 int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                     const mgmt_admin_http_t *http, size_t n_http);
+                     const mgmt_admin_web_t *web, const mgmt_admin_http_t *http,
+                     size_t n_http);
 
 /* Serve one more http listener at run time (management CREATE): h's socket is bound and
  * listening and becomes the admin thread's.  Starts the admin thread (with only this
@@ -50,7 +71,7 @@ int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg
  * server first when it has none.  Returns 0, or a negative errno after logging why (the
  * socket is closed then); a failure on the admin thread is logged there.  Main thread. */
 int mgmt_admin_http_add(mgmt_admin_t **a, const cfg_t *cfg, stats_registry_t *reg, core_t *core,
-                        const mgmt_admin_http_t *h);
+                        const mgmt_admin_web_t *web, const mgmt_admin_http_t *h);
 
 /* Stop accepting on http listener `id` and close its socket (management DELETE).  Main
  * thread; the admin thread does it.  Nothing happens when `a` is NULL. */
