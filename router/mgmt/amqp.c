@@ -18,10 +18,19 @@
 #include <math.h>
 #include <proton/codec.h>
 #include <proton/message.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#define fail mgmt_req_fail
+__attribute__((format(printf, 3, 4))) static int fail(mgmt_req_t *q, int status,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mgmt_req_vfail(q, status, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 /* ---- the request body: AMQP data -> JSON ---- */
 

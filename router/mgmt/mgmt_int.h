@@ -14,6 +14,7 @@
 #include "core/base/map.h"
 
 #include <cjson/cJSON.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -243,9 +244,9 @@ typedef struct mgmt_req {
     bool       wrote;       /* the operation wrote a body (else: an empty map) */
 } mgmt_req_t;
 
-/* Set a failure status and description on q.  Returns -1. */
-int mgmt_req_fail(mgmt_req_t *q, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Set a failure status and its description (printf format) on q.  Returns -1. */
+int mgmt_req_vfail(mgmt_req_t *q, int status, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Answer q: status and description in q, the body (when q->wrote) through enc. */
 void mgmt_ops_run(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *enc);
 
@@ -302,10 +303,10 @@ typedef struct mgmt_sub {
 } mgmt_sub_t;
 
 struct mgmt_proto {
-    stats_registry_t *_reg;    /* the registry read (not owned) */
-    char             *_product;   /* hello: product */
+    stats_registry_t *_reg;       /* the registry read (not owned) */
     mgmt_info_t       _info;      /* hello and the router row (points at the copies below) */
-    char             *_version;   /* copies of the info */
+    char             *_product;   /* copies of the info */
+    char             *_version;
     char             *_router_id;
     char             *_mode;
     mgmt_jbuf_t       _line;      /* the line being built (reused) */

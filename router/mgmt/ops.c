@@ -22,18 +22,23 @@
 
 #define QUERY_MAX 100000 /* rows one QUERY may return (qdstat pages by 500) */
 
-int mgmt_req_fail(mgmt_req_t *q, int status, const char *fmt, ...)
+int mgmt_req_vfail(mgmt_req_t *q, int status, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(q->desc, sizeof(q->desc), fmt, ap);
-    va_end(ap);
     q->status = status;
     q->wrote = false;
     return -1;
 }
 
-#define fail mgmt_req_fail
+__attribute__((format(printf, 3, 4))) static int fail(mgmt_req_t *q, int status,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mgmt_req_vfail(q, status, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 /* Success: the status and its description; the body follows (or none: an empty map). */
 static int ok(mgmt_req_t *q, int status, bool body)

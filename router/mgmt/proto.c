@@ -376,9 +376,9 @@ int mgmt_proto_resume(mgmt_proto_t *m, stats_write_fn write, void *ctx)
  * ------------------------------------------------------------------------------------- */
 
 typedef struct op {
-    const char *name;                     /* "stats.get" */
-    int (*fn)(const mgmt_preq_t *q);      /* answers it */
-    bool        streams;                  /* may leave a streamed reply in progress */
+    const char *name;                /* "stats.get" */
+    int (*fn)(const mgmt_preq_t *q); /* answers it */
+    bool        streams;             /* may leave a streamed reply in progress */
 } op_t;
 
 static const op_t ops[] = {

@@ -39,8 +39,9 @@ struct mgmt_rows {
     unsigned           ncols; /* their count */
     char               tmp[320]; /* a string mgmt_rows_get formatted */
     /* operational types: the walk and the object being gathered */
+    stats_registry_t     *reg;     /* read (borrowed) */
     stats_family_t       *fam;     /* NULL when the family does not exist (yet) */
-    stats_iter_t         *it;      /* the walk over "<family>.*", or NULL */
+    stats_iter_t         *it;      /* the walk over "<family>.*" (from the first row on) */
     const stats_sample_t *pending; /* read ahead: the first sample of the next object */
     bool                  open;    /* an object was gathered */
     bool                  singleton_done; /* no family: the singleton's row was produced */
@@ -150,12 +151,10 @@ mgmt_rows_t *mgmt_rows_new(const mgmt_type_t *t, stats_registry_t *reg, const mg
     stats_family_t *f = reg ? stats_family_find(reg, t->family) : NULL;
     if (f && stats_family_is_singleton(f) != t->singleton)
         f = NULL; /* not the family we know */
+    r->reg = reg;
     r->fam = f;
     columns_stats(r);
     if (f) {
-        char glob[64];
-        snprintf(glob, sizeof(glob), "%s.*", t->family);
-        r->it = stats_iter_new(reg, glob, STATS_ITER_NAMES);
         r->vals = base_calloc(stats_family_nfields(f), sizeof(*r->vals));
         r->have = base_calloc(stats_family_nfields(f), sizeof(*r->have));
     }
@@ -217,6 +216,13 @@ static void row_open(mgmt_rows_t *r, const stats_sample_t *s)
 static bool stats_next(mgmt_rows_t *r)
 {
     labels_clear(r);
+    if (r->fam && !r->it) {
+        /* the walk starts with the first row: a producer asked only for its columns
+         * (GET-ATTRIBUTES, a QUERY's checks) never walks */
+        char glob[64];
+        snprintf(glob, sizeof(glob), "%s.*", r->t->family);
+        r->it = stats_iter_new(r->reg, glob, STATS_ITER_NAMES);
+    }
     if (!r->it) {
         /* no family (yet): a singleton still has its row of constants */
         if (!r->t->singleton || r->singleton_done)
@@ -581,7 +587,7 @@ bool mgmt_rows_at_end(const mgmt_rows_t *r)
 {
     if (r->t->kind != MGMT_K_STATS)
         return r->pos >= cfg_rows(r);
-    if (!r->it)
+    if (!r->fam)
         return !r->t->singleton || r->singleton_done;
     return r->ended && !r->pending;
 }
