@@ -88,6 +88,7 @@ typedef struct http_lws_cell {
  * come after the admin loop closed: lws may call back (and write a cell) until then. */
 struct rtr_http {
     uv_loop_t          *loop;        /* the admin loop */
+    mgmt_admin_t       *admin;       /* the admin thread (registry, management sessions) */
     core_t             *core;        /* for the /healthz probe */
     struct lws_context *ctx;         /* libwebsockets while running; NULL before and from stop */
     http_lws_cell_t    *cells;       /* every context made (a failed start's too) */
