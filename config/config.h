@@ -219,6 +219,9 @@ typedef struct cfg {
     size_t          n_addresses;
     cfg_log_t      *logs;        /* array, in file order */
     size_t          n_logs;
+    char          **warnings;    /* what loaded but qdrouterd deprecated (old names), one line
+                                    each in the form of the errors, in file order */
+    size_t          n_warnings;
 } cfg_t;
 
 /* Parse and validate the file at `path`.  Returns 0 and a new cfg_t in *out, or -1 with a
@@ -247,5 +250,20 @@ int cfg_management_default_socket(char *buf, size_t len);
  * other name is looked up in the services database (getservbyname(), not thread-safe: call it
  * at start-up).  Returns 0-65535 (0 = ephemeral), or -1 when the port is not valid. */
 int cfg_port_number(const char *port);
+
+/* A password attribute's value as qdrouterd 1.19 reads it (sslProfile `password`, connector
+ * `saslPassword`):
+ *   env:VAR       the value of environment variable VAR (blanks after the colon skipped)
+ *   pass:TEXT     TEXT
+ *   literal:TEXT  TEXT when allow_literal (sslProfile's password), else the value as written
+ *   file:PATH     the first line of the file, without its newline (at most 199 bytes)
+ *   anything else the value as written
+ * Returns 0 with a new string in *out, and *plain set when the password itself is in the
+ * configuration (qdrouterd warns "It is unsafe to provide plain text passwords in the config
+ * file"); or -1 with one line in err[errlen]: a variable that is not set, a file that cannot
+ * be read, is empty or has a longer first line (where qdrouterd would go on with a password
+ * that cannot be right).  Reads the environment and the file system: main thread, start-up. */
+int cfg_password_resolve(const char *value, bool allow_literal, char **out, bool *plain,
+                         char *err, size_t errlen);
 
 #endif
