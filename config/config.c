@@ -678,10 +678,10 @@ static int check_sasl(const ent_t *e, const char *mechs)
         if (n != 9 || strncasecmp(p, "ANONYMOUS", 9) != 0) {
             char shown[CFG_SHOW_BYTES * 4 + 8];
             show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
-            return ent_fail(e,
-                            "attribute '%s': Junction does not support SASL mechanisms other "
-                            "than ANONYMOUS yet, got %s",
-                            attr_name(e, L_SASL_MECHANISMS), shown);
+            return attr_fail(e, L_SASL_MECHANISMS,
+                             "attribute '%s': Junction does not support SASL mechanisms other "
+                             "than ANONYMOUS yet, got %s",
+                             attr_name(e, L_SASL_MECHANISMS), shown);
         }
         any = true;
         p += n;
@@ -886,8 +886,9 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
         char      shown[CFG_SHOW_BYTES * 4 + 8];
         show_text(shown, sizeof(shown), norm, CFG_SHOW_BYTES, '"');
         free(norm);
-        return ent_fail(e, "attribute '%s': entity %d configures the same pattern (%s) already",
-                        attr_name(e, slot), (int)other - 1, shown);
+        return attr_fail(e, slot, "attribute '%s': entity %d configures the same pattern (%s) "
+                                  "already",
+                         attr_name(e, slot), (int)other - 1, shown);
     }
     free(norm);
     BASE_BUG_ON(rc != 0);
