@@ -1,18 +1,24 @@
-/* config/config.h: Junction's configuration - qdrouterd's JSON form, parsed and validated.
+/* config/config.h: Junction's configuration - qdrouterd's `.conf` dialect or its JSON form,
+ * parsed and validated.
  *
- * The file is a JSON list of [entityType, {attributes}] pairs, exactly as qdrouterd reads a
- * `.json` config: lines whose first non-blank character is `#` are comments; entity types
+ * The text decides the dialect (not the file name): JSON when its first character that is
+ * neither blank nor on a `#` comment line is `[` (or `{`), else qdrouterd's `.conf` dialect,
+ * read exactly as qdrouterd 1.19 reads it (config/DESIGN.md).  Both give a list of
+ * [entityType, {attributes}] pairs, validated the same way: entity types
  * may be short (`address`) or long (`router.config.address`,
  * `org.apache.qpid.dispatch.router.config.address`); attribute keys may be camelCase or
  * kebab/snake case (`worker-threads` == `workerThreads`); booleans accept true/false and the
  * strings yes/no/true/false/on/off; integers accept JSON numbers and numeric strings; enums
- * accept their names.  Every attribute gets qdrouterd's default when absent.
+ * accept their names.  Every attribute gets qdrouterd's default when absent.  Every name
+ * qdrouterd has used loads (deprecated and pre-1.0 ones with a warning in cfg_t.warnings).
  *
- * Anything wrong - unreadable file, bad JSON, unknown entity type or attribute, wrong type,
- * value out of range, missing required value, a qdrouterd feature Junction does not support -
- * makes cfg_load_*() fail with ONE line in `err` that names the file, the entity (its index
- * in the list, from 0, and its type), the attribute, and what was expected, e.g.
+ * Anything wrong - unreadable file, bad JSON or `.conf` line, unknown entity type or
+ * attribute, wrong type, value out of range, missing required value, a qdrouterd feature
+ * Junction does not support - makes cfg_load_*() fail with ONE line in `err` that names the
+ * file, the line (`.conf` only), the entity (its index in the list, from 0, and its type),
+ * the attribute, and what was expected, e.g.
  *   "junction.json: entity 2 (listener): attribute 'maxFrameSize': expected an integer, got \"big\""
+ *   "qdrouterd.conf: line 14: entity 2 (listener): attribute 'maxFrameSize': expected ..."
  *
  * Threads: called on the main thread at start-up; the result is read-only afterwards and may
  * be read from any thread.  Owns all its strings (freed by cfg_free()).
@@ -225,9 +231,11 @@ typedef struct cfg {
 } cfg_t;
 
 /* Parse and validate the file at `path`.  Returns 0 and a new cfg_t in *out, or -1 with a
- * one-line message (no trailing newline) in err[errlen] and *out untouched. */
+ * one-line message (no trailing newline) in err[errlen] and *out untouched.  This is the
+ * start-up load: it also writes each of the cfg_t's warnings to the log (AGENT, warning). */
 int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
-/* Same, from a string; `name` stands for the file name in messages. */
+/* Same, from a string; `name` stands for the file name in messages.  Logs nothing: the
+ * warnings are in the result. */
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
 void cfg_free(cfg_t *cfg);
 
