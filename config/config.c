@@ -1116,6 +1116,18 @@ static int build_fixed_address(ent_t *e)
     /* a phase made it a waypoint's address (0.6), or made 0.8 ignore it */
     if (phase != -1)
         return unsupported(e, F_PHASE, "phase (address phases)");
+    /* 0.8 skipped the prefix "/" (0.x's default for every address) with a warning */
+    const cJSON *pv = e->vals[F_PREFIX];
+    if (cJSON_IsString(pv) && strcmp(pv->valuestring, "/") == 0) {
+        char *name = NULL;
+        if (get_str(e, F_NAME, NULL, &name) < 0)
+            return -1;
+        free(name);
+        warn(e, NULL, e->line,
+             "the 'fixedAddress' entity is deprecated, and one with prefix \"/\" configures "
+             "nothing (qdrouterd 0.8 ignored it too): remove it");
+        return 0;
+    }
     const char *d = fanout == 0 ? dist[0] : bias == 0 ? dist[1] : dist[2];
     cJSON      *dn = cJSON_CreateString(d);
     cJSON_AddItemToArray(e->ld->made, dn);

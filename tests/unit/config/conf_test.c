@@ -559,6 +559,12 @@ static void test_fixed_address(void **state)
     conf_err("fixedAddress {\n prefix: q\n phase: 1\n}\n",
              "t.conf: line 3: entity 0 (fixedAddress): attribute 'phase': Junction does not "
              "support phase (address phases) yet");
+    cfg_t *c = conf_ok("fixed-address {\n prefix: /\n fanout: single\n}\n");
+    assert_int_equal(c->n_addresses, 0);
+    one_warning(c, "t.conf: line 1: entity 0 (fixedAddress): the 'fixedAddress' entity is "
+                   "deprecated, and one with prefix \"/\" configures nothing (qdrouterd 0.8 "
+                   "ignored it too): remove it");
+    cfg_free(c);
     conf_err("fixedAddress {\n fanout: single\n}\n",
              "t.conf: line 1: entity 0 (fixedAddress): attribute 'prefix': required, but not "
              "given");
