@@ -12,6 +12,7 @@
  * partly built cfg_t and the cJSON tree are freed before returning.
  */
 #include "config/config.h"
+#include "config/config_int.h"
 
 #include "core/base/base.h"
 #include "core/base/log.h"
@@ -34,221 +35,8 @@
 #include <unistd.h>
 
 #define CFG_MAX_FILE_BYTES (16u << 20) /* a config this big is a mistake, not a config */
-#define CFG_MAX_ATTRS      40          /* more than any entity table below */
 #define CFG_SHOW_BYTES     48          /* how much of a bad value an error message quotes */
 
-/* -- attribute tables -- */
-
-typedef enum attr_type {
-    AT_STRING = 0, /* a JSON string, or an integral number (qdrouterd's str()) */
-    AT_INT,        /* a JSON integer, or a string of digits */
-    AT_BOOL,       /* true/false, 0/1, or yes/no/true/false/on/off in any case */
-    AT_ENUM,       /* one of tags by name, or its index like qdrouterd's EnumType */
-    AT_MAP,        /* a JSON object */
-} attr_type_t;
-
-/* One attribute of an entity type, in qdrouterd's camelCase spelling.  An alias (a deprecated
- * spelling) fills the slot of the attribute it stands for; alias_of 0 means none, since slot 0
- * is always `name`, which is nobody's alias. */
-typedef struct attr_def {
-    const char        *name;     /* camelCase name */
-    attr_type_t        type;     /* how the value is coerced */
-    const char *const *tags;     /* AT_ENUM: names, NULL-terminated, in qdrouterd's order */
-    int                alias_of; /* deprecated spelling of attribute [alias_of]; 0 = none */
-    bool               ignored;  /* accepted and type-checked, but changes nothing here */
-} attr_def_t;
-
-// clang-format off
-static const char *const dist_tags[]   = {"multicast", "closest", "balanced", "unavailable",
-                                          NULL};
-static const char *const mode_tags[]   = {"standalone", "interior", "edge", NULL};
-static const char *const role_tags[]   = {"normal", "inter-router", "route-container", "edge",
-                                          NULL};
-static const char *const strip_tags[]  = {"in", "out", "both", "no", NULL}; /* qdrouterd order */
-static const char *const family_tags[] = {"IPv4", "IPv6", NULL};
-
-/* strip_tags index -> cfg_strip_t */
-static const cfg_strip_t strip_by_tag[] = {CFG_STRIP_IN, CFG_STRIP_OUT, CFG_STRIP_BOTH,
-                                           CFG_STRIP_NO};
-
-_Static_assert(CFG_DIST_MULTICAST == 0 && CFG_DIST_CLOSEST == 1 && CFG_DIST_BALANCED == 2 &&
-               CFG_DIST_UNAVAILABLE == 3, "cfg_distribution_t follows dist_tags");
-_Static_assert(CFG_ROLE_NORMAL == 0 && CFG_ROLE_INTER_ROUTER == 1 &&
-               CFG_ROLE_ROUTE_CONTAINER == 2 && CFG_ROLE_EDGE == 3, "cfg_role_t follows role_tags");
-
-enum {
-    R_NAME = 0, R_IDENTITY, R_TYPE, R_ID, R_ROUTER_ID, R_MODE, R_WORKER_THREADS,
-    R_DEFAULT_DISTRIBUTION, R_AREA, R_HELLO_INTERVAL, R_HELLO_MAX_AGE, R_RA_INTERVAL,
-    R_RA_INTERVAL_FLUX, R_REMOTE_LS_MAX_AGE, R_MOBILE_ADDR_MAX_AGE, R_DEBUG_DUMP_FILE,
-    R_SASL_CONFIG_DIR, R_SASL_CONFIG_NAME, R_ALLOW_RESUMABLE_LINK_ROUTE, R_TIMESTAMPS_IN_UTC,
-    R_TIMESTAMP_FORMAT, R_ALLOW_UNSETTLED_MULTICAST, R_METADATA, R_SHUTDOWN_GRACE,
-    R_MAX_STATS, R_N
-};
-static const attr_def_t router_attrs[R_N] = {
-    [R_NAME]                  = {"name", AT_STRING, .ignored = true},
-    [R_IDENTITY]              = {"identity", AT_STRING, .ignored = true},
-    [R_TYPE]                  = {"type", AT_STRING},
-    [R_ID]                    = {"id", AT_STRING},
-    [R_ROUTER_ID]             = {"routerId", AT_STRING, .alias_of = R_ID},
-    [R_MODE]                  = {"mode", AT_ENUM, mode_tags},
-    [R_WORKER_THREADS]        = {"workerThreads", AT_INT},
-    [R_DEFAULT_DISTRIBUTION]  = {"defaultDistribution", AT_ENUM, dist_tags},
-    /* inter-router protocol, SASL database, link routes, log format: nothing a standalone,
-     * ANONYMOUS-only router does differs with them */
-    [R_AREA]                  = {"area", AT_STRING, .ignored = true},
-    [R_HELLO_INTERVAL]        = {"helloIntervalSeconds", AT_INT, .ignored = true},
-    [R_HELLO_MAX_AGE]         = {"helloMaxAgeSeconds", AT_INT, .ignored = true},
-    [R_RA_INTERVAL]           = {"raIntervalSeconds", AT_INT, .ignored = true},
-    [R_RA_INTERVAL_FLUX]      = {"raIntervalFluxSeconds", AT_INT, .ignored = true},
-    [R_REMOTE_LS_MAX_AGE]     = {"remoteLsMaxAgeSeconds", AT_INT, .ignored = true},
-    [R_MOBILE_ADDR_MAX_AGE]   = {"mobileAddrMaxAgeSeconds", AT_INT, .ignored = true},
-    [R_DEBUG_DUMP_FILE]       = {"debugDumpFile", AT_STRING, .ignored = true},
-    [R_SASL_CONFIG_DIR]       = {"saslConfigDir", AT_STRING, .ignored = true},
-    [R_SASL_CONFIG_NAME]      = {"saslConfigName", AT_STRING, .ignored = true},
-    [R_ALLOW_RESUMABLE_LINK_ROUTE] = {"allowResumableLinkRoute", AT_BOOL, .ignored = true},
-    [R_TIMESTAMPS_IN_UTC]     = {"timestampsInUTC", AT_BOOL, .ignored = true},
-    [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING}, /* refused: see build_router */
-    [R_ALLOW_UNSETTLED_MULTICAST] = {"allowUnsettledMulticast", AT_BOOL, .ignored = true},
-    [R_METADATA]              = {"metadata", AT_STRING, .ignored = true},
-    /* Junction's own */
-    [R_SHUTDOWN_GRACE]        = {"shutdownGraceSeconds", AT_INT},
-    [R_MAX_STATS]             = {"maxStats", AT_INT},
-};
-
-enum {
-    L_NAME = 0, L_IDENTITY, L_TYPE, L_HOST, L_ADDR, L_PORT, L_SOCKET_ADDRESS_FAMILY,
-    L_PROTOCOL_FAMILY, L_ROLE, L_COST, L_SSL_PROFILE, L_SASL_MECHANISMS, L_AUTHENTICATE_PEER,
-    L_SASL_PLUGIN, L_REQUIRE_ENCRYPTION, L_REQUIRE_SSL, L_TRUSTED_CERTS_FILE, L_MAX_FRAME_SIZE,
-    L_MAX_SESSIONS, L_MAX_SESSION_FRAMES, L_IDLE_TIMEOUT, L_INITIAL_HANDSHAKE_TIMEOUT,
-    L_STRIP_ANNOTATIONS, L_LINK_CAPACITY, L_MULTI_TENANT, L_FAILOVER_URLS, L_HEALTHZ, L_METRICS,
-    L_WEBSOCKETS, L_HTTP, L_HTTP_ROOT_DIR, L_MESSAGE_LOGGING_COMPONENTS, L_POLICY_VHOST,
-    L_OPEN_PROPERTIES, L_MAX_SENDERS, L_MAX_RECEIVERS, L_MAX_MESSAGE_SIZE,
-    L_MAX_UNSETTLED, L_N
-};
-static const attr_def_t listener_attrs[L_N] = {
-    [L_NAME]                  = {"name", AT_STRING},
-    [L_IDENTITY]              = {"identity", AT_STRING, .ignored = true},
-    [L_TYPE]                  = {"type", AT_STRING},
-    [L_HOST]                  = {"host", AT_STRING},
-    [L_ADDR]                  = {"addr", AT_STRING, .alias_of = L_HOST},
-    [L_PORT]                  = {"port", AT_STRING},
-    [L_SOCKET_ADDRESS_FAMILY] = {"socketAddressFamily", AT_ENUM, family_tags},
-    [L_PROTOCOL_FAMILY]       = {"protocolFamily", AT_ENUM, family_tags,
-                                 .alias_of = L_SOCKET_ADDRESS_FAMILY},
-    [L_ROLE]                  = {"role", AT_ENUM, role_tags},
-    [L_COST]                  = {"cost", AT_INT}, /* inter-router only: kept, not used */
-    [L_SSL_PROFILE]           = {"sslProfile", AT_STRING},
-    [L_SASL_MECHANISMS]       = {"saslMechanisms", AT_STRING},
-    [L_AUTHENTICATE_PEER]     = {"authenticatePeer", AT_BOOL},
-    [L_SASL_PLUGIN]           = {"saslPlugin", AT_STRING},
-    [L_REQUIRE_ENCRYPTION]    = {"requireEncryption", AT_BOOL},
-    [L_REQUIRE_SSL]           = {"requireSsl", AT_BOOL},
-    [L_TRUSTED_CERTS_FILE]    = {"trustedCertsFile", AT_STRING},
-    [L_MAX_FRAME_SIZE]        = {"maxFrameSize", AT_INT},
-    [L_MAX_SESSIONS]          = {"maxSessions", AT_INT},
-    [L_MAX_SESSION_FRAMES]    = {"maxSessionFrames", AT_INT},
-    [L_IDLE_TIMEOUT]          = {"idleTimeoutSeconds", AT_INT},
-    [L_INITIAL_HANDSHAKE_TIMEOUT] = {"initialHandshakeTimeoutSeconds", AT_INT},
-    /* what a client sees does not depend on these (the HTTP ones only matter with http) */
-    [L_STRIP_ANNOTATIONS]     = {"stripAnnotations", AT_ENUM, strip_tags},
-    [L_LINK_CAPACITY]         = {"linkCapacity", AT_INT},
-    [L_MULTI_TENANT]          = {"multiTenant", AT_BOOL},
-    [L_FAILOVER_URLS]         = {"failoverUrls", AT_STRING}, /* refused: see listener_fill */
-    [L_HEALTHZ]               = {"healthz", AT_BOOL},
-    [L_METRICS]               = {"metrics", AT_BOOL},
-    [L_WEBSOCKETS]            = {"websockets", AT_BOOL},
-    [L_HTTP]                  = {"http", AT_BOOL},
-    [L_HTTP_ROOT_DIR]         = {"httpRootDir", AT_STRING},
-    [L_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING}, /* "none" only */
-    [L_POLICY_VHOST]          = {"policyVhost", AT_STRING}, /* vhost policies only: kept */
-    [L_OPEN_PROPERTIES]       = {"openProperties", AT_MAP},
-    /* qdrouterd has these on vhost policy groups; Junction applies them per listener */
-    [L_MAX_SENDERS]           = {"maxSenders", AT_INT},
-    [L_MAX_RECEIVERS]         = {"maxReceivers", AT_INT},
-    [L_MAX_MESSAGE_SIZE]      = {"maxMessageSize", AT_INT},
-    /* Junction's own */
-    [L_MAX_UNSETTLED]         = {"maxUnsettledPerLink", AT_INT},
-};
-
-enum {
-    A_NAME = 0, A_IDENTITY, A_TYPE, A_PREFIX, A_PATTERN, A_DISTRIBUTION, A_WAYPOINT,
-    A_INGRESS_PHASE, A_EGRESS_PHASE, A_PRIORITY, A_ENABLE_FALLBACK, A_N
-};
-static const attr_def_t address_attrs[A_N] = {
-    [A_NAME]          = {"name", AT_STRING},
-    [A_IDENTITY]      = {"identity", AT_STRING, .ignored = true},
-    [A_TYPE]          = {"type", AT_STRING},
-    [A_PREFIX]        = {"prefix", AT_STRING},
-    [A_PATTERN]       = {"pattern", AT_STRING},
-    [A_DISTRIBUTION]  = {"distribution", AT_ENUM, dist_tags},
-    [A_WAYPOINT]      = {"waypoint", AT_BOOL},
-    [A_INGRESS_PHASE] = {"ingressPhase", AT_INT},
-    [A_EGRESS_PHASE]  = {"egressPhase", AT_INT},
-    [A_PRIORITY]      = {"priority", AT_INT},
-    [A_ENABLE_FALLBACK] = {"enableFallback", AT_BOOL},
-};
-
-enum {
-    G_NAME = 0, G_IDENTITY, G_TYPE, G_MODULE, G_ENABLE, G_INCLUDE_TIMESTAMP, G_INCLUDE_SOURCE,
-    G_OUTPUT_FILE, G_N
-};
-static const attr_def_t log_attrs[G_N] = {
-    [G_NAME]              = {"name", AT_STRING, .ignored = true},
-    [G_IDENTITY]          = {"identity", AT_STRING, .ignored = true},
-    [G_TYPE]              = {"type", AT_STRING},
-    [G_MODULE]            = {"module", AT_STRING},
-    [G_ENABLE]            = {"enable", AT_STRING},
-    [G_INCLUDE_TIMESTAMP] = {"includeTimestamp", AT_BOOL},
-    [G_INCLUDE_SOURCE]    = {"includeSource", AT_BOOL},
-    [G_OUTPUT_FILE]       = {"outputFile", AT_STRING},
-};
-
-enum { M_NAME = 0, M_IDENTITY, M_TYPE, M_SOCKET, M_MAX_CLIENTS, M_N };
-static const attr_def_t management_attrs[M_N] = {
-    [M_NAME]        = {"name", AT_STRING},
-    [M_IDENTITY]    = {"identity", AT_STRING, .ignored = true},
-    [M_TYPE]        = {"type", AT_STRING},
-    [M_SOCKET]      = {"socket", AT_STRING},
-    [M_MAX_CLIENTS] = {"maxClients", AT_INT},
-};
-
-/* `policy` (qdrouterd's singleton): the global limits, without vhost policies. */
-enum {
-    P_NAME = 0, P_IDENTITY, P_TYPE, P_MAX_CONNECTIONS, P_MAX_MESSAGE_SIZE, P_ENABLE_VHOST_POLICY,
-    P_ENABLE_VHOST_NAME_PATTERNS, P_POLICY_DIR, P_DEFAULT_VHOST, P_N
-};
-static const attr_def_t policy_attrs[P_N] = {
-    [P_NAME]              = {"name", AT_STRING},
-    [P_IDENTITY]          = {"identity", AT_STRING, .ignored = true},
-    [P_TYPE]              = {"type", AT_STRING},
-    [P_MAX_CONNECTIONS]   = {"maxConnections", AT_INT},
-    [P_MAX_MESSAGE_SIZE]  = {"maxMessageSize", AT_INT},
-    [P_ENABLE_VHOST_POLICY] = {"enableVhostPolicy", AT_BOOL},
-    /* without vhost policies these change nothing (kept for management) */
-    [P_ENABLE_VHOST_NAME_PATTERNS] = {"enableVhostNamePatterns", AT_BOOL},
-    [P_POLICY_DIR]        = {"policyDir", AT_STRING},
-    [P_DEFAULT_VHOST]     = {"defaultVhost", AT_STRING},
-};
-
-_Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
-               G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS,
-               "CFG_MAX_ATTRS");
-
-/* qdrouterd entity types Junction knows but does not implement yet. */
-static const char *const unsupported_types[] = {
-    "connector", "linkRoute", "autoLink", "exchange", "binding", "sslProfile",
-    "authServicePlugin", "vhost", "vhostUserGroupSettings", "console",
-    "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
-    "proxyProfile", NULL,
-};
-/* qdrouterd entity types that exist only at run time (management), never in a file. */
-static const char *const operational_types[] = {
-    "connection", "router.link", "router.address", "router.node", "router.connection.linkRoute",
-    "allocator", "logStats", "vhostStats", "management", "org.amqp.management", "routerMetrics",
-    "tcpConnection", "httpRequestInfo", "dummy", "entity", "configurationEntity",
-    "operationalEntity", NULL,
-};
-// clang-format on
 
 /* -- load state and messages -- */
 
@@ -264,6 +52,12 @@ typedef struct load {
     int             log_at[BASE_LOG_N_MODULES]; /* index+1 of each module's log entity */
     base_pattern_t *patterns;                   /* address patterns so far; value = index + 1 */
     base_map_t      names;                      /* `name`s so far; value = entity index + 1 */
+    cfg__lines_t   *lines;                      /* `.conf`: each node's line; NULL for JSON */
+    cJSON          *made;                       /* values the loader made (a fixedAddress's
+                                                   distribution), freed with the tree */
+    int             container_at;               /* index of a 0.x container entity, or -1 */
+    const cJSON    *container_vals[C_N];        /* its attributes, to fill the router's */
+    const char     *container_spelled[C_N];     /* and how each was written */
 } load_t;
 
 /* One entity being read. */
@@ -275,6 +69,7 @@ typedef struct ent {
     size_t            n_defs;                 /* entries in defs */
     const cJSON      *vals[CFG_MAX_ATTRS];    /* value per attribute slot, NULL = absent */
     const char       *spelled[CFG_MAX_ATTRS]; /* which def name set the slot (aliases) */
+    int               line;                   /* `.conf`: the entity's line; 0 = unknown */
 } ent_t;
 
 /* Write a string for a message: escaped so it stays on one line, cut at `max` bytes (never
@@ -348,17 +143,50 @@ static const char *show_value(const cJSON *v, char *buf, size_t n)
     return buf;
 }
 
-static int vfail(load_t *ld, const ent_t *e, const char *fmt, va_list ap)
+/* "<file>: [line <l>: ][entity <i> (<type>): ]<message>" into buf. */
+static void vformat(char *buf, size_t n, const load_t *ld, const ent_t *e, int line,
+                    const char *fmt, va_list ap)
 {
     char msg[1024];
     int  o = 0;
 
+    if (line > 0)
+        o = snprintf(msg, sizeof(msg), "line %d: ", line);
     if (e)
-        o = snprintf(msg, sizeof(msg), "entity %d (%s): ", e->index, e->type);
+        o += snprintf(msg + o, sizeof(msg) - (size_t)o, "entity %d (%s): ", e->index, e->type);
     vsnprintf(msg + o, sizeof(msg) - (size_t)o, fmt, ap);
+    snprintf(buf, n, "%s: %s", ld->name, msg);
+}
+
+static int vfail(load_t *ld, const ent_t *e, int line, const char *fmt, va_list ap)
+{
     if (ld->err && ld->errlen)
-        snprintf(ld->err, ld->errlen, "%s: %s", ld->name, msg);
+        vformat(ld->err, ld->errlen, ld, e, line, fmt, ap);
     return -1;
+}
+
+/* The line of a value in the file, or 0 (a JSON file, or a value the loader made). */
+static int node_line(const load_t *ld, const cJSON *v)
+{
+    return cfg__lines_get(ld->lines, v);
+}
+
+/* Record a warning (one line, like the errors) in the cfg_t being built. */
+__attribute__((format(printf, 4, 5))) static void warn(const ent_t *e, const cJSON *at,
+                                                        int line, const char *fmt, ...)
+{
+    load_t *ld = e->ld;
+    char    buf[2048];
+    va_list ap;
+
+    if (at && node_line(ld, at))
+        line = node_line(ld, at);
+    va_start(ap, fmt);
+    vformat(buf, sizeof(buf), ld, e, line, fmt, ap);
+    va_end(ap);
+    cfg_t *cfg = ld->cfg;
+    cfg->warnings = base_realloc(cfg->warnings, (cfg->n_warnings + 1) * sizeof(char *));
+    cfg->warnings[cfg->n_warnings++] = base_strdup(buf);
 }
 
 /* "<file>: <message>"; returns -1. */
@@ -366,17 +194,40 @@ __attribute__((format(printf, 2, 3))) static int fail(load_t *ld, const char *fm
 {
     va_list ap;
     va_start(ap, fmt);
-    vfail(ld, NULL, fmt, ap);
+    vfail(ld, NULL, 0, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-/* "<file>: entity <i> (<type>): <message>"; returns -1. */
+/* "<file>: [line <l>: ]entity <i> (<type>): <message>" with the entity's line; returns -1. */
 __attribute__((format(printf, 2, 3))) static int ent_fail(const ent_t *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vfail(e->ld, e, fmt, ap);
+    vfail(e->ld, e, e->line, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The same with a line of one's own (0: none); returns -1. */
+__attribute__((format(printf, 4, 5))) static int line_fail(load_t *ld, const ent_t *e, int line,
+                                                            const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ld, e, line, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The same with the line of attribute slot a when the file gives it. */
+__attribute__((format(printf, 3, 4))) static int attr_fail(const ent_t *e, int a, const char *fmt,
+                                                            ...)
+{
+    int     line = node_line(e->ld, e->vals[a]);
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(e->ld, e, line ? line : e->line, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -396,14 +247,15 @@ __attribute__((format(printf, 3, 4))) static int expect(const ent_t *e, int a, c
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    return ent_fail(e, "attribute '%s': expected %s, got %s", attr_name(e, a), what,
-                    show_value(e->vals[a], got, sizeof(got)));
+    return attr_fail(e, a, "attribute '%s': expected %s, got %s", attr_name(e, a), what,
+                     show_value(e->vals[a], got, sizeof(got)));
 }
 
 /* "... attribute '<a>': Junction does not support <what> yet"; returns -1. */
 static int unsupported(const ent_t *e, int a, const char *what)
 {
-    return ent_fail(e, "attribute '%s': Junction does not support %s yet", attr_name(e, a), what);
+    return attr_fail(e, a, "attribute '%s': Junction does not support %s yet", attr_name(e, a),
+                     what);
 }
 
 /* -- typed getters: an absent slot gives the default -- */
@@ -609,144 +461,54 @@ static int check_ignored(const ent_t *e, int a)
     return rc;
 }
 
-/* -- names -- */
-
-/* qdrouterd's camelcase(): split on ' ', '_', '-', '.'; keep the first word; capitalize the
- * others (first letter upper, the rest lower, as Python's str.capitalize()). */
-static char *camelcase(const char *s)
-{
-    char  *out = base_malloc(strlen(s) + 1);
-    size_t o = 0;
-    bool   first_word = true;
-    bool   word_start = false;
-
-    for (const char *p = s; *p; p++) {
-        if (*p == ' ' || *p == '_' || *p == '-' || *p == '.') {
-            first_word = false;
-            word_start = true;
-            continue;
-        }
-        if (first_word)
-            out[o++] = *p;
-        else if (word_start)
-            out[o++] = (char)toupper((unsigned char)*p);
-        else
-            out[o++] = (char)tolower((unsigned char)*p);
-        word_start = false;
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static bool in_list(const char *const *list, const char *s)
-{
-    for (; *list; list++)
-        if (strcmp(*list, s) == 0)
-            return true;
-    return false;
-}
-
-typedef enum type_kind {
-    TK_UNKNOWN = 0,
-    TK_ROUTER,
-    TK_LISTENER,
-    TK_ADDRESS,
-    TK_LOG,
-    TK_MANAGEMENT,  /* Junction's management socket (short name only) */
-    TK_POLICY,      /* qdrouterd's global limits (no vhost policies) */
-    TK_UNSUPPORTED, /* a qdrouterd configuration type Junction does not implement yet */
-    TK_OPERATIONAL, /* a qdrouterd run-time type: never in a file */
-    TK_REMOVED,     /* `container`: gone from qdrouterd since 1.0 */
-} type_kind_t;
-
-/* Classify an entity type as written: short (`address`), `router.config.address`, or either
- * with `org.apache.qpid.dispatch.` before it; short names may be kebab/snake case.  *canon
- * gets a new string with the canonical short name (or the name as written when unknown). */
-static type_kind_t type_resolve(const char *written, char **canon)
-{
-    static const char org[] = "org.apache.qpid.dispatch.";
-    static const char rcfg[] = "router.config.";
-    const char       *s = written;
-    char             *c;
-
-    if (strcmp(s, "management") == 0) {
-        /* Junction's own entity; the long name stays qdrouterd's run-time management node */
-        *canon = base_strdup(s);
-        return TK_MANAGEMENT;
-    }
-    if (strncmp(s, org, sizeof(org) - 1) == 0)
-        s += sizeof(org) - 1;
-    if (in_list(operational_types, s)) {
-        *canon = base_strdup(s);
-        return TK_OPERATIONAL;
-    }
-    if (strncmp(s, rcfg, sizeof(rcfg) - 1) == 0) {
-        static const char *const config_types[] = {"address",  "linkRoute", "autoLink",
-                                                   "exchange", "binding",   NULL};
-        s += sizeof(rcfg) - 1;
-        if (!in_list(config_types, s)) {
-            *canon = base_strdup(written);
-            return TK_UNKNOWN;
-        }
-        c = base_strdup(s);
-    } else if (s != written) {
-        c = base_strdup(s); /* long names are spelled exactly */
-    } else {
-        c = camelcase(s);
-    }
-    *canon = c;
-    if (strcmp(c, "router") == 0)
-        return TK_ROUTER;
-    if (strcmp(c, "listener") == 0)
-        return TK_LISTENER;
-    if (strcmp(c, "address") == 0)
-        return TK_ADDRESS;
-    if (strcmp(c, "log") == 0)
-        return TK_LOG;
-    if (strcmp(c, "policy") == 0)
-        return TK_POLICY;
-    if (in_list(unsupported_types, c))
-        return TK_UNSUPPORTED;
-    if (strcmp(c, "container") == 0)
-        return TK_REMOVED;
-    free(c);
-    *canon = base_strdup(written);
-    return TK_UNKNOWN;
-}
-
 /* -- collecting an entity's attributes -- */
+
+/* The one warning a deprecated name or an old spelling of an attribute gets. */
+static void warn_name(const ent_t *e, const cJSON *c, int a, bool respelled)
+{
+    const attr_def_t *d = &e->defs[a];
+    char              shown[CFG_SHOW_BYTES * 4 + 8];
+
+    show_text(shown, sizeof(shown), c->string ? c->string : "", CFG_SHOW_BYTES, 0);
+    if (d->deprecated && d->alias_of)
+        warn(e, c, e->line, "attribute '%s' is deprecated, use '%s' instead", shown,
+             e->defs[d->alias_of].name);
+    else if (d->deprecated)
+        warn(e, c, e->line, "attribute '%s' is deprecated: %s", shown, d->instead);
+    else if (respelled)
+        warn(e, c, e->line, "attribute '%s' is an old spelling, use '%s' instead", shown, d->name);
+}
 
 static int collect(ent_t *e, const cJSON *attrs)
 {
     const cJSON *c;
+    load_t      *ld = e->ld;
 
     cJSON_ArrayForEach(c, attrs)
     {
-        char *key = camelcase(c->string ? c->string : "");
-        int   a = -1;
-        for (size_t i = 0; i < e->n_defs; i++) {
-            if (strcmp(key, e->defs[i].name) == 0) {
-                a = (int)i;
-                break;
-            }
-        }
+        const char *written = c->string ? c->string : "";
+        char       *key = cfg__camelcase(written);
+        int         a = cfg__attr_find(e->defs, e->n_defs, key);
+        bool        respelled = strcmp(key, written) != 0;
+        int         line = node_line(ld, c) ? node_line(ld, c) : e->line;
         free(key);
         if (a < 0) {
             char shown[CFG_SHOW_BYTES * 4 + 8];
-            show_text(shown, sizeof(shown), c->string ? c->string : "", CFG_SHOW_BYTES, 0);
-            return ent_fail(e, "attribute '%s': unknown attribute", shown);
+            show_text(shown, sizeof(shown), written, CFG_SHOW_BYTES, 0);
+            return line_fail(ld, e, line, "attribute '%s': unknown attribute", shown);
         }
         if (cJSON_IsNull(c))
             continue; /* null is absent, as in qdrouterd */
         int slot = e->defs[a].alias_of ? e->defs[a].alias_of : a;
         if (e->vals[slot]) {
             if (e->spelled[slot] != e->defs[a].name)
-                return ent_fail(e, "attribute '%s': given twice, as '%s' and '%s'",
-                                e->defs[slot].name, e->spelled[slot], e->defs[a].name);
-            return ent_fail(e, "attribute '%s': given twice", e->defs[a].name);
+                return line_fail(ld, e, line, "attribute '%s': given twice, as '%s' and '%s'",
+                                 e->defs[slot].name, e->spelled[slot], e->defs[a].name);
+            return line_fail(ld, e, line, "attribute '%s': given twice", e->defs[a].name);
         }
         e->vals[slot] = c;
         e->spelled[slot] = e->defs[a].name;
+        warn_name(e, c, a, respelled);
     }
     for (size_t i = 0; i < e->n_defs; i++)
         if (e->defs[i].ignored && e->vals[i] && check_ignored(e, (int)i) < 0)
@@ -762,7 +524,7 @@ static int check_type_attr(const ent_t *e, int a)
         return 0;
     char *canon = NULL;
     bool  same = cJSON_IsString(v) && v->valuestring &&
-                type_resolve(v->valuestring, &canon) != TK_UNKNOWN && strcmp(canon, e->type) == 0;
+                cfg__type_resolve(v->valuestring, &canon) != TK_UNKNOWN && strcmp(canon, e->type) == 0;
     free(canon);
     if (!same)
         return expect(e, a, "\"%s\" (the entity's own type)", e->type);
@@ -776,8 +538,8 @@ static int check_name(ent_t *e, int a, const char *name)
         return 0;
     uintptr_t other = (uintptr_t)base_map_get(&e->ld->names, name, strlen(name));
     if (other)
-        return ent_fail(e, "attribute '%s': entity %d has the name \"%s\" already", attr_name(e, a),
-                        (int)(other - 1), name);
+        return attr_fail(e, a, "attribute '%s': entity %d has the name \"%s\" already",
+                         attr_name(e, a), (int)(other - 1), name);
     base_map_put(&e->ld->names, name, strlen(name), (void *)(uintptr_t)(e->index + 1));
     return 0;
 }
@@ -830,6 +592,17 @@ static int build_router(ent_t *e)
     e->ld->router_at = e->index;
     if (check_common(e, R_TYPE, R_NAME, NULL) < 0)
         return -1;
+    /* a qdrouterd 0.x container entity's attributes fill those the router does not give (0.8
+     * read the container's first; its router then set what it gave) */
+    for (int c = 0; c < C_N; c++) {
+        int slot = cfg__container_to_router[c];
+        if (slot && e->ld->container_vals[c] && !e->vals[slot]) {
+            e->vals[slot] = e->ld->container_vals[c];
+            e->spelled[slot] = e->ld->container_spelled[c];
+            if (cfg__router_attrs[slot].ignored && check_ignored(e, slot) < 0)
+                return -1;
+        }
+    }
 
     char *id = NULL;
     if (get_str(e, R_ID, NULL, &id) < 0)
@@ -905,10 +678,10 @@ static int check_sasl(const ent_t *e, const char *mechs)
         if (n != 9 || strncasecmp(p, "ANONYMOUS", 9) != 0) {
             char shown[CFG_SHOW_BYTES * 4 + 8];
             show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
-            return ent_fail(e,
-                            "attribute '%s': Junction does not support SASL mechanisms other "
-                            "than ANONYMOUS yet, got %s",
-                            attr_name(e, L_SASL_MECHANISMS), shown);
+            return attr_fail(e, L_SASL_MECHANISMS,
+                             "attribute '%s': Junction does not support SASL mechanisms other "
+                             "than ANONYMOUS yet, got %s",
+                             attr_name(e, L_SASL_MECHANISMS), shown);
         }
         any = true;
         p += n;
@@ -943,7 +716,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         return -1;
     if (i != CFG_ROLE_NORMAL) {
         char what[64];
-        snprintf(what, sizeof(what), "role \"%s\"", role_tags[i]);
+        snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);
     }
     l->role = CFG_ROLE_NORMAL;
@@ -968,6 +741,11 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return unsupported(e, refused_true[k].slot, refused_true[k].what);
     }
     l->authenticate_peer = false;
+    /* qdrouterd 0.x: allowUnsecured no meant requireEncryption yes */
+    if (get_bool(e, L_OLD_ALLOW_UNSECURED, true, &b) < 0)
+        return -1;
+    if (!b)
+        return unsupported(e, L_OLD_ALLOW_UNSECURED, "allowUnsecured: false (requireEncryption)");
 
     /* HTTP (qdrouterd's semantics): `http` makes the listener serve HTTP and WebSocket only;
      * a non-empty httpRootDir implies http (connection_manager.c); healthz, metrics and
@@ -1056,7 +834,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
 
     if (get_enum(e, L_STRIP_ANNOTATIONS, 2 /* both */, &i) < 0)
         return -1;
-    l->strip_annotations = strip_by_tag[i];
+    l->strip_annotations = cfg__strip_by_tag[i];
     return 0;
 }
 
@@ -1108,8 +886,9 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
         char      shown[CFG_SHOW_BYTES * 4 + 8];
         show_text(shown, sizeof(shown), norm, CFG_SHOW_BYTES, '"');
         free(norm);
-        return ent_fail(e, "attribute '%s': entity %d configures the same pattern (%s) already",
-                        attr_name(e, slot), (int)other - 1, shown);
+        return attr_fail(e, slot, "attribute '%s': entity %d configures the same pattern (%s) "
+                                  "already",
+                         attr_name(e, slot), (int)other - 1, shown);
     }
     free(norm);
     BASE_BUG_ON(rc != 0);
@@ -1318,69 +1097,196 @@ static int build_log(ent_t *e)
 
 /* -- the file -- */
 
-static int load_entity(load_t *ld, int index, const cJSON *item)
+/* qdrouterd 0.x's fixedAddress as the address 0.8 made of it: fanout multiple is multicast;
+ * fanout single is closest with bias closest, balanced with bias spread. */
+static int build_fixed_address(ent_t *e)
 {
-    char  got[CFG_SHOW_BYTES * 4 + 16];
-    char  shown[CFG_SHOW_BYTES * 4 + 8];
-    ent_t e = {.ld = ld, .index = index};
+    static const char *const dist[] = {"multicast", "closest", "balanced"};
+    long long                phase;
+    int                      fanout, bias;
+    char                     shown[CFG_SHOW_BYTES * 4 + 8] = "";
 
+    if (check_type_attr(e, F_TYPE) < 0)
+        return -1;
+    if (!e->vals[F_PREFIX])
+        return ent_fail(e, "attribute 'prefix': required, but not given");
+    if (get_int(e, F_PHASE, -1, 9, -1, &phase) < 0 || get_enum(e, F_FANOUT, 0, &fanout) < 0 ||
+        get_enum(e, F_BIAS, 0, &bias) < 0)
+        return -1;
+    /* a phase made it a waypoint's address (0.6), or made 0.8 ignore it */
+    if (phase != -1)
+        return unsupported(e, F_PHASE, "phase (address phases)");
+    /* 0.8 skipped the prefix "/" (0.x's default for every address) with a warning */
+    const cJSON *pv = e->vals[F_PREFIX];
+    if (cJSON_IsString(pv) && strcmp(pv->valuestring, "/") == 0) {
+        char *name = NULL;
+        if (get_str(e, F_NAME, NULL, &name) < 0)
+            return -1;
+        free(name);
+        warn(e, NULL, e->line,
+             "the 'fixedAddress' entity is deprecated, and one with prefix \"/\" configures "
+             "nothing (qdrouterd 0.8 ignored it too): remove it");
+        return 0;
+    }
+    const char *d = fanout == 0 ? dist[0] : bias == 0 ? dist[1] : dist[2];
+    cJSON      *dn = cJSON_CreateString(d);
+    cJSON_AddItemToArray(e->ld->made, dn);
+
+    ent_t a = {.ld = e->ld, .index = e->index, .type = e->type, .defs = cfg__address_attrs,
+               .n_defs = A_N, .line = e->line};
+    a.vals[A_NAME] = e->vals[F_NAME];
+    a.spelled[A_NAME] = e->spelled[F_NAME];
+    a.vals[A_PREFIX] = e->vals[F_PREFIX];
+    a.spelled[A_PREFIX] = e->spelled[F_PREFIX];
+    a.vals[A_DISTRIBUTION] = dn;
+    a.spelled[A_DISTRIBUTION] = "fanout";
+    if (cJSON_IsString(e->vals[F_PREFIX]))
+        show_text(shown, sizeof(shown), e->vals[F_PREFIX]->valuestring, CFG_SHOW_BYTES, '"');
+    warn(e, NULL, e->line,
+         "the 'fixedAddress' entity is deprecated, use an 'address' with prefix %s and "
+         "distribution \"%s\" instead",
+         shown, d);
+    return build_address(&a);
+}
+
+/* Check an entity's shape and classify its type: fills e (type in shown[CFG_SHOW_BYTES * 4 +
+ * 8], line), *kind and *attrs; returns -1 with the message for a malformed pair. */
+static int entity_head(load_t *ld, int index, const cJSON *item, ent_t *e, char *shown,
+                       type_kind_t *kind, const cJSON **attrs)
+{
+    char got[CFG_SHOW_BYTES * 4 + 16];
+
+    *e = (ent_t){.ld = ld, .index = index, .line = node_line(ld, item)};
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2)
         return fail(ld, "entity %d: expected a [type, {attributes}] pair, got %s", index,
                     cJSON_IsArray(item) ? "a list that is not a pair"
                                         : show_value(item, got, sizeof(got)));
     const cJSON *t = item->child;
-    const cJSON *attrs = t->next;
+    *attrs = t->next;
     if (!cJSON_IsString(t) || !t->valuestring)
         return fail(ld, "entity %d: expected the entity type as a string, got %s", index,
                     show_value(t, got, sizeof(got)));
-
-    char       *canon = NULL;
-    type_kind_t kind = type_resolve(t->valuestring, &canon);
-    show_text(shown, sizeof(shown), canon, CFG_SHOW_BYTES, 0);
+    char *canon = NULL;
+    *kind = cfg__type_resolve(t->valuestring, &canon);
+    show_text(shown, CFG_SHOW_BYTES * 4 + 8, canon, CFG_SHOW_BYTES, 0);
     free(canon);
-    e.type = shown;
+    e->type = shown;
+    if (*kind == TK_UNKNOWN)
+        return line_fail(ld, NULL, e->line, "entity %d: unknown entity type '%s'", index, shown);
+    if (*kind != TK_UNSUPPORTED && *kind != TK_OPERATIONAL && !cJSON_IsObject(*attrs))
+        return ent_fail(e, "expected the attributes as a map, got %s",
+                        show_value(*attrs, got, sizeof(got)));
+    return 0;
+}
+
+/* Before the entities are built: a qdrouterd 0.x `container` entity (at most one) is read,
+ * and its attributes kept for the router (which may come before or after it, or not at
+ * all).  A malformed entity is left for the main pass to report in its turn. */
+static int read_container(load_t *ld, const cJSON *root)
+{
+    char         shown[CFG_SHOW_BYTES * 4 + 8];
+    int          index = 0;
+    const cJSON *item;
+
+    cJSON_ArrayForEach(item, root)
+    {
+        ent_t        e;
+        type_kind_t  kind = TK_UNKNOWN;
+        const cJSON *attrs = NULL;
+        char         err0 = ld->err && ld->errlen ? ld->err[0] : 0;
+        int          i = index++;
+
+        if (entity_head(ld, i, item, &e, shown, &kind, &attrs) < 0) {
+            if (ld->err && ld->errlen)
+                ld->err[0] = err0; /* reported by the main pass */
+            continue;
+        }
+        if (kind != TK_CONTAINER)
+            continue;
+        if (ld->container_at >= 0)
+            return ent_fail(&e, "a second container entity (entity %d is the container already)",
+                            ld->container_at);
+        ld->container_at = i;
+        e.defs = cfg__container_attrs;
+        e.n_defs = C_N;
+        if (collect(&e, attrs) < 0 || check_common(&e, C_TYPE, C_NAME, NULL) < 0)
+            return -1;
+        memcpy(ld->container_vals, e.vals, sizeof(ld->container_vals));
+        memcpy(ld->container_spelled, e.spelled, sizeof(ld->container_spelled));
+        warn(&e, NULL, e.line,
+             "the 'container' entity is deprecated, use 'router' instead (its workerThreads, "
+             "debugDump (debugDumpFile), saslConfigPath (saslConfigDir) and saslConfigName are "
+             "the router's now; containerName is not used)");
+    }
+    return 0;
+}
+
+static int load_entity(load_t *ld, int index, const cJSON *item)
+{
+    char         shown[CFG_SHOW_BYTES * 4 + 8];
+    ent_t        e;
+    type_kind_t  kind = TK_UNKNOWN;
+    const cJSON *attrs = NULL;
+
+    if (entity_head(ld, index, item, &e, shown, &kind, &attrs) < 0)
+        return -1;
+    const char *written = item->child->valuestring;
 
     switch (kind) {
     case TK_UNKNOWN:
-        return fail(ld, "entity %d: unknown entity type '%s'", index, shown);
-    case TK_UNSUPPORTED:
+        BASE_BUG_ON(true); /* entity_head() refused it */
+        return -1;
+    case TK_UNSUPPORTED: {
+        /* the entity's attribute table (names.c) already maps its deprecated names; it is
+         * refused until Junction implements it */
+        const cfg__type_table_t *t = cfg__unsupported_table(shown);
+        if (t && t->successor)
+            return ent_fail(&e,
+                            "Junction does not support the '%s' entity yet (a qdrouterd 0.x "
+                            "entity: 1.0 replaced it with '%s')",
+                            shown, t->successor);
         return ent_fail(&e, "Junction does not support the '%s' entity yet", shown);
+    }
     case TK_OPERATIONAL:
         return ent_fail(&e, "'%s' is not a configuration entity (it exists only at run time)",
                         shown);
-    case TK_REMOVED:
-        return ent_fail(&e, "the 'container' entity was removed in qdrouterd 1.0; its "
-                            "attributes (workerThreads...) belong to 'router' now");
+    case TK_CONTAINER:
+        return 0; /* read by read_container(); the router has its attributes */
+    case TK_FIXED_ADDRESS:
+        e.defs = cfg__fixed_address_attrs;
+        e.n_defs = F_N;
+        break;
     case TK_ROUTER:
-        e.defs = router_attrs;
+        e.defs = cfg__router_attrs;
         e.n_defs = R_N;
         break;
     case TK_LISTENER:
-        e.defs = listener_attrs;
+        e.defs = cfg__listener_attrs;
         e.n_defs = L_N;
         break;
     case TK_ADDRESS:
-        e.defs = address_attrs;
+        e.defs = cfg__address_attrs;
         e.n_defs = A_N;
         break;
     case TK_LOG:
-        e.defs = log_attrs;
+        e.defs = cfg__log_attrs;
         e.n_defs = G_N;
         break;
     case TK_MANAGEMENT:
-        e.defs = management_attrs;
+        e.defs = cfg__management_attrs;
         e.n_defs = M_N;
         break;
     case TK_POLICY:
-        e.defs = policy_attrs;
+        e.defs = cfg__policy_attrs;
         e.n_defs = P_N;
         break;
     }
-    if (!cJSON_IsObject(attrs))
-        return ent_fail(&e, "expected the attributes as a map, got %s",
-                        show_value(attrs, got, sizeof(got)));
     if (collect(&e, attrs) < 0)
         return -1;
+    /* qdrouterd camelCases type names too: `fixed-address` was 0.x's spelling */
+    if (!strchr(written, '.') && strcmp(written, shown) != 0 && kind != TK_FIXED_ADDRESS)
+        warn(&e, NULL, e.line, "entity type '%s' is an old spelling, use '%s' instead", written,
+             shown);
 
     switch (kind) {
     case TK_ROUTER:
@@ -1395,6 +1301,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_management(&e);
     case TK_POLICY:
         return build_policy(&e);
+    case TK_FIXED_ADDRESS:
+        return build_fixed_address(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1429,11 +1337,6 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
         *out = root;
         return 0;
     }
-    const char *p = text;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (!*p)
-        return fail(ld, "expected a JSON list of [type, {attributes}] pairs, got an empty file");
     if (!end || end < text)
         end = text;
     int         line = 1;
@@ -1452,29 +1355,38 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
     memcpy(frag, end, n);
     frag[n] = '\0';
     show_text(near, sizeof(near), frag, sizeof(frag), '\'');
-    bool conf_syntax = isalpha((unsigned char)*p);
-    return fail(ld, "line %d, column %d: invalid JSON near %s%s", line, (int)(end - bol) + 1,
-                *end ? near : "the end of the file",
-                conf_syntax ? " (qdrouterd's .conf syntax is not supported: use its JSON form)"
-                            : "");
+    return fail(ld, "line %d, column %d: invalid JSON near %s", line, (int)(end - bol) + 1,
+                *end ? near : "the end of the file");
 }
 
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen)
 {
-    load_t ld = {.name = name ? name : "config", .err = err, .errlen = errlen, .router_at = -1,
-                 .management_at = -1, .policy_at = -1};
-    cJSON *root = NULL;
-    int    rc = -1;
+    load_t       ld = {.name = name ? name : "config", .err = err, .errlen = errlen,
+                       .router_at = -1, .management_at = -1, .policy_at = -1,
+                       .container_at = -1};
+    cfg__lines_t lines;
+    cJSON       *root = NULL;
+    int          rc = -1;
 
     if (err && errlen)
         err[0] = '\0';
     if (!text)
         return fail(&ld, "no configuration text");
+    /* qdrouterd refuses a file of zero bytes (one of blanks and comments is a config with
+     * nothing in it) */
+    if (!*text)
+        return fail(&ld, "an empty file: not a configuration (qdrouterd refuses it too)");
 
     char *buf = base_strdup(text);
     if (strncmp(buf, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte-order mark: blank it */
         memset(buf, ' ', 3);
-    strip_comments(buf);
+    /* the dialect is chosen by the text, not the file name (qdrouterd takes a name ending in
+     * .json for JSON): JSON starts with `[`, and a `.conf` line never starts with `[` or `{` */
+    bool json = cfg__is_json(buf);
+    if (json)
+        strip_comments(buf);
+    cfg__lines_init(&lines);
+    ld.made = cJSON_CreateArray();
     ld.cfg = base_calloc(1, sizeof(*ld.cfg));
     ld.cfg->path = base_strdup(ld.name);
     ld.cfg->router.default_distribution = CFG_DIST_BALANCED; /* a file may have no router */
@@ -1484,19 +1396,39 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
     ld.patterns = base_pattern_new();
     base_map_init(&ld.names);
 
-    if (parse_json(&ld, buf, &root) < 0)
-        goto out;
+    if (json) {
+        if (parse_json(&ld, buf, &root) < 0)
+            goto out;
+    } else {
+        char msg[512];
+        int  line = 0;
+        if (cfg__conf_parse(buf, &root, &lines, &line, msg, sizeof(msg)) < 0) {
+            line_fail(&ld, NULL, line, "%s", msg);
+            goto out;
+        }
+        ld.lines = &lines;
+    }
     if (!cJSON_IsArray(root)) {
         char got[CFG_SHOW_BYTES * 4 + 16];
         fail(&ld, "expected a JSON list of [type, {attributes}] pairs, got %s",
              show_value(root, got, sizeof(got)));
         goto out;
     }
+    if (read_container(&ld, root) < 0)
+        goto out;
     int          index = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, root)
     {
         if (load_entity(&ld, index++, item) < 0)
+            goto out;
+    }
+    if (ld.router_at < 0 && ld.container_at >= 0) {
+        /* a container without a router: the router is made of the container's attributes */
+        ent_t e = {.ld = &ld, .index = ld.container_at, .type = "router",
+                   .defs = cfg__router_attrs, .n_defs = R_N,
+                   .line = node_line(&ld, cJSON_GetArrayItem(root, ld.container_at))};
+        if (build_router(&e) < 0)
             goto out;
     }
     if (!ld.cfg->router.id)
@@ -1513,6 +1445,8 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
 
 out:
     cJSON_Delete(root);
+    cJSON_Delete(ld.made);
+    cfg__lines_fini(&lines);
     base_map_fini(&ld.names);
     base_pattern_free(ld.patterns);
     free(buf);
@@ -1568,6 +1502,10 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen)
     }
     int rc = cfg_load_string(buf, path, out, err, errlen);
     free(buf);
+    /* Start-up: the log entities are not applied yet, so these go where qdrouterd's go at this
+     * point, to stderr (its default, info and above, shows warnings). */
+    for (size_t i = 0; rc == 0 && i < (*out)->n_warnings; i++)
+        base_log_write(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "%s", (*out)->warnings[i]);
     return rc;
 }
 
@@ -1589,33 +1527,13 @@ void cfg_free(cfg_t *cfg)
     free(cfg->logs);
     free(cfg->management.socket);
     free(cfg->policy.default_vhost);
+    for (size_t i = 0; i < cfg->n_warnings; i++)
+        free(cfg->warnings[i]);
+    free(cfg->warnings);
     free(cfg);
 }
 
 /* -- small helpers -- */
-
-const char *cfg_distribution_name(cfg_distribution_t d)
-{
-    return (unsigned)d < BASE_ARRAY_LEN(dist_tags) - 1 ? dist_tags[d] : "?";
-}
-
-const char *cfg_strip_name(cfg_strip_t s)
-{
-    for (size_t i = 0; i < BASE_ARRAY_LEN(strip_by_tag); i++)
-        if (strip_by_tag[i] == s)
-            return strip_tags[i];
-    return "?";
-}
-
-const char *cfg_family_name(cfg_family_t f)
-{
-    return f == CFG_FAMILY_IPV4 ? "IPv4" : f == CFG_FAMILY_IPV6 ? "IPv6" : NULL;
-}
-
-const char *cfg_role_name(cfg_role_t r)
-{
-    return (unsigned)r < BASE_ARRAY_LEN(role_tags) - 1 ? role_tags[r] : "?";
-}
 
 int cfg_port_number(const char *port)
 {

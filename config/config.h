@@ -1,18 +1,24 @@
-/* config/config.h: Junction's configuration - qdrouterd's JSON form, parsed and validated.
+/* config/config.h: Junction's configuration - qdrouterd's `.conf` dialect or its JSON form,
+ * parsed and validated.
  *
- * The file is a JSON list of [entityType, {attributes}] pairs, exactly as qdrouterd reads a
- * `.json` config: lines whose first non-blank character is `#` are comments; entity types
+ * The text decides the dialect (not the file name): JSON when its first character that is
+ * neither blank nor on a `#` comment line is `[` (or `{`), else qdrouterd's `.conf` dialect,
+ * read exactly as qdrouterd 1.19 reads it (config/DESIGN.md).  Both give a list of
+ * [entityType, {attributes}] pairs, validated the same way: entity types
  * may be short (`address`) or long (`router.config.address`,
  * `org.apache.qpid.dispatch.router.config.address`); attribute keys may be camelCase or
  * kebab/snake case (`worker-threads` == `workerThreads`); booleans accept true/false and the
  * strings yes/no/true/false/on/off; integers accept JSON numbers and numeric strings; enums
- * accept their names.  Every attribute gets qdrouterd's default when absent.
+ * accept their names.  Every attribute gets qdrouterd's default when absent.  Every name
+ * qdrouterd has used loads (deprecated and pre-1.0 ones with a warning in cfg_t.warnings).
  *
- * Anything wrong - unreadable file, bad JSON, unknown entity type or attribute, wrong type,
- * value out of range, missing required value, a qdrouterd feature Junction does not support -
- * makes cfg_load_*() fail with ONE line in `err` that names the file, the entity (its index
- * in the list, from 0, and its type), the attribute, and what was expected, e.g.
+ * Anything wrong - unreadable file, bad JSON or `.conf` line, unknown entity type or
+ * attribute, wrong type, value out of range, missing required value, a qdrouterd feature
+ * Junction does not support - makes cfg_load_*() fail with ONE line in `err` that names the
+ * file, the line (`.conf` only), the entity (its index in the list, from 0, and its type),
+ * the attribute, and what was expected, e.g.
  *   "junction.json: entity 2 (listener): attribute 'maxFrameSize': expected an integer, got \"big\""
+ *   "qdrouterd.conf: line 14: entity 2 (listener): attribute 'maxFrameSize': expected ..."
  *
  * Threads: called on the main thread at start-up; the result is read-only afterwards and may
  * be read from any thread.  Owns all its strings (freed by cfg_free()).
@@ -219,12 +225,17 @@ typedef struct cfg {
     size_t          n_addresses;
     cfg_log_t      *logs;        /* array, in file order */
     size_t          n_logs;
+    char          **warnings;    /* what loaded but qdrouterd deprecated (old names), one line
+                                    each in the form of the errors, in file order */
+    size_t          n_warnings;
 } cfg_t;
 
 /* Parse and validate the file at `path`.  Returns 0 and a new cfg_t in *out, or -1 with a
- * one-line message (no trailing newline) in err[errlen] and *out untouched. */
+ * one-line message (no trailing newline) in err[errlen] and *out untouched.  This is the
+ * start-up load: it also writes each of the cfg_t's warnings to the log (AGENT, warning). */
 int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
-/* Same, from a string; `name` stands for the file name in messages. */
+/* Same, from a string; `name` stands for the file name in messages.  Logs nothing: the
+ * warnings are in the result. */
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
 void cfg_free(cfg_t *cfg);
 
@@ -247,5 +258,20 @@ int cfg_management_default_socket(char *buf, size_t len);
  * other name is looked up in the services database (getservbyname(), not thread-safe: call it
  * at start-up).  Returns 0-65535 (0 = ephemeral), or -1 when the port is not valid. */
 int cfg_port_number(const char *port);
+
+/* A password attribute's value as qdrouterd 1.19 reads it (sslProfile `password`, connector
+ * `saslPassword`):
+ *   env:VAR       the value of environment variable VAR (blanks after the colon skipped)
+ *   pass:TEXT     TEXT
+ *   literal:TEXT  TEXT when allow_literal (sslProfile's password), else the value as written
+ *   file:PATH     the first line of the file, without its newline (at most 199 bytes)
+ *   anything else the value as written
+ * Returns 0 with a new string in *out, and *plain set when the password itself is in the
+ * configuration (qdrouterd warns "It is unsafe to provide plain text passwords in the config
+ * file"); or -1 with one line in err[errlen]: a variable that is not set, a file that cannot
+ * be read, is empty or has a longer first line (where qdrouterd would go on with a password
+ * that cannot be right).  Reads the environment and the file system: main thread, start-up. */
+int cfg_password_resolve(const char *value, bool allow_literal, char **out, bool *plain,
+                         char *err, size_t errlen);
 
 #endif

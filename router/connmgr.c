@@ -17,8 +17,8 @@
 #include "router/connmgr.h"
 
 #include "router/accept.h"
-#include "router/admin.h"
 #include "router/http.h"
+#include "router/mgmt/admin.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -218,9 +218,10 @@ static void entry_start(rtr_connmgr_t *m, rtr_connmgr_entry_t *e)
 {
     if (e->cfg->http) {
         /* HTTP is served on the admin thread (started now if it is not running) */
-        rtr_admin_http_t hl = {.fd = e->fd, .cfg = e->cfg, .id = e->id};
+        mgmt_admin_http_t hl = {.fd = e->fd, .cfg = e->cfg, .id = e->id};
         e->fd = -1;
-        if (rtr_admin_http_add(m->cfg, m->env.reg, m->env.core, m->env.ctx, &hl) < 0) {
+        if (mgmt_admin_http_add(m->env.admin, m->cfg, m->env.reg, m->env.core, m->env.web, &hl) <
+            0) {
             LOG(ERROR, "HTTP listener %s:%s not started (see above)",
                 e->cfg->host ? e->cfg->host : "", e->cfg->port);
             entry_set_state(m, e, RTR_CONNMGR_STOPPED); /* it closed the socket */
@@ -272,7 +273,7 @@ static void entry_end(rtr_connmgr_t *m, rtr_connmgr_entry_t *e)
     rtr_connmgr_state_t st = e->state;
     pthread_mutex_unlock(&m->lock);
     if (st == RTR_CONNMGR_HTTP)
-        rtr_admin_http_del(e->id); /* the admin thread closes it and logs */
+        mgmt_admin_http_del(*m->env.admin, e->id); /* the admin thread closes it and logs */
     else if (st != RTR_CONNMGR_STOPPED)
         LOG(NOTICE, "Stopped listening on %s:%s", entry_host(e), e->cfg->port);
     if (e->acc_open) {
@@ -358,7 +359,7 @@ int rtr_connmgr_listen(rtr_connmgr_t *m)
     pthread_mutex_lock(&m->lock);
     for (rtr_connmgr_entry_t *e = m->head; e; e = e->next)
         n++;
-    rtr_admin_http_t *http = base_calloc(n ? n : 1, sizeof(*http));
+    mgmt_admin_http_t *http = base_calloc(n ? n : 1, sizeof(*http));
     for (rtr_connmgr_entry_t *e = m->head; e; e = e->next) {
         if (!e->cfg->http || e->state != RTR_CONNMGR_BOUND || e->deleted)
             continue;
@@ -369,7 +370,8 @@ int rtr_connmgr_listen(rtr_connmgr_t *m)
         e->state = RTR_CONNMGR_HTTP;
     }
     pthread_mutex_unlock(&m->lock);
-    int rc = rtr_admin_start(m->cfg, m->env.reg, m->env.core, m->env.ctx, http, n_http);
+    int rc =
+        mgmt_admin_start(m->env.admin, m->cfg, m->env.reg, m->env.core, m->env.web, http, n_http);
     free(http);
     if (rc)
         return rc; /* it closed the sockets; start-up ends */

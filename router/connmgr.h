@@ -4,7 +4,7 @@
  *
  * It binds the configured listeners at start-up (`Listening on HOST:PORT`; one that cannot
  * be bound stops start-up), hands each listening socket to the main loop's acceptor, or, for
- * an http listener, to the admin thread (rtr_admin_start, rtr_admin_http_add/_del), adds and
+ * an http listener, to the admin thread (mgmt_admin_start, mgmt_admin_http_add/_del), adds and
  * deletes listeners at run time, and names each by an id (management rows and DELETE use
  * it).  An accepted AMQP socket goes to the owner's callback (the server's round-robin to
  * the workers): the connection manager never holds a connection.
@@ -27,6 +27,7 @@
 
 #include "config/config.h"
 #include "core/core.h"
+#include "router/mgmt/admin.h"
 #include "stats/stats.h"
 
 #include <stdbool.h>
@@ -34,7 +35,6 @@
 #include <uv.h>
 
 typedef struct rtr_connmgr rtr_connmgr_t;
-typedef struct rtr_ctx rtr_ctx_t; /* router/ctx.h */
 
 /* What an entry is.  Connectors will be a second kind, with their own configuration. */
 typedef enum rtr_connmgr_kind {
@@ -55,12 +55,13 @@ typedef void (*rtr_connmgr_accept_cb)(void *ctx, const cfg_listener_t *lc, int f
 /* What the manager needs from the running router (rtr_connmgr_start).  Borrowed: each must
  * outlive rtr_connmgr_free(). */
 typedef struct rtr_connmgr_env {
-    uv_loop_t            *loop;       /* the main thread's loop: acceptors, the wake-up */
-    stats_registry_t     *reg;        /* for the admin thread's HTTP server */
-    core_t               *core;       /* for the admin thread's HTTP server */
-    rtr_ctx_t            *ctx;        /* the workers, for its AMQP over WebSocket */
-    rtr_connmgr_accept_cb accept;     /* each accepted AMQP socket */
-    void                 *accept_ctx; /* its first argument */
+    uv_loop_t              *loop;       /* the main thread's loop: acceptors, the wake-up */
+    stats_registry_t       *reg;        /* for the admin thread's HTTP server */
+    core_t                 *core;       /* for the admin thread's HTTP server */
+    mgmt_admin_t          **admin;      /* the admin thread (NULL while it does not run) */
+    const mgmt_admin_web_t *web;        /* its HTTP server */
+    rtr_connmgr_accept_cb   accept;     /* each accepted AMQP socket */
+    void                   *accept_ctx; /* its first argument */
 } rtr_connmgr_env_t;
 
 /* One entry as rtr_connmgr_find() reports it (a copy: the entry may go once the lock is
@@ -84,7 +85,7 @@ rtr_connmgr_t *rtr_connmgr_new(const cfg_t *cfg, char *err, size_t errlen);
 int rtr_connmgr_start(rtr_connmgr_t *m, const rtr_connmgr_env_t *env);
 
 /* Begin accepting: the http listeners' sockets go to the admin thread, which this starts
- * (rtr_admin_start: with the management socket too when the configuration has one; it
+ * (mgmt_admin_start: with the management socket too when the configuration has one; it
  * runs when there is either), and the others to acceptors on the main loop.  Returns 0, or
  * the admin thread's negative errno after it logged why.  Main thread, once, after the core
  * and the workers started (accepted sockets go to them at once). */

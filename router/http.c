@@ -24,7 +24,7 @@
  *
  *   browser --HTTP--> lws vhost --http-only--> http_get.c   /metrics, /healthz, files
  *           --WS amqp|binary|AMQPWSB10------> http_ws.c    socketpair <-> worker
- *           --WS junction-mgmt--------------> http_ws.c    rtr_admin_sess_t
+ *           --WS junction-mgmt--------------> http_ws.c    mgmt_sess_t
  */
 #include "junction_version.h"
 #include "router/http_int.h"
@@ -117,9 +117,9 @@ static void listeners_free(rtr_http_t *srv)
 }
 
 /* One of the server's counters (in the registry as it is, or the sink when it is full). */
-static void plain_stat(const char *name, const char *help, stats_handle_t *out)
+static void plain_stat(rtr_http_t *srv, const char *name, const char *help, stats_handle_t *out)
 {
-    stats_registry_t *reg = rtr_admin_registry();
+    stats_registry_t *reg = mgmt_admin_registry(srv->admin);
     if (stats_stat_new(reg, name, STATS_COUNTER, help, NULL, out, NULL) < 0)
         memset(out, 0, sizeof(*out)); /* {0,0}: writes land in the sink slot */
 }
@@ -144,7 +144,7 @@ int rtr_http_root_check(const char *dir, char *real, char *err, size_t errlen)
 /* A listener for h on srv (its socket not yet polled): its root directory checked and its
  * vhost made.  Returns it (on srv->listeners), or NULL after logging why (h's socket is
  * then still the caller's). */
-static http_listener_t *listener_new(rtr_http_t *srv, const rtr_admin_http_t *h)
+static http_listener_t *listener_new(rtr_http_t *srv, const mgmt_admin_http_t *h)
 {
     const cfg_listener_t *lc = h->cfg;
     char                  real[PATH_MAX];
@@ -203,16 +203,17 @@ static int listener_poll(rtr_http_t *srv, http_listener_t *l)
     return 0;
 }
 
-rtr_http_t *rtr_http_new(uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx)
+rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx)
 {
     rtr_http_t *srv = base_calloc(1, sizeof(*srv));
+    srv->admin = admin;
     srv->loop = loop;
     srv->core = core;
     srv->rtr = ctx;
     return srv;
 }
 
-int rtr_http_start(rtr_http_t *srv, const rtr_admin_http_t *http, size_t n)
+int rtr_http_start(rtr_http_t *srv, const mgmt_admin_http_t *http, size_t n)
 {
     int rc = 0;
     assert(!srv->ctx && !srv->stopping); /* the admin starts a server that does not run, once */
@@ -253,12 +254,13 @@ int rtr_http_start(rtr_http_t *srv, const rtr_admin_http_t *http, size_t n)
         return rc;
     }
 
-    srv->shard = stats_shard_new(rtr_admin_registry());
-    plain_stat("httpRequests", "HTTP requests answered", &srv->st_requests);
-    plain_stat("httpHealthzProbes", "/healthz round trips the core thread answered",
+    srv->shard = stats_shard_new(mgmt_admin_registry(srv->admin));
+    plain_stat(srv, "httpRequests", "HTTP requests answered", &srv->st_requests);
+    plain_stat(srv, "httpHealthzProbes", "/healthz round trips the core thread answered",
                &srv->st_probes);
-    plain_stat("httpWebsocketAmqp", "AMQP-over-WebSocket connections accepted", &srv->st_ws_amqp);
-    plain_stat("httpConsoleSessions", "Console live-feed (junction-mgmt) sessions opened",
+    plain_stat(srv, "httpWebsocketAmqp", "AMQP-over-WebSocket connections accepted",
+               &srv->st_ws_amqp);
+    plain_stat(srv, "httpConsoleSessions", "Console live-feed (junction-mgmt) sessions opened",
                &srv->st_ws_mgmt);
     rtr_http__probe_init(srv);
 
@@ -272,7 +274,7 @@ bool rtr_http_running(const rtr_http_t *srv)
     return srv && srv->ctx;
 }
 
-int rtr_http_listener_add(rtr_http_t *srv, const rtr_admin_http_t *h)
+int rtr_http_listener_add(rtr_http_t *srv, const mgmt_admin_http_t *h)
 {
     http_listener_t *l = rtr_http_running(srv) ? listener_new(srv, h) : NULL;
     if (!l) {
@@ -321,7 +323,7 @@ void rtr_http_stop(rtr_http_t *srv)
     lws_context_destroy(ctx);
     srv->stopping = true;
     rtr_http__probe_stop(srv);
-    stats_shard_free(rtr_admin_registry(), srv->shard);
+    stats_shard_free(mgmt_admin_registry(srv->admin), srv->shard);
     srv->shard = NULL;
     /* a listener whose DELETE is closing it already has its close callback coming */
     for (http_listener_t *l = srv->listeners; l; l = l->next) {

@@ -1,6 +1,6 @@
 /* router/http.h: the HTTP/WebSocket server of listeners with `http: true` - the console's
  * files, /metrics, /healthz, AMQP over WebSocket and the console's live feed - served by
- * libwebsockets on the admin thread's libuv loop (router/admin.c owns the loop and the thread
+ * libwebsockets on the admin thread's libuv loop (router/mgmt/admin.c owns the loop and the thread
  * and holds the server).  Its files: http.c (life cycle, listeners), http_get.c (plain HTTP),
  * http_ws.c (WebSockets), sharing router/http_int.h.
  *
@@ -13,7 +13,7 @@
 #ifndef JUNCTION_ROUTER_HTTP_H
 #define JUNCTION_ROUTER_HTTP_H
 
-#include "router/admin.h"
+#include "router/mgmt/admin.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,18 +21,20 @@
 
 /* rtr_http_t: one HTTP server (its libwebsockets contexts, listeners and probe). */
 typedef struct rtr_http rtr_http_t;
+typedef struct rtr_ctx  rtr_ctx_t; /* router/ctx.h */
 
-/* A server that does not run yet, for the admin loop `loop`, probing `core` for /healthz and
- * handing AMQP-over-WebSocket connections to the workers of `ctx` (both borrowed).  Main or
- * admin thread, before the loop runs. */
-rtr_http_t *rtr_http_new(uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx);
+/* A server that does not run yet, for the loop `loop` of admin thread `admin` (whose
+ * registry and management sessions it uses), probing `core` for /healthz and handing
+ * AMQP-over-WebSocket connections to the workers of `ctx` (borrowed).  Main or admin
+ * thread, before the loop runs. */
+rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx);
 
 /* Serve the http listeners (n >= 1; their sockets are listening and become the server's: it
  * closes them) on srv's loop, handing AMQP-over-WebSocket connections to the workers.
  * srv must not run or have stopped.  Returns 0, or a negative errno after logging one line
  * (every socket is closed then and nothing is left running; the loop may still hold closing
  * handles, which the caller runs out; a later call may try again).  Admin thread. */
-int rtr_http_start(rtr_http_t *srv, const rtr_admin_http_t *http, size_t n);
+int rtr_http_start(rtr_http_t *srv, const mgmt_admin_http_t *http, size_t n);
 
 /* srv runs (rtr_http_start succeeded and rtr_http_stop has not run; NULL does not run).
  * Admin thread. */
@@ -41,7 +43,7 @@ bool rtr_http_running(const rtr_http_t *srv);
 /* Serve one more http listener (management CREATE) on the running server: h's socket is
  * listening and becomes the server's.  Returns 0, or a negative errno after logging why (the
  * socket is closed then).  Admin thread. */
-int rtr_http_listener_add(rtr_http_t *srv, const rtr_admin_http_t *h);
+int rtr_http_listener_add(rtr_http_t *srv, const mgmt_admin_http_t *h);
 
 /* Stop accepting on listener `id` and close its socket (management DELETE); the connections
  * it accepted go on.  Nothing happens for an id the server does not serve, or when srv does

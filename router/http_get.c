@@ -399,7 +399,7 @@ static int on_request(struct lws *wsi, http_req_t *r, const char *path)
         if (!l->cfg->metrics)
             return respond_text(r, 404, BODY_404);
         r->body = BODY_PROM;
-        r->prom = stats_prom_new(rtr_admin_registry(), NULL);
+        r->prom = stats_prom_new(mgmt_admin_registry(srv->admin), NULL);
         if (send_head(wsi, 200, "text/plain; version=0.0.4; charset=utf-8",
                       LWS_ILLEGAL_HTTP_CONTENT_LEN) < 0)
             return -1;

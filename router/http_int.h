@@ -88,6 +88,7 @@ typedef struct http_lws_cell {
  * come after the admin loop closed: lws may call back (and write a cell) until then. */
 struct rtr_http {
     uv_loop_t          *loop;        /* the admin loop */
+    mgmt_admin_t       *admin;       /* the admin thread (registry, management sessions) */
     core_t             *core;        /* for the /healthz probe */
     rtr_ctx_t          *rtr;         /* the workers, for WebSocket AMQP connections */
     struct lws_context *ctx;         /* libwebsockets while running; NULL before and from stop */

@@ -14,7 +14,7 @@
  *     time, only after lws said the WebSocket can take the previous one.  Either side closing
  *     closes the other.  A socketpair that cannot be made closes the WebSocket (1011, "out of
  *     file descriptors") with a rate-limited warning.
- *   - junction-mgmt: a management session (rtr_admin_sess_t, the same bounded session the
+ *   - junction-mgmt: a management session (mgmt_sess_t, the same bounded session the
  *     management socket uses); each text message in is one request line, each reply line
  *     goes out as one text message.
  *   - `websockets: false` refuses every upgrade (LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION).
@@ -289,10 +289,10 @@ int rtr_http__cb_amqp(struct lws *wsi, enum lws_callback_reasons reason, void *u
 /* ws_mgmt_t: one junction-mgmt WebSocket: a management session.  Heap; freed when both the
  * WebSocket closed and the session let go. */
 typedef struct ws_mgmt {
-    struct lws       *wsi;     /* the WebSocket; NULL once lws closed it */
-    rtr_admin_sess_t *sess;    /* its session */
-    bool              refused; /* over the cap: not counted */
-    bool              ending;  /* close the WebSocket once the output went */
+    struct lws  *wsi;     /* the WebSocket; NULL once lws closed it */
+    mgmt_sess_t *sess;    /* its session */
+    bool         refused; /* over the cap: not counted */
+    bool         ending;  /* close the WebSocket once the output went */
 } ws_mgmt_t;
 
 static void mgmt_flush(void *ctx)
@@ -323,7 +323,7 @@ static void mgmt_fail(void *ctx)
         lws_callback_on_writable(m->wsi);
 }
 
-static const rtr_admin_io_t mgmt_io = {
+static const mgmt_sess_io_t mgmt_io = {
     .flush = mgmt_flush,
     .read = mgmt_read,
     .in_flight = mgmt_in_flight,
@@ -333,7 +333,7 @@ static const rtr_admin_io_t mgmt_io = {
 /* One reply line out as one text message (without its "\n"). */
 static int mgmt_writable(ws_mgmt_t *m)
 {
-    rtr_admin_sess_t *s = m->sess;
+    mgmt_sess_t *s = m->sess;
     if (s->out_len) {
         char          *nl = memchr(s->out, '\n', s->out_len);
         size_t         line = nl ? (size_t)(nl - s->out) : s->out_len;
@@ -348,7 +348,7 @@ static int mgmt_writable(ws_mgmt_t *m)
         s->out_len -= used;
         if (s->out_len)
             lws_callback_on_writable(m->wsi);
-        rtr_admin_sess_pump(s); /* drained: more of a streamed reply, more requests */
+        mgmt_sess_pump(s); /* drained: more of a streamed reply, more requests */
         return 0;
     }
     if (m->ending) {
@@ -375,9 +375,9 @@ int rtr_http__cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *u
         *slot = m;
         char        msg[128];
         const char *refuse = NULL;
-        if (srv->n_mgmt >= rtr_admin_max_clients()) {
+        if (srv->n_mgmt >= mgmt_admin_max_clients(srv->admin)) {
             snprintf(msg, sizeof(msg), "too many console sessions (at most %u): try again later",
-                     rtr_admin_max_clients());
+                     mgmt_admin_max_clients(srv->admin));
             LOG(WARNING, "Console feed: a session refused: %u open already", srv->n_mgmt);
             m->refused = true;
             refuse = msg;
@@ -385,8 +385,8 @@ int rtr_http__cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *u
             srv->n_mgmt++;
             stats_counter_inc(srv->shard, srv->st_ws_mgmt);
         }
-        m->sess = rtr_admin_sess_new(srv->loop, &mgmt_io, m, refuse);
-        rtr_admin_sess_pump(m->sess);
+        m->sess = mgmt_sess_new(srv->admin, &mgmt_io, m, refuse);
+        mgmt_sess_pump(m->sess);
         return 0;
     }
     case LWS_CALLBACK_RECEIVE:
@@ -394,7 +394,7 @@ int rtr_http__cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *u
             return -1;
         if (m->refused || m->ending)
             return 0;
-        rtr_admin_sess_input(m->sess, in, len, lws_is_final_fragment(wsi) != 0);
+        mgmt_sess_input(m->sess, in, len, lws_is_final_fragment(wsi) != 0);
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         if (!m)
@@ -405,7 +405,7 @@ int rtr_http__cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *u
             rtr_http_t *srv = rtr_http__listener(wsi)->srv;
             if (!m->refused && !srv->stopping)
                 srv->n_mgmt--;
-            rtr_admin_sess_free(m->sess);
+            mgmt_sess_free(m->sess);
             free(m);
             *slot = NULL;
         }

@@ -10,15 +10,14 @@
  * waits until the core has answered for every link and delivery -> join workers -> stop the
  * core -> stop the agent.  Signal and timer callbacks find the server in their handle's data.
  */
+#include "core/base/pool.h"
+#include "router/accept.h"
+#include "router/connmgr.h"
+#include "router/http.h"
+#include "router/mgmt/admin.h"
+#include "router/mgmt/agent.h"
 #include "router/server.h"
 #include "router/worker.h"
-
-#include "core/base/pool.h"
-
-#include "router/accept.h"
-#include "router/admin.h"
-#include "router/agent.h"
-#include "router/connmgr.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,29 +34,45 @@
 #define RTR_TRIM_PERIOD  5u
 #define RTR_POOL_RESERVE (256u << 10)
 
+
 struct rtr_server {
-    const cfg_t    *cfg;          /* configuration, outlives the server */
-    uv_loop_t       loop;         /* main thread's loop */
-    uv_signal_t     sigs[4];      /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
-    rtr_connmgr_t  *connmgr;      /* the listeners (new .. free) */
-    int             n_workers;    /* worker threads */
-    rtr_worker_t   *workers;      /* array */
-    rtr_ctx_t       ctx;          /* what the workers share (filled at start) */
-    base_mpsc_t   **worker_q;     /* each worker's inbox, for the core */
-    core_t         *core;         /* the routing core (start .. free) */
-    stats_registry_t *reg;        /* the process's stats registry */
-    core_stats_t    stats;        /* the built-in families */
-    stats_shard_t  *shard;        /* the main thread's shard: process gauges */
-    uv_timer_t      proc_timer;   /* refreshes the process gauges every second */
-    int             statm_fd;     /* /proc/self/statm for proc_timer, or -1 (start .. free) */
-    unsigned        ticks;        /* proc_timer runs so far (for the pool trim period) */
-    uint64_t        started_ms;   /* uv_now() at start, for uptimeSeconds */
-    const char     *alloc_names[64]; /* pools with an `allocator` stats object */
-    stats_obj_t     alloc_objs[64];  /* their objects */
-    size_t          n_alloc;         /* entries used */
-    int             next_worker;  /* round-robin */
-    bool            started;      /* start succeeded, run has not ended */
-    bool            stopping;     /* a signal or rtr_server_stop(): no new connections */
+    const cfg_t      *cfg;             /* configuration, outlives the server */
+    uv_loop_t         loop;            /* main thread's loop */
+    uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+    rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
+    int               n_workers;       /* worker threads */
+    rtr_worker_t     *workers;         /* array */
+    rtr_ctx_t         ctx;             /* what the workers share (filled at start) */
+    mgmt_admin_web_t  web;             /* the admin thread's HTTP server, for these workers */
+    base_mpsc_t     **worker_q;        /* each worker's inbox, for the core */
+    core_t           *core;            /* the routing core (start .. free) */
+    stats_registry_t *reg;             /* the process's stats registry */
+    core_stats_t      stats;           /* the built-in families */
+    stats_shard_t    *shard;           /* the main thread's shard: process gauges */
+    uv_timer_t        proc_timer;      /* refreshes the process gauges every second */
+    int               statm_fd;        /* /proc/self/statm for proc_timer, or -1 (start .. free) */
+    unsigned          ticks;           /* proc_timer runs so far (for the pool trim period) */
+    uint64_t          started_ms;      /* uv_now() at start, for uptimeSeconds */
+    const char       *alloc_names[64]; /* pools with an `allocator` stats object */
+    stats_obj_t       alloc_objs[64];  /* their objects */
+    size_t            n_alloc;         /* entries used */
+    int               next_worker;     /* round-robin */
+    bool              started;         /* start succeeded, run has not ended */
+    bool              stopping;        /* a signal or rtr_server_stop(): no new connections */
+    mgmt_agent_t     *agent;           /* the management agent (start .. free) */
+    mgmt_admin_t     *admin;           /* the admin thread while it runs, or NULL (main thread) */
+};
+
+/* The admin thread's HTTP server (http.c); each server's copy names its workers (`rtr`). */
+static const mgmt_admin_web_t s_web = {
+    .create = rtr_http_new,
+    .start = rtr_http_start,
+    .running = rtr_http_running,
+    .listener_add = rtr_http_listener_add,
+    .listener_del = rtr_http_listener_del,
+    .stop = rtr_http_stop,
+    .finish = rtr_http_finish,
+    .destroy = rtr_http_free,
 };
 
 /* A new AMQP connection (the connection manager's accept callback): to the next worker
@@ -86,12 +101,12 @@ static void proc_timer_cb(uv_timer_t *t)
             LOG(DEBUG, "Pools gave %zu KiB back to the heap", freed >> 10);
     }
     stats_obj_t r = s->stats.router_obj;
-    uint64_t up = (uv_now(&s->loop) - s->started_ms) / 1000;
+    uint64_t    up = (uv_now(&s->loop) - s->started_ms) / 1000;
     stats_obj_set(s->shard, r, CORE_ROUTER_UPTIME, (int64_t)up);
     /* read through the descriptor opened at start: with every descriptor in use, opening
      * the file now would fail, just when the figures matter */
-    char statm[128];
-    ssize_t got = s->statm_fd >= 0 ? pread(s->statm_fd, statm, sizeof(statm) - 1, 0) : -1;
+    char          statm[128];
+    ssize_t       got = s->statm_fd >= 0 ? pread(s->statm_fd, statm, sizeof(statm) - 1, 0) : -1;
     unsigned long size = 0, rss = 0;
     if (got > 0) {
         statm[got] = '\0';
@@ -103,7 +118,7 @@ static void proc_timer_cb(uv_timer_t *t)
     }
     /* one `allocator` object per pool, as qdrouterd's allocator entity */
     base_pool_info_t info[64];
-    size_t n = base_pool_info(info, 64);
+    size_t           n = base_pool_info(info, 64);
     for (size_t i = 0; i < n && i < 64; i++) {
         size_t k = 0;
         while (k < s->n_alloc && s->alloc_names[k] != info[i].name)
@@ -142,8 +157,10 @@ void rtr_server_stop(rtr_server_t *s)
 {
     if (s->stopping)
         return;
-    LOG(NOTICE, "Shut down on request: no new connections or credit; deliveries in flight "
-                "may settle for up to %u seconds", s->cfg->router.shutdown_grace_seconds);
+    LOG(NOTICE,
+        "Shut down on request: no new connections or credit; deliveries in flight "
+        "may settle for up to %u seconds",
+        s->cfg->router.shutdown_grace_seconds);
     server_stop(s);
 }
 
@@ -152,9 +169,10 @@ static void signal_cb(uv_signal_t *h, int signum)
     rtr_server_t *s = h->data;
     if (s->stopping)
         return;
-    LOG(NOTICE, "Shut down on signal %d (%s): no new connections or credit; deliveries in "
-                "flight may settle for up to %u seconds", signum, strsignal(signum),
-        s->cfg->router.shutdown_grace_seconds);
+    LOG(NOTICE,
+        "Shut down on signal %d (%s): no new connections or credit; deliveries in "
+        "flight may settle for up to %u seconds",
+        signum, strsignal(signum), s->cfg->router.shutdown_grace_seconds);
     server_stop(s);
 }
 
@@ -184,7 +202,7 @@ rtr_ctx_t *rtr_server_ctx(rtr_server_t *s)
 int rtr_server_start(rtr_server_t *s)
 {
     const cfg_t *cfg = s->cfg;
-    int rc = uv_loop_init(&s->loop);
+    int          rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
     rtr_fd_reserve_init(); /* before any thread accepts */
@@ -211,6 +229,8 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     rtr_ctx_init(&s->ctx, cfg, &s->stats, s->workers, n);
+    s->web = s_web;
+    s->web.rtr = &s->ctx;
     s->shard = stats_shard_new(s->reg);
     stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
     s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
@@ -221,15 +241,20 @@ int rtr_server_start(rtr_server_t *s)
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
     }
     /* listeners may be added from here on (the agent's CREATE): the main loop starts them */
-    rtr_connmgr_env_t env = {.loop = &s->loop, .reg = s->reg, .core = s->core,
-                             .ctx = &s->ctx, .accept = accept_amqp, .accept_ctx = s};
+    rtr_connmgr_env_t env = {.loop = &s->loop,
+                             .reg = s->reg,
+                             .core = s->core,
+                             .admin = &s->admin,
+                             .web = &s->web,
+                             .accept = accept_amqp,
+                             .accept_ctx = s};
     rc = rtr_connmgr_start(s->connmgr, &env);
     if (rc)
         return rc;
-    rc = rtr_agent_init(cfg, s->core, &s->ctx, n, s->reg, s->connmgr);
+    rc = mgmt_agent_new(cfg, s->core, &s->ctx, n, s->reg, s->connmgr, &s->agent);
     if (rc)
         return rc;
-    s->worker_q[n] = rtr_agent_queue();
+    s->worker_q[n] = mgmt_agent_queue(s->agent);
     rc = core_start(s->core);
     if (rc)
         return rc;
@@ -238,7 +263,7 @@ int rtr_server_start(rtr_server_t *s)
         if (rc)
             return rc;
     }
-    rc = rtr_agent_start();
+    rc = mgmt_agent_start(s->agent);
     if (rc)
         return rc;
     s->started = true;
@@ -268,7 +293,7 @@ int rtr_server_start(rtr_server_t *s)
 int rtr_server_run(rtr_server_t *s)
 {
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    rtr_admin_stop();
+    mgmt_admin_stop(&s->admin);
 
     /* Every worker stops granting credit, waits up to the grace period for what is in
      * flight to settle, releases the rest, closes its connections and stops once the core
@@ -287,7 +312,7 @@ int rtr_server_run(rtr_server_t *s)
         }
     }
     core_stop(s->core);
-    rtr_agent_stop(); /* after the core: it may send the agent work until it stops */
+    mgmt_agent_stop(s->agent); /* after the core: it may send the agent work until it stops */
     s->started = false;
     rtr_connmgr_stop(s->connmgr); /* (done at the signal already) */
     rtr_loop_close_all(&s->loop);
@@ -304,7 +329,7 @@ void rtr_server_free(rtr_server_t *s)
         for (int i = 0; i < s->n_workers; i++)
             rtr_worker_fini(&s->workers[i]);
     }
-    rtr_agent_free(); /* after the core and the workers: listeners' configurations */
+    mgmt_agent_free(s->agent); /* after the core and the workers: listeners' configurations */
     if (s->core)
         core_free(s->core);
     rtr_connmgr_free(s->connmgr); /* after the agent: the last to add a listener */
@@ -313,7 +338,7 @@ void rtr_server_free(rtr_server_t *s)
     rtr_fd_reserve_fini();
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
-    rtr_admin_stop(); /* reads the registry: stopped before it goes */
+    mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
     rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
     if (s->workers)

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_agent.c: libFuzzer target for the management request decoder and its
- * operations (router/agent_ops.c).
+ * operations (router/mgmt/node.c, ops.c, amqp.c).
  *
  * Input: the encoded bytes of one request message, as the agent receives them.  Each input
  * is answered twice by one agent state (a request must never leave the state unusable: the
@@ -7,7 +7,7 @@
  * get its 200.  Hooks accept everything (listeners get made-up ids), so CREATE/DELETE paths
  * run too.  Seeds: tests/fuzz/agent/corpus (gen_corpus.py: what qdstat and qdmanage send, and
  * malformed variants).  Single-threaded. */
-#include "router/agent_ops.h"
+#include "router/mgmt/mgmt.h"
 
 #include "core/base/log.h"
 #include "core/core.h"
@@ -27,9 +27,9 @@ static long h_listener_add(void *ctx, const cfg_listener_t *lc, char *err, size_
     return ++next_id;
 }
 
-static rtr_mgmt_t *agent(void)
+static mgmt_node_t *agent(void)
 {
-    static rtr_mgmt_t *m;
+    static mgmt_node_t *m;
     static cfg_t *cfg;
     static stats_registry_t *reg;
     static core_stats_t st;
@@ -45,18 +45,18 @@ static rtr_mgmt_t *agent(void)
         abort();
     base_log_set_mask(BASE_LOG_MOD_DEFAULT, 0); /* quiet: UPDATE log may turn modules on */
     base_log_finish_config();
-    rtr_mgmt_hooks_t hooks = {.listener_add = h_listener_add};
-    m = rtr_mgmt_new(cfg, reg, NULL, &hooks);
+    mgmt_hooks_t hooks = {.listener_add = h_listener_add};
+    m = mgmt_node_new(cfg, reg, NULL, &hooks);
     return m;
 }
 
-static int answer(rtr_mgmt_t *m, const uint8_t *data, size_t size)
+static int answer(mgmt_node_t *m, const uint8_t *data, size_t size)
 {
     uint8_t *out = NULL;
     size_t len = 0;
     char *to = NULL;
     const char *why = NULL;
-    int rc = rtr_mgmt_handle(m, data, size, &out, &len, &to, &why);
+    int rc = mgmt_amqp_handle(m, data, size, &out, &len, &to, &why);
     if (rc == 0 && (!out || !len || !to))
         abort();
     if (rc != 0 && (!why || out))
@@ -68,7 +68,7 @@ static int answer(rtr_mgmt_t *m, const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    rtr_mgmt_t *m = agent();
+    mgmt_node_t *m = agent();
     int first = answer(m, data, size);
     if (answer(m, data, size) != first)
         abort(); /* decoding does not depend on the state */

@@ -1,13 +1,20 @@
-/* tests/fuzz/fuzz_config.c: libFuzzer target for the configuration loader (config/config.c).
+/* tests/fuzz/fuzz_config.c: libFuzzer target for the configuration loader (config/config.c,
+ * config/conf.c, config/names.c).
  *
- * Input: the text of a configuration file (any bytes; it need not be NUL-terminated).  The
- * loader must either succeed - and then every listener and address it returns holds values
- * within the documented ranges - or fail with one non-empty line in err, never crash or
- * leak.  A second load of the same text must give the same verdict and the same message
- * (the loader is a pure function of the text; only a random router id may differ).
- * Seeds: tests/fuzz/config/corpus (the example configurations, the system tests' configurations
- * and hand-made broken ones).  Threads: libFuzzer's, one at a time. */
+ * Input: the text of a configuration file (any bytes; it need not be NUL-terminated), in
+ * either dialect: the loader picks JSON or qdrouterd's `.conf` by content.  The loader must
+ * either succeed - and then every listener and address it returns holds values within the
+ * documented ranges, and every warning is one line - or fail with one non-empty line in err,
+ * never crash or leak.  A second load of the same text must give the same verdict and the
+ * same message (the loader is a pure function of the text; only a random router id may
+ * differ).  Every input also goes to the `.conf` reader directly, so that JSON inputs
+ * exercise it too: it must give a list of [type, {attributes}] pairs or one line with a line
+ * number within the text.
+ * Seeds: tests/fuzz/config/corpus (the example configurations in both dialects, the system
+ * tests' configurations, the `.conf` dialect's quirks and hand-made broken ones).
+ * Threads: libFuzzer's, one at a time. */
 #include "config/config.h"
+#include "config/config_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +46,41 @@ static void check(const cfg_t *cfg)
             abort(); /* a listener without its own limit has the policy's */
     if (cfg->router.shutdown_grace_seconds > 3600)
         abort();
+    for (size_t i = 0; i < cfg->n_warnings; i++)
+        if (!cfg->warnings[i][0] || strchr(cfg->warnings[i], '\n'))
+            abort(); /* one line each */
+}
+
+/* The .conf reader alone: a list of pairs, or one line naming a line of the text. */
+static void check_conf(const char *text)
+{
+    cJSON       *root = NULL;
+    cfg__lines_t lines;
+    int          line = -1;
+    char         err[512] = "";
+    int          n_lines = 1;
+
+    for (const char *p = text; *p; p++)
+        n_lines += *p == '\n' || (*p == '\r' && p[1] != '\n');
+    cfg__lines_init(&lines);
+    if (cfg__conf_parse(text, &root, &lines, &line, err, sizeof(err)) == 0) {
+        const cJSON *pair;
+        if (!cJSON_IsArray(root))
+            abort();
+        cJSON_ArrayForEach(pair, root)
+        {
+            if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2 ||
+                !cJSON_IsString(pair->child) || !cJSON_IsObject(pair->child->next))
+                abort();
+            int l = cfg__lines_get(&lines, pair);
+            if (l < 1 || l > n_lines)
+                abort(); /* every entity has its line */
+        }
+        cJSON_Delete(root);
+    } else if (!err[0] || strchr(err, '\n') || line < 1 || line > n_lines) {
+        abort();
+    }
+    cfg__lines_fini(&lines);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -65,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     cfg_free(a);
     cfg_free(b);
+    check_conf(text);
     free(text);
     return 0;
 }

@@ -1,10 +1,11 @@
 /* tests/fuzz/fuzz_mgmt.c: libFuzzer target for the management protocol's request parser and
- * handlers (stats_mgmt_handle() in stats/mgmt.c), the code behind the management socket.
+ * handlers (mgmt_proto_handle() in router/mgmt/proto.c), the code behind the management
+ * socket.
  *
  * Input: what a client writes to the socket; it is cut at each '\n' into request lines, as
- * router/admin.c does (lines longer than STATS_MGMT_LINE_MAX are refused there before the
+ * router/mgmt/sess.c does (lines longer than MGMT_PROTO_LINE_MAX are refused there before the
  * session sees them, so they are skipped here too).  Every line is handled by one session;
- * streamed replies are drained with stats_mgmt_resume() and subscriptions ticked with a
+ * streamed replies are drained with mgmt_proto_resume() and subscriptions ticked with a
  * clock that moves on, so snapshots, queries and subscription updates all run.
  * Invariants: every line the session writes is one complete JSON object ending in one '\n'
  * with no other newline; a handled request always gets at least one line (except a blank
@@ -14,7 +15,7 @@
  * connection, link, address and allocator objects and some values, made once.
  * Threads: libFuzzer's, one at a time. */
 #include "core/core.h"
-#include "stats/stats.h"
+#include "router/mgmt/mgmt.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -75,15 +76,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint64_t now = 1000;
     if (!reg)
         setup();
-    stats_mgmt_info_t info = {"junction", "0.0.0", "Fuzz.A", "standalone"};
-    stats_mgmt_t *m = stats_mgmt_session_new(reg, &info);
-    stats_mgmt_hello(m, write_line, NULL);
+    mgmt_info_t info = {"junction", "0.0.0", "Fuzz.A", "standalone"};
+    mgmt_proto_t *m = mgmt_proto_new(reg, &info);
+    mgmt_proto_hello(m, write_line, NULL);
 
     const char *p = (const char *)data, *end = p + size;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (len <= STATS_MGMT_LINE_MAX) {
+        if (len <= MGMT_PROTO_LINE_MAX) {
             /* the socket hands over a copy that ends where the line ends */
             char *line = malloc(len ? len : 1);
             if (!line)
@@ -95,23 +96,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 t--;
             while (b < t && (line[b] == ' ' || line[b] == '\t'))
                 b++;
-            bool blank = b == t; /* as stats_mgmt_handle() sees it */
-            stats_mgmt_handle(m, line, len, write_line, NULL);
+            bool blank = b == t; /* as mgmt_proto_handle() sees it */
+            mgmt_proto_handle(m, line, len, write_line, NULL);
             if (!blank && lines_out == before)
                 abort(); /* every request gets an answer */
-            for (int i = 0; stats_mgmt_is_streaming(m); i++) {
+            for (int i = 0; mgmt_proto_is_streaming(m); i++) {
                 if (i > 100000)
                     abort(); /* a stream must end */
-                stats_mgmt_resume(m, write_line, NULL);
+                mgmt_proto_resume(m, write_line, NULL);
             }
             free(line);
         }
         now += 750;
-        stats_mgmt_tick(m, now, write_line, NULL);
+        mgmt_proto_tick(m, now, write_line, NULL);
         p += len + (nl ? 1 : 0);
     }
     now += 3600 * 1000;
-    stats_mgmt_tick(m, now, write_line, NULL);
-    stats_mgmt_session_free(m);
+    mgmt_proto_tick(m, now, write_line, NULL);
+    mgmt_proto_free(m);
     return 0;
 }

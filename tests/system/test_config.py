@@ -1,4 +1,5 @@
-"""Configuration: qdrouterd's JSON form, its coercions and aliases, and clear errors."""
+"""Configuration: qdrouterd's JSON form, its coercions and aliases, and clear errors (the .conf
+dialect: test_conf.py)."""
 
 import re
 
@@ -89,8 +90,7 @@ def test_bad_enum_value_is_refused(tmp_path):
     '[["router", {"id": "x"}],\n ["listener", {"port": "0"},\n]\n',
     '[["router", {"id": "x"}]',
     '{"router": {}}\n',
-    'router {\n  id: x\n}\n',
-], ids=["trailing-comma", "unterminated", "not-a-list", "conf-syntax-in-json-file"])
+], ids=["trailing-comma", "unterminated", "not-a-list"])
 def test_bad_json_is_refused(tmp_path, text):
     start_fails(tmp_path, text=text)
 

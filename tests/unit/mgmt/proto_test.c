@@ -1,9 +1,9 @@
-/* tests/unit/stats/mgmt_test.c: stats/mgmt.c - the management protocol as a pure function:
+/* tests/unit/mgmt/proto_test.c: router/mgmt/proto.c - the management protocol as a pure function:
  * hello, malformed and over-long lines (the session stays usable), every op and its bad
  * arguments, paging, streamed replies, subscriptions (changes only, gone objects, a slow
  * subscriber that gets the latest values and no backlog), entity.query rows in qdrouterd's
  * attribute names, and JSON escaping of labels that are not clean text. */
-#include "stats/stats.h"
+#include "router/mgmt/mgmt.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -128,11 +128,11 @@ typedef struct fx {
     stats_registry_t *reg;
     stats_shard_t    *shard;
     stats_family_t   *conn, *link, *addr, *router;
-    stats_mgmt_t     *m;
+    mgmt_proto_t     *m;
     sink_t            out;
 } fx_t;
 
-static const stats_mgmt_info_t info = {
+static const mgmt_info_t info = {
     .product = "junction", .version = "9.8.7", .router_id = "R1", .mode = "standalone"};
 
 static void families(fx_t *f)
@@ -157,7 +157,7 @@ static int setup(void **state)
     f->reg = stats_registry_new();
     families(f);
     f->shard = stats_shard_new(f->reg);
-    f->m = stats_mgmt_session_new(f->reg, &info);
+    f->m = mgmt_proto_new(f->reg, &info);
     *state = f;
     return 0;
 }
@@ -167,7 +167,7 @@ static int setup_empty(void **state)
     fx_t *f = calloc(1, sizeof(*f));
     f->reg = stats_registry_new();
     f->shard = stats_shard_new(f->reg);
-    f->m = stats_mgmt_session_new(f->reg, &info);
+    f->m = mgmt_proto_new(f->reg, &info);
     *state = f;
     return 0;
 }
@@ -176,7 +176,7 @@ static int teardown(void **state)
 {
     fx_t *f = *state;
     sink_clear(&f->out);
-    stats_mgmt_session_free(f->m);
+    mgmt_proto_free(f->m);
     stats_shard_free(f->reg, f->shard);
     stats_registry_free(f->reg);
     free(f);
@@ -201,7 +201,7 @@ __attribute__((format(printf, 2, 3))) static size_t req(fx_t *f, const char *fmt
     int n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     size_t before = f->out.n;
-    assert_int_equal(stats_mgmt_handle(f->m, line, (size_t)n, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, line, (size_t)n, sink_write, &f->out), 0);
     return f->out.n - before;
 }
 
@@ -245,26 +245,26 @@ static void expect_usable(fx_t *f)
 static void test_hello(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stats_mgmt_hello(f->m, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_hello(f->m, sink_write, &f->out), 0);
     cJSON *h = get(last(&f->out), "hello");
     assert_non_null(h);
     assert_string_equal(str(get(h, "product")), "junction");
     assert_string_equal(str(get(h, "version")), "9.8.7");
     assert_string_equal(str(get(h, "router_id")), "R1");
     assert_string_equal(str(get(h, "mode")), "standalone");
-    assert_int_equal((int)num(get(h, "protocol")), STATS_MGMT_PROTOCOL);
-    assert_int_equal((int)num(get(h, "max_line")), STATS_MGMT_LINE_MAX);
+    assert_int_equal((int)num(get(h, "protocol")), MGMT_PROTO_PROTOCOL);
+    assert_int_equal((int)num(get(h, "max_line")), MGMT_PROTO_LINE_MAX);
     cJSON *ops = get(h, "ops");
     assert_true(cJSON_IsArray(ops));
     assert_int_equal(cJSON_GetArraySize(ops), 6);
     assert_string_equal(str(cJSON_GetArrayItem(ops, 0)), "stats.list");
 
     /* defaults for a NULL info */
-    stats_mgmt_t *m = stats_mgmt_session_new(f->reg, NULL);
-    assert_int_equal(stats_mgmt_hello(m, sink_write, &f->out), 0);
+    mgmt_proto_t *m = mgmt_proto_new(f->reg, NULL);
+    assert_int_equal(mgmt_proto_hello(m, sink_write, &f->out), 0);
     assert_string_equal(str(path(last(&f->out), "hello", "product")), "junction");
-    stats_mgmt_session_free(m);
-    stats_mgmt_session_free(NULL);
+    mgmt_proto_free(m);
+    mgmt_proto_free(NULL);
 }
 
 static void test_malformed(void **state)
@@ -320,7 +320,7 @@ static void test_malformed(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t before = f->out.n;
-        int    rc = stats_mgmt_handle(f->m, cases[i].line, strlen(cases[i].line), sink_write,
+        int    rc = mgmt_proto_handle(f->m, cases[i].line, strlen(cases[i].line), sink_write,
                                       &f->out);
         assert_int_equal(rc, 0);
         if (f->out.n != before + 1)
@@ -337,19 +337,19 @@ static void test_malformed(void **state)
 
     /* a NUL inside the line */
     const char nul[] = "{\"id\": 1,\0 \"op\": \"stats.get\"}";
-    assert_int_equal(stats_mgmt_handle(f->m, nul, sizeof(nul) - 1, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, nul, sizeof(nul) - 1, sink_write, &f->out), 0);
     expect_error(f, 400, -1);
     expect_usable(f);
 
     /* blank lines are not requests */
     size_t before = f->out.n;
-    assert_int_equal(stats_mgmt_handle(f->m, "", 0, sink_write, &f->out), 0);
-    assert_int_equal(stats_mgmt_handle(f->m, "  \t\r\n", 5, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, "", 0, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, "  \t\r\n", 5, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* string ids are echoed, with escapes; CR LF is accepted */
     const char crlf[] = "{\"id\": \"a\\\"b\", \"op\": \"nope\"}\r\n";
-    assert_int_equal(stats_mgmt_handle(f->m, crlf, sizeof(crlf) - 1, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, crlf, sizeof(crlf) - 1, sink_write, &f->out), 0);
     assert_string_equal(str(get(last(&f->out), "id")), "a\"b");
     /* large integral ids stay integral */
     req(f, "{\"id\": 9007199254740991, \"op\": \"nope\"}");
@@ -359,19 +359,19 @@ static void test_malformed(void **state)
 static void test_too_long(void **state)
 {
     fx_t  *f = *state;
-    size_t n = STATS_MGMT_LINE_MAX + 100;
+    size_t n = MGMT_PROTO_LINE_MAX + 100;
     char  *line = malloc(n);
     memset(line, ' ', n);
     memcpy(line, "{\"id\": 1, \"op\": \"stats.get\", \"match\": \"", 39);
     line[n - 2] = '"';
     line[n - 1] = '}';
-    assert_int_equal(stats_mgmt_handle(f->m, line, n, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, line, n, sink_write, &f->out), 0);
     expect_error(f, 413, -1);
     expect_usable(f);
     free(line);
 
     /* the error line a server sends itself */
-    assert_int_equal(stats_mgmt_error(sink_write, &f->out, 503, "too many clients"), 0);
+    assert_int_equal(mgmt_proto_error(sink_write, &f->out, 503, "too many clients"), 0);
     expect_error(f, 503, -1);
     assert_string_equal(str(path(last(&f->out), "error", "message")), "too many clients");
 }
@@ -463,7 +463,7 @@ static void test_exact_numbers(void **state)
     stats_gauge_add(f->shard, stats_obj_stat(a, A_SUBS), INT64_MIN);
     rawbuf_t    r = {0};
     const char *line = "{\"id\":1,\"op\":\"stats.get\",\"match\":\"address.M0q.*\"}";
-    assert_int_equal(stats_mgmt_handle(f->m, line, strlen(line), raw_write, &r), 0);
+    assert_int_equal(mgmt_proto_handle(f->m, line, strlen(line), raw_write, &r), 0);
     assert_non_null(strstr(r.text, "\"address.M0q.deliveriesIngress\":18446744073709551615"));
     assert_non_null(strstr(r.text, "\"address.M0q.subscriberCount\":-9223372036854775808"));
 }
@@ -574,10 +574,10 @@ static void test_snapshot(void **state)
         cJSON *more = get(r, "more");
         assert_true(cJSON_IsBool(more));
         if (cJSON_IsFalse(more)) {
-            assert_false(stats_mgmt_is_streaming(f->m));
+            assert_false(mgmt_proto_is_streaming(f->m));
             break;
         }
-        assert_true(stats_mgmt_is_streaming(f->m));
+        assert_true(mgmt_proto_is_streaming(f->m));
         if (lines == 1) {
             /* while streaming: other ops answer at once, a second stream is refused */
             req(f, "{\"id\": 8, \"op\": \"stats.get\", \"match\": \"address.M0s299.*\"}");
@@ -590,14 +590,14 @@ static void test_snapshot(void **state)
             expect_error(f, 409, 10);
         }
         size_t before = f->out.n;
-        assert_int_equal(stats_mgmt_resume(f->m, sink_write, &f->out), 0);
+        assert_int_equal(mgmt_proto_resume(f->m, sink_write, &f->out), 0);
         assert_int_equal(f->out.n, before + 1);
     }
     assert_int_equal(values, 300 * 5 + 4 + 0);
     assert_true(lines >= 3); /* 1504 values, 512 a line */
     /* resume with nothing in progress does nothing */
     size_t before = f->out.n;
-    assert_int_equal(stats_mgmt_resume(f->m, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_resume(f->m, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* a match: one line */
@@ -607,11 +607,11 @@ static void test_snapshot(void **state)
     assert_int_equal(cJSON_GetArraySize(path(r, "result", "values")), 10);
 
     /* a session freed in the middle of a stream frees it */
-    stats_mgmt_t *m = stats_mgmt_session_new(f->reg, &info);
+    mgmt_proto_t *m = mgmt_proto_new(f->reg, &info);
     const char *snap = "{\"id\":1,\"op\":\"stats.snapshot\"}";
-    assert_int_equal(stats_mgmt_handle(m, snap, strlen(snap), sink_write, &f->out), 0);
-    assert_true(stats_mgmt_is_streaming(m));
-    stats_mgmt_session_free(m);
+    assert_int_equal(mgmt_proto_handle(m, snap, strlen(snap), sink_write, &f->out), 0);
+    assert_true(mgmt_proto_is_streaming(m));
+    mgmt_proto_free(m);
 }
 
 static cJSON *sub_line(fx_t *f, int sub)
@@ -628,33 +628,33 @@ static void test_subscribe(void **state)
     stats_obj_t a = mk(f, f->addr, "M0q", "balanced", NULL, NULL);
     stats_obj_t b = mk(f, f->addr, "M0r", "balanced", NULL, NULL);
 
-    assert_int_equal(stats_mgmt_next_due(f->m, 0), -1);
+    assert_int_equal(mgmt_proto_next_due(f->m, 0), -1);
     req(f, "{\"id\": 1, \"op\": \"stats.subscribe\", \"match\": \"address.*.deliveriesEgress\", "
            "\"interval_ms\": 100}");
     cJSON *res = expect_result(f, 1);
     int    sub = (int)num(get(res, "sub"));
     assert_true(sub > 0);
     assert_int_equal((int)num(get(res, "interval_ms")), 100);
-    assert_int_equal(stats_mgmt_next_due(f->m, 1000), 0);
+    assert_int_equal(mgmt_proto_next_due(f->m, 1000), 0);
 
     /* the first update holds everything */
     size_t before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 1000, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 1000, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before + 1);
     cJSON *v = get(sub_line(f, sub), "values");
     assert_int_equal(cJSON_GetArraySize(v), 2);
     assert_int_equal((int)num(get(v, "address.M0q.deliveriesEgress")), 0);
-    assert_int_equal(stats_mgmt_next_due(f->m, 1000), 100);
-    assert_int_equal(stats_mgmt_next_due(f->m, 1060), 40);
+    assert_int_equal(mgmt_proto_next_due(f->m, 1000), 100);
+    assert_int_equal(mgmt_proto_next_due(f->m, 1060), 40);
 
     /* not due yet: nothing */
     stats_counter_add(f->shard, stats_obj_stat(a, A_OUT), 7);
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 1050, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 1050, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* due: only what changed */
-    assert_int_equal(stats_mgmt_tick(f->m, 1100, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 1100, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before + 1);
     v = get(sub_line(f, sub), "values");
     assert_int_equal(cJSON_GetArraySize(v), 1);
@@ -663,7 +663,7 @@ static void test_subscribe(void **state)
 
     /* nothing changed: no line at all */
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 1200, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 1200, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* a slow client: updates are refused, the values keep changing; the next update that
@@ -672,13 +672,13 @@ static void test_subscribe(void **state)
     f->out.refuse = -EAGAIN;
     for (int i = 0; i < 10; i++) {
         stats_counter_add(f->shard, stats_obj_stat(b, A_OUT), 1);
-        assert_int_equal(stats_mgmt_tick(f->m, 1300 + 100 * (uint64_t)i, sink_write, &f->out),
+        assert_int_equal(mgmt_proto_tick(f->m, 1300 + 100 * (uint64_t)i, sink_write, &f->out),
                          0);
     }
     assert_int_equal(f->out.refused, 10);
     f->out.refuse = 0;
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 2300, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 2300, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before + 1);
     v = get(sub_line(f, sub), "values");
     assert_int_equal(cJSON_GetArraySize(v), 1);
@@ -687,15 +687,15 @@ static void test_subscribe(void **state)
     /* a late tick sends one update and does not try to catch up */
     stats_counter_add(f->shard, stats_obj_stat(a, A_OUT), 1);
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 9000, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 9000, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before + 1);
-    assert_int_equal(stats_mgmt_next_due(f->m, 9000), 100);
+    assert_int_equal(mgmt_proto_next_due(f->m, 9000), 100);
 
     /* an object retired: "gone"; one created: its values */
     assert_int_equal(stats_object_retire(f->reg, b), 0);
     stats_obj_t c = mk(f, f->addr, "M0s", "balanced", NULL, NULL);
     stats_counter_add(f->shard, stats_obj_stat(c, A_OUT), 3);
-    assert_int_equal(stats_mgmt_tick(f->m, 9100, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 9100, sink_write, &f->out), 0);
     cJSON *u = sub_line(f, sub);
     v = get(u, "values");
     assert_int_equal(cJSON_GetArraySize(v), 1);
@@ -705,19 +705,19 @@ static void test_subscribe(void **state)
     assert_string_equal(str(cJSON_GetArrayItem(gone, 0)), "address.M0r.deliveriesEgress");
     /* reported once */
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 9200, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 9200, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* a write that fails for good stops the tick with its error */
     stats_counter_add(f->shard, stats_obj_stat(a, A_OUT), 1);
     f->out.refuse = -EPIPE;
-    assert_int_equal(stats_mgmt_tick(f->m, 9300, sink_write, &f->out), -EPIPE);
+    assert_int_equal(mgmt_proto_tick(f->m, 9300, sink_write, &f->out), -EPIPE);
     f->out.refuse = 0;
 
     /* unsubscribe */
     req(f, "{\"id\": 2, \"op\": \"stats.unsubscribe\", \"sub\": %d}", sub);
     assert_int_equal((int)num(get(expect_result(f, 2), "sub")), sub);
-    assert_int_equal(stats_mgmt_next_due(f->m, 0), -1);
+    assert_int_equal(mgmt_proto_next_due(f->m, 0), -1);
     req(f, "{\"id\": 3, \"op\": \"stats.unsubscribe\", \"sub\": %d}", sub);
     expect_error(f, 404, 3);
 }
@@ -728,14 +728,14 @@ static void test_subscribe_first_empty_and_limits(void **state)
     /* a match with nothing behind it still gets one (empty) first update */
     req(f, "{\"id\": 1, \"op\": \"stats.subscribe\", \"match\": \"nosuch.*\"}");
     int sub = (int)num(get(expect_result(f, 1), "sub"));
-    assert_int_equal(stats_mgmt_tick(f->m, 5, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 5, sink_write, &f->out), 0);
     assert_int_equal(cJSON_GetArraySize(get(sub_line(f, sub), "values")), 0);
     size_t before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 2000, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 2000, sink_write, &f->out), 0);
     assert_int_equal(f->out.n, before);
 
     /* the cap on subscriptions */
-    for (int i = 1; i < STATS_MGMT_MAX_SUBS; i++) {
+    for (int i = 1; i < MGMT_PROTO_MAX_SUBS; i++) {
         req(f, "{\"id\": %d, \"op\": \"stats.subscribe\", \"match\": \"router.*\"}", 100 + i);
         expect_result(f, 100 + i);
     }
@@ -743,11 +743,11 @@ static void test_subscribe_first_empty_and_limits(void **state)
     expect_error(f, 429, 2);
     /* histograms change when their count or sum does */
     stats_obj_t r = stats_family_object(f->router);
-    assert_int_equal(stats_mgmt_tick(f->m, 3000, sink_write, &f->out), 0);
+    assert_int_equal(mgmt_proto_tick(f->m, 3000, sink_write, &f->out), 0);
     stats_hist_record(f->shard, stats_obj_hist(r, 3, 4), 2);
     before = f->out.n;
-    assert_int_equal(stats_mgmt_tick(f->m, 5000, sink_write, &f->out), 0);
-    assert_int_equal(f->out.n, before + STATS_MGMT_MAX_SUBS - 1);
+    assert_int_equal(mgmt_proto_tick(f->m, 5000, sink_write, &f->out), 0);
+    assert_int_equal(f->out.n, before + MGMT_PROTO_MAX_SUBS - 1);
     cJSON *v = get(last(&f->out), "values");
     assert_int_equal(cJSON_GetArraySize(v), 1);
     assert_int_equal((int)num(path(v, "router.latency", "count")), 1);
@@ -797,7 +797,7 @@ static cJSON *query_all(fx_t *f, const char *type, const char *extra)
             cJSON_AddItemToArray(all, cJSON_DetachItemFromArray(rows, 0));
         if (cJSON_IsFalse(get(last(&f->out), "more")))
             break;
-        assert_int_equal(stats_mgmt_resume(f->m, sink_write, &f->out), 0);
+        assert_int_equal(mgmt_proto_resume(f->m, sink_write, &f->out), 0);
     }
     cJSON *res = expect_result(f, 77);
     cJSON_ReplaceItemInObject(res, "results", all);
@@ -983,11 +983,11 @@ static void test_garbage(void **state)
             buf[at] = (char)(seed >> 16);
         }
         size_t before = f->out.n;
-        assert_int_equal(stats_mgmt_handle(f->m, buf, n, sink_write, &f->out), 0);
+        assert_int_equal(mgmt_proto_handle(f->m, buf, n, sink_write, &f->out), 0);
         assert_true(f->out.n - before <= 1);
-        while (stats_mgmt_is_streaming(f->m))
-            assert_int_equal(stats_mgmt_resume(f->m, sink_write, &f->out), 0);
-        assert_int_equal(stats_mgmt_tick(f->m, (uint64_t)round * 10, sink_write, &f->out), 0);
+        while (mgmt_proto_is_streaming(f->m))
+            assert_int_equal(mgmt_proto_resume(f->m, sink_write, &f->out), 0);
+        assert_int_equal(mgmt_proto_tick(f->m, (uint64_t)round * 10, sink_write, &f->out), 0);
         if (f->out.n > MAX_LINES - 200)
             sink_clear(&f->out);
     }

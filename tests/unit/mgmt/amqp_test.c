@@ -1,7 +1,7 @@
-/* tests/unit/router/agent_ops_test.c: the management request -> reply logic
- * (router/agent_ops.c) without a router: requests encoded with Proton, replies decoded and
- * checked; hooks record what the agent asked of the router.  Malformed requests included. */
-#include "router/agent_ops.h"
+/* tests/unit/mgmt/amqp_test.c: the AMQP management node's request -> reply logic
+ * (router/mgmt/node.c, ops.c, amqp.c) without a router: requests encoded with Proton,
+ * replies decoded and checked; hooks record what the agent asked of the router.  Malformed requests included. */
+#include "router/mgmt/mgmt.h"
 
 #include "core/base/log.h"
 #include "core/core.h"
@@ -68,7 +68,7 @@ typedef struct fx {
     cfg_t            *cfg;
     stats_registry_t *reg;
     core_stats_t      st;
-    rtr_mgmt_t       *m;
+    mgmt_node_t       *m;
     pn_message_t     *rep;
 } fx_t;
 
@@ -79,11 +79,11 @@ static int setup(void **state)
     assert_int_equal(cfg_load_string(CFG, "t", &f->cfg, err, sizeof(err)), 0);
     f->reg = stats_registry_new();
     assert_int_equal(core_stats_families_new(f->reg, &f->st), 0);
-    rtr_mgmt_info_t info = {.router_id = "T1", .mode = "standalone", .version = "9.9"};
-    rtr_mgmt_hooks_t hooks = {.listener_add = h_listener_add, .listener_del = h_listener_del,
+    mgmt_info_t info = {.router_id = "T1", .mode = "standalone", .version = "9.9"};
+    mgmt_hooks_t hooks = {.listener_add = h_listener_add, .listener_del = h_listener_del,
                               .address_add = h_addr_add, .address_del = h_addr_del,
                               .conn_close = h_close};
-    f->m = rtr_mgmt_new(f->cfg, f->reg, &info, &hooks);
+    f->m = mgmt_node_new(f->cfg, f->reg, &info, &hooks);
     f->rep = pn_message();
     n_listener_add = n_listener_del = n_addr_add = n_addr_del = n_close = 0;
     listener_fails = false;
@@ -94,7 +94,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    rtr_mgmt_free(f->m);
+    mgmt_node_free(f->m);
     stats_registry_free(f->reg);
     cfg_free(f->cfg);
     pn_message_free(f->rep);
@@ -135,7 +135,7 @@ static int call(fx_t *f, void (*fill)(pn_data_t *body), const char *k1, ...)
     size_t out_len;
     char *to;
     const char *why;
-    assert_int_equal(rtr_mgmt_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &out_len, &to,
+    assert_int_equal(mgmt_amqp_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &out_len, &to,
                                      &why),
                      0);
     assert_string_equal(to, "amqp:/_topo/0/T1/temp.1");
@@ -286,23 +286,23 @@ static void test_not_a_message(void **state)
     char *to = NULL;
     const char *why = NULL;
     const uint8_t garbage[] = {0x00, 0x53, 0x74, 0xd1, 0xff, 0xff, 0xff, 0xff, 0x01};
-    assert_int_equal(rtr_mgmt_handle(f->m, garbage, sizeof(garbage), &out, &len, &to, &why), -1);
+    assert_int_equal(mgmt_amqp_handle(f->m, garbage, sizeof(garbage), &out, &len, &to, &why), -1);
     assert_non_null(why);
     assert_null(out);
-    assert_int_equal(rtr_mgmt_handle(f->m, garbage, 0, &out, &len, &to, &why), -1);
+    assert_int_equal(mgmt_amqp_handle(f->m, garbage, 0, &out, &len, &to, &why), -1);
     /* a message without reply-to */
     pn_message_t *req = pn_message();
     pn_data_put_map(pn_message_body(req));
     pn_rwbytes_t buf = {0, NULL};
     ssize_t n = pn_message_encode2(req, &buf);
-    assert_int_equal(rtr_mgmt_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &len, &to, &why),
+    assert_int_equal(mgmt_amqp_handle(f->m, (uint8_t *)buf.start, (size_t)n, &out, &len, &to, &why),
                      -1);
     assert_string_equal(why, "the request has no reply-to");
     free(buf.start);
     pn_message_free(req);
 }
 
-/* A GET-TYPES request whose body section is `body` (raw bytes); returns rtr_mgmt_handle()'s
+/* A GET-TYPES request whose body section is `body` (raw bytes); returns mgmt_amqp_handle()'s
  * result and sets *why. */
 static int call_raw_body(fx_t *f, const uint8_t *bodyb, size_t body_len, const char **why)
 {
@@ -324,7 +324,7 @@ static int call_raw_body(fx_t *f, const uint8_t *bodyb, size_t body_len, const c
     size_t out_len = 0;
     char *to = NULL;
     *why = NULL;
-    int rc = rtr_mgmt_handle(f->m, msg, (size_t)n + body_len, &out, &out_len, &to, why);
+    int rc = mgmt_amqp_handle(f->m, msg, (size_t)n + body_len, &out, &out_len, &to, why);
     free(out);
     free(to);
     free(msg);
@@ -438,6 +438,50 @@ static void test_query_paging(void **state)
             break;
     }
     assert_int_equal(total, BASE_LOG_N_MODULES);
+}
+
+static void fill_query_delivery_count(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(14, "attributeNames"));
+    pn_data_put_list(b);
+    pn_data_enter(b);
+    pn_data_put_string(b, pn_bytes(8, "identity"));
+    pn_data_put_string(b, pn_bytes(13, "deliveryCount"));
+    pn_data_exit(b);
+    pn_data_exit(b);
+}
+
+/* A counter reaches the reply exactly as the registry holds it: rows are built from the
+ * registry straight into AMQP, never through a double (2^60 + 1 has no double). */
+static void test_query_counter_exact(void **state)
+{
+    fx_t          *f = *state;
+    stats_shard_t *shard = stats_shard_new(f->reg);
+    stats_obj_t    l;
+    const char    *labels[] = {"7", "3", "in", "big", "big-link"};
+    assert_int_equal(stats_object_new(f->reg, f->st.link, labels, &l), 0);
+    uint64_t big = (UINT64_C(1) << 60) + 1;
+    stats_counter_add(shard, stats_obj_stat(l, CORE_LINK_DELIVERIES), big);
+    assert_int_equal(call(f, fill_query_delivery_count, "operation", "QUERY", "entityType",
+                          "org.apache.qpid.dispatch.router.link", "type",
+                          "org.amqp.management", NULL),
+                     200);
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, "results"));
+    assert_int_equal(pn_data_get_list(b), 1);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_get_list(b), 2);
+    pn_data_enter(b);
+    pn_data_next(b);
+    assert_int_equal(pn_data_type(b), PN_STRING);
+    assert_memory_equal(pn_data_get_string(b).start, "7", 1);
+    pn_data_next(b);
+    assert_int_equal(pn_data_type(b), PN_LONG);
+    assert_int_equal((uint64_t)pn_data_get_long(b), big);
+    stats_shard_free(f->reg, shard);
 }
 
 static void test_address_create_delete(void **state)
@@ -580,6 +624,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_values_bounded_by_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_router, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_counter_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_address_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),

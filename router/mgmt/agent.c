@@ -1,13 +1,13 @@
-/* router/agent.c: the management agent's thread (see agent.h): a libuv loop whose inbox is
- * a core queue, three links at the core, requests in, replies out.
+/* router/mgmt/agent.c: the management agent's thread (see agent.h): a libuv loop whose
+ * inbox is a core queue, three links at the core, requests in, replies out.
  *
- * Threads: rtr_agent_init/start/stop/free on the main thread; addr_add_CT/addr_del_CT on the
- * core thread (through core_call()); every other function in this file is a callback of the
- * agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the core's work arrives on the inbox (base_mpsc +
- * uv_async wake-up); actions for the core are gathered during a loop iteration and pushed
- * once from a uv_prepare_t, as a worker does; address changes go to the core with
- * core_call(), listener changes to the connection manager (rtr_connmgr_listener_*), connection
- * closes to the workers (RTR_EXT_CLOSE_CONN).
+ * Threads: mgmt_agent_new/start/stop/free on the main thread; addr_add_CT/addr_del_CT on
+ * the core thread (through core_call()); every other function in this file is a callback
+ * of the agent's loop and runs on the agent thread (unsuffixed).  Cross-thread traffic: the
+ * core's work arrives on the inbox (base_mpsc + uv_async wake-up); actions for the core are
+ * gathered during a loop iteration and pushed once from a uv_prepare_t, as a worker does;
+ * address changes go to the core with core_call(), listener changes to the connection
+ * manager (rtr_connmgr_listener_*), connection closes to the workers (RTR_EXT_CLOSE_CONN).
  *
  * Ownership: a request's content reference (CORE_W_SEND) is dropped once answered.  A reply
  * is an rtr_msg_t made here plus a core_delivery_t in an agent_dlv_t that the agent owns
@@ -18,20 +18,19 @@
  * thread time, not the core's; the core only routes the request and the reply, one
  * delivery each.
  */
-#include "router/agent.h"
+#include "router/mgmt/agent.h"
 
+#include "junction_version.h"
 #include "router/accept.h"
-#include "router/agent_ops.h"
 #include "router/connmgr.h"
 #include "router/ctx.h"
+#include "router/mgmt/mgmt.h"
 #include "router/msg.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "junction_version.h"
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_AGENT, BASE_LOG_##lvl, __VA_ARGS__)
 
@@ -48,41 +47,38 @@ struct agent_dlv {
 /* The agent's links, by what the core echoes back as their handle. */
 enum { LINK_MOBILE = 0, LINK_LOCAL, LINK_REPLY, N_LINKS };
 
-typedef struct agent {
-    uv_loop_t         loop;      /* the agent thread's loop */
-    uv_async_t        wake;      /* inbox not empty */
-    uv_async_t        stop;      /* main thread -> agent: stop */
-    uv_prepare_t      flush;     /* pushes to_core once per iteration */
+struct mgmt_agent {
+    uv_loop_t         loop;  /* the agent thread's loop */
+    uv_async_t        wake;  /* inbox not empty */
+    uv_async_t        stop;  /* main thread -> agent: stop */
+    uv_prepare_t      flush; /* pushes to_core once per iteration */
     uv_thread_t       thread;
-    base_mpsc_t       inbox;     /* core_work_t from the core */
-    base_mpsc_batch_t to_core;   /* actions built this iteration */
+    base_mpsc_t       inbox;   /* core_work_t from the core */
+    base_mpsc_batch_t to_core; /* actions built this iteration */
     core_t           *core;
-    rtr_ctx_t        *ctx;       /* the workers' context (link ids, connection closes) */
-    rtr_connmgr_t    *connmgr;   /* listeners (its thread-safe calls); outlives the agent */
-    int               index;     /* our queue index at the core */
-    rtr_mgmt_t       *mgmt;      /* the request -> reply logic and entity records */
+    rtr_ctx_t        *ctx;              /* the workers (link ids, connection closes) */
+    rtr_connmgr_t    *connmgr;          /* listeners (its thread-safe calls); outlives the agent */
+    int               index;            /* our queue index at the core */
+    mgmt_node_t      *mgmt;             /* the request -> reply logic and entity records */
     uint64_t          link_id[N_LINKS]; /* our link ids */
     char              handles[N_LINKS]; /* &handles[i] is link i's handle */
-    agent_dlv_t      *inflight;  /* replies the core has not handed back */
-    bool              started;   /* the thread runs */
-    bool              stopping;  /* stop_cb ran */
-    uint64_t          requests;  /* answered so far (logged at stop) */
-} agent_t;
+    agent_dlv_t      *inflight;         /* replies the core has not handed back */
+    bool              started;          /* the thread runs */
+    bool              stopping;         /* stop_cb ran */
+    uint64_t          requests;         /* answered so far (logged at stop) */
+};
 
-/* The agent, or NULL.  Written by the main thread only (init, free). */
-static agent_t *s_agent;
-
-/* ---- hooks (agent_ops -> the rest of the router) ---- */
+/* ---- hooks (the management node -> the rest of the router) ---- */
 
 static long hook_listener_add(void *ctx, const cfg_listener_t *lc, char *err, size_t errlen)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     return rtr_connmgr_listener_add(a->connmgr, lc, err, errlen);
 }
 
 static void hook_listener_del(void *ctx, long id)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     rtr_connmgr_listener_del(a->connmgr, id);
 }
 
@@ -101,26 +97,26 @@ static void addr_del_CT(core_t *core, void *arg)
 
 static void hook_address_add(void *ctx, const cfg_address_t *ac)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     core_call(a->core, addr_add_CT, (void *)ac);
 }
 
 static void hook_address_del(void *ctx, const cfg_address_t *ac)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     core_call(a->core, addr_del_CT, (void *)ac);
 }
 
 static void hook_conn_close(void *ctx, uint64_t id)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     for (int i = 0; i < a->ctx->n_workers; i++)
         rtr_worker_post_ext(&a->ctx->workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
 }
 
 /* ---- core traffic ---- */
 
-static core_action_t *action(agent_t *a, core_action_type_t type, uint64_t link_id)
+static core_action_t *action(mgmt_agent_t *a, core_action_type_t type, uint64_t link_id)
 {
     core_action_t *act = core_batch_add(&a->to_core);
     act->type = (uint8_t)type;
@@ -129,7 +125,7 @@ static core_action_t *action(agent_t *a, core_action_type_t type, uint64_t link_
     return act;
 }
 
-static void attach(agent_t *a, int which, const char *address, core_link_dir_t dir)
+static void attach(mgmt_agent_t *a, int which, const char *address, core_link_dir_t dir)
 {
     a->link_id[which] = atomic_fetch_add(&a->ctx->next_link_id, 1) + 1;
     core_action_t *act = action(a, CORE_A_LINK_ATTACH, a->link_id[which]);
@@ -142,7 +138,7 @@ static void attach(agent_t *a, int which, const char *address, core_link_dir_t d
     act->u.attach.name = NULL;
 }
 
-static void reply_send(agent_t *a, uint8_t *bytes, size_t len, char *to)
+static void reply_send(mgmt_agent_t *a, uint8_t *bytes, size_t len, char *to)
 {
     rtr_msg_t *m = rtr_msg_new();
     rtr_msg_reserve(m, len);
@@ -171,21 +167,21 @@ static void reply_send(agent_t *a, uint8_t *bytes, size_t len, char *to)
     action(a, CORE_A_DELIVER, a->link_id[LINK_REPLY])->u.dlv = &d->dlv;
 }
 
-static void on_request(agent_t *a, core_work_t *w)
+static void on_request(mgmt_agent_t *a, core_work_t *w)
 {
-    rtr_msg_t *m = (rtr_msg_t *)w->u.send.content;
-    core_delivery_t *in = w->u.send.dlv;
+    rtr_msg_t         *m = (rtr_msg_t *)w->u.send.content;
+    core_delivery_t   *in = w->u.send.dlv;
     core_disposition_t disp = {.outcome = CORE_OUTCOME_ACCEPTED};
-    const char *why = NULL;
+    const char        *why = NULL;
 
     if (m->c.streaming) {
         rtr_msg_reader_del(m, NULL); /* we never read it: the receiving worker must not wait */
         why = "the request is too large";
     } else {
         uint8_t *out = NULL;
-        size_t out_len = 0;
-        char *to = NULL;
-        if (rtr_mgmt_handle(a->mgmt, m->data, m->len, &out, &out_len, &to, &why) == 0) {
+        size_t   out_len = 0;
+        char    *to = NULL;
+        if (mgmt_amqp_handle(a->mgmt, m->data, m->len, &out, &out_len, &to, &why) == 0) {
             reply_send(a, out, out_len, to);
             a->requests++;
         }
@@ -198,8 +194,8 @@ static void on_request(agent_t *a, core_work_t *w)
         disp.cond_desc = base_strdup(why);
     }
     if (in) {
-        uint64_t link = (char *)w->handle == &a->handles[LINK_LOCAL] ? a->link_id[LINK_LOCAL]
-                                                                    : a->link_id[LINK_MOBILE];
+        uint64_t       link = (char *)w->handle == &a->handles[LINK_LOCAL] ? a->link_id[LINK_LOCAL]
+                                                                           : a->link_id[LINK_MOBILE];
         core_action_t *act = action(a, CORE_A_DISPOSITION, link);
         act->u.disposition.dlv = in;
         act->u.disposition.disp = disp;
@@ -210,7 +206,7 @@ static void on_request(agent_t *a, core_work_t *w)
     rtr_msg_unref(m);
 }
 
-static void dlv_free(agent_t *a, agent_dlv_t *d)
+static void dlv_free(mgmt_agent_t *a, agent_dlv_t *d)
 {
     if (d->prev)
         d->prev->next = d->next;
@@ -223,7 +219,7 @@ static void dlv_free(agent_t *a, agent_dlv_t *d)
     free(d);
 }
 
-static void on_work(agent_t *a, core_work_t *w)
+static void on_work(mgmt_agent_t *a, core_work_t *w)
 {
     switch ((core_work_type_t)w->type) {
     case CORE_W_LINK_ATTACHED:
@@ -258,7 +254,7 @@ static void on_work_cb(void *a, void *w)
     on_work(a, w);
 }
 
-static void drain_inbox(agent_t *a)
+static void drain_inbox(mgmt_agent_t *a)
 {
     base_mpsc_drain(&a->inbox, on_work_cb, a);
 }
@@ -270,20 +266,20 @@ static void wake_cb(uv_async_t *h)
 
 static void flush_cb(uv_prepare_t *h)
 {
-    agent_t *a = h->data;
+    mgmt_agent_t *a = h->data;
     if (!a->stopping && !base_mpsc_batch_empty(&a->to_core))
         core_post(a->core, &a->to_core);
 }
 
 static void inbox_wake(void *ctx)
 {
-    agent_t *a = ctx;
+    mgmt_agent_t *a = ctx;
     uv_async_send(&a->wake);
 }
 
 static void stop_cb(uv_async_t *h)
 {
-    agent_t *a = h->data;
+    mgmt_agent_t *a = h->data;
     /* the core has stopped: take what it sent last, then let go of everything */
     drain_inbox(a);
     a->stopping = true;
@@ -294,7 +290,7 @@ static void stop_cb(uv_async_t *h)
 
 static void agent_main(void *arg)
 {
-    agent_t *a = arg;
+    mgmt_agent_t *a = arg;
     base_thread_set_role(BASE_THREAD_ADMIN, 1);
     pthread_setname_np(pthread_self(), "junction-agent");
     attach(a, LINK_MOBILE, "$management", CORE_LINK_OUT);
@@ -306,12 +302,10 @@ static void agent_main(void *arg)
 
 /* ---- main thread ---- */
 
-int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
-                   stats_registry_t *reg, rtr_connmgr_t *connmgr)
+int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
+                   stats_registry_t *reg, rtr_connmgr_t *connmgr, mgmt_agent_t **out)
 {
-    if (s_agent)
-        return -EALREADY;
-    agent_t *a = base_calloc(1, sizeof(*a));
+    mgmt_agent_t *a = base_calloc(1, sizeof(*a));
     a->core = core;
     a->ctx = ctx;
     a->connmgr = connmgr;
@@ -332,27 +326,26 @@ int rtr_agent_init(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
     a->flush.data = a;
     uv_prepare_start(&a->flush, flush_cb);
     base_mpsc_init(&a->inbox, inbox_wake, a);
-    rtr_mgmt_info_t info = {.router_id = cfg->router.id, .mode = cfg->router.mode,
-                            .version = JUNCTION_VERSION};
-    rtr_mgmt_hooks_t hooks = {.ctx = a,
-                              .listener_add = hook_listener_add,
-                              .listener_del = hook_listener_del,
-                              .address_add = hook_address_add,
-                              .address_del = hook_address_del,
-                              .conn_close = hook_conn_close};
-    a->mgmt = rtr_mgmt_new(cfg, reg, &info, &hooks);
-    s_agent = a;
+    mgmt_info_t info = {
+        .router_id = cfg->router.id, .mode = cfg->router.mode, .version = JUNCTION_VERSION};
+    mgmt_hooks_t hooks = {.ctx = a,
+                          .listener_add = hook_listener_add,
+                          .listener_del = hook_listener_del,
+                          .address_add = hook_address_add,
+                          .address_del = hook_address_del,
+                          .conn_close = hook_conn_close};
+    a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);
+    *out = a;
     return 0;
 }
 
-base_mpsc_t *rtr_agent_queue(void)
+base_mpsc_t *mgmt_agent_queue(mgmt_agent_t *a)
 {
-    return s_agent ? &s_agent->inbox : NULL;
+    return a ? &a->inbox : NULL;
 }
 
-int rtr_agent_start(void)
+int mgmt_agent_start(mgmt_agent_t *a)
 {
-    agent_t *a = s_agent;
     if (!a || a->started)
         return 0;
     int rc = uv_thread_create(&a->thread, agent_main, a);
@@ -362,9 +355,8 @@ int rtr_agent_start(void)
     return 0;
 }
 
-void rtr_agent_stop(void)
+void mgmt_agent_stop(mgmt_agent_t *a)
 {
-    agent_t *a = s_agent;
     if (!a || !a->started)
         return;
     uv_async_send(&a->stop);
@@ -373,12 +365,11 @@ void rtr_agent_stop(void)
     LOG(DEBUG, "Management agent stopped after %llu requests", (unsigned long long)a->requests);
 }
 
-void rtr_agent_free(void)
+void mgmt_agent_free(mgmt_agent_t *a)
 {
-    agent_t *a = s_agent;
     if (!a)
         return;
-    rtr_agent_stop();
+    mgmt_agent_stop(a);
     if (!a->stopping) {
         /* never started: close the handles here */
         rtr_loop_close_all(&a->loop);
@@ -389,7 +380,6 @@ void rtr_agent_free(void)
     base_mpsc_batch_discard(&a->to_core);
     base_mpsc_drain(&a->inbox, NULL, NULL);
     base_mpsc_fini(&a->inbox);
-    rtr_mgmt_free(a->mgmt);
+    mgmt_node_free(a->mgmt);
     free(a);
-    s_agent = NULL;
 }

@@ -1,0 +1,684 @@
+/* router/mgmt/ops.c: the AMQP management node's operations - QUERY, READ, CREATE, UPDATE,
+ * DELETE and the GET-* of the node itself - on a decoded request (mgmt_req_t), writing
+ * the reply body through an encoder (mgmt_enc_t; amqp.c decodes the request and encodes
+ * the reply).  Rows come from the row producer (rows.c), the types and attributes from the
+ * one schema table (schema.c).  Every operation checks everything first and writes its
+ * body only once it knows it succeeds.
+ *
+ * Threads: the node's (the agent thread); hooks are called on it.  Log levels are changed
+ * through core/base/log.h's thread-safe calls.
+ */
+#include "router/mgmt/mgmt_int.h"
+
+#include "core/base/base.h"
+#include "core/base/log.h"
+#include "core/base/pattern.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUERY_MAX 100000 /* rows one QUERY may return (qdstat pages by 500) */
+
+int mgmt_req_vfail(mgmt_req_t *q, int status, const char *fmt, va_list ap)
+{
+    vsnprintf(q->desc, sizeof(q->desc), fmt, ap);
+    q->status = status;
+    q->wrote = false;
+    return -1;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(mgmt_req_t *q, int status,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mgmt_req_vfail(q, status, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Success: the status and its description; the body follows (or none: an empty map). */
+static int ok(mgmt_req_t *q, int status, bool body)
+{
+    q->status = status;
+    snprintf(q->desc, sizeof(q->desc), "%s",
+             status == 201 ? "Created" : status == 204 ? "No Content" : "OK");
+    q->wrote = body;
+    return 0;
+}
+
+/* ---- writing ---- */
+
+static void put_str(const mgmt_enc_t *e, const char *s)
+{
+    mgmt_val_t v = {.t = MGMT_V_STR, .s = s};
+    e->value(e->ctx, &v);
+}
+
+/* The current row as a map, attribute name -> value; `over` names up to two columns whose
+ * values are replaced (UPDATE of a connection's adminStatus). */
+typedef struct over {
+    const char *name;  /* column, or NULL */
+    const char *value; /* its new value */
+} over_t;
+
+static void write_row_map(const mgmt_enc_t *e, mgmt_rows_t *r, const over_t *over, size_t nover)
+{
+    e->map(e->ctx);
+    for (unsigned i = 0; i < mgmt_rows_ncols(r); i++) {
+        const char *name = mgmt_rows_col_name(r, i);
+        mgmt_val_t  v;
+        mgmt_rows_get(r, i, &v);
+        for (size_t k = 0; k < nover; k++)
+            if (strcmp(over[k].name, name) == 0)
+                v = (mgmt_val_t){.t = MGMT_V_STR, .s = over[k].value};
+        put_str(e, name);
+        e->value(e->ctx, &v);
+    }
+    e->end(e->ctx);
+}
+
+static mgmt_rows_t *rows_new(mgmt_node_t *n, const mgmt_type_t *t)
+{
+    return mgmt_rows_new(t, n->reg, &n->info, n);
+}
+
+/* ---- finding an entity ---- */
+
+/* Move r to the row whose name or identity is the request's (name first, as qdrouterd; a
+ * singleton's one row when neither is given).  False with a 404 set when there is none. */
+static bool find_row(mgmt_req_t *q, const mgmt_type_t *t, mgmt_rows_t *r)
+{
+    const char *key = q->name ? "name" : "identity";
+    const char *want = q->name ? q->name : q->identity;
+    int         col = mgmt_rows_col_find(r, key);
+    while (mgmt_rows_next(r)) {
+        if (!want && t->singleton)
+            return true;
+        mgmt_val_t v;
+        if (!want || col < 0)
+            continue;
+        mgmt_rows_get(r, (unsigned)col, &v);
+        if (v.t == MGMT_V_STR && strcmp(v.s, want) == 0)
+            return true;
+    }
+    fail(q, 404, "Not Found: no %s with %s '%s'", t->full, key, want ? want : "");
+    return false;
+}
+
+/* Move r to row `index`. */
+static void seek_row(mgmt_rows_t *r, size_t index)
+{
+    for (size_t i = 0; i <= index && mgmt_rows_next(r); i++)
+        ;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * QUERY
+ * ------------------------------------------------------------------------------------- */
+
+static int op_query(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    const char        *tn = q->entity_type ? q->entity_type : q->type;
+    const mgmt_type_t *tf = tn ? mgmt_type_find(tn) : NULL;
+    if (!q->entity_type && tf && tf->kind == MGMT_K_NODE)
+        tn = NULL; /* a node-level QUERY with no entityType: every entity (qdrouterd) */
+    /* attributeNames: a list of strings, absent or empty for every attribute */
+    const cJSON *an = NULL;
+    if (q->body) {
+        if (!cJSON_IsObject(q->body))
+            return fail(q, 400, "Bad Request: the QUERY body must be a map");
+        an = cJSON_GetObjectItemCaseSensitive(q->body, "attributeNames");
+        if (an && !cJSON_IsNull(an) && !cJSON_IsArray(an))
+            return fail(q, 400, "Bad Request: attributeNames must be a list of strings");
+        const cJSON *x;
+        cJSON_ArrayForEach(x, an)
+        {
+            if (!cJSON_IsString(x))
+                return fail(q, 400, "Bad Request: attributeNames must be a list of strings");
+        }
+    }
+    if (q->offset < -1 || q->count < -1)
+        return fail(q, 400, "Bad Request: offset and count must not be negative");
+
+    const mgmt_type_t *t = NULL;
+    if (tn) {
+        t = mgmt_type_find(tn);
+        if (!t)
+            return fail(q, 404, "Not Found: unknown entity type '%.200s'", tn);
+    }
+    /* the columns: requested ones (checked), or all of the type's */
+    static const char *const base_names[] = {"name", "identity", "type"};
+    const char             **names;
+    size_t                   nnames = 0;
+    mgmt_rows_t             *tr = t ? rows_new(n, t) : NULL;
+    if (an && cJSON_GetArraySize(an) > 0) {
+        names = base_calloc((size_t)cJSON_GetArraySize(an), sizeof(*names));
+        const cJSON *x;
+        cJSON_ArrayForEach(x, an)
+        {
+            if (tr && mgmt_rows_col_find(tr, x->valuestring) < 0) {
+                fail(q, 404, "Not Found: '%.200s' is not an attribute of %s", x->valuestring,
+                     t->full);
+                free(names);
+                mgmt_rows_free(tr);
+                return -1;
+            }
+            names[nnames++] = x->valuestring;
+        }
+    } else if (tr) {
+        nnames = mgmt_rows_ncols(tr);
+        names = base_calloc(nnames, sizeof(*names));
+        for (unsigned i = 0; i < nnames; i++)
+            names[i] = mgmt_rows_col_name(tr, i);
+    } else {
+        nnames = 3;
+        names = base_calloc(nnames, sizeof(*names));
+        memcpy(names, base_names, sizeof(base_names));
+    }
+
+    ok(q, 200, true);
+    e->map(e->ctx);
+    put_str(e, "attributeNames");
+    e->list(e->ctx);
+    for (size_t i = 0; i < nnames; i++)
+        put_str(e, names[i]);
+    e->end(e->ctx);
+    put_str(e, "results");
+    e->list(e->ctx);
+    long long offset = q->offset < 0 ? 0 : q->offset;
+    long long count = q->count < 0 || q->count > QUERY_MAX ? QUERY_MAX : q->count;
+    long long skipped = 0, sent = 0;
+    int      *cols = base_calloc(nnames + 1, sizeof(*cols));
+    for (size_t i = 0; i < mgmt_ntypes && sent < count; i++) {
+        const mgmt_type_t *ti = t ? t : &mgmt_types[i];
+        if (t && i > 0)
+            break;
+        mgmt_rows_t *r = tr ? tr : rows_new(n, ti);
+        tr = NULL;
+        for (size_t k = 0; k < nnames; k++)
+            cols[k] = mgmt_rows_col_find(r, names[k]);
+        /* a QUERY of every type has never skipped operational rows for its offset (it
+         * paged them where they were made); kept so, the wire's behaviour is unchanged */
+        bool skips = t || ti->kind != MGMT_K_STATS;
+        while (sent < count && mgmt_rows_next(r)) {
+            if (skips && skipped < offset) {
+                skipped++;
+                continue;
+            }
+            e->list(e->ctx);
+            for (size_t k = 0; k < nnames; k++) {
+                mgmt_val_t v = {.t = MGMT_V_NULL};
+                if (cols[k] >= 0)
+                    mgmt_rows_get(r, (unsigned)cols[k], &v);
+                e->value(e->ctx, &v);
+            }
+            e->end(e->ctx);
+            sent++;
+        }
+        mgmt_rows_free(r);
+    }
+    free(cols);
+    free(names);
+    e->end(e->ctx);
+    e->end(e->ctx);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * READ, CREATE, DELETE, UPDATE
+ * ------------------------------------------------------------------------------------- */
+
+static const mgmt_type_t *target_type(mgmt_req_t *q, bool required)
+{
+    if (!q->type) {
+        if (required)
+            fail(q, 400, "Bad Request: the %s request has no 'type'", q->op);
+        return required ? NULL : mgmt_type_node();
+    }
+    const mgmt_type_t *t = mgmt_type_find(q->type);
+    if (!t)
+        fail(q, 404, "Not Found: unknown entity type '%.200s'", q->type);
+    return t;
+}
+
+static int op_read(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    const mgmt_type_t *t = target_type(q, false);
+    if (!t)
+        return -1;
+    if (!q->name && !q->identity && !t->singleton)
+        return fail(q, 400, "Bad Request: READ needs a name or an identity");
+    mgmt_rows_t *r = rows_new(n, t);
+    if (find_row(q, t, r)) {
+        ok(q, 200, true);
+        write_row_map(e, r, NULL, 0);
+    }
+    mgmt_rows_free(r);
+    return q->wrote ? 0 : -1;
+}
+
+static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *attrs)
+{
+    cJSON *doc = cJSON_CreateArray();
+    cJSON *ent = cJSON_CreateArray();
+    cJSON_AddItemToArray(ent, cJSON_CreateString(cfg_type));
+    cJSON_AddItemToArray(ent, cJSON_Duplicate(attrs, true));
+    cJSON_AddItemToArray(doc, ent);
+    char *text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    cfg_t *cfg = NULL;
+    char err[512];
+    if (cfg_load_string(text, "request", &cfg, err, sizeof(err)) != 0) {
+        /* "request: entity 0 (listener): attribute ..." -> the part after the entity */
+        const char *p = strstr(err, "): ");
+        fail(q, 400, "Bad Request: %s", p ? p + 3 : err);
+        cfg = NULL;
+    }
+    free(text);
+    return cfg;
+}
+
+static bool name_taken(const mgmt_rec_list_t *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, name) == 0 || strcmp(l->v[i].identity, name) == 0)
+            return true;
+    return false;
+}
+
+static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    const mgmt_type_t *t = target_type(q, true);
+    if (!t)
+        return -1;
+    const char *full = t->full;
+    if (t->kind == MGMT_K_STATS && strcmp(t->name, "router") == 0)
+        return fail(q, 403, "Forbidden: CREATE of %s", full);
+    if (!mgmt_type_has_op(t, "CREATE"))
+        return fail(q, 501, "Not Implemented: operation CREATE is not implemented for %s", full);
+    if (q->body && !cJSON_IsObject(q->body))
+        return fail(q, 400, "Bad Request: the CREATE body must be a map of attributes");
+    cJSON *attrs = q->body ? cJSON_Duplicate(q->body, true) : cJSON_CreateObject();
+    if (cJSON_GetObjectItemCaseSensitive(attrs, "identity")) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: identity cannot be given to CREATE");
+    }
+    /* `type` and `name` from the properties go with the attributes (qdrouterd) */
+    cJSON_DeleteItemFromObjectCaseSensitive(attrs, "type");
+    const cJSON *bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
+    if (bn && !cJSON_IsString(bn)) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: name must be a string");
+    }
+    if (q->name && !bn)
+        cJSON_AddStringToObject(attrs, "name", q->name);
+    bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
+    if (t->kind == MGMT_K_EMPTY) {
+        cJSON_Delete(attrs);
+        return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
+                    full);
+    }
+    mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER ? &m->listeners : &m->addresses;
+    if (bn && name_taken(list, bn->valuestring)) {
+        fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring, full);
+        cJSON_Delete(attrs);
+        return -1;
+    }
+    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs);
+    cJSON_Delete(attrs);
+    if (!cfg)
+        return -1;
+    size_t index;
+    if (t->kind == MGMT_K_LISTENER) {
+        if (cfg->n_listeners != 1) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: not a listener");
+        }
+        char err[300] = "no way to start listeners";
+        long id = m->hooks.listener_add
+                      ? m->hooks.listener_add(m->hooks.ctx, &cfg->listeners[0], err, sizeof(err))
+                      : -1;
+        if (id <= 0) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: %s", err);
+        }
+        mgmt_node_own(m, cfg);
+        char identity[300];
+        mgmt_listener_identity(&cfg->listeners[0], id, identity, sizeof(identity));
+        mgmt_rec_add(&m->listeners, cfg->listeners[0].name, identity, id, &cfg->listeners[0]);
+        index = m->listeners.n - 1;
+    } else {
+        if (cfg->n_addresses != 1) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: not an address");
+        }
+        const cfg_address_t *ac = &cfg->addresses[0];
+        bool prefix = ac->prefix != NULL;
+        char *norm = base_pattern_normalize(prefix ? ac->prefix : ac->pattern, prefix);
+        bool dup = false;
+        for (size_t i = 0; norm && i < m->addresses.n && !dup; i++) {
+            const cfg_address_t *o = m->addresses.v[i].cfg;
+            bool op = o->prefix != NULL;
+            char *on = base_pattern_normalize(op ? o->prefix : o->pattern, op);
+            dup = on && strcmp(on, norm) == 0;
+            free(on);
+        }
+        if (!norm || dup) {
+            free(norm);
+            fail(q, 400, "Bad Request: %s '%.200s' %s", prefix ? "prefix" : "pattern",
+                 prefix ? ac->prefix : ac->pattern, dup ? "is configured already" : "is not valid");
+            cfg_free(cfg);
+            return -1;
+        }
+        free(norm);
+        mgmt_node_own(m, cfg);
+        mgmt_node_address_rec(m, ac);
+        if (m->hooks.address_add)
+            m->hooks.address_add(m->hooks.ctx, ac);
+        index = m->addresses.n - 1;
+    }
+    mgmt_rows_t *r = rows_new(m, t);
+    seek_row(r, index);
+    ok(q, 201, true);
+    write_row_map(e, r, NULL, 0);
+    mgmt_rows_free(r);
+    return 0;
+}
+
+
+static int find_rec(mgmt_req_t *q, const mgmt_type_t *t, mgmt_rec_list_t *l)
+{
+    const char *want = q->name ? q->name : q->identity;
+    if (!want)
+        return fail(q, 400, "Bad Request: %s needs a name or an identity", q->op);
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(q->name ? l->v[i].name : l->v[i].identity, want) == 0)
+            return (int)i;
+    return fail(q, 404, "Not Found: no %s with %s '%.200s'", t->full,
+                q->name ? "name" : "identity", want);
+}
+
+static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
+{
+    const mgmt_type_t *t = target_type(q, true);
+    if (!t)
+        return -1;
+    const char *full = t->full;
+    if (t->kind == MGMT_K_STATS &&
+        (strcmp(t->name, "router") == 0 || strcmp(t->name, "connection") == 0))
+        return fail(q, 403, "Forbidden: DELETE of %s%s", full,
+                    strcmp(t->name, "connection") == 0
+                        ? " (UPDATE its adminStatus to 'deleted' to close it)"
+                        : "");
+    if (!mgmt_type_has_op(t, "DELETE"))
+        return fail(q, 501, "Not Implemented: operation DELETE is not implemented for %s", full);
+    if (t->kind == MGMT_K_EMPTY) {
+        const char *want = q->name ? q->name : q->identity;
+        return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
+                    q->name ? "name" : "identity", want ? want : "");
+    }
+    mgmt_rec_list_t *l = t->kind == MGMT_K_LISTENER ? &m->listeners : &m->addresses;
+    int              i = find_rec(q, t, l);
+    if (i < 0)
+        return -1;
+    if (t->kind == MGMT_K_LISTENER) {
+        if (m->hooks.listener_del)
+            m->hooks.listener_del(m->hooks.ctx, l->v[i].id);
+    } else if (m->hooks.address_del) {
+        m->hooks.address_del(m->hooks.ctx, l->v[i].cfg);
+    }
+    mgmt_rec_del(l, (size_t)i);
+    return ok(q, 204, false);
+}
+
+static int update_log(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e)
+{
+    /* the module from name/identity "log/<MODULE>" (or the body's module) */
+    const char  *want = q->name ? q->name : q->identity;
+    const cJSON *bm = q->body ? cJSON_GetObjectItemCaseSensitive(q->body, "module") : NULL;
+    const char  *mod_name = want && strncmp(want, "log/", 4) == 0 ? want + 4
+                            : cJSON_IsString(bm)                 ? bm->valuestring
+                                                                 : want;
+    int          mod = mod_name ? base_log_module_find(mod_name) : -1;
+    if (mod < 0)
+        return fail(q, 404, "Not Found: no log with %s '%.200s'", q->name ? "name" : "identity",
+                    want ? want : "");
+    const cJSON *x;
+    uint8_t      mask = 0;
+    bool         set_mask = false;
+    cJSON_ArrayForEach(x, q->body)
+    {
+        const char *k = x->string;
+        if (strcmp(k, "name") == 0 || strcmp(k, "identity") == 0 || strcmp(k, "type") == 0 ||
+            strcmp(k, "module") == 0)
+            continue;
+        if (strcmp(k, "enable") == 0) {
+            if (!cJSON_IsString(x) || base_log_parse_enable(x->valuestring, &mask) != 0)
+                return fail(q, 400, "Bad Request: enable: expected levels such as 'info+' or "
+                                    "'trace,debug,warning+' or 'none'");
+            set_mask = true;
+            continue;
+        }
+        return fail(q, 400, "Bad Request: attribute '%.100s' of log cannot be updated at run "
+                            "time", k);
+    }
+    if (set_mask) {
+        base_log_update_module((base_log_module_t)mod, mask);
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO, "Log module %s: enable %s",
+                 base_log_module_name((base_log_module_t)mod),
+                 cJSON_GetObjectItemCaseSensitive(q->body, "enable")->valuestring);
+    }
+    mgmt_rows_t *r = rows_new(m, t);
+    seek_row(r, (size_t)mod);
+    ok(q, 200, true);
+    write_row_map(e, r, NULL, 0);
+    mgmt_rows_free(r);
+    return 0;
+}
+
+static int update_connection(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
+                             const mgmt_enc_t *e)
+{
+    const cJSON *x;
+    const char  *status = NULL;
+    cJSON_ArrayForEach(x, q->body)
+    {
+        const char *k = x->string;
+        if (strcmp(k, "name") == 0 || strcmp(k, "identity") == 0 || strcmp(k, "type") == 0)
+            continue;
+        if (strcmp(k, "adminStatus") == 0 && cJSON_IsString(x) &&
+            (strcmp(x->valuestring, "deleted") == 0 || strcmp(x->valuestring, "enabled") == 0)) {
+            status = x->valuestring;
+            continue;
+        }
+        if (strcmp(k, "adminStatus") == 0)
+            return fail(q, 400, "Bad Request: adminStatus: expected 'enabled' or 'deleted'");
+        return fail(q, 400, "Bad Request: attribute '%.100s' of connection cannot be updated", k);
+    }
+    if (!q->name && !q->identity)
+        return fail(q, 400, "Bad Request: UPDATE needs a name or an identity");
+    mgmt_rows_t *r = rows_new(m, t);
+    if (!find_row(q, t, r)) {
+        mgmt_rows_free(r);
+        return -1;
+    }
+    over_t over[2] = {{"adminStatus", "deleted"}, {"operStatus", "closing"}};
+    size_t nover = 0;
+    if (status && strcmp(status, "deleted") == 0) {
+        mgmt_val_t id;
+        int        col = mgmt_rows_col_find(r, "identity");
+        if (col >= 0)
+            mgmt_rows_get(r, (unsigned)col, &id);
+        uint64_t cid = col >= 0 && id.t == MGMT_V_STR ? strtoull(id.s, NULL, 10) : 0;
+        if (cid && m->hooks.conn_close)
+            m->hooks.conn_close(m->hooks.ctx, cid);
+        nover = 2;
+    }
+    ok(q, 200, true);
+    write_row_map(e, r, over, nover);
+    mgmt_rows_free(r);
+    return 0;
+}
+
+static int op_update(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    const mgmt_type_t *t = target_type(q, true);
+    if (!t)
+        return -1;
+    if (q->body && !cJSON_IsObject(q->body))
+        return fail(q, 400, "Bad Request: the UPDATE body must be a map of attributes");
+    if (t->kind == MGMT_K_LOG)
+        return update_log(m, q, t, e);
+    if (t->kind == MGMT_K_STATS && strcmp(t->name, "connection") == 0)
+        return update_connection(m, q, t, e);
+    if (t->kind == MGMT_K_STATS && strcmp(t->name, "router") == 0) {
+        /* qdrouterd answers 200 and changes nothing; an attribute that would not change is
+         * refused here rather than reported as done */
+        const cJSON *x;
+        cJSON_ArrayForEach(x, q->body)
+        {
+            const char *k = x->string;
+            if (strcmp(k, "name") != 0 && strcmp(k, "identity") != 0 && strcmp(k, "type") != 0)
+                return fail(q, 400, "Bad Request: attribute '%.100s' of router cannot be updated "
+                                    "at run time", k);
+        }
+        return op_read(m, q, e);
+    }
+    return fail(q, 501, "Not Implemented: operation UPDATE is not implemented for %s", t->full);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The node's own operations
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum get_what {
+    GET_TYPES = 0,  /* base types */
+    GET_OPERATIONS, /* operations */
+    GET_ATTRIBUTES, /* attribute names */
+} get_what_t;
+
+/* GET-TYPES / GET-OPERATIONS / GET-ATTRIBUTES: a map full type name -> list. */
+static int op_get_map(mgmt_node_t *n, mgmt_req_t *q, get_what_t what, const mgmt_enc_t *e)
+{
+    const mgmt_type_t *only = NULL;
+    if (q->entity_type) {
+        only = mgmt_type_find(q->entity_type);
+        if (!only)
+            return fail(q, 404, "Not Found: unknown entity type '%.200s'", q->entity_type);
+    }
+    ok(q, 200, true);
+    e->map(e->ctx);
+    for (size_t i = 0; i < mgmt_ntypes; i++) {
+        const mgmt_type_t *t = &mgmt_types[i];
+        if (only && t != only)
+            continue;
+        put_str(e, t->full);
+        e->list(e->ctx);
+        if (what == GET_TYPES) {
+            if (t->kind != MGMT_K_NODE) {
+                char base[128];
+                snprintf(base, sizeof(base), "%s.%s", MGMT_PREFIX, t->extends);
+                put_str(e, base);
+                put_str(e, MGMT_PREFIX ".entity");
+            }
+        } else if (what == GET_OPERATIONS) {
+            for (const char *p = t->ops; *p;) {
+                const char *c = strchr(p, ',');
+                size_t      len = c ? (size_t)(c - p) : strlen(p);
+                char       *op = base_strndup(p, len);
+                put_str(e, op);
+                free(op);
+                if (!c)
+                    break;
+                p = c + 1;
+            }
+        } else {
+            mgmt_rows_t *r = mgmt_rows_new(t, n->reg, &n->info, NULL);
+            for (unsigned k = 0; k < mgmt_rows_ncols(r); k++)
+                put_str(e, mgmt_rows_col_name(r, k));
+            mgmt_rows_free(r);
+        }
+        e->end(e->ctx);
+    }
+    e->end(e->ctx);
+    return 0;
+}
+
+static int op_get_log(mgmt_req_t *q, const mgmt_enc_t *enc)
+{
+    base_log_entry_t *v = base_malloc(BASE_LOG_RING * sizeof(*v));
+    size_t n = base_log_recent(v, BASE_LOG_RING);
+    size_t first = 0;
+    if (q->limit >= 0 && (size_t)q->limit < n)
+        first = n - (size_t)q->limit;
+    cJSON *list = cJSON_CreateArray();
+    for (size_t i = first; i < n; i++) {
+        cJSON *e = cJSON_CreateArray();
+        cJSON_AddItemToArray(e, cJSON_CreateString(base_log_module_name(v[i].module)));
+        cJSON_AddItemToArray(e, cJSON_CreateString(base_log_level_name(v[i].level)));
+        cJSON_AddItemToArray(e, cJSON_CreateString(v[i].text));
+        const char *file = v[i].file;
+        while (file && strncmp(file, "../", 3) == 0)
+            file += 3; /* meson builds in a subdirectory */
+        cJSON_AddItemToArray(e, file ? cJSON_CreateString(file) : cJSON_CreateNull());
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(v[i].line));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(floor(v[i].time)));
+        cJSON_AddItemToArray(list, e);
+    }
+    free(v);
+    ok(q, 200, true);
+    enc->tree(enc->ctx, list);
+    cJSON_Delete(list);
+    return 0;
+}
+
+
+void mgmt_ops_run(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    const char *op = q->op;
+    if (strcmp(op, "QUERY") == 0) {
+        op_query(n, q, e);
+    } else if (strcmp(op, "READ") == 0) {
+        op_read(n, q, e);
+    } else if (strcmp(op, "CREATE") == 0) {
+        op_create(n, q, e);
+    } else if (strcmp(op, "UPDATE") == 0) {
+        op_update(n, q, e);
+    } else if (strcmp(op, "DELETE") == 0) {
+        op_delete(n, q);
+    } else if (strcmp(op, "GET-TYPES") == 0) {
+        op_get_map(n, q, GET_TYPES, e);
+    } else if (strcmp(op, "GET-OPERATIONS") == 0) {
+        op_get_map(n, q, GET_OPERATIONS, e);
+    } else if (strcmp(op, "GET-ATTRIBUTES") == 0) {
+        op_get_map(n, q, GET_ATTRIBUTES, e);
+    } else if (strcmp(op, "GET-ANNOTATIONS") == 0) {
+        ok(q, 200, true);
+        e->map(e->ctx);
+        e->end(e->ctx);
+    } else if (strcmp(op, "GET-MGMT-NODES") == 0) {
+        ok(q, 200, true); /* standalone: no other routers */
+        e->list(e->ctx);
+        e->end(e->ctx);
+    } else if (strcmp(op, "GET-SCHEMA") == 0) {
+        cJSON *s = mgmt_schema_json(n->reg);
+        ok(q, 200, true);
+        e->tree(e->ctx, s);
+        cJSON_Delete(s);
+    } else if (strcmp(op, "GET-JSON-SCHEMA") == 0) {
+        cJSON *s = mgmt_schema_json(n->reg);
+        char  *text = q->indent > 0 ? cJSON_Print(s) : cJSON_PrintUnformatted(s);
+        cJSON_Delete(s);
+        ok(q, 200, true);
+        put_str(e, text);
+        free(text);
+    } else if (strcmp(op, "GET-LOG") == 0) {
+        op_get_log(q, e);
+    } else {
+        fail(q, 501, "Not Implemented: unknown operation '%.100s'", op);
+    }
+}
