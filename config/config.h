@@ -92,7 +92,7 @@ typedef struct cfg_router {
  *    int in Proton).
  *  - maxSessionFrames: AMQP windows are at most 2^31-1 frames (the router caps the bytes of a
  *    session's window at its per-connection input budget anyway).
- *  - workerThreads: worker queue indexes are bytes (router/router_int.h RTR_MAX_WORKERS). */
+ *  - workerThreads: worker queue indexes are bytes (router/ctx.h RTR_MAX_WORKERS). */
 #define CFG_MAX_FRAME_SIZE_MAX (1u << 20)
 #define CFG_LINK_CAPACITY_MAX  100000u
 #define CFG_SESSION_FRAMES_MAX 2147483647u

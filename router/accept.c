@@ -1,5 +1,6 @@
 /* router/accept.c: accepting on a listening socket without spinning when descriptors run
- * out (rtr_acceptor_t), the process's reserve descriptor, the open-files limit at start-up.
+ * out (rtr_acceptor_t), the process's reserve descriptor, the open-files limit at start-up,
+ * and the "host:port" of a socket address for log lines.
  *
  * Threads: an acceptor runs on the thread of its loop (the main thread for AMQP listeners,
  * the admin thread for http listeners and the management socket); nothing in it is shared.
@@ -413,4 +414,22 @@ bool rtr_ratelimit_pass(rtr_ratelimit_t *rl, uint64_t now_ms, uint32_t period_ms
     *held = rl->suppressed;
     rl->suppressed = 0;
     return true;
+}
+
+/* ---- socket addresses ---- */
+
+void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(buf, len, "%s:%d", host, port);
 }

@@ -18,6 +18,7 @@
  * never close it twice.  rtr_fd_limit_raise() is start-up only.  rtr_ratelimit_pass() is not
  * thread-safe: each rtr_ratelimit_t belongs to one thread.  rtr_loop_close_all() (every
  * handle of a loop, at a thread's end) runs on the thread of that loop.
+ * rtr_sockaddr_format() (a peer's or a listener's "host:port" in log lines) is thread-safe.
  */
 #ifndef JUNCTION_ROUTER_ACCEPT_H
 #define JUNCTION_ROUTER_ACCEPT_H
@@ -105,6 +106,10 @@ void rtr_loop_close_all(uv_loop_t *loop);
 /* Raise the soft RLIMIT_NOFILE to the hard limit (capped at what the kernel allows one
  * process) and log the result, at start-up.  Returns the soft limit in force. */
 uint64_t rtr_fd_limit_raise(void);
+
+/* "host:port" of a socket address (IPv4 or IPv6; "?:0" for another family).  Thread-safe. */
+struct sockaddr_storage;
+void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* Whether an error number means the process or the system is out of descriptors. */
 static inline bool rtr_errno_is_fd_shortage(int e)

@@ -16,7 +16,9 @@
  * are never referenced after link cleanup (contexts cleared, pointers NULLed); a connection
  * is freed after its uv handles closed and its last link is gone.
  */
-#include "router/link_in.h"
+#include "router/conn.h"
+
+#include "router/accept.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -40,6 +42,9 @@
 
 #include "junction_version.h"
 
+/* Attaches refused on one connection (maxSenders/maxReceivers) before it is closed. */
+#define RTR_REFUSED_LINKS_MAX 1000u
+
 /* ---------------------------------------------------------------- links */
 
 /* maxSenders / maxReceivers: refuse an attach beyond the connection's cap (attach and
@@ -57,7 +62,7 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
              client_sends ? "senders" : "receivers",
              client_sends ? "maxSenders" : "maxReceivers");
     rtr_pn_link_close_error_WT(pl, "amqp:resource-limit-exceeded", desc);
-    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_LINK_DENIED], 1);
+    stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_LINK_DENIED], 1);
     LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
     /* Proton keeps a refused link until the client detaches it: a client that goes on
      * attaching regardless loses its connection instead of growing the router's memory */
@@ -74,7 +79,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
 {
     rtr_worker_t *w = c->worker;
     rtr_link_t *k = base_calloc(1, sizeof(*k));
-    k->id = atomic_fetch_add(&g_rtr.next_link_id, 1) + 1;
+    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
     k->conn = c;
     k->pn = pl;
     k->out = pn_link_is_sender(pl);
@@ -160,29 +165,21 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     case CORE_W_RELEASE:
         rtr_on_release_WT(w, work);
         break;
-    case CORE_W_EXTERNAL:
-        if (work->u.ext.kind == RTR_EXT_ACCEPT) {
-            rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr, NULL);
-        } else if (work->u.ext.kind == RTR_EXT_ACCEPT_WS) {
-            rtr_accept_t *acc = work->u.ext.ptr;
-            rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc->peer);
-            free(acc);
-        } else if (work->u.ext.kind == RTR_EXT_STREAM) {
-            rtr_on_stream_wake_WT(w);
-        } else if (work->u.ext.kind == RTR_EXT_CLOSE_CONN) {
-            for (rtr_conn_t *c = w->conns; c; c = c->next) {
-                if (c->id == (uint64_t)work->u.ext.arg) {
-                    LOGC(c, INFO, "Connection closed by management (adminStatus deleted)");
-                    rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
-                                             "Connection closed by management");
-                    rtr_conn_close_WT(c);
-                    break;
-                }
-            }
-        } else if (work->u.ext.kind == RTR_EXT_SHUTDOWN) {
-            rtr_worker_shutdown_WT(w, (uint64_t)work->u.ext.arg);
-        }
+    case CORE_W_EXTERNAL: /* the worker's own: worker.c handles it */
         break;
+    }
+}
+
+void rtr_conn_close_id_WT(rtr_worker_t *w, uint64_t id)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        if (c->id == id) {
+            LOGC(c, INFO, "Connection closed by management (adminStatus deleted)");
+            rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
+                                     "Connection closed by management");
+            rtr_conn_close_WT(c);
+            return;
+        }
     }
 }
 
@@ -203,7 +200,7 @@ void rtr_conn_process_dirty_WT(rtr_worker_t *w)
 static void conn_init_WT(rtr_conn_t *c)
 {
     pn_connection_t *pc = c->driver.connection;
-    pn_connection_set_container(pc, g_rtr.router_id);
+    pn_connection_set_container(pc, c->worker->ctx->router_id);
     pn_data_t *caps = pn_connection_offered_capabilities(pc);
     pn_data_put_array(caps, false, PN_SYMBOL);
     pn_data_enter(caps);
@@ -223,15 +220,16 @@ static void conn_init_WT(rtr_conn_t *c)
  * amqp:resource-limit-exceeded, as qdrouterd's policy does).  Returns true when admitted. */
 static bool conn_admit_WT(rtr_conn_t *c)
 {
-    uint32_t max = g_rtr.cfg->policy.max_connections;
-    uint32_t n = atomic_fetch_add(&g_rtr.n_open_conns, 1);
-    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_PROCESSED], 1);
+    rtr_ctx_t *ctx = c->worker->ctx;
+    uint32_t max = ctx->cfg->policy.max_connections;
+    uint32_t n = atomic_fetch_add(&ctx->n_open_conns, 1);
+    stats_counter_add(c->worker->shard, ctx->policy_stats[RTR_POLICY_PROCESSED], 1);
     if (max == 0 || n < max) {
         c->counted = true;
         return true;
     }
-    atomic_fetch_sub(&g_rtr.n_open_conns, 1);
-    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_CONN_DENIED], 1);
+    atomic_fetch_sub(&ctx->n_open_conns, 1);
+    stats_counter_add(c->worker->shard, ctx->policy_stats[RTR_POLICY_CONN_DENIED], 1);
     char desc[96];
     snprintf(desc, sizeof(desc), "at most %u connections (policy maxConnections)", max);
     rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:resource-limit-exceeded", desc);
@@ -284,7 +282,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
             const char *container = pn_connection_remote_container(pc);
             const char *labels[] = {id, c->peer, container ? container : "", "in"};
-            core_stats_object_new(g_rtr.stats, g_rtr.stats->connection, labels, &c->stats);
+            const core_stats_t *cs = c->worker->ctx->stats;
+            core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
@@ -374,27 +373,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 
 /* ---------------------------------------------------------------- the connection's run and end */
 
-static void handle_closed_cb(uv_handle_t *h)
+void rtr_conn_closed_WT(rtr_conn_t *c)
 {
-    rtr_conn_t *c = h->data;
-    if (--c->handles > 0)
-        return;
     links_cleanup_session_WT(c, NULL);
-    pn_connection_driver_destroy(&c->driver);
-    c->closed = true;
-    LOGC(c, INFO, "Connection from %s closed", c->peer);
-    if (!c->links)
-        rtr_conn_free_WT(c);
-}
-
-static void conn_close_socket_WT(rtr_conn_t *c)
-{
-    if (c->closing)
-        return;
-    c->closing = true;
-    uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, handle_closed_cb);
-    uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
 }
 
 void rtr_conn_process_WT(rtr_conn_t *c)
@@ -446,7 +427,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
             break;
     }
     if (pn_connection_driver_finished(&c->driver)) {
-        conn_close_socket_WT(c);
+        rtr_transport_close_WT(c);
         return;
     }
     rtr_transport_arm_WT(c, deadline);
@@ -475,7 +456,7 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     rtr_conn_t *c = base_calloc(1, sizeof(*c));
     c->worker = w;
     c->listener = l;
-    c->id = atomic_fetch_add(&g_rtr.next_conn_id, 1) + 1;
+    c->id = atomic_fetch_add(&w->ctx->next_conn_id, 1) + 1;
     c->strip_in = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_IN;
     c->strip_out = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_OUT;
 
@@ -491,7 +472,7 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     w->n_conns++;
 
     if (!rtr_transport_open_WT(c, fd, peer != NULL)) {
-        conn_close_socket_WT(c);
+        rtr_transport_close_WT(c);
         return;
     }
     if (l->handshake_timeout_seconds)

@@ -19,7 +19,6 @@
 #include "router/accept.h"
 #include "router/http.h"
 #include "router/mgmt/admin.h"
-#include "router/router_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,22 +62,6 @@ struct rtr_connmgr {
     rtr_connmgr_entry_t *tail;      /* [lock] its last entry, where new ones go */
     long                 next_id;   /* [lock] ids given so far */
 };
-
-void rtr_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    int  port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        port = ntohs(a->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(buf, len, "%s:%d", host, port);
-}
 
 static const char *port_service(const char *port)
 {

@@ -203,12 +203,13 @@ static int listener_poll(rtr_http_t *srv, http_listener_t *l)
     return 0;
 }
 
-rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core)
+rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx)
 {
     rtr_http_t *srv = base_calloc(1, sizeof(*srv));
     srv->admin = admin;
     srv->loop = loop;
     srv->core = core;
+    srv->rtr = ctx;
     return srv;
 }
 

@@ -21,14 +21,16 @@
 
 /* rtr_http_t: one HTTP server (its libwebsockets contexts, listeners and probe). */
 typedef struct rtr_http rtr_http_t;
+typedef struct rtr_ctx  rtr_ctx_t; /* router/ctx.h */
 
 /* A server that does not run yet, for the loop `loop` of admin thread `admin` (whose
- * registry and management sessions it uses), probing `core` for /healthz.  Main or admin
+ * registry and management sessions it uses), probing `core` for /healthz and handing
+ * AMQP-over-WebSocket connections to the workers of `ctx` (borrowed).  Main or admin
  * thread, before the loop runs. */
-rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core);
+rtr_http_t *rtr_http_new(mgmt_admin_t *admin, uv_loop_t *loop, core_t *core, rtr_ctx_t *ctx);
 
 /* Serve the http listeners (n >= 1; their sockets are listening and become the server's: it
- * closes them) on srv's loop, handing AMQP-over-WebSocket connections to the workers (g_rtr).
+ * closes them) on srv's loop, handing AMQP-over-WebSocket connections to the workers.
  * srv must not run or have stopped.  Returns 0, or a negative errno after logging one line
  * (every socket is closed then and nothing is left running; the loop may still hold closing
  * handles, which the caller runs out; a later call may try again).  Admin thread. */

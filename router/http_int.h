@@ -15,7 +15,7 @@
 
 #include "router/accept.h"
 #include "router/http.h"
-#include "router/router_int.h"
+#include "router/ctx.h"
 
 #include <libwebsockets.h>
 #include <pthread.h>
@@ -90,6 +90,7 @@ struct rtr_http {
     uv_loop_t          *loop;        /* the admin loop */
     mgmt_admin_t       *admin;       /* the admin thread (registry, management sessions) */
     core_t             *core;        /* for the /healthz probe */
+    rtr_ctx_t          *rtr;         /* the workers, for WebSocket AMQP connections */
     struct lws_context *ctx;         /* libwebsockets while running; NULL before and from stop */
     http_lws_cell_t    *cells;       /* every context made (a failed start's too) */
     http_listener_t    *listeners;   /* every listener made (a list) */

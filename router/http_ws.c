@@ -230,8 +230,8 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
     rtr_accept_t *acc = base_calloc(1, sizeof(*acc));
     acc->listener = l->cfg;
     wsi_peer(wsi, acc->peer, sizeof(acc->peer));
-    rtr_worker_t *w = &g_rtr.workers[srv->next_worker];
-    srv->next_worker = (srv->next_worker + 1) % g_rtr.n_workers;
+    rtr_worker_t *w = &srv->rtr->workers[srv->next_worker];
+    srv->next_worker = (srv->next_worker + 1) % srv->rtr->n_workers;
     rtr_worker_post_ext(w, RTR_EXT_ACCEPT_WS, acc, sv[1]);
     stats_counter_inc(srv->shard, srv->st_ws_amqp);
     *slot = b;

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <time.h>
 
+BASE_POOL_DEFINE(rtr_in_t, 64)
+
 static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in);
 
 static void in_unlink_WT(rtr_in_t *in)
@@ -96,7 +98,8 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
     if (k->reported_blocked) {
         k->reported_blocked = false;
-        stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED, -1);
+        stats_obj_gauge_add(w->shard, w->ctx->stats->router_obj, CORE_ROUTER_LINKS_BLOCKED,
+                            -1);
     }
     pn_link_set_context(k->pn, NULL);
     k->pn = NULL;
@@ -334,7 +337,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     snprintf(desc, sizeof(desc), "message larger than maxMessageSize (%llu bytes)",
              (unsigned long long)max);
     LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
-    stats_counter_add(c->worker->shard, g_rtr.policy_stats[RTR_POLICY_SIZE_DENIED], 1);
+    stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_SIZE_DENIED], 1);
     pn_delivery_set_context(d, NULL);
     if (pn_delivery_settled(d))
         pn_delivery_settle(d);
@@ -464,7 +467,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                                   : (why ? why : "malformed message");
             continue;
         }
-        rtr_msg_stream_start_WT(m, w->index);
+        rtr_msg_stream_start_WT(m, w);
         in_route_WT(k, in);
     }
 }

@@ -1,14 +1,42 @@
 /* router/link_in.h: a connection's incoming links (link_in.c): deliveries from the client's
  * senders to the core, Q2, the credit toward the sender; and a link's end in either
- * direction.  Above link_out.h; included by conn.c.
+ * direction.  Above link_out.h; included by conn.h.
  *
- * Every function is _WT: the connection's worker only.  (rtr_conn_quiesce_WT() and
- * rtr_conn_release_all_WT(), also in link_in.c, are declared in router_int.h for worker.c.)
+ * Every function is _WT: the connection's worker only.
  */
 #ifndef JUNCTION_ROUTER_LINK_IN_H
 #define JUNCTION_ROUTER_LINK_IN_H
 
 #include "router/link_out.h"
+
+/* Largest message prefix (sections before the body) the router accepts. */
+#define RTR_PREFIX_MAX (1u << 20)
+/* Head room given at once to a message that arrives in several frames. */
+#define RTR_HEAD_FIRST_PARTIAL (64u << 10)
+/* A message still arriving after this many bytes is routed at once and streamed. */
+#define RTR_STREAM_THRESHOLD (256u << 10)
+
+/* rtr_in_t: an incoming delivery (the client's transfer to the router). Owner: the worker
+ * of its connection. Freed when both the worker (Proton side done) and the core (posted
+ * CORE_W_SETTLE/RELEASE) are done with it. */
+struct rtr_in {
+    core_delivery_t dlv;      /* first: what the core sees */
+    rtr_link_t     *link;     /* NULL once the link is gone */
+    pn_delivery_t  *pn;       /* NULL once settled or the link is gone */
+    rtr_msg_t      *msg;      /* our content reference */
+    rtr_in_t       *prev;     /* in link->ins */
+    rtr_in_t       *next;     /* in link->ins */
+    bool            at_core;  /* posted to the core */
+    bool            core_done; /* the core answered (CORE_W_SETTLE / CORE_W_RELEASE) */
+    bool            has_final; /* `final` holds the outcome to give the sender */
+    bool            discard;  /* drop the rest of the bytes, then reject (or drop) */
+    const char     *discard_why; /* static reason for the rejection */
+    size_t          head_limit; /* bytes to gather before routing it as a stream */
+    core_disposition_t final; /* the core's outcome, kept until the last byte arrived */
+};
+
+/* Pooled (core/base/pool.h): allocated by its link's worker, freed there. */
+BASE_POOL_DECLARE(rtr_in_t);
 
 /* Forget every Proton object of link k (either direction), hand back what it held, and
  * tell the core (CORE_A_LINK_DETACH), or free k when the core never knew it. */
@@ -27,5 +55,10 @@ void rtr_on_settle_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_on_release_WT(rtr_worker_t *w, core_work_t *work);
 /* RTR_EXT_STREAM: resume streamed copies waiting for bytes and links stopped by Q2. */
 void rtr_on_stream_wake_WT(rtr_worker_t *w);
+/* Shutdown: stop granting credit on every incoming link of the worker (drain). */
+void rtr_conn_quiesce_WT(rtr_worker_t *w);
+/* Shutdown, at the end of the grace period: give RELEASED to every delivery a client sent
+ * that is still waiting for its outcome, so its sender may send it elsewhere. */
+void rtr_conn_release_all_WT(rtr_worker_t *w);
 
 #endif

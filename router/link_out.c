@@ -23,6 +23,8 @@
 
 #include <time.h>
 
+BASE_POOL_DEFINE(rtr_out_t, 64)
+
 void rtr_link_schedule_pump_WT(rtr_link_t *k)
 {
     if (k->in_pump || !k->pn)
@@ -48,7 +50,7 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
     if (o->on_wait)
         BASE_DLIST_REMOVE(w->waiters, o, wprev, wnext);
     if (o->msg->c.streaming)
-        rtr_msg_reader_del(o->msg, o);
+        rtr_msg_reader_del(o->msg, &o->reader);
     if (k->next_send == o) {
         k->next_send = o->next;
         k->queued--;
@@ -71,7 +73,8 @@ static void link_credit_back_positive_WT(rtr_link_t *k)
     stats_obj_set(w->shard, k->stats, CORE_LINK_ZERO_CREDIT_SECS, 0);
     if (k->reported_blocked) {
         k->reported_blocked = false;
-        stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED, -1);
+        stats_obj_gauge_add(w->shard, w->ctx->stats->router_obj, CORE_ROUTER_LINKS_BLOCKED,
+                            -1);
     }
 }
 
@@ -105,8 +108,8 @@ void rtr_conn_sweep_WT(rtr_worker_t *w)
             stats_obj_set(w->shard, k->stats, CORE_LINK_ZERO_CREDIT_SECS, (int64_t)(age / 1000));
             if (!k->reported_blocked && age > CORE_BLOCKED_AGE_MS) {
                 k->reported_blocked = true;
-                stats_obj_gauge_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_LINKS_BLOCKED,
-                                    1);
+                stats_obj_gauge_add(w->shard, w->ctx->stats->router_obj,
+                                    CORE_ROUTER_LINKS_BLOCKED, 1);
                 LOGL(k, INFO, "Link blocked with zero credit for %llu seconds",
                      (unsigned long long)(age / 1000));
             }
@@ -134,7 +137,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     if (!dlv && k->queued >= k->conn->listener->link_capacity) {
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
         stats_obj_add(w->shard, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
-        stats_obj_add(w->shard, g_rtr.stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        stats_obj_add(w->shard, w->ctx->stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -145,9 +148,9 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     o->in = dlv;
     o->msg = m;
     o->link = k;
-    o->worker = w->index;
+    o->reader.worker = w;
     if (m->c.streaming)
-        rtr_msg_reader_add(m, o);
+        rtr_msg_reader_add(m, &o->reader);
     BASE_DLIST_APPEND(k->outs, k->outs_tail, o, prev, next);
     if (!k->next_send)
         k->next_send = o;
@@ -184,9 +187,10 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     codec_ra_out_t ra = {0};
 
     if (!k->conn->strip_out) {
+        const rtr_ctx_t *ctx = k->conn->worker->ctx;
         ra.write = true;
-        ra.ingress.ptr = (const uint8_t *)g_rtr.node_id;
-        ra.ingress.len = g_rtr.node_id_len;
+        ra.ingress.ptr = (const uint8_t *)ctx->node_id;
+        ra.ingress.len = ctx->node_id_len;
         if (m->ra_in) {
             if (scan->ra.ingress.ptr)
                 ra.ingress = scan->ra.ingress;
@@ -197,8 +201,8 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
             ra.to = scan->ra.to;
             ra.phase = scan->ra.phase;
         }
-        ra.trace_append.ptr = (const uint8_t *)g_rtr.node_id;
-        ra.trace_append.len = g_rtr.node_id_len;
+        ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
+        ra.trace_append.len = ctx->node_id_len;
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
@@ -239,7 +243,8 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
         if (link_out_full_WT(k))
             return -1;
         bool complete, aborted;
-        codec_bytes_t b = rtr_msg_reader_peek(m, o, RTR_SEND_CHUNK, &complete, &aborted);
+        codec_bytes_t b = rtr_msg_reader_peek(m, &o->reader, RTR_SEND_CHUNK, &complete,
+                                              &aborted);
         if (aborted) {
             if (o->in) {
                 core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
@@ -253,12 +258,12 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
         }
         if (b.len) {
             link_send_WT(k, b.ptr, b.len);
-            rtr_msg_reader_advance(m, o, b.len);
+            rtr_msg_reader_advance(m, &o->reader, b.len);
             continue;
         }
         if (complete)
             return 1;
-        if (rtr_msg_reader_wait(m, o)) {
+        if (rtr_msg_reader_wait(m, &o->reader)) {
             rtr_worker_t *w = k->conn->worker;
             if (!o->on_wait) {
                 o->on_wait = true;

@@ -1,13 +1,38 @@
 /* router/link_out.h: a connection's outgoing links (link_out.c): copies from the core out to
- * the client's receivers, and every link's credit figures.  Above transport.h; included by
- * link_in.h and conn.c.
+ * the client's receivers, and every link's credit figures.  Above transport.h and msg.h;
+ * included by link_in.h.
  *
  * Every function is _WT: the connection's worker only.
  */
 #ifndef JUNCTION_ROUTER_LINK_OUT_H
 #define JUNCTION_ROUTER_LINK_OUT_H
 
+#include "router/msg.h"
 #include "router/transport.h"
+
+/* Bytes handed to pn_link_send() at a time. */
+#define RTR_SEND_CHUNK (64u << 10)
+
+/* rtr_out_t: one outgoing copy on a link toward a client. Owner: that link's worker. */
+struct rtr_out {
+    rtr_out_t        *next;     /* in link->outs */
+    rtr_out_t        *prev;     /* in link->outs */
+    core_delivery_t  *in;       /* the incoming delivery to report to; NULL if presettled */
+    rtr_msg_t        *msg;      /* content reference */
+    pn_delivery_t    *pn;       /* once started */
+    size_t            sent;     /* bytes of the message body part sent (from body_off) */
+    bool              prefix_done; /* composed prefix sent */
+    bool              done_sending; /* all bytes sent and the delivery advanced */
+    /* streaming only */
+    rtr_msg_reader_t  reader;   /* its place among the message's readers */
+    bool              on_wait;  /* on worker->waiters */
+    rtr_out_t        *wnext;    /* on worker->waiters */
+    rtr_out_t        *wprev;    /* on worker->waiters */
+    rtr_link_t       *link;     /* its link */
+};
+
+/* Pooled (core/base/pool.h): allocated and freed on its link's worker. */
+BASE_POOL_DECLARE(rtr_out_t);
 
 /* Put outgoing link k on its connection's pump list (pumped in rtr_conn_process_WT). */
 void rtr_link_schedule_pump_WT(rtr_link_t *k);
@@ -24,5 +49,9 @@ void rtr_link_out_cleanup_WT(rtr_link_t *k);
 /* The router saw link k's credit (either direction): creditAvailable, and the start or end
  * of a zero run (zeroCreditSeconds, linksBlocked). */
 void rtr_link_credit_seen_WT(rtr_link_t *k, int credit);
+/* Once a second (the worker's sweep timer): every link's credit (creditAvailable),
+ * zero-credit time (zeroCreditSeconds) and whether it has been blocked long enough to count
+ * in the router's linksBlocked. */
+void rtr_conn_sweep_WT(rtr_worker_t *w);
 
 #endif

@@ -1,11 +1,11 @@
 /* router/msg.c: message content - the bytes of one received message, shared by its copies,
- * and the streaming of large messages (see the DESIGN note on rtr_msg_t in router_int.h).
+ * and the streaming of large messages (see the DESIGN note on rtr_msg_t in msg.h).
  *
  * Thread suffixes: _WT = the receiving worker; the rest is thread-safe (the reader functions
  * are called by the worker of each copy).  One lock per streamed message (m->lock); never
  * held while calling into Proton or posting to a queue.
  */
-#include "router/router_int.h"
+#include "router/msg.h"
 
 #include "core/base/list.h"
 
@@ -13,8 +13,6 @@
 #include <proton/link.h>
 #include <string.h>
 
-BASE_POOL_DEFINE(rtr_in_t, 64)
-BASE_POOL_DEFINE(rtr_out_t, 64)
 BASE_POOL_DEFINE(rtr_msg_t, 64)
 BASE_POOL_DEFINE(rtr_buf_t, 8)
 
@@ -73,9 +71,9 @@ static size_t min_pos_LH(const rtr_msg_t *m)
         registered_total(m) < atomic_load_explicit(&m->c.readers, memory_order_relaxed))
         return 0;
     size_t min = m->total;
-    for (const rtr_out_t *o = m->readers; o; o = o->rnext)
-        if (o->pos < min)
-            min = o->pos;
+    for (const rtr_msg_reader_t *r = m->readers; r; r = r->next)
+        if (r->pos < min)
+            min = r->pos;
     return min;
 }
 
@@ -88,26 +86,33 @@ static size_t lag_LH(const rtr_msg_t *m)
     return m->total - min;
 }
 
+/* The workers to wake with RTR_EXT_STREAM, each once: readers' workers all belong to one
+ * router, whose context lists them by index. */
+typedef struct wakes {
+    const rtr_ctx_t *ctx;                  /* the readers' router; NULL: none to wake */
+    uint8_t          on[RTR_MAX_WORKERS]; /* by worker index */
+} wakes_t;
+
 /* Collect the workers of copies waiting for bytes (clearing their requests). */
-static void take_waiters_LH(rtr_msg_t *m, uint8_t *wake, int n_workers)
+static void take_waiters_LH(rtr_msg_t *m, wakes_t *wake)
 {
-    for (rtr_out_t *o = m->readers; o; o = o->rnext) {
-        if (o->waiting) {
-            o->waiting = false;
-            if (o->worker >= 0 && o->worker < n_workers)
-                wake[o->worker] = 1;
+    for (rtr_msg_reader_t *r = m->readers; r; r = r->next) {
+        if (r->waiting) {
+            r->waiting = false;
+            wake->ctx = r->worker->ctx;
+            wake->on[r->worker->index] = 1;
         }
     }
 }
 
-static void post_wakes(const uint8_t *wake)
+static void post_wakes(const wakes_t *wake)
 {
-    for (int i = 0; i < g_rtr.n_workers; i++)
-        if (wake[i])
-            rtr_worker_post_ext(&g_rtr.workers[i], RTR_EXT_STREAM, NULL, 0);
+    for (int i = 0; wake->ctx && i < wake->ctx->n_workers; i++)
+        if (wake->on[i])
+            rtr_worker_post_ext(&wake->ctx->workers[i], RTR_EXT_STREAM, NULL, 0);
 }
 
-void rtr_msg_stream_start_WT(rtr_msg_t *m, int owner)
+void rtr_msg_stream_start_WT(rtr_msg_t *m, rtr_worker_t *owner)
 {
     m->c.streaming = true;
     m->owner = owner;
@@ -117,7 +122,7 @@ void rtr_msg_stream_start_WT(rtr_msg_t *m, int owner)
 
 bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
 {
-    uint8_t wake[256] = {0};
+    wakes_t wake = {0};
     bool blocked = false;
 
     for (;;) {
@@ -165,31 +170,31 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             break;
         pthread_mutex_lock(&m->lock);
         m->total += (size_t)n;
-        take_waiters_LH(m, wake, g_rtr.n_workers);
+        take_waiters_LH(m, &wake);
         pthread_mutex_unlock(&m->lock);
     }
-    post_wakes(wake);
+    post_wakes(&wake);
     return blocked;
 }
 
 void rtr_msg_stream_end_WT(rtr_msg_t *m, bool aborted)
 {
-    uint8_t wake[256] = {0};
+    wakes_t wake = {0};
     pthread_mutex_lock(&m->lock);
     if (aborted)
         m->aborted = true;
     else
         m->complete = true;
-    take_waiters_LH(m, wake, g_rtr.n_workers);
+    take_waiters_LH(m, &wake);
     pthread_mutex_unlock(&m->lock);
-    post_wakes(wake);
+    post_wakes(&wake);
 }
 
-void rtr_msg_reader_add(rtr_msg_t *m, rtr_out_t *o)
+void rtr_msg_reader_add(rtr_msg_t *m, rtr_msg_reader_t *r)
 {
     pthread_mutex_lock(&m->lock);
-    o->pos = m->scan.body_off;
-    BASE_DLIST_PUSH(m->readers, o, rprev, rnext);
+    r->pos = m->scan.body_off;
+    BASE_DLIST_PUSH(m->readers, r, prev, next);
     m->n_readers++;
     pthread_mutex_unlock(&m->lock);
 }
@@ -206,15 +211,15 @@ static bool q2_release_LH(rtr_msg_t *m)
 
 static void wake_owner(const rtr_msg_t *m)
 {
-    if (m->owner >= 0 && m->owner < g_rtr.n_workers)
-        rtr_worker_post_ext(&g_rtr.workers[m->owner], RTR_EXT_STREAM, NULL, 0);
+    if (m->owner)
+        rtr_worker_post_ext(m->owner, RTR_EXT_STREAM, NULL, 0);
 }
 
-void rtr_msg_reader_del(rtr_msg_t *m, rtr_out_t *o)
+void rtr_msg_reader_del(rtr_msg_t *m, rtr_msg_reader_t *r)
 {
     pthread_mutex_lock(&m->lock);
-    if (o) {
-        BASE_DLIST_REMOVE(m->readers, o, rprev, rnext);
+    if (r) {
+        BASE_DLIST_REMOVE(m->readers, r, prev, next);
         m->n_readers--;
     }
     m->_readers_gone++;
@@ -224,14 +229,14 @@ void rtr_msg_reader_del(rtr_msg_t *m, rtr_out_t *o)
         wake_owner(m);
 }
 
-codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_out_t *o, size_t max, bool *complete,
-                                  bool *aborted)
+codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max,
+                                  bool *complete, bool *aborted)
 {
     codec_bytes_t b = {NULL, 0};
     pthread_mutex_lock(&m->lock);
     *complete = m->complete;
     *aborted = m->aborted;
-    size_t pos = o->pos;
+    size_t pos = r->pos;
     size_t avail = m->total - pos;
     if (avail > 0) {
         if (pos < m->len) {
@@ -254,22 +259,22 @@ codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_out_t *o, size_t max, bool *
     return b;
 }
 
-void rtr_msg_reader_advance(rtr_msg_t *m, rtr_out_t *o, size_t n)
+void rtr_msg_reader_advance(rtr_msg_t *m, rtr_msg_reader_t *r, size_t n)
 {
     pthread_mutex_lock(&m->lock);
-    o->pos += n;
+    r->pos += n;
     bool wake = q2_release_LH(m);
     pthread_mutex_unlock(&m->lock);
     if (wake)
         wake_owner(m);
 }
 
-bool rtr_msg_reader_wait(rtr_msg_t *m, rtr_out_t *o)
+bool rtr_msg_reader_wait(rtr_msg_t *m, rtr_msg_reader_t *r)
 {
     pthread_mutex_lock(&m->lock);
-    bool wait = o->pos >= m->total && !m->complete && !m->aborted;
+    bool wait = r->pos >= m->total && !m->complete && !m->aborted;
     if (wait)
-        o->waiting = true;
+        r->waiting = true;
     pthread_mutex_unlock(&m->lock);
     return wait;
 }

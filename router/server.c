@@ -16,7 +16,8 @@
 #include "router/http.h"
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
-#include "router/router_int.h"
+#include "router/server.h"
+#include "router/worker.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,14 +29,11 @@
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, __VA_ARGS__)
 
-rtr_globals_t g_rtr;
+/* Seconds between two trims of the pools and of malloc, and the bytes of free items each
+ * pool keeps on its global list (base_pool_trim()). */
+#define RTR_TRIM_PERIOD  5u
+#define RTR_POOL_RESERVE (256u << 10)
 
-const char *const rtr_policy_stat_names[RTR_POLICY_N] = {
-    [RTR_POLICY_PROCESSED] = "policyConnectionsProcessed",
-    [RTR_POLICY_CONN_DENIED] = "policyConnectionsDenied",
-    [RTR_POLICY_LINK_DENIED] = "policyLinksDenied",
-    [RTR_POLICY_SIZE_DENIED] = "policyMaxMessageSizeDenied",
-};
 
 struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
@@ -44,6 +42,8 @@ struct rtr_server {
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
+    rtr_ctx_t         ctx;             /* what the workers share (filled at start) */
+    mgmt_admin_web_t  web;             /* the admin thread's HTTP server, for these workers */
     base_mpsc_t     **worker_q;        /* each worker's inbox, for the core */
     core_t           *core;            /* the routing core (start .. free) */
     stats_registry_t *reg;             /* the process's stats registry */
@@ -63,7 +63,7 @@ struct rtr_server {
     mgmt_admin_t     *admin;           /* the admin thread while it runs, or NULL (main thread) */
 };
 
-/* The admin thread's HTTP server (http.c). */
+/* The admin thread's HTTP server (http.c); each server's copy names its workers (`rtr`). */
 static const mgmt_admin_web_t s_web = {
     .create = rtr_http_new,
     .start = rtr_http_start,
@@ -194,6 +194,11 @@ int rtr_server_workers(const rtr_server_t *s)
     return s->n_workers;
 }
 
+rtr_ctx_t *rtr_server_ctx(rtr_server_t *s)
+{
+    return &s->ctx;
+}
+
 int rtr_server_start(rtr_server_t *s)
 {
     const cfg_t *cfg = s->cfg;
@@ -201,13 +206,6 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     rtr_fd_reserve_init(); /* before any thread accepts */
-
-    g_rtr.cfg = cfg;
-    g_rtr.router_id = cfg->router.id;
-    size_t idlen = strlen(cfg->router.id);
-    g_rtr.node_id = base_malloc(idlen + 3);
-    snprintf(g_rtr.node_id, idlen + 3, "0/%s", cfg->router.id);
-    g_rtr.node_id_len = idlen + 2;
 
     int n = cfg->router.worker_threads;
     if (n <= 0) {
@@ -223,8 +221,6 @@ int rtr_server_start(rtr_server_t *s)
     s->worker_q = base_calloc((size_t)n + 1, sizeof(*s->worker_q));
     for (int i = 0; i < n; i++)
         s->worker_q[i] = &s->workers[i].inbox;
-    g_rtr.workers = s->workers;
-    g_rtr.n_workers = n;
     s->reg = stats_registry_new();
     static_assert(CFG_MAX_STATS_DEFAULT == STATS_MAX_SLOTS - STATS_SINK_SLOTS,
                   "maxStats's default is the registry's whole id space");
@@ -232,22 +228,14 @@ int rtr_server_start(rtr_server_t *s)
     rc = core_stats_families_new(s->reg, &s->stats);
     if (rc)
         return rc;
-    g_rtr.stats = &s->stats;
-    static const char *const policy_help[RTR_POLICY_N] = {
-        "Connections checked against policy maxConnections",
-        "Connections refused by policy maxConnections",
-        "Links refused by maxSenders or maxReceivers",
-        "Messages refused by maxMessageSize",
-    };
-    for (int i = 0; i < RTR_POLICY_N; i++)
-        if (stats_stat_new(s->reg, rtr_policy_stat_names[i], STATS_COUNTER, policy_help[i], NULL,
-                           &g_rtr.policy_stats[i], NULL) < 0)
-            memset(&g_rtr.policy_stats[i], 0, sizeof(g_rtr.policy_stats[i])); /* sink slot */
+    rtr_ctx_init(&s->ctx, cfg, &s->stats, s->workers, n);
+    s->web = s_web;
+    s->web.rtr = &s->ctx;
     s->shard = stats_shard_new(s->reg);
     stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
     s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
     for (int i = 0; i < n; i++) {
-        rc = rtr_worker_init(&s->workers[i], i, s->core);
+        rc = rtr_worker_init(&s->workers[i], &s->ctx, i, s->core);
         if (rc)
             return rc;
         s->worker_q[i] = &s->workers[i].inbox; /* init cleared the worker */
@@ -257,13 +245,13 @@ int rtr_server_start(rtr_server_t *s)
                              .reg = s->reg,
                              .core = s->core,
                              .admin = &s->admin,
-                             .web = &s_web,
+                             .web = &s->web,
                              .accept = accept_amqp,
                              .accept_ctx = s};
     rc = rtr_connmgr_start(s->connmgr, &env);
     if (rc)
         return rc;
-    rc = mgmt_agent_new(cfg, s->core, n, s->reg, s->connmgr, &s->agent);
+    rc = mgmt_agent_new(cfg, s->core, &s->ctx, n, s->reg, s->connmgr, &s->agent);
     if (rc)
         return rc;
     s->worker_q[n] = mgmt_agent_queue(s->agent);
@@ -351,12 +339,11 @@ void rtr_server_free(rtr_server_t *s)
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
     mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
-    g_rtr.stats = NULL;
+    rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
     if (s->workers)
         uv_loop_close(&s->loop);
     free(s->workers);
     free(s->worker_q);
-    BASE_FREE(g_rtr.node_id);
     free(s);
 }

@@ -10,8 +10,9 @@
  *
  * It runs no Proton event and knows no link's protocol: after socket and timer events it
  * calls rtr_conn_process_WT() (conn.c, the layer above), which runs Proton and the links
- * and comes back here to write (rtr_conn_write_WT) and to arm reading and the timer
- * (rtr_transport_arm_WT).
+ * and comes back here to write (rtr_conn_write_WT), to arm reading and the timer
+ * (rtr_transport_arm_WT) or to close (rtr_transport_close_WT); once the socket and the
+ * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
 #include "router/transport.h"
 
@@ -88,9 +89,9 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     BASE_DLIST_REMOVE(w->conns, c, prev, next);
     w->n_conns--;
     if (c->counted)
-        atomic_fetch_sub(&g_rtr.n_open_conns, 1);
+        atomic_fetch_sub(&w->ctx->n_open_conns, 1);
     if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
-        stats_object_retire(g_rtr.stats->reg, c->stats);
+        stats_object_retire(w->ctx->stats->reg, c->stats);
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     free(c);
@@ -232,6 +233,31 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void timer_cb(uv_timer_t *t)
 {
     rtr_conn_process_WT(t->data);
+}
+
+/* One of c's handles closed; after the last one the connection's Proton objects go, and c
+ * too unless a link still waits for the core's detach (rtr_link_unlink_WT frees it then). */
+static void handle_closed_cb(uv_handle_t *h)
+{
+    rtr_conn_t *c = h->data;
+    if (--c->handles > 0)
+        return;
+    rtr_conn_closed_WT(c);
+    pn_connection_driver_destroy(&c->driver);
+    c->closed = true;
+    LOGC(c, INFO, "Connection from %s closed", c->peer);
+    if (!c->links)
+        rtr_conn_free_WT(c);
+}
+
+void rtr_transport_close_WT(rtr_conn_t *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, handle_closed_cb);
+    uv_close((uv_handle_t *)&c->tcp, handle_closed_cb);
 }
 
 /* initialHandshakeTimeoutSeconds: a client that has not opened its connection in time is

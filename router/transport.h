@@ -1,14 +1,120 @@
 /* router/transport.h: a connection's transport, the lowest of its layers (router/DESIGN.md
  * "A connection's layers"): the socket, the frame guard, the Proton connection driver's
- * bytes, the per-connection byte budgets, and the records' lifetimes.  Included by the
- * link layers (link_out.h, link_in.h) and by conn.c; it includes nothing of theirs.
+ * bytes, the per-connection byte budgets, and the records' lifetimes: it defines the
+ * connection and link records every layer above reads.  Above ctx.h; included by the
+ * link layers (link_out.h, link_in.h) and so by conn.h; it includes nothing of theirs.
  *
  * Every function is _WT: the connection's worker only.
  */
 #ifndef JUNCTION_ROUTER_TRANSPORT_H
 #define JUNCTION_ROUTER_TRANSPORT_H
 
-#include "router/router_int.h"
+#include "router/ctx.h"
+
+#include "codec/frame.h"
+
+#include <proton/connection_driver.h>
+
+/* The per-connection budget: what one client can make the router hold.
+ * RTR_CONN_OUT_MAX: bytes of outgoing copies handed to Proton and not yet taken by the socket,
+ * all sessions together; past it the connection's links stop until the client reads.
+ * RTR_CONN_IN_UNANSWERED_MAX: bytes read from a client while Proton still holds output for
+ * it; past it the router stops reading it until it has read what the router wrote.
+ * RTR_WRITE_COPY_MAX: the most copied out of Proton's buffer for a write the socket could not
+ * take at once (one write in flight per connection).
+ * RTR_CONN_IN_MAX: bytes of incoming transfers Proton may hold unread for the connection's
+ * links stopped by Q2, all sessions together; past it the router stops reading the client
+ * (also the largest incoming window of one session).
+ * The frame guard and Proton's input buffer hold at most one frame each (maxFrameSize, itself
+ * capped by the configuration at CFG_MAX_FRAME_SIZE_MAX). */
+#define RTR_CONN_OUT_MAX           (1u << 20)
+#define RTR_CONN_IN_UNANSWERED_MAX (1u << 20)
+#define RTR_WRITE_COPY_MAX         (64u << 10)
+#define RTR_CONN_IN_MAX            (8u << 20)
+
+/* rtr_link_t: one link. Owner: its connection's worker. Lives until the core confirmed the
+ * detach (CORE_W_LINK_DETACHED) or, when never announced to the core, until cleanup. */
+struct rtr_link {
+    uint64_t     id;         /* process-unique; [L<id>] */
+    rtr_conn_t  *conn;       /* its connection */
+    pn_link_t   *pn;         /* NULL after cleanup */
+    rtr_link_t  *next;       /* in conn->links */
+    rtr_link_t  *prev;       /* in conn->links */
+    bool         out;        /* the router sends on it (the client's receiver) */
+    bool         at_core;    /* announced to the core, detach not yet confirmed */
+    bool         open;       /* attach answered */
+    bool         credit_on;  /* IN: the core wants the sender to have credit */
+    bool         credit_sync; /* IN: credit to reconcile before the next write */
+    bool         drain_out;  /* IN: a drain was sent; the sender still has credit (unanswered) */
+    bool         in_pump;    /* OUT: on conn's pump list */
+    bool         blocked;    /* OUT: stopped on a full session window */
+    uint32_t     held;       /* IN: deliveries taken from credit, not yet returned */
+    rtr_in_t    *ins;        /* IN: routed deliveries awaiting the core */
+    rtr_in_t    *receiving;  /* IN: the delivery being received (not yet routed) */
+    rtr_out_t   *outs;       /* OUT: copies, oldest first (queued, sending, unsettled) */
+    rtr_out_t   *outs_tail;  /* OUT: last */
+    rtr_out_t   *next_send;  /* OUT: first copy not completely sent */
+    uint32_t     queued;     /* OUT: copies not completely sent */
+    rtr_link_t  *pump_next;  /* OUT: on conn->pump */
+    uint64_t     tag;        /* OUT: delivery tag counter */
+    bool         q2;         /* IN: reading stopped until readers catch up */
+    rtr_link_t  *q2_next;    /* IN: on worker->q2_links */
+    stats_obj_t  stats;      /* its `link` stats object (made and retired by the core) */
+    uint64_t     zero_since; /* uv_now() when its credit was first seen at zero; 0: credit */
+    bool         reported_blocked; /* counted in the router's linksBlocked */
+};
+
+/* A write the socket could not take at once: the request and its copy of Proton's bytes (at
+ * most RTR_WRITE_COPY_MAX; Proton may move its buffer before the write ends).  Allocated for
+ * the write and freed by its callback, so a connection whose socket keeps up holds none. */
+typedef struct rtr_wreq {
+    uv_write_t req;                       /* first member: request <-> rtr_wreq_t cast */
+    char       data[RTR_WRITE_COPY_MAX];  /* the bytes in flight */
+} rtr_wreq_t;
+
+/* rtr_conn_t: one AMQP connection with its Proton driver. Owner: its worker; every field is
+ * _WT.  Lifetime: accept .. the uv_close() callback AND every link confirmed detached. */
+struct rtr_conn {
+    uv_tcp_t               tcp;        /* first member: handle <-> conn cast */
+    uv_timer_t             timer;      /* Proton's tick (idle timeout) */
+    pn_connection_driver_t driver;     /* not thread-safe: owner only (Proton) */
+    rtr_worker_t          *worker;     /* owner */
+    const cfg_listener_t  *listener;   /* how it was accepted */
+    uint64_t               id;         /* process-unique; [C<id>] */
+    rtr_link_t            *links;      /* every link not yet freed */
+    rtr_link_t            *pump;       /* OUT links with bytes or copies to send */
+    rtr_conn_t            *next;       /* in worker->conns */
+    rtr_conn_t            *prev;       /* in worker->conns */
+    char                   peer[64];   /* "host:port" of the client */
+    rtr_wreq_t            *wreq;       /* the write in flight (uv_write), NULL when none */
+    size_t                 wlen;       /* its bytes */
+    size_t                 out_queued; /* bytes of copies handed to Proton since it last had
+                                          nothing framed left to write (RTR_CONN_OUT_MAX) */
+    size_t                 in_unanswered; /* bytes read since Proton last had nothing left to
+                                             write (RTR_CONN_IN_UNANSWERED_MAX) */
+    bool                   writing;    /* a uv_write is in flight */
+    bool                   closing;    /* uv_close called */
+    bool                   closed;     /* uv_close callback ran */
+    bool                   reading;    /* uv_read_start active */
+    bool                   dirty;      /* on worker->dirty: process after the inbox */
+    bool                   credit_sync; /* some link's credit_sync is set */
+    rtr_conn_t            *dirty_next; /* in worker->dirty */
+    int                    handles;    /* uv handles not yet closed */
+    int                    n_blocked;  /* links with `blocked` set */
+    codec_guard_t          guard;      /* checks every byte before Proton sees it */
+    stats_obj_t            stats;      /* its `connection` stats object, once opened */
+    bool                   strip_in;   /* drop client x-opt-qd.* annotations */
+    bool                   strip_out;  /* write no router annotations toward the client */
+    uint64_t               handshake_due; /* uv_now() by which the client must have sent
+                                             its AMQP open; 0 once it did (or no limit) */
+    bool                   close_after_write; /* the handshake timed out or the client's
+                                                 input ended: close once written */
+    uint32_t               n_in_links; /* links the client sends on (maxSenders) */
+    uint32_t               n_out_links; /* links the client receives on (maxReceivers) */
+    uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
+    uint32_t               n_q2;       /* links with `q2` set (RTR_CONN_IN_MAX) */
+    bool                   counted;    /* counted in its context's n_open_conns */
+};
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
 #define LOGC(c, lvl, ...)                                                                          \
@@ -63,9 +169,16 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
  * and arm the timer for Proton's deadline (0: none) or the handshake's. */
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline);
 
-/* Provided by conn.c, the layer above, and called back by the transport's socket and timer
- * callbacks (as a libuv stream calls its owner's read callback): run Proton's events, the
- * links and the writes of c. */
+/* Close c's socket and timer (once; Proton's last bytes are the caller's to have written).
+ * When both closed, the layers above let go of Proton's objects (rtr_conn_closed_WT), the
+ * driver is destroyed and c is freed, or once its last link is (rtr_link_unlink_WT). */
+void rtr_transport_close_WT(rtr_conn_t *c);
+
+/* Provided by conn.c, the layer above, and called back by the transport (as a libuv stream
+ * calls its owner's read callback).  rtr_conn_process_WT, from the socket and timer
+ * callbacks: run Proton's events, the links and the writes of c.  rtr_conn_closed_WT, once
+ * c's handles closed: forget every link's Proton objects before the driver goes. */
 void rtr_conn_process_WT(rtr_conn_t *c);
+void rtr_conn_closed_WT(rtr_conn_t *c);
 
 #endif

@@ -1,7 +1,8 @@
-/* router/worker.c: a worker thread - one libuv loop that owns a set of connections.
+/* router/worker.c: a worker thread - one libuv loop that owns a set of connections (worker.h).
+ * Above the connection's layers: it calls them through conn.h.
  *
  * Thread suffixes: _WT = the owning worker only.  rtr_worker_init/start/join/fini run on the
- * main thread; rtr_worker_post_ext() is thread-safe.
+ * thread that owns the workers (the main thread).
  *
  * DESIGN: the worker's inbox is an MPSC batch queue (core/base/mpsc.h) whose wake-up is the
  * loop's uv_async_t, so any number of posts between two loop iterations cost one wake-up.
@@ -14,13 +15,17 @@
  * (what is left is then released to its senders), it closes every connection, and its loop
  * stops once the core has answered for all of them.
  */
-#include "router/router_int.h"
+#include "router/worker.h"
 
 #include "router/accept.h"
+#include "router/conn.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void maybe_close_all_WT(rtr_worker_t *w);
 
 static void wake_cb(void *ctx)
 {
@@ -28,18 +33,11 @@ static void wake_cb(void *ctx)
     uv_async_send(&w->wake);
 }
 
-core_action_t *rtr_worker_action_WT(rtr_worker_t *w)
-{
-    core_action_t *a = core_batch_add(&w->to_core);
-    a->worker = (uint8_t)w->index;
-    return a;
-}
-
 static void flush_cb(uv_prepare_t *h)
 {
     rtr_worker_t *w = h->data;
     rtr_conn_process_dirty_WT(w);
-    rtr_worker_maybe_close_all_WT(w);
+    maybe_close_all_WT(w);
     if (!base_mpsc_batch_empty(&w->to_core))
         core_post(w->core, &w->to_core);
 }
@@ -47,17 +45,6 @@ static void flush_cb(uv_prepare_t *h)
 static void sweep_cb(uv_timer_t *t)
 {
     rtr_conn_sweep_WT(t->data);
-}
-
-/* Stop the loop once every connection was closed and nothing the core may still answer is
- * alive. */
-void rtr_worker_maybe_exit_WT(rtr_worker_t *w)
-{
-    if (!w->closing_all || w->n_conns || w->n_ins || w->n_links)
-        return;
-    if (!base_mpsc_batch_empty(&w->to_core))
-        core_post(w->core, &w->to_core);
-    rtr_loop_close_all(&w->loop);
 }
 
 /* Shutdown, once nothing is in flight or the grace period is over: close every connection
@@ -71,7 +58,9 @@ static void close_all_WT(rtr_worker_t *w)
     rtr_worker_maybe_exit_WT(w);
 }
 
-void rtr_worker_maybe_close_all_WT(rtr_worker_t *w)
+/* Shutdown: once nothing is in flight (or the grace period is over), close every
+ * connection. */
+static void maybe_close_all_WT(rtr_worker_t *w)
 {
     if (!w->stopping || w->closing_all || w->n_ins || w->n_outs)
         return;
@@ -91,27 +80,59 @@ static void grace_cb(uv_timer_t *t)
     close_all_WT(w);
 }
 
-void rtr_worker_shutdown_WT(rtr_worker_t *w, uint64_t grace_ms)
+/* RTR_EXT_SHUTDOWN: stop granting credit and taking connections; close everything once
+ * nothing is in flight, or after grace_ms with what is left released. */
+static void shutdown_WT(rtr_worker_t *w, uint64_t grace_ms)
 {
     if (w->stopping)
         return;
     w->stopping = true;
     rtr_conn_quiesce_WT(w);
     uv_timer_start(&w->grace, grace_cb, grace_ms, 0);
-    rtr_worker_maybe_close_all_WT(w);
+    maybe_close_all_WT(w);
 }
 
-static void conn_work_cb(void *w, void *work)
+/* Work from another thread than the core (RTR_EXT_*). */
+static void ext_work_WT(rtr_worker_t *w, core_work_t *work)
 {
-    rtr_conn_work_WT(w, work);
+    switch (work->u.ext.kind) {
+    case RTR_EXT_ACCEPT:
+        rtr_conn_accept_WT(w, (int)work->u.ext.arg, work->u.ext.ptr, NULL);
+        break;
+    case RTR_EXT_ACCEPT_WS: {
+        rtr_accept_t *acc = work->u.ext.ptr;
+        rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc->peer);
+        free(acc);
+        break;
+    }
+    case RTR_EXT_STREAM:
+        rtr_on_stream_wake_WT(w);
+        break;
+    case RTR_EXT_CLOSE_CONN:
+        rtr_conn_close_id_WT(w, (uint64_t)work->u.ext.arg);
+        break;
+    case RTR_EXT_SHUTDOWN:
+        shutdown_WT(w, (uint64_t)work->u.ext.arg);
+        break;
+    }
+}
+
+static void work_cb(void *arg, void *item)
+{
+    rtr_worker_t *w = arg;
+    core_work_t *work = item;
+    if (work->type == CORE_W_EXTERNAL)
+        ext_work_WT(w, work);
+    else
+        rtr_conn_work_WT(w, work);
 }
 
 static void async_cb(uv_async_t *h)
 {
     rtr_worker_t *w = h->data;
-    base_mpsc_drain(&w->inbox, conn_work_cb, w);
+    base_mpsc_drain(&w->inbox, work_cb, w);
     rtr_conn_process_dirty_WT(w);
-    rtr_worker_maybe_close_all_WT(w);
+    maybe_close_all_WT(w);
     rtr_worker_maybe_exit_WT(w);
 }
 
@@ -122,16 +143,17 @@ static void worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof(name), "junction-w%d", w->index);
     pthread_setname_np(pthread_self(), name);
-    w->shard = stats_shard_new(g_rtr.stats->reg);
+    w->shard = stats_shard_new(w->ctx->stats->reg);
     uv_run(&w->loop, UV_RUN_DEFAULT);
-    stats_shard_free(g_rtr.stats->reg, w->shard);
+    stats_shard_free(w->ctx->stats->reg, w->shard);
     w->shard = NULL;
 }
 
-int rtr_worker_init(rtr_worker_t *w, int index, core_t *core)
+int rtr_worker_init(rtr_worker_t *w, rtr_ctx_t *ctx, int index, core_t *core)
 {
     memset(w, 0, sizeof(*w));
     w->index = index;
+    w->ctx = ctx;
     w->core = core;
     int rc = uv_loop_init(&w->loop);
     if (rc)
@@ -165,15 +187,4 @@ void rtr_worker_fini(rtr_worker_t *w)
 {
     uv_loop_close(&w->loop);
     base_mpsc_fini(&w->inbox);
-}
-
-void rtr_worker_post_ext(rtr_worker_t *w, int kind, void *ptr, long arg)
-{
-    base_mpsc_batch_t b = {0};
-    core_work_t *work = base_mpsc_batch_add(&b, sizeof(core_work_t));
-    work->type = CORE_W_EXTERNAL;
-    work->u.ext.kind = kind;
-    work->u.ext.ptr = ptr;
-    work->u.ext.arg = arg;
-    base_mpsc_push(&w->inbox, &b);
 }

@@ -552,7 +552,7 @@ int mgmt_admin_start(mgmt_admin_t **out, const cfg_t *cfg, stats_registry_t *reg
         return rc;
     }
     rtr_fd_loop_reserve_init(&a->loop);
-    a->httpd = web->create(a, &a->loop, core);
+    a->httpd = web->create(a, &a->loop, core, web->rtr);
     uv_async_init(&a->loop, &a->stop, stop_cb);
     a->stop.data = a;
     uv_async_init(&a->loop, &a->req_async, req_cb);

@@ -34,10 +34,14 @@ typedef struct mgmt_admin_http {
  * passes it in, so that this module does not include the files above it.  Every function is
  * called on the admin thread. */
 struct rtr_http; /* the server, opaque here */
+struct rtr_ctx;  /* the router's workers (router/ctx.h), opaque here */
 typedef struct mgmt_admin_web {
+    /* The workers the server hands AMQP-over-WebSocket connections to (passed to create). */
+    struct rtr_ctx *rtr;
     /* A server that does not run yet, on admin thread a's `loop` (main thread, before the
      * loop runs). */
-    struct rtr_http *(*create)(mgmt_admin_t *a, uv_loop_t *loop, core_t *core);
+    struct rtr_http *(*create)(mgmt_admin_t *a, uv_loop_t *loop, core_t *core,
+                               struct rtr_ctx *rtr);
     /* Serve the n http listeners (their sockets become the web server's).  Returns 0, or a
      * negative errno after logging why (every socket is closed then). */
     int (*start)(struct rtr_http *srv, const mgmt_admin_http_t *http, size_t n);

@@ -23,8 +23,9 @@
 #include "junction_version.h"
 #include "router/accept.h"
 #include "router/connmgr.h"
+#include "router/ctx.h"
 #include "router/mgmt/mgmt.h"
-#include "router/router_int.h"
+#include "router/msg.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -55,6 +56,7 @@ struct mgmt_agent {
     base_mpsc_t       inbox;   /* core_work_t from the core */
     base_mpsc_batch_t to_core; /* actions built this iteration */
     core_t           *core;
+    rtr_ctx_t        *ctx;              /* the workers (link ids, connection closes) */
     rtr_connmgr_t    *connmgr;          /* listeners (its thread-safe calls); outlives the agent */
     int               index;            /* our queue index at the core */
     mgmt_node_t      *mgmt;             /* the request -> reply logic and entity records */
@@ -107,9 +109,9 @@ static void hook_address_del(void *ctx, const cfg_address_t *ac)
 
 static void hook_conn_close(void *ctx, uint64_t id)
 {
-    (void)ctx;
-    for (int i = 0; i < g_rtr.n_workers; i++)
-        rtr_worker_post_ext(&g_rtr.workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
+    mgmt_agent_t *a = ctx;
+    for (int i = 0; i < a->ctx->n_workers; i++)
+        rtr_worker_post_ext(&a->ctx->workers[i], RTR_EXT_CLOSE_CONN, NULL, (long)id);
 }
 
 /* ---- core traffic ---- */
@@ -125,7 +127,7 @@ static core_action_t *action(mgmt_agent_t *a, core_action_type_t type, uint64_t 
 
 static void attach(mgmt_agent_t *a, int which, const char *address, core_link_dir_t dir)
 {
-    a->link_id[which] = atomic_fetch_add(&g_rtr.next_link_id, 1) + 1;
+    a->link_id[which] = atomic_fetch_add(&a->ctx->next_link_id, 1) + 1;
     core_action_t *act = action(a, CORE_A_LINK_ATTACH, a->link_id[which]);
     act->u.attach.conn_id = 0;
     act->u.attach.handle = &a->handles[which];
@@ -300,11 +302,12 @@ static void agent_main(void *arg)
 
 /* ---- main thread ---- */
 
-int mgmt_agent_new(const cfg_t *cfg, core_t *core, int index, stats_registry_t *reg,
-                   rtr_connmgr_t *connmgr, mgmt_agent_t **out)
+int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
+                   stats_registry_t *reg, rtr_connmgr_t *connmgr, mgmt_agent_t **out)
 {
     mgmt_agent_t *a = base_calloc(1, sizeof(*a));
     a->core = core;
+    a->ctx = ctx;
     a->connmgr = connmgr;
     /* `$management` (and its local forms) belongs to the router: it routes to us whatever
      * the address configuration says, and no client may receive from it */

@@ -23,13 +23,15 @@
 
 typedef struct mgmt_agent  mgmt_agent_t;
 typedef struct rtr_connmgr rtr_connmgr_t;
+typedef struct rtr_ctx     rtr_ctx_t; /* router/ctx.h */
 
-/* A new agent in *out: its loop, its inbox, its state for `cfg` (borrowed).  `index` is
- * the core queue index it answers to (the number of workers); listeners are created and
- * deleted through `connmgr` (borrowed, started; outlives the agent).  Returns 0 or a
- * negative errno (*out untouched). */
-int mgmt_agent_new(const cfg_t *cfg, core_t *core, int index, stats_registry_t *reg,
-                   rtr_connmgr_t *connmgr, mgmt_agent_t **out);
+/* A new agent in *out: its loop, its inbox, its state for `cfg` (borrowed).  `ctx` is the
+ * workers' context (borrowed: link ids, connection closes).  `index` is the core queue
+ * index it answers to (the number of workers); listeners are created and deleted through
+ * `connmgr` (borrowed, started; outlives the agent).  Returns 0 or a negative errno (*out
+ * untouched). */
+int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
+                   stats_registry_t *reg, rtr_connmgr_t *connmgr, mgmt_agent_t **out);
 /* The agent's inbox, for the core (valid from new to free). */
 base_mpsc_t *mgmt_agent_queue(mgmt_agent_t *a);
 /* Start the thread; it attaches its links at once.  Returns 0 or a negative errno. */

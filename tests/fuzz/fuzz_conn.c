@@ -22,8 +22,7 @@
  * (tests/fuzz/conn/gen_corpus.py: attach, transfer, disposition, drain, dynamic links,
  * multi-frame messages).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
  */
-#include "router/router.h"
-#include "router/router_int.h"
+#include "router/server.h"
 
 #include "config/config.h"
 #include "core/base/base.h"
@@ -184,7 +183,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
         abort();
     /* the worker owns sv[1] from here (it closes it with the connection) */
-    rtr_worker_post_ext(&g_rtr.workers[0], RTR_EXT_ACCEPT, (void *)&cfg->listeners[0], sv[1]);
+    rtr_worker_post_ext(&rtr_server_ctx(srv)->workers[0], RTR_EXT_ACCEPT,
+                        (void *)&cfg->listeners[0], sv[1]);
 
     size_t at[BREAKS_MAX + 1];
     size_t n = frame_breaks(data, size, at);
