@@ -138,8 +138,9 @@ static int run_as_drop(const run_as_t *ra, char *err, size_t errlen)
 }
 
 /* Fork into the background.  The parent waits on a pipe until the child reports that it is
- * operational, then exits 0 (or 1 if the child failed).  Returns the write end of the pipe
- * in the child. */
+ * operational ('y'), then exits 0; or, if the child failed, prints what the child wrote to
+ * the pipe instead (its one-line error, start_failed()) and exits 1.  Returns the write end
+ * of the pipe in the child. */
 static int daemonize(void)
 {
     int p[2];
@@ -154,12 +155,24 @@ static int daemonize(void)
     }
     if (pid > 0) {
         close(p[1]);
-        char ok = 0;
-        ssize_t n;
-        do
-            n = read(p[0], &ok, 1);
-        while (n < 0 && errno == EINTR);
-        _exit(n == 1 && ok == 'y' ? 0 : 1);
+        char   msg[1024];
+        size_t got = 0;
+        for (;;) {
+            ssize_t n = read(p[0], msg + got, sizeof(msg) - 1 - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+            if (msg[0] == 'y' || got == sizeof(msg) - 1)
+                break;
+        }
+        if (got > 0 && msg[0] == 'y')
+            _exit(0);
+        if (got > 0 && fwrite(msg, 1, got, stderr) != got) {
+            /* nowhere else to say it */
+        }
+        _exit(1);
     }
     close(p[0]);
     setsid();
@@ -175,6 +188,17 @@ static int daemonize(void)
             close(null);
     }
     return p[1];
+}
+
+/* A start-up failure: one line to stderr, and when daemonized (ready_fd >= 0: stderr is
+ * /dev/null by now) the same line through the pipe, for the parent to print. */
+static void start_failed(int ready_fd, const char *msg)
+{
+    fprintf(stderr, "junctiond: %s\n", msg);
+    if (ready_fd >= 0) {
+        dprintf(ready_fd, "junctiond: %s\n", msg);
+        close(ready_fd);
+    }
 }
 
 int main(int argc, char **argv)
@@ -272,7 +296,8 @@ int main(int argc, char **argv)
         if (rc != 0) {
             base_log(BASE_LOG_MOD_SERVER, BASE_LOG_ERROR, "Cannot write pidfile %s: %s",
                      pidfile, strerror(-rc));
-            fprintf(stderr, "junctiond: cannot write pidfile %s: %s\n", pidfile, strerror(-rc));
+            snprintf(err, sizeof(err), "cannot write pidfile %s: %s", pidfile, strerror(-rc));
+            start_failed(ready_fd, err);
             rtr_server_free(srv);
             cfg_free(cfg);
             return 1;
@@ -280,14 +305,15 @@ int main(int argc, char **argv)
     }
     int rc = rtr_server_start(srv);
     if (rc != 0) {
-        fprintf(stderr, "junctiond: cannot start: %s\n", strerror(rc < 0 ? -rc : rc));
+        snprintf(err, sizeof(err), "cannot start: %s", strerror(rc < 0 ? -rc : rc));
+        start_failed(ready_fd, err);
         return 1;
     }
     /* everything that needs the privilege is open: the listeners and the management socket
      * (bound above and in start), the log files, the pidfile */
     if (user && run_as_drop(&run_as, err, sizeof(err)) != 0) {
         base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL, "%s", err);
-        fprintf(stderr, "junctiond: %s\n", err);
+        start_failed(ready_fd, err);
         rtr_server_stop(srv); /* the threads run: stop them in order (run returns at once) */
         rtr_server_run(srv);
         rtr_server_free(srv);

@@ -338,3 +338,52 @@ def test_every_command_help(name, flag, tmp_path):
     base = Path(name).name.lower()
     assert first.startswith("usage") or first.startswith(base), p.stdout[:200]
     assert list(tmp_path.iterdir()) == [], "-h left files behind"
+
+
+def test_daemon_start_up_failure_is_printed_by_the_parent(tmp_path):
+    """With -d the daemon's stderr is /dev/null once it forked: a failure after the fork (here
+    the pidfile) still reaches the terminal, through the parent, in one line."""
+    cfg = write_config(tmp_path / "r.json", router_entities())
+    p = run_junctiond(["-c", cfg, "-d", "-P", tmp_path / "no-such-dir" / "j.pid"], cwd=tmp_path,
+                      timeout=20)
+    assert p.returncode == 1
+    errs = [l for l in p.stderr.splitlines() if l.startswith("junctiond:")]
+    assert len(errs) == 1 and "cannot write pidfile" in errs[0] and "no-such-dir" in errs[0], \
+        p.stderr
+
+
+def test_daemon_with_user(tmp_path):
+    """-d -P -U: the daemon writes its pidfile, then serves as the user."""
+    if os.geteuid() != 0:
+        pytest.skip("-U needs root to change user")
+    import pwd
+    import signal
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody'")
+    port = free_port()
+    cfg = write_config(tmp_path / "d.json", router_entities(listener={"port": str(port)}))
+    pidfile = tmp_path / "j.pid"
+    p = run_junctiond(["-c", cfg, "-d", "-P", pidfile, "-U", "nobody"], cwd=tmp_path, timeout=20)
+    assert p.returncode == 0, p.stderr
+    pid = int(pidfile.read_text())  # written before the parent exits 0
+    try:
+        for t in proc_ids(pid):
+            assert t["Uid"] == [nobody.pw_uid] * 4 and t["Gid"] == [nobody.pw_gid] * 4, t
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.05)
+    assert not alive(pid), "daemon still running 10s after SIGTERM"
+
+
+def alive(pid):
+    """Whether pid runs (not gone, not a zombie nobody reaped)."""
+    try:
+        stat = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
