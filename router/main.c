@@ -122,8 +122,7 @@ static int run_as_lookup(const char *name, run_as_t *ra, char *err, size_t errle
  * change to every thread of the process.  Returns 0, or -1 with a one-line message. */
 static int run_as_drop(const run_as_t *ra, char *err, size_t errlen)
 {
-    if (geteuid() == ra->uid && getuid() == ra->uid && getegid() == ra->gid &&
-        getgid() == ra->gid)
+    if (geteuid() == ra->uid && getuid() == ra->uid && getegid() == ra->gid && getgid() == ra->gid)
         return 0; /* already that user (e.g. started by it): nothing to give up */
     if (initgroups(ra->name, ra->gid) != 0 || setgid(ra->gid) != 0 || setuid(ra->uid) != 0) {
         snprintf(err, errlen, "cannot run as user '%s' (-U): %s", ra->name, strerror(errno));
