@@ -105,6 +105,24 @@ def test_install_puts_each_file_where_the_options_say(installed):
     assert "(default %s)" % conf in h.stdout, h.stdout
 
 
+def test_unit_passes_systemd_analyze_verify(installed, tmp_path):
+    """systemd's own check of the unit (its ExecStart pointed into DESTDIR, where the binary
+    lies)."""
+    import shutil
+    tool = shutil.which("systemd-analyze")
+    if not tool:
+        pytest.skip("no systemd-analyze")
+    dest, _ = installed
+    text = find_unit(dest).read_text()
+    unit = tmp_path / "junctiond.service"
+    unit.write_text(text.replace("ExecStart=", "ExecStart=" + str(dest)))
+    p = subprocess.run([tool, "verify", str(unit)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout
+    # a line it cannot parse is a warning only ("..., ignoring"), with status 0
+    assert "junctiond.service" not in p.stdout, p.stdout
+
+
 def test_installed_default_config_is_valid(installed):
     """-t loads and validates without binding (the default listens on 0.0.0.0:amqp)."""
     dest, opts = installed
