@@ -309,7 +309,13 @@ int main(int argc, char **argv)
         return 1;
     }
     /* everything that needs the privilege is open: the listeners and the management socket
-     * (bound above and in start), the log files, the pidfile */
+     * (bound above and in start), the log files, the pidfile.  The management socket (mode
+     * 0660) becomes the user's, so that junctionctl run as that user still reaches it. */
+    if (user && cfg->management.enabled &&
+        lchown(cfg->management.socket, run_as.uid, run_as.gid) != 0)
+        base_log(BASE_LOG_MOD_SERVER, BASE_LOG_WARNING,
+                 "Cannot give the management socket %s to user %s: %s", cfg->management.socket,
+                 run_as.name, strerror(errno));
     if (user && run_as_drop(&run_as, err, sizeof(err)) != 0) {
         base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL, "%s", err);
         start_failed(ready_fd, err);

@@ -7,8 +7,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -108,7 +110,6 @@ def test_install_puts_each_file_where_the_options_say(installed):
 def test_unit_passes_systemd_analyze_verify(installed, tmp_path):
     """systemd's own check of the unit (its ExecStart pointed into DESTDIR, where the binary
     lies)."""
-    import shutil
     tool = shutil.which("systemd-analyze")
     if not tool:
         pytest.skip("no systemd-analyze")
@@ -273,7 +274,7 @@ def proc_ids(pid):
     return out
 
 
-def test_user_drops_privileges_after_binding(make_router, client):
+def test_user_drops_privileges_after_binding(make_router, client, request):
     if os.geteuid() != 0:
         pytest.skip("-U needs root to change user")
     import pwd
@@ -282,8 +283,13 @@ def test_user_drops_privileges_after_binding(make_router, client):
     except KeyError:
         pytest.skip("no user 'nobody'")
     port = free_port()
-    r = make_router(args=["-U", "nobody"],
-                    listener={"port": str(port)})  # bound as root, served as nobody
+    # a directory the user may pass through (the test's own tmp_path is root's, mode 0700)
+    sockdir = Path(tempfile.mkdtemp(prefix="junction-user-"))
+    request.addfinalizer(lambda: shutil.rmtree(str(sockdir), ignore_errors=True))
+    os.chmod(str(sockdir), 0o711)
+    sock = sockdir / "m.sock"
+    r = make_router(args=["-U", "nobody"], listener={"port": str(port)},
+                    extra=[["management", {"socket": str(sock)}]])  # bound as root
     r.wait_log(r"Running as user nobody \(uid %d, gid %d\)" % (nobody.pw_uid, nobody.pw_gid))
     ids = proc_ids(r.pid)
     assert len(ids) > 2  # the process and its threads (core, workers, agent)
@@ -296,6 +302,15 @@ def test_user_drops_privileges_after_binding(make_router, client):
     conn.sender("closest.user").send(Message(body="as nobody"))
     assert rcv.get().message.body == "as nobody"
     conn.close()
+    # the management socket, made as root, is the user's: junctionctl as that user reaches it
+    st = sock.stat()
+    assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid)
+    ctl = str(junctiond_path().parent / "junctionctl")
+    p = subprocess.run(["setpriv", "--reuid", str(nobody.pw_uid), "--regid", str(nobody.pw_gid),
+                        "--clear-groups", ctl, "-s", str(sock), "stats", "router.*"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=20)
+    assert p.returncode == 0 and "router" in p.stdout, p.stderr
 
 
 def test_unknown_user_is_one_line(tmp_path):
