@@ -175,12 +175,6 @@ NOT_CONFIGS = {
                                                       "router configuration",
 }
 
-# CMake's configure_file() values for the .in templates: the build tree (a copy of the
-# corpus's tests/ folder, templates configured, as qpid-dispatch's tests/CMakeLists.txt makes
-# it) and the install prefix.
-CMAKE_VARS = ("CMAKE_CURRENT_BINARY_DIR", "CMAKE_CURRENT_SOURCE_DIR",
-              "QPID_DISPATCH_HOME_INSTALLED")
-
 CERT_KEYS = {"certfile", "cacertfile", "certdb", "trustedcerts", "trustedcertsfile"}
 KEY_KEYS = {"privatekeyfile", "keyfile"}
 DIR_KEYS = {"policydir", "saslconfigdir", "saslconfigpath", "httprootdir"}
@@ -341,7 +335,9 @@ class Prepared:
 
 
 def cmake_configure(text, build, home):
-    """configure_file(): ${VAR} and @VAR@ replaced; a variable it would not know fails."""
+    """CMake's configure_file() on a template: ${VAR} and @VAR@ replaced, the binary and source
+    dirs by the build tree (see build_tree), the install prefix by a dir of the tmp dir; a
+    variable the test does not know fails."""
     values = {"CMAKE_CURRENT_BINARY_DIR": str(build), "CMAKE_CURRENT_SOURCE_DIR": str(build),
               "QPID_DISPATCH_HOME_INSTALLED": str(home)}
 
