@@ -10,6 +10,8 @@
  * waits until the core has answered for every link and delivery -> join workers -> stop the
  * core -> stop the agent.  Signal and timer callbacks find the server in their handle's data.
  */
+#include "router/server.h"
+
 #include "core/base/pool.h"
 #include "router/accept.h"
 #include "router/connmgr.h"
@@ -17,7 +19,6 @@
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
 #include "router/notify.h"
-#include "router/server.h"
 #include "router/worker.h"
 
 #include <fcntl.h>
@@ -35,11 +36,11 @@
 #define RTR_TRIM_PERIOD  5u
 #define RTR_POOL_RESERVE (256u << 10)
 
-
 struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
     uv_loop_t         loop;            /* main thread's loop */
     uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+    bool              loop_ready;      /* `loop` initialised (start) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -211,6 +212,15 @@ int rtr_server_start(rtr_server_t *s)
     int          rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
+    s->loop_ready = true;
+    /* first: a signal that arrives while the threads start (a client may already be
+     * served) waits for the loop and shuts down as any other, instead of killing the process */
+    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (int i = 0; i < 4; i++) {
+        uv_signal_init(&s->loop, &s->sigs[i]);
+        s->sigs[i].data = s;
+        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
+    }
     rtr_fd_reserve_init(); /* before any thread accepts */
 
     int n = cfg->router.worker_threads;
@@ -281,12 +291,6 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
 
-    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    for (int i = 0; i < 4; i++) {
-        uv_signal_init(&s->loop, &s->sigs[i]);
-        s->sigs[i].data = s;
-        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
-    }
     s->started_ms = uv_now(&s->loop);
     s->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uv_timer_init(&s->loop, &s->proc_timer);
@@ -347,8 +351,11 @@ void rtr_server_free(rtr_server_t *s)
     mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
     rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
-    if (s->workers)
+    if (s->loop_ready) {
+        rtr_loop_close_all(&s->loop); /* the signal watchers when start failed */
+        uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
+    }
     free(s->workers);
     free(s->worker_q);
     free(s);
