@@ -18,6 +18,7 @@
 #include "router/http.h"
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
+#include "router/notify.h"
 #include "router/worker.h"
 
 #include <fcntl.h>
@@ -149,6 +150,11 @@ static void proc_timer_cb(uv_timer_t *t)
 static void server_stop(rtr_server_t *s)
 {
     s->stopping = true;
+    /* a service manager waiting on us (Type=notify) learns the stop is ours, not a crash */
+    int rc = rtr_notify("STOPPING=1\nSTATUS=Shutting down");
+    if (rc < 0)
+        LOG(WARNING, "Cannot tell the service manager (NOTIFY_SOCKET) that we stop: %s",
+            strerror(-rc));
     /* stop accepting: a client that connects now is refused, not left in the backlog */
     rtr_connmgr_stop(s->connmgr);
     uv_stop(&s->loop);
