@@ -281,7 +281,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
             const char *container = pn_connection_remote_container(pc);
-            const char *labels[] = {id, c->peer, container ? container : "", "in"};
+            char tls[160];
+            rtr_transport_tls_label_WT(c, tls, sizeof(tls));
+            const char *labels[] = {id, c->peer, container ? container : "", "in", tls};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
