@@ -436,8 +436,8 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
     put_str(f, lc->sasl_mechanisms);
     put_bool(f, lc->authenticate_peer);
     put_bool(f, false); /* requireEncryption: true is refused */
-    put_bool(f, false); /* requireSsl: likewise */
-    put_null(f);        /* sslProfile: any is refused */
+    put_bool(f, lc->require_ssl);
+    put_str(f, lc->ssl_profile); /* NULL: null */
     put_int(f, lc->max_frame_size);
     put_int(f, lc->max_sessions);
     put_int(f, lc->max_session_frames);

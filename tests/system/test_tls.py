@@ -232,6 +232,8 @@ def test_start_up_errors_are_one_line_naming_the_file(certs, tmp_path):
     assert "sslProfile 'tls'" in line and "no sslProfile" in line, line
     line = start_fails(tmp_path, router_entities(listener={"requireSsl": True}))
     assert "requireSsl" in line and "sslProfile" in line, line
+    line = start_fails(tmp_path, with_profile(profile(certs), {"http": True}))
+    assert "TLS on HTTP listeners" in line, line
 
 
 def test_deprecated_names_load_with_a_warning(make_router, certs, client):
@@ -251,8 +253,11 @@ def test_connection_rows_show_the_tls_session(make_router, certs, client):
     try:
         rows = node.query_dicts("connection", ["container", "isEncrypted", "ssl", "sslProto",
                                                "sslCipher", "sslSsf"])
+        listeners = node.query_dicts("listener", ["sslProfile", "requireSsl"])
     finally:
         node.close()
+    assert [(l["sslProfile"], l["requireSsl"]) for l in listeners] == [
+        ("tls", True), ("tls", False), (None, False)], listeners
     enc = [row for row in rows if row["isEncrypted"]]
     plain = [row for row in rows if not row["isEncrypted"]]
     assert len(enc) == 1 and len(plain) == 2, rows  # the plain client and this query's
