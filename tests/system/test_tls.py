@@ -12,13 +12,15 @@ committed.  Clients: Proton-Python over TLS (proton.SSLDomain) and `openssl s_cl
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from proton import Delivery, Message, SSLDomain
 
+import test_conn_budget as cb
+from clients import check_router_works
 from conftest import REPO_ROOT, router_entities, run_junctiond
 from mgmt_tool import Node
 
@@ -285,3 +287,97 @@ def test_real_qdstat_shows_the_tls_columns(make_router, certs, client):
     assert len(rows) == 2, res.stdout
     assert sum("TLSv1.3(TLS_" in l for l in rows) == 1, res.stdout
     assert sum("no-security" in l for l in rows) == 1, res.stdout
+
+
+# ---- the byte budgets hold with TLS (test_conn_budget.py's clients, over TLS) ------------
+
+def tls_socket(r, i, certs, rcvbuf=None):
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    raw.settimeout(10)
+    raw.connect(r.addresses[i])
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    ctx.check_hostname = False
+    return ctx.wrap_socket(raw, server_hostname="localhost")
+
+
+def budget_router(make_router, certs, **listener):
+    lst = {"host": "127.0.0.1", "port": "0", "sslProfile": "tls", "requireSsl": True,
+           "idleTimeoutSeconds": 0}
+    lst.update(listener)
+    return make_router(router_entities(listeners=[lst, {"host": "127.0.0.1", "port": "0"}],
+                                       extra=[profile(certs)]), env=cb.quiet_asan_env())
+
+
+def test_a_tls_client_that_stops_reading_holds_at_most_the_connection_budget(
+        make_router, certs, client):
+    r = budget_router(make_router, certs, linkCapacity=8)
+    s = tls_socket(r, 0, certs, rcvbuf=4096)
+    try:
+        sessions = 16
+        out = cb.AMQP_HEADER + cb.open_frame()
+        for ch in range(sessions):
+            out += cb.begin_frame(ch) + cb.attach_receiver_frame(ch, "multicast.stall",
+                                                                 "stalled-%d" % ch)
+        s.sendall(out)
+        got = b""
+        while cb.performatives(got, 0x12) < sessions:
+            got += s.recv(65536)
+        s.sendall(b"".join(cb.flow_frame(ch, 100000) for ch in range(sessions)))
+        snd = client.connect(r.url_of(1)).sender("multicast.stall", presettled=True)
+        base = cb.rss_kb(r)
+        most = base
+        for i in range(2000):
+            snd.send(Message(body=b"x" * 16384))
+            if i % 100 == 0:
+                client.run_for(0.01)
+                most = max(most, cb.rss_kb(r))
+        client.run_for(1.0)
+        most = max(most, cb.rss_kb(r))
+        grew = (most - base) / 1024.0
+        if not cb.memory_says_little(r):
+            assert grew < 12, "router RSS grew by %.1f MiB for a TLS client that reads nothing" % (
+                grew)
+        check_router_works(r.url_of(1))
+    finally:
+        s.close()
+    check_router_works(r.url_of(1))
+
+
+def test_a_tls_client_that_talks_but_never_reads_is_not_read_past_the_budget(make_router, certs):
+    r = budget_router(make_router, certs)
+    s = tls_socket(r, 0, certs, rcvbuf=4096)
+    try:
+        s.sendall(cb.AMQP_HEADER + cb.open_frame())
+        got = b""
+        while cb.performatives(got, 0x10) < 1:
+            got += s.recv(65536)
+        base = cb.rss_kb(r)
+        pairs = (cb.begin_frame(0) + cb.end_frame(0)) * 1024
+        s.setblocking(False)
+        sent, most = 0, base
+        deadline = time.monotonic() + 6
+        buf = b""
+        while time.monotonic() < deadline:
+            if not buf:
+                buf = pairs
+            try:
+                n = s.send(buf[:16384])
+                buf = buf[n:]
+                sent += n
+            except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                time.sleep(0.02)
+            most = max(most, cb.rss_kb(r))
+        time.sleep(0.5)
+        most = max(most, cb.rss_kb(r))
+        grew = (most - base) / 1024.0
+        # it stopped being read: far less went in than a client that is read sends in 6 s
+        assert sent < (64 << 20), "the router read %.0f MiB from a client that never reads" % (
+            sent / float(1 << 20))
+        if not cb.memory_says_little(r):
+            assert grew < 12, "router RSS grew by %.1f MiB (the client sent %.0f MiB)" % (
+                grew, sent / float(1 << 20))
+    finally:
+        s.close()
+    check_router_works(r.url_of(1))
