@@ -266,8 +266,11 @@ static void tls_read_WT(rtr_conn_t *c)
             continue;
         }
         if (k == -2) {
+            bool shaking = !rtr_tls_ready_WT(c->tls);
             LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
-                 rtr_tls_ready_WT(c->tls) ? "session" : "handshake", why);
+                 shaking ? "handshake" : "session", why);
+            if (shaking)
+                stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
             input_ended_WT(c); /* the alert (if any) goes out, then the connection ends */
         } else if (k == -1) {
             input_ended_WT(c); /* the client's close_notify */
@@ -288,6 +291,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
             return plain_in_WT(c, p, n);
         LOGC(c, INFO, "Connection from %s closed: not a TLS handshake (listener requires TLS)",
              c->peer);
+        stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
         input_ended_WT(c);
         return false;
     }

@@ -9,6 +9,7 @@ The certificates are made by the tests with `openssl` (a CA, a server certificat
 committed.  Clients: Proton-Python over TLS (proton.SSLDomain) and `openssl s_client`.
 """
 
+import http.client
 import os
 import shutil
 import socket
@@ -73,11 +74,26 @@ def profile(certs, name="tls", **kw):
 
 
 def tls_router(make_router, certs, prof=None, **kw):
-    """Listeners: 0 requireSsl, 1 TLS or plain, 2 plain."""
+    """Listeners: 0 requireSsl, 1 TLS or plain, 2 plain, 3 http (/metrics)."""
     return make_router(router_entities(listeners=[
         {"host": "127.0.0.1", "port": "0", "sslProfile": "tls", "requireSsl": True},
         {"host": "127.0.0.1", "port": "0", "sslProfile": "tls"},
-        {"host": "127.0.0.1", "port": "0"}], extra=[prof or profile(certs, **kw)]))
+        {"host": "127.0.0.1", "port": "0"},
+        {"host": "127.0.0.1", "port": "0", "http": True}], extra=[prof or profile(certs, **kw)]))
+
+
+def tls_failed(r):
+    """The router's tlsHandshakesFailed, from /metrics."""
+    c = http.client.HTTPConnection(*r.addresses[3], timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        body = c.getresponse().read().decode()
+    finally:
+        c.close()
+    for line in body.splitlines():
+        if line.startswith("junction_tls_handshakes_failed_total "):
+            return int(float(line.split()[1]))
+    raise AssertionError("no junction_tls_handshakes_failed_total in /metrics")
 
 
 def tls_domain(certs, ca="ca.pem"):
@@ -126,6 +142,7 @@ def test_require_ssl_refuses_a_plain_client(make_router, certs, client):
     client.wait(lambda: conn.transport_closed, msg="the router to close the plain connection")
     r.wait_log(r"Connection from 127\.0\.0\.1:\d+ closed: not a TLS handshake")
     assert not (conn.pn.state & conn.pn.REMOTE_ACTIVE)
+    assert tls_failed(r) == 1
     # and garbage too; the router goes on
     with socket.create_connection(r.addresses[0], timeout=5) as s:
         s.sendall(b"GET / HTTP/1.0\r\n\r\n")
@@ -147,6 +164,7 @@ def test_s_client_handshakes(make_router, certs):
     r = tls_router(make_router, certs, protocols="TLSv1.3")
     rc, out = s_client(r, 0, "-CAfile", certs / "ca.pem")
     assert rc == 0 and "TLSv1.3" in out, out
+    assert tls_failed(r) == 0
     # the client does not trust the router's CA: its handshake fails, the router goes on
     rc, out = s_client(r, 0, "-CAfile", certs / "otherca.pem")
     assert rc != 0 and "verify" in out.lower(), out
@@ -161,6 +179,7 @@ def test_s_client_handshakes(make_router, certs):
     assert r.is_running()
     rc, out = s_client(r, 1, "-CAfile", certs / "ca.pem")
     assert rc == 0 and "TLSv1.3" in out, out
+    assert tls_failed(r) == 2  # the client that did not trust the router, the TLSv1.2 one
 
 
 def test_a_handshake_that_stops_halfway_times_out(make_router, certs):
@@ -259,7 +278,7 @@ def test_connection_rows_show_the_tls_session(make_router, certs, client):
     finally:
         node.close()
     assert [(l["sslProfile"], l["requireSsl"]) for l in listeners] == [
-        ("tls", True), ("tls", False), (None, False)], listeners
+        ("tls", True), ("tls", False), (None, False), (None, False)], listeners
     enc = [row for row in rows if row["isEncrypted"]]
     plain = [row for row in rows if not row["isEncrypted"]]
     assert len(enc) == 1 and len(plain) == 2, rows  # the plain client and this query's
