@@ -96,7 +96,6 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
-    free(c->tls_rbuf);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -199,9 +198,12 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     rtr_conn_t *c = h->data;
     (void)suggested;
     if (c->tls) {
-        /* a full session is not read (UV_ENOBUFS stops reading; arming starts it again) */
-        buf->base = c->tls_rbuf;
-        buf->len = rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX ? RTR_TLS_READ : 0;
+        /* a buffer for this read only (read_cb copies it into the session and frees it), so
+         * an idle TLS connection holds none; a full session is not read (UV_ENOBUFS stops
+         * reading, arming starts it again) */
+        bool room = rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX;
+        buf->base = room ? base_malloc(RTR_TLS_READ) : NULL;
+        buf->len = room ? RTR_TLS_READ : 0;
         return;
     }
     pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
@@ -265,7 +267,9 @@ static void tls_read_WT(rtr_conn_t *c)
                 return;
             continue;
         }
-        if (k == -2) {
+        if (k == 0 && c->tls_eof) {
+            input_ended_WT(c); /* everything the client sent before its end is in Proton */
+        } else if (k == -2) {
             bool shaking = !rtr_tls_ready_WT(c->tls);
             LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
                  shaking ? "handshake" : "session", why);
@@ -301,7 +305,6 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
         input_ended_WT(c);
         return false;
     }
-    c->tls_rbuf = base_malloc(RTR_TLS_READ);
     rtr_tls_put_cipher_WT(c->tls, p, n);
     tls_read_WT(c);
     return true;
@@ -310,13 +313,25 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     rtr_conn_t *c = s->data;
-    if (c->closing)
+    bool        tls_buf = c->tls && !c->tls_detect; /* buf is alloc_cb's TLS read buffer */
+    if (c->closing) {
+        if (tls_buf)
+            free(buf->base);
         return;
-    if (n > 0) {
+    }
+    if (tls_buf && n < 0 && n != UV_ENOBUFS) {
+        /* the client's end: what the session holds still goes to Proton first */
+        free(buf->base);
+        uv_read_stop(s);
+        c->reading = false;
+        c->tls_eof = true;
+        tls_read_WT(c);
+    } else if (n > 0) {
         if (c->tls_detect) {
             tls_detect_WT(c, buf->base, (size_t)n);
         } else if (c->tls) {
             rtr_tls_put_cipher_WT(c->tls, buf->base, (size_t)n);
+            free(buf->base);
             tls_read_WT(c);
         } else {
             plain_in_WT(c, buf->base, (size_t)n);
@@ -326,6 +341,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         c->reading = false;
     } else if (n < 0) {
         input_ended_WT(c);
+    } else if (tls_buf) {
+        free(buf->base); /* n == 0: nothing read */
     }
     rtr_conn_process_WT(c);
 }
@@ -518,7 +535,7 @@ void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
     } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
-               (c->tls ? rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX
+               !c->tls_eof && (c->tls ? rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX
                        : pn_connection_driver_read_buffer(&c->driver).size > 0)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;

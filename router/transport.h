@@ -118,13 +118,14 @@ struct rtr_conn {
     bool                   counted;    /* counted in its context's n_open_conns */
     /* TLS (router/tls.h), on a listener with an sslProfile */
     struct rtr_tls_conn   *tls;        /* the session, or NULL: plain */
-    char                  *tls_rbuf;   /* RTR_TLS_READ bytes the socket reads into (TLS) */
     size_t                 tls_enc;    /* bytes at the head of Proton's output already
                                           encrypted; given back to Proton (write_done) once
                                           the socket took their records */
     bool                   tls_detect; /* no requireSsl: the first byte decides TLS or plain */
     bool                   tls_stalled; /* plaintext may wait in the session: Proton's input
                                            buffer or the budget stopped taking it */
+    bool                   tls_eof;    /* the client's input ended: once the session has
+                                          given Proton everything, Proton's input ends */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
