@@ -8,11 +8,10 @@
 
 #include "core/base/base.h"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include <errno.h>
 #include <limits.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,10 +28,10 @@ struct rtr_tls {
 };
 
 struct rtr_tls_conn {
-    SSL  *ssl;
-    BIO  *in;   /* socket -> TLS */
-    BIO  *out;  /* TLS -> socket */
-    bool  shut; /* close_notify queued */
+    SSL *ssl;
+    BIO *in;   /* socket -> TLS */
+    BIO *out;  /* TLS -> socket */
+    bool shut; /* close_notify queued */
 };
 
 /* OpenSSL's last error as text (its reason, e.g. "key values mismatch"). */
@@ -74,8 +73,10 @@ static int set_protocols(SSL_CTX *ctx, const cfg_ssl_profile_t *p, char *err, si
     static const struct {
         const char *name;
         int         v;
-    } known[] = {{"TLSv1", TLS1_VERSION}, {"TLSv1.1", TLS1_1_VERSION},
-                 {"TLSv1.2", TLS1_2_VERSION}, {"TLSv1.3", TLS1_3_VERSION}};
+    } known[] = {{"TLSv1", TLS1_VERSION},
+                 {"TLSv1.1", TLS1_1_VERSION},
+                 {"TLSv1.2", TLS1_2_VERSION},
+                 {"TLSv1.3", TLS1_3_VERSION}};
     int  lo = 0, hi = 0;
     char tok[32];
     for (const char *s = p->protocols; *s;) {
@@ -92,7 +93,8 @@ static int set_protocols(SSL_CTX *ctx, const cfg_ssl_profile_t *p, char *err, si
             snprintf(tok, sizeof(tok), "%.*s", (int)(n < 24 ? n : 24), s);
             return prof_fail(p, err, errlen,
                              "protocols: unknown protocol '%s' (TLSv1, TLSv1.1, TLSv1.2 or "
-                             "TLSv1.3)", tok);
+                             "TLSv1.3)",
+                             tok);
         }
         lo = lo && lo < v ? lo : v;
         hi = hi > v ? hi : v;
@@ -153,14 +155,15 @@ static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, siz
             goto out;
         if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
             unsigned long e = ERR_peek_last_error();
-            bool mismatch = ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
-            const char *why = ssl_why();
+            bool          mismatch = ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+            const char   *why = ssl_why();
             if (mismatch)
-                prof_fail(p, err, errlen, "%s %s: the key does not match certFile %s", attr,
-                          key, p->cert_file);
+                prof_fail(p, err, errlen, "%s %s: the key does not match certFile %s", attr, key,
+                          p->cert_file);
             else
                 prof_fail(p, err, errlen, "%s %s: cannot read the private key (%s%s)", attr, key,
-                          why, p->password ? "; wrong password?" : "; encrypted without a password?");
+                          why,
+                          p->password ? "; wrong password?" : "; encrypted without a password?");
             goto out;
         }
         if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -248,7 +251,7 @@ rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
         ERR_clear_error();
         return NULL;
     }
-    BIO_set_mem_eof_return(t->in, -1); /* empty: "retry", not the end of the stream */
+    BIO_set_mem_eof_return(t->in, -1);  /* empty: "retry", not the end of the stream */
     SSL_set_bio(t->ssl, t->in, t->out); /* the session owns both */
     SSL_set_accept_state(t->ssl);
     return t;

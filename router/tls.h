@@ -34,7 +34,7 @@ rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile);
 void            rtr_tls_conn_free_WT(rtr_tls_conn_t *t);
 
 /* Socket bytes in (copied into the session). */
-void   rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n);
+void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n);
 /* Ciphertext held, not yet decrypted (for the input budget). */
 size_t rtr_tls_cipher_in_WT(const rtr_tls_conn_t *t);
 /* Plaintext out into buf[cap]: > 0 bytes, 0 when it needs more ciphertext, -1 when the peer

@@ -1,5 +1,7 @@
 /* router/transport.c: a connection's transport, the lowest of its layers - the socket
- * (libuv reads and writes), the frame guard that checks every byte before Proton sees it,
+ * (libuv reads and writes), TLS on listeners with an sslProfile (the session is tls.c's; the
+ * first byte, the decrypted input and the encrypted output are here: router/DESIGN.md "A
+ * connection's layers"), the frame guard that checks every byte before Proton sees it,
  * the Proton connection driver's input and output buffers, the per-connection byte budgets
  * (what a client can make the router hold), the timer, and the end of input or output on
  * errors.  Also the lifetime of the records every layer frees (a connection, a link), and
