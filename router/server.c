@@ -39,6 +39,7 @@ struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
     uv_loop_t         loop;            /* main thread's loop */
     uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+    uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -176,6 +177,16 @@ static void signal_cb(uv_signal_t *h, int signum)
     server_stop(s);
 }
 
+/* SIGUSR1: reopen the log files, as logrotate's postrotate expects of a daemon (qdrouterd
+ * has no such signal; HUP already means shut down, as in qdrouterd). */
+static void reopen_cb(uv_signal_t *h, int signum)
+{
+    (void)h;
+    (void)signum;
+    base_log_reopen();
+    LOG(INFO, "Log files reopened (SIGUSR1)");
+}
+
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_server_t *s = base_calloc(1, sizeof(*s));
@@ -206,6 +217,11 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     rtr_fd_reserve_init(); /* before any thread accepts */
+    /* from here on no thread that logs writes the log itself (after main()'s fork, which
+     * would leave the writer thread behind) */
+    rc = base_log_start_writer();
+    if (rc)
+        return rc;
 
     int n = cfg->router.worker_threads;
     if (n <= 0) {
@@ -281,6 +297,8 @@ int rtr_server_start(rtr_server_t *s)
         s->sigs[i].data = s;
         uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
     }
+    uv_signal_init(&s->loop, &s->sig_usr1);
+    uv_signal_start(&s->sig_usr1, reopen_cb, SIGUSR1);
     s->started_ms = uv_now(&s->loop);
     s->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uv_timer_init(&s->loop, &s->proc_timer);
@@ -308,6 +326,7 @@ int rtr_server_run(rtr_server_t *s)
         if (pthread_timedjoin_np(s->workers[i].thread, NULL, &deadline) != 0) {
             base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL,
                      "Worker %d did not stop within %u seconds; exiting anyway", i, 15 + grace);
+            base_log_stop_writer(1.0);
             _exit(1);
         }
     }
@@ -318,6 +337,9 @@ int rtr_server_run(rtr_server_t *s)
     rtr_loop_close_all(&s->loop);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     LOG(NOTICE, "Stopped");
+    /* what is queued is written before the process exits (an output that never drains is
+     * given up on after a while) */
+    base_log_stop_writer(5.0);
     return 0;
 }
 
