@@ -40,6 +40,7 @@ struct rtr_server {
     uv_loop_t         loop;            /* main thread's loop */
     uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
     uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
+    uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -104,6 +105,9 @@ static void proc_timer_cb(uv_timer_t *t)
     stats_obj_t r = s->stats.router_obj;
     uint64_t    up = (uv_now(&s->loop) - s->started_ms) / 1000;
     stats_obj_set(s->shard, r, CORE_ROUTER_UPTIME, (int64_t)up);
+    uint64_t dropped = base_log_dropped();
+    stats_obj_add(s->shard, r, CORE_ROUTER_LOG_DROPPED, dropped - s->log_dropped);
+    s->log_dropped = dropped;
     /* read through the descriptor opened at start: with every descriptor in use, opening
      * the file now would fail, just when the figures matter */
     char          statm[128];
