@@ -220,6 +220,17 @@ int rtr_server_start(rtr_server_t *s)
     int          rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
+    /* the signals are caught from the start: the listeners are bound already, and a SIGTERM
+     * (or logrotate's SIGUSR1) that comes once a client could connect must not kill the
+     * process; the callbacks run once the loop runs */
+    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (int i = 0; i < 4; i++) {
+        uv_signal_init(&s->loop, &s->sigs[i]);
+        s->sigs[i].data = s;
+        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
+    }
+    uv_signal_init(&s->loop, &s->sig_usr1);
+    uv_signal_start(&s->sig_usr1, reopen_cb, SIGUSR1);
     rtr_fd_reserve_init(); /* before any thread accepts */
     /* from here on no thread that logs writes the log itself (after main()'s fork, which
      * would leave the writer thread behind) */
@@ -295,14 +306,6 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
 
-    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    for (int i = 0; i < 4; i++) {
-        uv_signal_init(&s->loop, &s->sigs[i]);
-        s->sigs[i].data = s;
-        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
-    }
-    uv_signal_init(&s->loop, &s->sig_usr1);
-    uv_signal_start(&s->sig_usr1, reopen_cb, SIGUSR1);
     s->started_ms = uv_now(&s->loop);
     s->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uv_timer_init(&s->loop, &s->proc_timer);

@@ -43,8 +43,9 @@ def wait_file(path, pattern, timeout=STARTUP_TIMEOUT):
         time.sleep(0.05)
 
 
-def start_logging_to(make_router, logs, port=None, **kw):
-    """A router whose log goes elsewhere than stderr: ready once its port accepts."""
+def start_logging_to(make_router, logs, ready, port=None, **kw):
+    """A router whose log goes elsewhere than stderr: ready once its port accepts and
+    ready() (which looks for the Operational line where the log goes) is true."""
     port = port or free_port()
     r = make_router(listener={"port": str(port)}, logs=logs, start=False, **kw)
     r.start(wait=False)
@@ -58,8 +59,16 @@ def start_logging_to(make_router, logs, port=None, **kw):
             assert time.monotonic() < deadline, "not listening on %d:\n%s" % (
                 port, r.stderr_text())
             time.sleep(0.05)
+    while not ready(r):
+        assert r.is_running() and time.monotonic() < deadline, r.stderr_text()
+        time.sleep(0.05)
     r.addresses = [("127.0.0.1", port)]
     return r
+
+
+def in_file(path):
+    """A ready() for start_logging_to: the Operational line is in the file."""
+    return lambda r: os.path.exists(path) and "Operational" in open(path).read()
 
 
 def one_connection(url):
@@ -87,7 +96,7 @@ def test_output_file_per_module_shared_and_inherited(make_router, tmp_path):
         # the same file by another name: qdrouterd shares one open file between them
         ["log", {"module": "AGENT", "outputFile": str(tmp_path / "." / "server.log"),
                  "enable": "debug+"}],
-    ])
+    ], in_file(server))
     wait_file(server, r"^%sSERVER \(notice\) Operational" % TS)
     one_connection(r.url)
     agent_debug_line(r.url)
@@ -109,7 +118,8 @@ def test_output_file_per_module_shared_and_inherited(make_router, tmp_path):
 def test_output_stdout_with_source_and_without_timestamp(make_router, tmp_path):
     r = start_logging_to(make_router, [
         ["log", {"module": "DEFAULT", "outputFile": "stdout", "includeTimestamp": False,
-                 "includeSource": True}]])
+                 "includeSource": True}]],
+        lambda r: any("Operational" in ln for ln in r.stdout_lines))
     assert r.stop() == 0
     out = r.stdout_lines
     assert any(re.match(r"^SERVER \(notice\) Operational, \d+ Threads Running \(process ID "
@@ -228,7 +238,7 @@ def test_enable_grammar_prefixes_case_and_separators(make_router, tmp_path):
         ["log", {"module": "SERVER", "enable": "Warn+ ; not"}],   # notice, warning and above
         ["log", {"module": "ROUTER_CORE", "enable": "i"}],        # info only
         ["log", {"module": "AGENT", "enable": "deb:info"}],       # debug and info
-    ])
+    ], in_file(log))
     wait_file(log, r"SERVER \(notice\) Operational")
     one_connection(r.url)
     agent_debug_line(r.url)
@@ -258,7 +268,7 @@ def test_bad_level_names_the_attribute(tmp_path):
 def test_management_update_of_enable_takes_the_grammar(make_router, tmp_path):
     log = tmp_path / "r.log"
     r = start_logging_to(make_router, [
-        ["log", {"module": "DEFAULT", "outputFile": str(log)}]])
+        ["log", {"module": "DEFAULT", "outputFile": str(log)}]], in_file(log))
     node = Node(r.url)
     row = node.update({"enable": "TRACE,deb"}, "log", name="log/AGENT")
     assert row["enable"] == "trace,debug"
@@ -275,8 +285,7 @@ def test_management_update_of_enable_takes_the_grammar(make_router, tmp_path):
 def test_reopen_on_sigusr1_loses_no_line(make_router, tmp_path):
     log = tmp_path / "r.log"
     r = start_logging_to(make_router, [
-        ["log", {"module": "DEFAULT", "enable": "info+", "outputFile": str(log)}]])
-    wait_file(log, r"SERVER \(notice\) Operational")
+        ["log", {"module": "DEFAULT", "enable": "info+", "outputFile": str(log)}]], in_file(log))
     n_conns, rotations = 150, 3
     done = threading.Event()
     errors = []
