@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,7 @@ static pthread_cond_t  q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t       writer_thread;
 static bool            writer_started; /* main thread only: writer_thread is joinable */
 static _Atomic uint64_t dropped_total;  /* lines dropped since start */
+static _Atomic size_t   q_pending;      /* lines queued or taken and not yet written */
 
 static const char *const module_names[] = {
 #define BASE__MOD_NAME(m) #m,
@@ -388,6 +390,7 @@ static void emit(int sink, int prio, const char *line, size_t n)
         at = (at + lens[k]) % sizeof(q_buf);
     }
     q_used += sizeof(h) + n;
+    atomic_fetch_add_explicit(&q_pending, 1, memory_order_relaxed);
     if (was_empty)
         pthread_cond_signal(&q_cond);
     pthread_mutex_unlock(&q_lock);
@@ -411,6 +414,7 @@ static void q_take_LH(void *out, size_t n)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "junction-log");
     char *batch = malloc(BATCH_BYTES);
     q_hdr_t *hdrs = malloc(BATCH_ENTRIES * sizeof(*hdrs));
     uint64_t dropped[MAX_SINKS];
@@ -469,6 +473,7 @@ static void *writer_main(void *arg)
         }
         if (reopen)
             reopen_files();
+        atomic_fetch_sub_explicit(&q_pending, k, memory_order_release);
 
         pthread_mutex_lock(&q_lock);
         if (reopen) {
@@ -490,6 +495,17 @@ static void stop_writer_at_exit(void)
     base_log_stop_writer(1.0);
 }
 
+/* SIGABRT (an assert, a bug check): the lines just logged say why, so give the writer up to
+ * two seconds to write what is queued before the process dies.  Only async-signal-safe
+ * calls; the writer runs on meanwhile. */
+static void on_abort(int sig)
+{
+    (void)sig;
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 2000 && atomic_load_explicit(&q_pending, memory_order_acquire) > 0; i++)
+        nanosleep(&ms, NULL);
+}
+
 int base_log_start_writer(void)
 {
     static bool at_exit;
@@ -499,6 +515,9 @@ int base_log_start_writer(void)
         /* an exit() on an error path still writes what was queued before it */
         at_exit = true;
         atexit(stop_writer_at_exit);
+        struct sigaction sa = {.sa_handler = on_abort, .sa_flags = SA_RESETHAND};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGABRT, &sa, NULL);
     }
     pthread_mutex_lock(&q_lock);
     writer_on = true;
