@@ -413,6 +413,8 @@ def test_stalled_log_output_does_not_stop_routing_and_drops_are_reported(make_ro
     text = b"".join(received).decode(errors="replace")
     dropped = sum(int(x) for x in re.findall(r"SERVER \(warning\) (\d+) log lines dropped", text))
     assert dropped >= row["logLinesDropped"] > 0
+    print("stalled output: %d lines dropped (router stat %d while stalled), %d bytes read"
+          % (dropped, row["logLinesDropped"], len(text)))
     # whole lines only, before and after the gap
     assert all(re.match(TS + r"[A-Z_]+ \(\w+\) ", ln) for ln in text.splitlines()), \
         [ln for ln in text.splitlines() if not re.match(TS, ln)][:5]
