@@ -40,7 +40,7 @@ _Atomic uint8_t base_log_masks[BASE_LOG_N_MODULES] = {
     [BASE_LOG_MOD_DEFAULT] = MASK_INFO_PLUS,
 };
 static uint8_t configured[BASE_LOG_N_MODULES]; /* mask as configured, FOLLOW_DEFAULT if unset */
-static bool configured_init;
+static bool    configured_init;
 /* includeTimestamp / includeSource as configured (-1: follow DEFAULT), and what each module
  * does (resolved by base_log_finish_config(); read-only once the other threads run) */
 static int8_t fmt_timestamps[BASE_LOG_N_MODULES];
@@ -73,9 +73,9 @@ static int        sink_of[BASE_LOG_N_MODULES];  /* where the module writes (afte
 
 /* The ring of recent lines: ring[(ring_next - ring_used + i) % BASE_LOG_RING], i < ring_used. */
 static base_log_entry_t ring[BASE_LOG_RING];
-static size_t ring_next;  /* [ring_lock] slot written next */
-static size_t ring_used;  /* [ring_lock] entries held */
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t           ring_next; /* [ring_lock] slot written next */
+static size_t           ring_used; /* [ring_lock] entries held */
+static pthread_mutex_t  ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t counts[BASE_LOG_N_MODULES][BASE_LOG_N_LEVELS]; /* lines written */
 
 /* The output queue: entries of a q_hdr_t and the line's bytes, back to back in a circular
@@ -86,16 +86,16 @@ typedef struct q_hdr {
     uint8_t  prio; /* syslog priority */
 } q_hdr_t;
 
-static char            q_buf[BASE_LOG_QUEUE_BYTES];
-static size_t          q_head;        /* [q_lock] offset of the oldest entry */
-static size_t          q_used;        /* [q_lock] bytes held */
-static bool            writer_on;     /* [q_lock] lines go through the queue */
-static bool            writer_stop;   /* [q_lock] the writer should drain and exit */
-static bool            reopen_asked;  /* [q_lock] base_log_reopen() waits for the writer */
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  q_cond = PTHREAD_COND_INITIALIZER;
-static pthread_t       writer_thread;
-static bool            writer_started; /* main thread only: writer_thread is joinable */
+static char             q_buf[BASE_LOG_QUEUE_BYTES];
+static size_t           q_head;       /* [q_lock] offset of the oldest entry */
+static size_t           q_used;       /* [q_lock] bytes held */
+static bool             writer_on;    /* [q_lock] lines go through the queue */
+static bool             writer_stop;  /* [q_lock] the writer should drain and exit */
+static bool             reopen_asked; /* [q_lock] base_log_reopen() waits for the writer */
+static pthread_mutex_t  q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t   q_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t        writer_thread;
+static bool             writer_started; /* main thread only: writer_thread is joinable */
 static _Atomic uint64_t dropped_total;  /* lines dropped since start */
 static _Atomic size_t   q_pending;      /* lines queued or taken and not yet written */
 
@@ -110,7 +110,8 @@ static const char *const level_names[] = {"trace",   "debug", "info",    "notice
 static const uint8_t syslog_prio[] = {LOG_DEBUG,   LOG_DEBUG, LOG_INFO, LOG_NOTICE,
                                       LOG_WARNING, LOG_ERR,   LOG_CRIT};
 
-_Static_assert(sizeof(module_names) / sizeof(module_names[0]) == BASE_LOG_N_MODULES, "module table");
+_Static_assert(sizeof(module_names) / sizeof(module_names[0]) == BASE_LOG_N_MODULES,
+               "module table");
 _Static_assert(LINE_MAX_BYTES < UINT16_MAX, "q_hdr_t.len holds a line");
 _Static_assert(MAX_SINKS <= UINT8_MAX, "q_hdr_t.sink holds a sink index");
 
@@ -153,8 +154,8 @@ static const char *const enable_words[] = {"default", "none",    "trace", "debug
 int base_log_parse_enable(const char *text, uint8_t *mask)
 {
     /* qdrouterd splits on any of ", ;:" and skips empty words; an empty value is "none" */
-    unsigned m = 0;
-    bool follow = false;
+    unsigned    m = 0;
+    bool        follow = false;
     const char *p = text;
 
     while (*p) {
@@ -165,7 +166,7 @@ int base_log_parse_enable(const char *text, uint8_t *mask)
         }
         const char *word = p;
         p += n;
-        bool plus = word[n - 1] == '+';
+        bool   plus = word[n - 1] == '+';
         size_t len = n - (plus ? 1 : 0);
         size_t w = 0;
         /* a prefix of a name (strncasecmp over the word's length: a longer word never
@@ -198,7 +199,8 @@ void base_log_finish_config(void)
     apply_masks_LH();
     init_format();
     for (int i = 0; i < BASE_LOG_N_MODULES; i++) {
-        int8_t ts = fmt_timestamps[i] >= 0 ? fmt_timestamps[i] : fmt_timestamps[BASE_LOG_MOD_DEFAULT];
+        int8_t ts =
+            fmt_timestamps[i] >= 0 ? fmt_timestamps[i] : fmt_timestamps[BASE_LOG_MOD_DEFAULT];
         int8_t src = fmt_source[i] >= 0 ? fmt_source[i] : fmt_source[BASE_LOG_MOD_DEFAULT];
         no_timestamps[i] = ts != 1;
         with_source[i] = src == 1;
@@ -316,7 +318,7 @@ static void sink_write(const log_sink_t *s, int prio, const char *p, size_t n)
         /* one record per line, without the newline */
         while (n > 0) {
             const char *nl = memchr(p, '\n', n);
-            size_t len = nl ? (size_t)(nl - p) : n;
+            size_t      len = nl ? (size_t)(nl - p) : n;
             syslog(prio, "%.*s", (int)len, p);
             len += nl ? 1 : 0;
             p += len;
@@ -340,7 +342,7 @@ static void reopen_files(void)
             char line[512];
             int  n = snprintf(line, sizeof(line),
                               "SERVER (error) Cannot reopen log file %s: %s; still writing to "
-                              "the file open before\n",
+                               "the file open before\n",
                               s->name, strerror(errno));
             write_all(s->fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
             continue;
@@ -354,7 +356,7 @@ static void reopen_files(void)
 static size_t format_time(char *buf, size_t len)
 {
     struct timeval tv;
-    struct tm tm;
+    struct tm      tm;
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
     size_t n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
@@ -378,11 +380,11 @@ static void emit(int sink, int prio, const char *line, size_t n)
         pthread_mutex_unlock(&q_lock);
         return;
     }
-    q_hdr_t h = {.len = (uint16_t)n, .sink = (uint8_t)sink, .prio = (uint8_t)prio};
-    bool was_empty = q_used == 0;
-    size_t at = (q_head + q_used) % sizeof(q_buf);
+    q_hdr_t     h = {.len = (uint16_t)n, .sink = (uint8_t)sink, .prio = (uint8_t)prio};
+    bool        was_empty = q_used == 0;
+    size_t      at = (q_head + q_used) % sizeof(q_buf);
     const char *parts[2] = {(const char *)&h, line};
-    size_t lens[2] = {sizeof(h), n};
+    size_t      lens[2] = {sizeof(h), n};
     for (int k = 0; k < 2; k++) {
         size_t first = sizeof(q_buf) - at < lens[k] ? sizeof(q_buf) - at : lens[k];
         memcpy(q_buf + at, parts[k], first);
@@ -415,7 +417,7 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "junction-log");
-    char *batch = malloc(BATCH_BYTES);
+    char    *batch = malloc(BATCH_BYTES);
     q_hdr_t *hdrs = malloc(BATCH_ENTRIES * sizeof(*hdrs));
     uint64_t dropped[MAX_SINKS];
     if (!batch || !hdrs)
@@ -428,7 +430,7 @@ static void *writer_main(void *arg)
         size_t n = 0, k = 0;
         while (q_used > 0 && k < BATCH_ENTRIES) {
             q_hdr_t h;
-            size_t save_head = q_head, save_used = q_used;
+            size_t  save_head = q_head, save_used = q_used;
             q_take_LH(&h, sizeof(h));
             if (n + h.len > BATCH_BYTES) {
                 q_head = save_head; /* next batch */
@@ -445,7 +447,6 @@ static void *writer_main(void *arg)
         }
         /* this batch goes to the old file, what is still queued to the new one */
         bool reopen = reopen_asked;
-        bool stop = writer_stop && q_used == 0;
         pthread_mutex_unlock(&q_lock);
 
         size_t off = 0;
@@ -461,7 +462,7 @@ static void *writer_main(void *arg)
         for (int i = 0; i < n_sinks; i++) {
             if (!dropped[i])
                 continue;
-            char line[256];
+            char   line[256];
             size_t m = no_timestamps[BASE_LOG_MOD_SERVER] || sinks[i].syslog
                            ? 0
                            : format_time(line, sizeof(line));
@@ -480,8 +481,8 @@ static void *writer_main(void *arg)
             reopen_asked = false;
             pthread_cond_broadcast(&q_cond);
         }
-        if (stop)
-            break;
+        if (writer_stop && q_used == 0)
+            break; /* (lines queued while this batch was written go out first) */
     }
     writer_on = false;
     pthread_mutex_unlock(&q_lock);
@@ -578,7 +579,7 @@ uint64_t base_log_dropped(void)
 void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *file, int line_no,
                      const char *fmt, va_list ap)
 {
-    char line[LINE_MAX_BYTES];
+    char   line[LINE_MAX_BYTES];
     size_t n = 0;
 
     if (!no_timestamps[mod])
@@ -586,7 +587,7 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fi
     n += (size_t)snprintf(line + n, sizeof(line) - n, "%s (%s) ", module_names[mod],
                           level_names[lvl]);
     size_t text_at = n;
-    int k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+    int    k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
     if (k < 0)
         k = 0;
     n += (size_t)k;
@@ -616,8 +617,7 @@ void base_log_vwrite(base_log_module_t mod, base_log_level_t lvl, const char *fi
     e->file = file;
     e->line = line_no;
     e->time = (double)now.tv_sec + (double)now.tv_usec / 1e6;
-    size_t tl = text_end - text_at < sizeof(e->text) - 1 ? text_end - text_at
-                                                         : sizeof(e->text) - 1;
+    size_t tl = text_end - text_at < sizeof(e->text) - 1 ? text_end - text_at : sizeof(e->text) - 1;
     memcpy(e->text, line + text_at, tl);
     e->text[tl] = '\0';
     pthread_mutex_unlock(&ring_lock);
@@ -720,9 +720,8 @@ void base_log_format_enable(uint8_t mask, char *buf, size_t len)
             continue;
         /* the rest of the levels all enabled: "level+" */
         uint8_t rest = (uint8_t)(0x7fu & ~((1u << i) - 1u));
-        bool plus = (mask & rest) == rest && i < BASE_LOG_N_LEVELS - 1;
-        int k = snprintf(buf + n, len - n, "%s%s%s", n ? "," : "", level_names[i],
-                         plus ? "+" : "");
+        bool    plus = (mask & rest) == rest && i < BASE_LOG_N_LEVELS - 1;
+        int k = snprintf(buf + n, len - n, "%s%s%s", n ? "," : "", level_names[i], plus ? "+" : "");
         if (k < 0)
             break;
         n += (size_t)k;

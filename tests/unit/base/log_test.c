@@ -17,13 +17,13 @@
 #include <cmocka.h>
 // clang-format on
 
-#define T  0x01u /* trace */
-#define D  0x02u /* debug */
-#define I  0x04u /* info */
-#define N  0x08u /* notice */
-#define W  0x10u /* warning */
-#define E  0x20u /* error */
-#define C  0x40u /* critical */
+#define T      0x01u /* trace */
+#define D      0x02u /* debug */
+#define I      0x04u /* info */
+#define N      0x08u /* notice */
+#define W      0x10u /* warning */
+#define E      0x20u /* error */
+#define C      0x40u /* critical */
 #define FOLLOW 0xffu
 
 static unsigned parse(const char *text)
@@ -99,7 +99,7 @@ static void test_enable_bad_words(void **state)
 {
     (void)state;
     assert_bad("loud");
-    assert_bad("warnings");  /* longer than a name is no prefix of it */
+    assert_bad("warnings"); /* longer than a name is no prefix of it */
     assert_bad("information");
     assert_bad("info+,x");
     assert_bad("trace,xyz"); /* qdrouterd's bit arithmetic lets this one through */
@@ -110,8 +110,8 @@ static void test_enable_bad_words(void **state)
 static void test_enable_round_trip(void **state)
 {
     (void)state;
-    const char *texts[] = {"info+", "trace,debug", "trace,debug,warning+", "none", "default",
-                           "critical", "notice,error"};
+    const char *texts[] = {"info+",   "trace,debug", "trace,debug,warning+", "none",
+                           "default", "critical",    "notice,error"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         char buf[128];
         base_log_format_enable((uint8_t)parse(texts[i]), buf, sizeof(buf));
@@ -121,8 +121,8 @@ static void test_enable_round_trip(void **state)
 
 /* -- the writer -- */
 
-#define THREADS      4
-#define PER_THREAD   5000
+#define THREADS    4
+#define PER_THREAD 5000
 
 static void *log_lines(void *arg)
 {
@@ -138,10 +138,10 @@ static int count_lines(const char *path, int seen[THREADS][PER_THREAD])
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char line[512];
-    int n = 0;
+    int  n = 0;
     while (fgets(line, sizeof(line), f)) {
         long t;
-        int i;
+        int  i;
         if (strstr(line, "Reopened") != NULL)
             continue;
         const char *p = strstr(line, "SERVER (info) thread ");
@@ -181,9 +181,9 @@ static void test_writer_loses_no_line_across_reopen(void **state)
     base_log_stop_writer(10.0);
 
     static int seen[THREADS][PER_THREAD];
-    int in_old = count_lines(old, seen);
-    int in_new = count_lines(path, seen);
-    uint64_t dropped = base_log_dropped();
+    int        in_old = count_lines(old, seen);
+    int        in_new = count_lines(path, seen);
+    uint64_t   dropped = base_log_dropped();
     /* a line is in one file exactly once, or it was counted as dropped */
     int missing = 0;
     for (int t = 0; t < THREADS; t++)
