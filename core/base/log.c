@@ -446,7 +446,8 @@ static void *writer_main(void *arg)
             sinks[i].dropped = 0;
         }
         /* this batch goes to the old file, what is still queued to the new one */
-        bool reopen = reopen_asked;
+        bool reopen = reopen_asked; /* a SIGUSR1 during the reopen asks again */
+        reopen_asked = false;
         pthread_mutex_unlock(&q_lock);
 
         size_t off = 0;
@@ -477,10 +478,6 @@ static void *writer_main(void *arg)
         atomic_fetch_sub_explicit(&q_pending, k, memory_order_release);
 
         pthread_mutex_lock(&q_lock);
-        if (reopen) {
-            reopen_asked = false;
-            pthread_cond_broadcast(&q_cond);
-        }
         if (writer_stop && q_used == 0)
             break; /* (lines queued while this batch was written go out first) */
     }
