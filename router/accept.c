@@ -1,33 +1,13 @@
 /* router/accept.c: accepting on a listening socket without spinning when descriptors run
  * out (rtr_acceptor_t), the process's reserve descriptor, the open-files limit at start-up,
- * and the "host:port" of a socket address for log lines.
+ * and the "host:port" of a socket address for log lines.  Why and how: router/DESIGN.md
+ * "File descriptors".
  *
- * Threads: an acceptor runs on the thread of its loop (the main thread for AMQP listeners,
- * the admin thread for http listeners and the management socket); nothing in it is shared.
- * The reserve descriptor is one process-wide int taken and put back with atomic swaps.  No
- * _CT/_WT suffixes: nothing here belongs to a worker or to the core.  s_accept_lock (a leaf:
- * nothing else is locked while it is held) serializes the acceptors' accept() calls with the
- * moment the reserve is closed, so one thread's accept cannot take the slot another thread
- * freed to refuse its clients (which lost the reserve until a descriptor came free, leaving
- * clients waiting in the backlog).
- *
- * DESIGN.  accept() failing with EMFILE or ENFILE leaves the connection in the backlog and
- * the listening socket readable, so a level-triggered poll calls the accept loop again at
- * once: one warning per call made 1.7 million log lines in 3 s at 100% CPU.  Here, when
- * accept() fails for lack of a descriptor and a client is waiting (accept() fails before it
- * looks at the backlog, so the loop that took the last descriptor fails once more with
- * nobody waiting: that is no shortage yet), the reserve descriptor is closed and the clients
- * waiting are accepted in its slot and closed at once, so they see the connection end
- * instead of waiting for a router that cannot take them (libuv's uv__emfile_trick does the
- * same), and the reserve is opened again.  The socket is then not readable until the next
- * client comes, so nothing spins.  When the reserve is not there (another thread has it, or
- * it was lost to another thread while closed), or for any other error, polling stops and a
- * timer tries again after RTR_ACCEPT_RETRY_MIN_MS, doubling up to RTR_ACCEPT_RETRY_MAX_MS
- * while the episode lasts; those clients wait in the backlog meanwhile.  An episode starts
- * with one warning (at most one per RTR_ACCEPT_WARN_PERIOD_MS) and ends with the next
- * connection accepted, in one line that says how many clients were refused.  Errors of one
- * pending connection (ECONNABORTED, EPROTO, EPERM from a firewall, ...) only cost that
- * connection.
+ * Threads: an acceptor runs on the thread of its loop (main: AMQP listeners; admin: http
+ * listeners and the management socket).  The reserve descriptor is one process-wide int
+ * swapped atomically; s_accept_lock (a leaf lock) serializes the acceptors' accept() calls
+ * with the moment the reserve is closed, so one thread cannot take the slot another freed to
+ * refuse its clients.
  */
 #include "router/accept.h"
 

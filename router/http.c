@@ -1,30 +1,11 @@
 /* router/http.c: the HTTP/WebSocket server of `http: true` listeners, on libwebsockets 4.1
- * joined to the admin thread's libuv loop (LWS_SERVER_OPTION_LIBUV with a foreign loop: the
- * libwebsockets-evlib-uv plugin) - its life cycle, its listeners (one lws vhost each) and the
- * protocol table that hands each request to its file: http_get.c (plain HTTP: /metrics,
- * /healthz, files) and http_ws.c (WebSockets: AMQP, the console's feed).
+ * joined to the admin thread's libuv loop (foreign-loop mode) - its life cycle, its
+ * listeners (one lws vhost each) and the protocol table that hands each request to its file:
+ * http_get.c (plain HTTP) and http_ws.c (WebSockets).  router/DESIGN.md "The HTTP server".
  *
- * Threads: the admin thread runs every function here; nothing here belongs to a worker or to
- * the core, so no _CT/_WT suffixes.  rtr_http_root_check() is thread-safe.
- *
- * DESIGN.
- *   - Listening: the main thread binds every listener (so a port in use stops start-up and
- *     `Listening on HOST:PORT` is logged alike for all); this file accepts on the http ones
- *     (an rtr_acceptor_t: it pauses instead of spinning when descriptors run out) and hands
- *     each socket to libwebsockets, adopted with the listener as the connection's opaque
- *     user data (lws may move a connection to the first vhost by its Host header, and all of
- *     ours share the no-listen port, so the vhost cannot tell which listener accepted it).
- *     One lws vhost per listener, made at start or by management CREATE (DELETE closes the
- *     socket; the vhost stays for the connections it has).  Only HTTP is spoken there: bytes
- *     that are not HTTP (an AMQP header, garbage) make lws close the connection.
- *   - Stop: lws_context_destroy() closes every connection; the loop runs out once lws and our
- *     handles closed; rtr_http_finish() then lets lws finish.  The server's memory goes
- *     only once the loop is closed (rtr_http_free): lws calls back, and writes into it
- *     (info.pcontext), for as long as the loop runs - after a failed start too.
- *
- *   browser --HTTP--> lws vhost --http-only--> http_get.c   /metrics, /healthz, files
- *           --WS amqp|binary|AMQPWSB10------> http_ws.c    socketpair <-> worker
- *           --WS junction-mgmt--------------> http_ws.c    mgmt_sess_t
+ * Threads: the admin thread runs every function here; rtr_http_root_check() is thread-safe.
+ * The server's memory goes only after the admin loop closed (rtr_http_free): lws writes into
+ * it (info.pcontext) from close callbacks for as long as the loop runs.
  */
 #include "junction_version.h"
 #include "router/http_int.h"

@@ -1,25 +1,10 @@
 /* router/http_ws.c: the WebSockets of the HTTP server - AMQP over WebSocket (subprotocols
- * "amqp", "binary", "AMQPWSB10"), pumped through a socketpair to a worker, and the console's
- * live feed (subprotocol "junction-mgmt"), a management session.
+ * "amqp", "binary", "AMQPWSB10") pumped through a socketpair to a worker, with back-pressure
+ * both ways, and the console's live feed (subprotocol "junction-mgmt"), a management
+ * session.  router/DESIGN.md "The HTTP server".
  *
- * Threads: the admin thread runs every function here (libwebsockets callbacks and the
- * callbacks of our uv_pipe on the admin loop).
- *
- * DESIGN.
- *   - AMQP over WebSocket: each session gets a socketpair; one end goes to a worker exactly
- *     like an accepted TCP socket (RTR_EXT_ACCEPT_WS: same routing, frame guard and limits),
- *     the other is a uv_pipe here.  Bytes are pumped with back-pressure both ways: WebSocket
- *     payload is written to the pipe (uv_try_write, the rest by uv_write while
- *     lws_rx_flow_control stops reading the WebSocket); the pipe is read one buffer at a
- *     time, only after lws said the WebSocket can take the previous one.  Either side closing
- *     closes the other.  A socketpair that cannot be made closes the WebSocket (1011, "out of
- *     file descriptors") with a rate-limited warning.
- *   - junction-mgmt: a management session (mgmt_sess_t, the same bounded session the
- *     management socket uses); each text message in is one request line, each reply line
- *     goes out as one text message.
- *   - `websockets: false` refuses every upgrade (LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION).
- *
- * Lifetimes: ws_amqp_t and ws_mgmt_t are heap objects, pointed at from lws's per-session
+ * Threads: the admin thread runs every function here (lws callbacks, our uv_pipe's).
+ * Lifetimes: ws_amqp_t and ws_mgmt_t are heap objects pointed at from lws's per-session
  * memory; a ws_amqp_t outlives its WebSocket until its pipe handle closed.
  */
 #include "router/http_int.h"

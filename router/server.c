@@ -10,13 +10,15 @@
  * waits until the core has answered for every link and delivery -> join workers -> stop the
  * core -> stop the agent.  Signal and timer callbacks find the server in their handle's data.
  */
+#include "router/server.h"
+
 #include "core/base/pool.h"
 #include "router/accept.h"
 #include "router/connmgr.h"
 #include "router/http.h"
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
-#include "router/server.h"
+#include "router/notify.h"
 #include "router/worker.h"
 
 #include <fcntl.h>
@@ -34,13 +36,13 @@
 #define RTR_TRIM_PERIOD  5u
 #define RTR_POOL_RESERVE (256u << 10)
 
-
 struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
     uv_loop_t         loop;            /* main thread's loop */
     uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
     uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
     uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
+    bool              loop_ready;      /* `loop` initialised (start) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -153,6 +155,11 @@ static void proc_timer_cb(uv_timer_t *t)
 static void server_stop(rtr_server_t *s)
 {
     s->stopping = true;
+    /* a service manager waiting on us (Type=notify) learns the stop is ours, not a crash */
+    int rc = rtr_notify("STOPPING=1\nSTATUS=Shutting down");
+    if (rc < 0)
+        LOG(WARNING, "Cannot tell the service manager (NOTIFY_SOCKET) that we stop: %s",
+            strerror(-rc));
     /* stop accepting: a client that connects now is refused, not left in the backlog */
     rtr_connmgr_stop(s->connmgr);
     uv_stop(&s->loop);
@@ -220,9 +227,10 @@ int rtr_server_start(rtr_server_t *s)
     int          rc = uv_loop_init(&s->loop);
     if (rc)
         return rc;
-    /* the signals are caught from the start: the listeners are bound already, and a SIGTERM
-     * (or logrotate's SIGUSR1) that comes once a client could connect must not kill the
-     * process; the callbacks run once the loop runs */
+    s->loop_ready = true;
+    /* first: a signal that arrives while the threads start (a client may already be
+     * served) waits for the loop and shuts down as any other, instead of killing the process
+     * (logrotate's SIGUSR1 too) */
     int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
     for (int i = 0; i < 4; i++) {
         uv_signal_init(&s->loop, &s->sigs[i]);
@@ -370,8 +378,11 @@ void rtr_server_free(rtr_server_t *s)
     mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
     rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
-    if (s->workers)
+    if (s->loop_ready) {
+        rtr_loop_close_all(&s->loop); /* the signal watchers when start failed */
+        uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
+    }
     free(s->workers);
     free(s->worker_q);
     free(s);

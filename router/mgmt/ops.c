@@ -282,6 +282,22 @@ static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *att
     return cfg;
 }
 
+/* A created entity's deprecation warnings (cfg_t.warnings, "request: entity 0 (listener):
+ * attribute 'addr' is deprecated, use 'host' instead"), logged as start-up logs a file's, one
+ * AGENT warning each, naming the type and the name instead of the request's entity index. */
+static void log_create_warnings(const cfg_t *cfg, const char *full, const char *name)
+{
+    for (size_t i = 0; i < cfg->n_warnings; i++) {
+        const char *w = cfg->warnings[i];
+        const char *p = strstr(w, "): ");
+        if (name)
+            base_log(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "CREATE %s '%.200s': %s", full, name,
+                     p ? p + 3 : w);
+        else
+            base_log(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "CREATE %s: %s", full, p ? p + 3 : w);
+    }
+}
+
 static bool name_taken(const mgmt_rec_list_t *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -346,6 +362,7 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: %s", err);
         }
+        log_create_warnings(cfg, full, cfg->listeners[0].name);
         mgmt_node_own(m, cfg);
         char identity[300];
         mgmt_listener_identity(&cfg->listeners[0], id, identity, sizeof(identity));
@@ -375,6 +392,7 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
             return -1;
         }
         free(norm);
+        log_create_warnings(cfg, full, ac->name);
         mgmt_node_own(m, cfg);
         mgmt_node_address_rec(m, ac);
         if (m->hooks.address_add)

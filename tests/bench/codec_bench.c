@@ -112,6 +112,15 @@ static size_t one(int k, const uint8_t *msg, size_t len, codec_scan_t *s, const 
     }
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: codec_bench [MILLISECONDS]   time per measurement (default 200)\n"
+               "       codec_bench -i ITERATIONS    a fixed number of operations per measurement\n"
+               "                                    (for valgrind --tool=callgrind)\n"
+               "Prints the nanoseconds per message of codec_scan() and codec_compose_prefix()\n"
+               "for 0, 1, 10 and 200 message annotations of 100 bytes.\n");
+}
+
 int main(int argc, char **argv)
 {
     static uint8_t   msg[64 * 1024];
@@ -119,6 +128,15 @@ int main(int argc, char **argv)
     bool             fixed = argc > 2 && strcmp(argv[1], "-i") == 0;
     size_t           fixed_iters = fixed ? (size_t)atol(argv[2]) : 0;
     double           budget = (argc > 1 && !fixed ? atof(argv[1]) : 200) * 1e6;
+
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if ((argc > 1 && !fixed && budget <= 0) || (fixed && fixed_iters == 0)) {
+        usage(stderr);
+        return 2;
+    }
 
     printf("%5s %7s %10s %14s %10s %10s  (ns per message)\n", "N", "bytes", "scan", "need+compose",
            "compose", "strip");

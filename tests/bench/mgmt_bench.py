@@ -27,6 +27,10 @@ from mgmt_tool import Node  # noqa: E402
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        # the docstring is the help: its usage line, then what it does
+        print("usage: " + __doc__.split("\n\n", 1)[1].lstrip())
+        return
     k = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     junctiond = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build/router/junctiond")
     hold = sys.argv[3] if len(sys.argv) > 3 else os.path.join(

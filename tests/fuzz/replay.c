@@ -136,6 +136,17 @@ int main(int argc, char **argv)
     size_t runs = 0;
     int    first = 1;
 
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        const char *slash = strrchr(argv[0], '/');
+        printf("usage: %s [-t MS] FILE|DIR...\n"
+               "Runs the fuzz target once on each file, and on each file directly in each DIR\n"
+               "(names starting with '.' or README skipped).  An input may take MS ms of CPU\n"
+               "time (default %d) and ten times that of wall-clock time.  Exits 0 when every\n"
+               "input ran, 1 when a path could not be read, 2 on a usage error, 3 on a slow\n"
+               "input.\n",
+               slash ? slash + 1 : argv[0], REPLAY_LIMIT_MS);
+        return 0;
+    }
     if (argc > 2 && strcmp(argv[1], "-t") == 0) {
         char *end;
         s_limit_ms = strtol(argv[2], &end, 10);
