@@ -704,21 +704,25 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
             ok = isalnum((unsigned char)p[k]) || p[k] == '-' || p[k] == '_';
         if (!ok) {
             free(list);
-            char shown[CFG_SHOW_BYTES * 4 + 8];
-            show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
             return expect(e, L_SASL_MECHANISMS,
-                          "SASL mechanism names (letters, digits, '-', '_') separated by blanks, "
-                          "got %s", shown);
+                          "SASL mechanism names (letters, digits, '-', '_') separated by blanks");
         }
         if (n == 8 && strncasecmp(p, "EXTERNAL", 8) == 0) {
             free(list);
             return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs TLS, not "
                              "supported yet", attr_name(e, L_SASL_MECHANISMS));
         }
-        if (o)
-            list[o++] = ' ';
-        for (size_t k = 0; k < n; k++)
-            list[o++] = (char)toupper((unsigned char)p[k]);
+        /* a name given twice is offered once */
+        bool seen = false;
+        for (size_t at = 0; at < o && !seen; at += strcspn(list + at, " ") + 1)
+            seen = strcspn(list + at, " ") == n && strncasecmp(list + at, p, n) == 0;
+        if (!seen) {
+            if (o)
+                list[o++] = ' ';
+            for (size_t k = 0; k < n; k++)
+                list[o++] = (char)toupper((unsigned char)p[k]);
+            list[o] = '\0';
+        }
         p += n;
     }
     if (!o) {
