@@ -283,9 +283,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
             const char *container = pn_connection_remote_container(pc);
             /* the SASL layer is done by the open: who the client is, and how it said so
-               (both empty for a client that skipped SASL) */
+               (none for a client that skipped SASL) */
             pn_sasl_t  *sasl = pn_sasl(c->driver.transport);
             const char *user = pn_sasl_get_user(sasl), *mech = pn_sasl_get_mech(sasl);
+            if (!user || !*user)
+                user = "anonymous"; /* qdrouterd's name for a client without SASL */
             const char *labels[] = {id, c->peer, container ? container : "", "in",
                                     user ? user : "", mech ? mech : ""};
             const core_stats_t *cs = c->worker->ctx->stats;

@@ -190,7 +190,7 @@ static const mgmt_attr_t conn_cols[] = {
     C("isAuthenticated", BOOL, LABEL_SET, "sasl", 0, false, NULL),
     C("isEncrypted",     BOOL, BOOL,  NULL, 0, false, NULL),
     C("sasl",            STR,  LABEL, "sasl", 0, true, NULL),
-    C("user",            STR,  LABEL, "user", 0, true, NULL),
+    C("user",            STR,  LABEL, "user", 0, false, NULL),
     C("ssl",             BOOL, BOOL,  NULL, 0, false, NULL),
     C("sslProto",        STR,  NULL,  NULL, 0, false, NULL),
     C("sslCipher",       STR,  NULL,  NULL, 0, false, NULL),
