@@ -31,6 +31,9 @@ typedef struct sasl_conn_ctx {
     sasl_conn_t *cyrus;
     const char  *peer; /* the connection's "host:port" (outlives the transport) */
     char         mechs[512]; /* what list_mechanisms returned, valid until free */
+    char        *out;        /* a copy of Cyrus's last output: Proton writes the frame later,
+                                when Cyrus may have freed its own buffer (the SCRAM plugin
+                                does on success) */
 } sasl_conn_ctx_t;
 
 /* Cyrus's own messages: its errors (a sasldb it cannot open, a plugin that fails to load) at
@@ -117,6 +120,7 @@ static void plugin_free(pn_transport_t *t)
         return;
     if (x->cyrus)
         sasl_dispose(&x->cyrus);
+    free(x->out);
     free(x);
     pnx_sasl_set_context(t, NULL);
 }
@@ -175,13 +179,23 @@ static void plugin_prepare_write(pn_transport_t *t)
     (void)t;
 }
 
+/* Hand Proton a copy of Cyrus's output for the next frame (see sasl_conn_ctx_t.out). */
+static void set_out(pn_transport_t *t, sasl_conn_ctx_t *x, const char *out, unsigned outlen)
+{
+    free(x->out);
+    x->out = base_malloc(outlen ? outlen : 1);
+    if (outlen)
+        memcpy(x->out, out, outlen);
+    pnx_sasl_set_bytes_out(t, pn_bytes(outlen, x->out));
+}
+
 /* Cyrus's answer to a sasl-init or sasl-response: a challenge, or the outcome. */
 static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const char *out,
                           unsigned outlen)
 {
     const char *mech = pnx_sasl_get_selected_mechanism(t);
     if (rc == SASL_CONTINUE) {
-        pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out));
+        set_out(t, x, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_CHALLENGE);
         return;
     }
@@ -194,7 +208,7 @@ static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const c
                  mech ? mech : "");
         pnx_sasl_set_succeeded(t, (const char *)user, NULL);
         if (outlen) /* additional data with the outcome (SCRAM's server signature) */
-            pnx_sasl_set_bytes_out(t, pn_bytes(outlen, out));
+            set_out(t, x, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
         return;
     }
@@ -291,9 +305,7 @@ bool rtr_sasl_server_WT(pn_transport_t *t, const cfg_listener_t *l, const char *
         pn_sasl_allowed_mechs(sasl, l->sasl_mechanisms);
     pn_sasl_set_allow_insecure_mechs(sasl, true); /* qdrouterd's default
                                                      (allowInsecureAuthentication) */
-    sasl_conn_ctx_t *x = calloc(1, sizeof(*x));
-    if (!x)
-        return false;
+    sasl_conn_ctx_t *x = base_calloc(1, sizeof(*x));
     x->peer = peer;
     pnx_sasl_set_implementation(t, &cyrus_server, x);
     return true;
