@@ -31,6 +31,9 @@ typedef struct sasl_conn_ctx {
     sasl_conn_t *cyrus;
     const char  *peer; /* the connection's "host:port" (outlives the transport) */
     char         mechs[512]; /* what list_mechanisms returned, valid until free */
+    int          step;       /* 0 before the sasl-init, 1 while Cyrus wants responses, 2 done:
+                                Cyrus must not see a frame out of that order (its
+                                sasl_server_step() before a start crashes) */
     char        *out;        /* a copy of Cyrus's last output: Proton writes the frame later,
                                 when Cyrus may have freed its own buffer (the SCRAM plugin
                                 does on success) */
@@ -194,6 +197,7 @@ static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const c
                           unsigned outlen)
 {
     const char *mech = pnx_sasl_get_selected_mechanism(t);
+    x->step = rc == SASL_CONTINUE ? 1 : 2;
     if (rc == SASL_CONTINUE) {
         set_out(t, x, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_CHALLENGE);
@@ -220,12 +224,28 @@ static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const c
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }
 
+/* A client's SASL frame out of order: authentication fails (once: the outcome is sent). */
+static void out_of_order(pn_transport_t *t, sasl_conn_ctx_t *x, const char *what)
+{
+    if (x->step == 2)
+        return; /* the outcome is out already; the connection ends with it */
+    x->step = 2;
+    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
+             "SASL: authentication of client %s failed: %s", x->peer, what);
+    pnx_sasl_set_failed(t);
+    pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
+}
+
 static void plugin_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     const char      *out = NULL;
     unsigned         outlen = 0;
     /* Cyrus tells an absent initial response (NULL) from an empty one */
+    if (x->step != 0) {
+        out_of_order(t, x, "a second sasl-init");
+        return;
+    }
     int rc = sasl_server_start(x->cyrus, mech, recv->start, (unsigned)recv->size, &out, &outlen);
     server_answer(t, x, rc, out, outlen);
 }
@@ -235,6 +255,10 @@ static void plugin_process_response(pn_transport_t *t, const pn_bytes_t *recv)
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     const char      *out = NULL;
     unsigned         outlen = 0;
+    if (x->step != 1) {
+        out_of_order(t, x, "a sasl-response no challenge asked for");
+        return;
+    }
     int rc = sasl_server_step(x->cyrus, recv->start, (unsigned)recv->size, &out, &outlen);
     server_answer(t, x, rc, out, outlen);
 }

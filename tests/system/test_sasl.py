@@ -373,3 +373,39 @@ def test_external_is_refused_until_tls(tmp_path):
     out = run_junctiond(["-t", "-c", cfg])
     assert out.returncode != 0
     assert "EXTERNAL needs TLS, not supported yet" in out.stderr
+
+
+# ---- bad SASL input: each closes that connection, the router goes on -----------------------
+
+def _bad_streams():
+    init = sasl_init("PLAIN", b"\0" + USER.encode() + b"\0" + PASSWORD.encode())
+    big = sasl_init("PLAIN", b"\0" + USER.encode() + b"\0" + b"x" * 70000)
+    return {
+        "response-before-init": SASL_HEADER + sasl_response(b"abc"),
+        "second-init": SASL_HEADER + sasl_init("SCRAM-SHA-256", b"n,,n=a,r=x") +
+        sasl_init("SCRAM-SHA-256", b"n,,n=a,r=x"),
+        "amqp-frame-in-sasl-layer": SASL_HEADER + struct.pack(">IBBH", 8 + len(OPEN), 2, 0, 0) +
+        OPEN,
+        "oversized-init": SASL_HEADER + big,
+        "init-truncated-list": SASL_HEADER + _frame(b"\x00\x53\x41\xc0\x10\x02\xa3\x05PLAIN"),
+        "unknown-mechanism": SASL_HEADER + sasl_init("NO-SUCH-MECH", b"x"),
+        "init-after-outcome": SASL_HEADER + init + init,
+    }
+
+
+BAD = _bad_streams()
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
+    r = auth_router(make_router, sasl_dir)
+    t0 = time.monotonic()
+    got, closed = raw_exchange(r.host, r.port, BAD[name], timeout=5)
+    assert closed, "connection still open after %s" % name
+    assert time.monotonic() - t0 < 4
+    assert b"\x00\x53\x11" not in got  # never a begin: nothing attached
+    if name in ("unknown-mechanism",):
+        # the SASL outcome (code 1 "auth" or 4 "sys-perm") ends it, not a framing error
+        assert b"\x00\x53\x44" in got
+    # the router goes on: a right login still works
+    assert plain_outcome(r, USER, PASSWORD) == OK
