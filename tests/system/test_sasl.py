@@ -409,3 +409,23 @@ def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
         assert b"\x00\x53\x44" in got
     # the router goes on: a right login still works
     assert plain_outcome(r, USER, PASSWORD) == OK
+
+
+def test_logins_in_parallel_on_every_worker(make_router, sasl_dir):
+    """Cyrus's state is the process's: connections on different workers authenticate at the
+    same time (the TSan run checks they share nothing unguarded)."""
+    import threading
+    r = make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction",
+                            "workerThreads": 4},
+                    listener={"authenticatePeer": "yes"})
+    results = []
+
+    def one(i):
+        results.append(plain_outcome(r, USER, PASSWORD if i % 2 == 0 else "wrong"))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(results) == [OK] * 8 + [AUTH] * 8
