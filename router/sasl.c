@@ -5,6 +5,10 @@
  * sasl_server_start()/sasl_server_step().  No security layer is negotiated (max_ssf 0): a
  * mechanism's integrity or confidentiality layer would need Proton's encode/decode path, and
  * qdrouterd deployments put TLS under SASL instead.
+ *
+ * Suffixes: _WT, the connection's worker (Proton's plugin calls come from its transport).
+ * rtr_sasl_init() and rtr_sasl_fini() run on the main thread (sasl.h); cyrus_log_cb() is
+ * thread-safe (Cyrus calls it from whichever thread it runs on).
  */
 #include "router/sasl.h"
 
@@ -116,7 +120,7 @@ bool rtr_sasl_listener_uses_cyrus(const cfg_listener_t *l)
 
 /* -- Proton's plugin calls (all on the connection's worker) -- */
 
-static void plugin_free(pn_transport_t *t)
+static void plugin_free_WT(pn_transport_t *t)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     if (!x)
@@ -128,7 +132,7 @@ static void plugin_free(pn_transport_t *t)
     pnx_sasl_set_context(t, NULL);
 }
 
-static bool plugin_init_server(pn_transport_t *t)
+static bool plugin_init_server_WT(pn_transport_t *t)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     int rc = sasl_server_new("amqp", NULL, NULL, NULL, NULL, NULL, 0, &x->cyrus);
@@ -156,13 +160,13 @@ static bool plugin_init_server(pn_transport_t *t)
     return true;
 }
 
-static bool plugin_init_client(pn_transport_t *t)
+static bool plugin_init_client_WT(pn_transport_t *t)
 {
     (void)t;
     return false; /* the router authenticates clients; it is never one here */
 }
 
-static const char *plugin_list_mechs(pn_transport_t *t)
+static const char *plugin_list_mechs_WT(pn_transport_t *t)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     const char      *list = NULL;
@@ -177,13 +181,13 @@ static const char *plugin_list_mechs(pn_transport_t *t)
     return x->mechs;
 }
 
-static void plugin_prepare_write(pn_transport_t *t)
+static void plugin_prepare_write_WT(pn_transport_t *t)
 {
     (void)t;
 }
 
 /* Hand Proton a copy of Cyrus's output for the next frame (see sasl_conn_ctx_t.out). */
-static void set_out(pn_transport_t *t, sasl_conn_ctx_t *x, const char *out, unsigned outlen)
+static void set_out_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const char *out, unsigned outlen)
 {
     free(x->out);
     x->out = base_malloc(outlen ? outlen : 1);
@@ -193,13 +197,13 @@ static void set_out(pn_transport_t *t, sasl_conn_ctx_t *x, const char *out, unsi
 }
 
 /* Cyrus's answer to a sasl-init or sasl-response: a challenge, or the outcome. */
-static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const char *out,
+static void server_answer_WT(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const char *out,
                           unsigned outlen)
 {
     const char *mech = pnx_sasl_get_selected_mechanism(t);
     x->step = rc == SASL_CONTINUE ? 1 : 2;
     if (rc == SASL_CONTINUE) {
-        set_out(t, x, out, outlen);
+        set_out_WT(t, x, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_CHALLENGE);
         return;
     }
@@ -212,7 +216,7 @@ static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const c
                  mech ? mech : "");
         pnx_sasl_set_succeeded(t, (const char *)user, NULL);
         if (outlen) /* additional data with the outcome (SCRAM's server signature) */
-            set_out(t, x, out, outlen);
+            set_out_WT(t, x, out, outlen);
         pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
         return;
     }
@@ -225,7 +229,7 @@ static void server_answer(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, const c
 }
 
 /* A client's SASL frame out of order: authentication fails (once: the outcome is sent). */
-static void out_of_order(pn_transport_t *t, sasl_conn_ctx_t *x, const char *what)
+static void out_of_order_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const char *what)
 {
     if (x->step == 2)
         return; /* the outcome is out already; the connection ends with it */
@@ -236,65 +240,65 @@ static void out_of_order(pn_transport_t *t, sasl_conn_ctx_t *x, const char *what
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }
 
-static void plugin_process_init(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
+static void plugin_process_init_WT(pn_transport_t *t, const char *mech, const pn_bytes_t *recv)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     const char      *out = NULL;
     unsigned         outlen = 0;
     /* Cyrus tells an absent initial response (NULL) from an empty one */
     if (x->step != 0) {
-        out_of_order(t, x, "a second sasl-init");
+        out_of_order_WT(t, x, "a second sasl-init");
         return;
     }
     int rc = sasl_server_start(x->cyrus, mech, recv->start, (unsigned)recv->size, &out, &outlen);
-    server_answer(t, x, rc, out, outlen);
+    server_answer_WT(t, x, rc, out, outlen);
 }
 
-static void plugin_process_response(pn_transport_t *t, const pn_bytes_t *recv)
+static void plugin_process_response_WT(pn_transport_t *t, const pn_bytes_t *recv)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
     const char      *out = NULL;
     unsigned         outlen = 0;
     if (x->step != 1) {
-        out_of_order(t, x, "a sasl-response no challenge asked for");
+        out_of_order_WT(t, x, "a sasl-response no challenge asked for");
         return;
     }
     int rc = sasl_server_step(x->cyrus, recv->start, (unsigned)recv->size, &out, &outlen);
-    server_answer(t, x, rc, out, outlen);
+    server_answer_WT(t, x, rc, out, outlen);
 }
 
-static bool plugin_process_mechanisms(pn_transport_t *t, const char *mechs)
+static bool plugin_process_mechanisms_WT(pn_transport_t *t, const char *mechs)
 {
     (void)t;
     (void)mechs;
     return false;
 }
 
-static void plugin_process_challenge(pn_transport_t *t, const pn_bytes_t *recv)
+static void plugin_process_challenge_WT(pn_transport_t *t, const pn_bytes_t *recv)
 {
     (void)t;
     (void)recv;
 }
 
-static void plugin_process_outcome(pn_transport_t *t, const pn_bytes_t *recv)
+static void plugin_process_outcome_WT(pn_transport_t *t, const pn_bytes_t *recv)
 {
     (void)t;
     (void)recv;
 }
 
-static bool plugin_can_encrypt(pn_transport_t *t)
+static bool plugin_can_encrypt_WT(pn_transport_t *t)
 {
     (void)t;
     return false;
 }
 
-static ssize_t plugin_max_encrypt_size(pn_transport_t *t)
+static ssize_t plugin_max_encrypt_size_WT(pn_transport_t *t)
 {
     (void)t;
     return 0;
 }
 
-static ssize_t plugin_code(pn_transport_t *t, pn_bytes_t in, pn_bytes_t *out)
+static ssize_t plugin_code_WT(pn_transport_t *t, pn_bytes_t in, pn_bytes_t *out)
 {
     (void)t;
     (void)in;
@@ -303,20 +307,20 @@ static ssize_t plugin_code(pn_transport_t *t, pn_bytes_t in, pn_bytes_t *out)
 }
 
 static const pnx_sasl_implementation cyrus_server = {
-    .free = plugin_free,
-    .list_mechanisms = plugin_list_mechs,
-    .init_server = plugin_init_server,
-    .init_client = plugin_init_client,
-    .prepare_write = plugin_prepare_write,
-    .process_init = plugin_process_init,
-    .process_response = plugin_process_response,
-    .process_mechanisms = plugin_process_mechanisms,
-    .process_challenge = plugin_process_challenge,
-    .process_outcome = plugin_process_outcome,
-    .can_encrypt = plugin_can_encrypt,
-    .max_encrypt_size = plugin_max_encrypt_size,
-    .encode = plugin_code,
-    .decode = plugin_code,
+    .free = plugin_free_WT,
+    .list_mechanisms = plugin_list_mechs_WT,
+    .init_server = plugin_init_server_WT,
+    .init_client = plugin_init_client_WT,
+    .prepare_write = plugin_prepare_write_WT,
+    .process_init = plugin_process_init_WT,
+    .process_response = plugin_process_response_WT,
+    .process_mechanisms = plugin_process_mechanisms_WT,
+    .process_challenge = plugin_process_challenge_WT,
+    .process_outcome = plugin_process_outcome_WT,
+    .can_encrypt = plugin_can_encrypt_WT,
+    .max_encrypt_size = plugin_max_encrypt_size_WT,
+    .encode = plugin_code_WT,
+    .decode = plugin_code_WT,
 };
 
 bool rtr_sasl_server_WT(pn_transport_t *t, const cfg_listener_t *l, const char *peer)

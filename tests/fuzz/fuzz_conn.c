@@ -43,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* One worker, limits low enough for inputs to reach them; no listener is ever polled.  The
  * listener authenticates through Cyrus SASL (router/sasl.c) with the configuration setup()
- * writes into a directory of its own (saslConfigDir): ANONYMOUS lets the recorded sessions through, PLAIN
- * and SCRAM run Cyrus's exchanges against a sasldb that has no user. */
+ * writes into a directory of its own (saslConfigDir): ANONYMOUS lets the recorded sessions
+ * through, PLAIN and SCRAM run Cyrus's exchanges against a sasldb that has no user. */
 static const char CONFIG[] =
     "[[\"router\", {\"id\": \"Fuzz.A\", \"workerThreads\": 1, \"shutdownGraceSeconds\": 0,"
     "   \"saslConfigDir\": \"%s\", \"saslConfigName\": \"fuzz\"}],"
