@@ -1108,18 +1108,17 @@ static int log_fill(ent_t *e, cfg_log_t *g)
         return -1;
     if (g->enable && base_log_parse_enable(g->enable, &g->enable_mask) < 0)
         return expect(e, G_ENABLE,
-                      "a list of levels (trace, debug, info, notice, warning, error, critical; "
-                      "`+` after one means \"and above\"), \"none\" or \"default\"");
+                      "a list of levels (trace, debug, info, notice, warning, error, critical, "
+                      "or the start of one; `+` after one means \"and above\"), \"none\" or "
+                      "\"default\"");
     g->include_timestamp_set = e->vals[G_INCLUDE_TIMESTAMP] != NULL;
     g->include_source_set = e->vals[G_INCLUDE_SOURCE] != NULL;
     if (get_bool(e, G_INCLUDE_TIMESTAMP, true, &g->include_timestamp) < 0 ||
         get_bool(e, G_INCLUDE_SOURCE, false, &g->include_source) < 0 ||
         get_str(e, G_OUTPUT_FILE, NULL, &g->output_file) < 0)
         return -1;
-    if (g->output_file && strcmp(g->output_file, "syslog") == 0)
-        return unsupported(e, G_OUTPUT_FILE, "outputFile \"syslog\"");
     if (g->output_file && *g->output_file == '\0')
-        return expect(e, G_OUTPUT_FILE, "\"stderr\", \"stdout\" or a file path");
+        return expect(e, G_OUTPUT_FILE, "\"stderr\", \"stdout\", \"syslog\" or a file path");
     return 0;
 }
 

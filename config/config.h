@@ -187,7 +187,8 @@ typedef struct cfg_log {
     bool    include_timestamp_set; /* given: else the module follows DEFAULT's */
     bool    include_source;    /* default false: lines end with " (file:line)" when true */
     bool    include_source_set; /* given: else the module follows DEFAULT's */
-    char   *output_file;       /* NULL = stderr; "stdout", "stderr" or a file path */
+    char   *output_file;       /* NULL = DEFAULT's output (stderr for DEFAULT); "stdout",
+                                  "stderr", "syslog" or a file path */
     int     module_id;         /* `module` as a base_log_module_t (core/base/log.h) */
     uint8_t enable_mask;       /* `enable` parsed by base_log_parse_enable(); 0xff (follow
                                   DEFAULT) when enable is NULL */

@@ -129,6 +129,8 @@ static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
     [CORE_ROUTER_LINKS_BLOCKED] = {.name = "linksBlocked", .kind = STATS_GAUGE,
                                  .help = "Links whose credit has been zero for more than 10 s",
                                  .prom = "qdr_links_blocked_total"},
+    [CORE_ROUTER_LOG_DROPPED] = {.name = "logLinesDropped", .kind = STATS_COUNTER,
+                                 .help = "Log lines dropped because the log output did not keep up"},
 };
 // clang-format on
 

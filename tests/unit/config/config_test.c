@@ -1215,15 +1215,22 @@ static void test_log(void **state)
             "POLICY, HTTP, CONN_MGR, PYTHON, PROTOCOL, got \"router\"");
     log_err("'module': 'DEFAULT', 'enable': 'loud'",
             "attribute 'enable': expected a list of levels (trace, debug, info, notice, warning, "
-            "error, critical; `+` after one means \"and above\"), \"none\" or \"default\", got "
-            "\"loud\"");
-    log_err("'module': 'DEFAULT', 'outputFile': 'syslog'",
-            "attribute 'outputFile': Junction does not support outputFile \"syslog\" yet");
+            "error, critical, or the start of one; `+` after one means \"and above\"), \"none\" "
+            "or \"default\", got \"loud\"");
+    log_err("'module': 'DEFAULT', 'enable': 'info+,warnings'",
+            "attribute 'enable': expected a list of levels (trace, debug, info, notice, warning, "
+            "error, critical, or the start of one; `+` after one means \"and above\"), \"none\" "
+            "or \"default\", got \"info+,warnings\"");
     log_err("'module': 'DEFAULT', 'outputFile': ''",
-            "attribute 'outputFile': expected \"stderr\", \"stdout\" or a file path, got \"\"");
+            "attribute 'outputFile': expected \"stderr\", \"stdout\", \"syslog\" or a file path, "
+            "got \"\"");
     log_err("'module': 'DEFAULT', 'includeTimestamp': 'always'",
             "attribute 'includeTimestamp': expected a boolean (true/false, yes/no, on/off), got "
             "\"always\"");
+    cfg = load_ok("[['log', {'module': 'AGENT', 'outputFile': 'syslog', 'enable': 'warn+'}]]");
+    assert_string_equal(cfg->logs[0].output_file, "syslog");
+    assert_int_equal(cfg->logs[0].enable_mask, 0x70);
+    cfg_free(cfg);
     load_err("[['log', {'module': 'SERVER'}], ['log', {'module': 'SERVER', 'enable': 'debug'}]]",
              "t.json: entity 1 (log): attribute 'module': entity 0 configures module SERVER "
              "already");
