@@ -267,7 +267,13 @@ def test_bad_credentials_get_the_auth_outcome(make_router, sasl_dir, user, passw
     with pytest.raises(ConnectionException, match="unauthorized-access"):
         BlockingConnection(r.url, user=user, password=password, allowed_mechs="PLAIN", timeout=10)
     assert plain_outcome(r, user, password) == AUTH
-    failed = [l for l in r.stderr_lines() if "authentication of client 127.0.0.1:" in l]
+    # one line per failed login (the log is written by its own thread: wait for the second)
+    deadline = time.monotonic() + 5
+    while True:
+        failed = [l for l in r.stderr_lines() if "authentication of client 127.0.0.1:" in l]
+        if len(failed) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert len(failed) == 2 and all("(mechanism PLAIN)" in l for l in failed)
     assert password not in r.stderr_text()
     # the router goes on: the right password still logs in
