@@ -19,6 +19,7 @@
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
 #include "router/notify.h"
+#include "router/sasl.h"
 #include "router/worker.h"
 
 #include <fcntl.h>
@@ -203,8 +204,14 @@ rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
     rtr_server_t *s = base_calloc(1, sizeof(*s));
     s->cfg = cfg;
     s->statm_fd = -1;
+    /* Cyrus SASL before the listeners: an unusable saslConfigDir stops start-up here */
+    if (rtr_sasl_init(&cfg->router, err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
     s->connmgr = rtr_connmgr_new(cfg, err, errlen);
     if (!s->connmgr) {
+        rtr_sasl_fini();
         free(s);
         return NULL;
     }
@@ -383,6 +390,7 @@ void rtr_server_free(rtr_server_t *s)
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
     }
+    rtr_sasl_fini(); /* the workers are gone: no connection uses Cyrus any more */
     free(s->workers);
     free(s->worker_q);
     free(s);

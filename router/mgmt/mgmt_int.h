@@ -50,6 +50,7 @@ typedef enum mgmt_src {
     MGMT_SRC_TIMES,     /* field `arg` times `ival` (localFreeListMax = 2 x transferBatchSize) */
     MGMT_SRC_DIFF,      /* field `arg` minus field `arg2` (heldByThreads) */
     MGMT_SRC_PREFIXED,  /* `arg2` followed by label `arg` (allocator identity "allocator/T") */
+    MGMT_SRC_LABEL_SET, /* true when label `arg` is not empty (isAuthenticated: a mechanism) */
 } mgmt_src_t;
 
 /* One attribute of an entity type.  Configuration types list theirs after name, identity

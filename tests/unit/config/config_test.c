@@ -670,7 +670,11 @@ static void test_router_ignored(void **state)
                 " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
                 " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
                 " 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
+    assert_string_equal(cfg->router.sasl_config_dir, "/etc/sasl2");
+    assert_string_equal(cfg->router.sasl_config_name, "qdrouterd");
     cfg_free(cfg);
+    router_err("'saslConfigName': 'a/b'", "attribute 'saslConfigName': expected a file name "
+                                          "without '/' (Cyrus reads <name>.conf), got \"a/b\"");
     /* log lines keep their one timestamp form */
     router_err("'timestampFormat': '%Y'", "attribute 'timestampFormat': Junction does not "
                                           "support timestampFormat (a log timestamp format) yet");
@@ -904,9 +908,6 @@ static void test_listener_unsupported(void **state)
     listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");
-    listener_err("'authenticatePeer': 'yes'",
-                 "attribute 'authenticatePeer': Junction does not support authenticatePeer: true "
-                 "(authentication) yet");
     listener_err("'sslProfile': 'tls'", "attribute 'sslProfile': Junction does not support TLS "
                                         "yet");
     listener_err("'trustedCertsFile': '/ca.pem'",
@@ -920,14 +921,14 @@ static void test_listener_unsupported(void **state)
                  "attribute 'multiTenant': Junction does not support multiTenant: true yet");
     listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
                                          "saslPlugin (authentication services) yet");
-    listener_err("'saslMechanisms': 'PLAIN'",
-                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
-                 "than ANONYMOUS yet, got \"PLAIN\"");
-    listener_err("'saslMechanisms': 'ANONYMOUS PLAIN'",
-                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
-                 "than ANONYMOUS yet, got \"ANONYMOUS PLAIN\"");
+    listener_err("'saslMechanisms': 'PLAIN EXTERNAL'",
+                 "attribute 'saslMechanisms': EXTERNAL needs TLS, not supported yet");
+    listener_err("'saslMechanisms': 'PLAIN SCRAM/SHA-1'",
+                 "attribute 'saslMechanisms': expected SASL mechanism names (letters, digits, "
+                 "'-', '_') separated by blanks, got \"PLAIN SCRAM/SHA-1\"");
     listener_err("'saslMechanisms': ' '",
-                 "attribute 'saslMechanisms': expected ANONYMOUS, got \" \"");
+                 "attribute 'saslMechanisms': expected at least one SASL mechanism name, got "
+                 "\" \"");
     listener_err("'openProperties': {'x': 1}",
                  "attribute 'openProperties': Junction does not support openProperties (extra "
                  "open properties) yet");
@@ -938,6 +939,12 @@ static void test_listener_unsupported(void **state)
                              "'requireEncryption': false, 'multiTenant': 'off', 'http': false, "
                              "'saslMechanisms': 'ANONYMOUS anonymous', 'openProperties': {}");
     assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
+    assert_false(cfg->listeners[0].authenticate_peer);
+    cfg_free(cfg);
+    /* authentication (router/sasl.c): the mechanisms upper-cased, blank-separated, once */
+    cfg = listener_ok("'authenticatePeer': 'yes', 'saslMechanisms': 'plain,SCRAM-SHA-256 PLAIN'");
+    assert_true(cfg->listeners[0].authenticate_peer);
+    assert_string_equal(cfg->listeners[0].sasl_mechanisms, "PLAIN SCRAM-SHA-256");
     cfg_free(cfg);
 }
 
