@@ -580,6 +580,24 @@ static char *random_router_id(void)
     return base_strdup(id);
 }
 
+/* saslConfigDir (saslConfigPath) and saslConfigName: where Cyrus SASL reads its
+ * configuration (router/sasl.c checks the directory at start-up). */
+static int router_sasl(ent_t *e, cfg_router_t *r)
+{
+    if (get_str(e, R_SASL_CONFIG_DIR, NULL, &r->sasl_config_dir) < 0 ||
+        get_str(e, R_SASL_CONFIG_NAME, NULL, &r->sasl_config_name) < 0)
+        return -1;
+    if (r->sasl_config_dir && !*r->sasl_config_dir)
+        BASE_FREE(r->sasl_config_dir);
+    if (r->sasl_config_dir && strlen(r->sasl_config_dir) >= CFG_PATH_MAX)
+        return expect(e, R_SASL_CONFIG_DIR, "a directory path shorter than 4096 bytes");
+    if (r->sasl_config_name &&
+        (!*r->sasl_config_name || strlen(r->sasl_config_name) > 255 ||
+         strchr(r->sasl_config_name, '/')))
+        return expect(e, R_SASL_CONFIG_NAME, "a file name without '/' (Cyrus reads <name>.conf)");
+    return 0;
+}
+
 static int build_router(ent_t *e)
 {
     cfg_router_t *r = &e->ld->cfg->router;
@@ -641,6 +659,8 @@ static int build_router(ent_t *e)
                 &x) < 0)
         return -1;
     r->max_stats = (uint32_t)x;
+    if (router_sasl(e, r) < 0)
+        return -1;
 
     /* log lines always carry qdrouterd's default timestamp form */
     if (e->vals[R_TIMESTAMP_FORMAT]) {
@@ -664,11 +684,15 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->ssl_profile);
 }
 
-/* saslMechanisms: a blank-separated list; only ANONYMOUS (any case) for now. */
-static int check_sasl(const ent_t *e, const char *mechs)
+/* saslMechanisms: a blank- (or comma-) separated list of mechanism names (RFC 4422: upper
+ * case letters, digits, '-' and '_', at most 20); kept upper-cased and blank-separated, as
+ * Proton's allowed-mechanisms list wants it.  EXTERNAL needs the TLS layer. */
+static int check_sasl(const ent_t *e, const char *mechs, char **out)
 {
     const char *p = mechs;
-    bool        any = false;
+    size_t      len = strlen(mechs);
+    char       *list = base_malloc(len + 1);
+    size_t      o = 0;
 
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
@@ -676,19 +700,38 @@ static int check_sasl(const ent_t *e, const char *mechs)
         if (!*p)
             break;
         size_t n = strcspn(p, " \t,");
-        if (n != 9 || strncasecmp(p, "ANONYMOUS", 9) != 0) {
-            char shown[CFG_SHOW_BYTES * 4 + 8];
-            show_text(shown, sizeof(shown), mechs, CFG_SHOW_BYTES, '"');
-            return attr_fail(e, L_SASL_MECHANISMS,
-                             "attribute '%s': Junction does not support SASL mechanisms other "
-                             "than ANONYMOUS yet, got %s",
-                             attr_name(e, L_SASL_MECHANISMS), shown);
+        bool   ok = n >= 1 && n <= 20;
+        for (size_t k = 0; k < n && ok; k++)
+            ok = isalnum((unsigned char)p[k]) || p[k] == '-' || p[k] == '_';
+        if (!ok) {
+            free(list);
+            return expect(e, L_SASL_MECHANISMS,
+                          "SASL mechanism names (letters, digits, '-', '_') separated by blanks");
         }
-        any = true;
+        if (n == 8 && strncasecmp(p, "EXTERNAL", 8) == 0) {
+            free(list);
+            return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs client "
+                             "certificates, not supported yet", attr_name(e, L_SASL_MECHANISMS));
+        }
+        /* a name given twice is offered once */
+        bool seen = false;
+        for (size_t at = 0; at < o && !seen; at += strcspn(list + at, " ") + 1)
+            seen = strcspn(list + at, " ") == n && strncasecmp(list + at, p, n) == 0;
+        if (!seen) {
+            if (o)
+                list[o++] = ' ';
+            for (size_t k = 0; k < n; k++)
+                list[o++] = (char)toupper((unsigned char)p[k]);
+            list[o] = '\0';
+        }
         p += n;
     }
-    if (!any)
-        return expect(e, L_SASL_MECHANISMS, "ANONYMOUS");
+    if (!o) {
+        free(list);
+        return expect(e, L_SASL_MECHANISMS, "at least one SASL mechanism name");
+    }
+    list[o] = '\0';
+    *out = list;
     return 0;
 }
 
@@ -749,7 +792,6 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         int         slot;
         const char *what;
     } refused_true[] = {
-        {L_AUTHENTICATE_PEER, "authenticatePeer: true (authentication)"},
         {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
         {L_MULTI_TENANT, "multiTenant: true"},
     };
@@ -759,7 +801,8 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         if (b)
             return unsupported(e, refused_true[k].slot, refused_true[k].what);
     }
-    l->authenticate_peer = false;
+    if (get_bool(e, L_AUTHENTICATE_PEER, false, &l->authenticate_peer) < 0)
+        return -1;
     /* qdrouterd 0.x: allowUnsecured no meant requireEncryption yes */
     if (get_bool(e, L_OLD_ALLOW_UNSECURED, true, &b) < 0)
         return -1;
@@ -791,11 +834,10 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     if (get_str(e, L_SASL_MECHANISMS, NULL, &s) < 0)
         return -1;
     if (s) {
-        int rc = check_sasl(e, s);
+        int rc = check_sasl(e, s, &l->sasl_mechanisms);
         BASE_FREE(s);
         if (rc < 0)
             return -1;
-        l->sasl_mechanisms = base_strdup("ANONYMOUS");
     }
     /* what a client would see, or the log would show, differently: refused until it works */
     if (e->vals[L_FAILOVER_URLS]) {
@@ -1155,18 +1197,17 @@ static int log_fill(ent_t *e, cfg_log_t *g)
         return -1;
     if (g->enable && base_log_parse_enable(g->enable, &g->enable_mask) < 0)
         return expect(e, G_ENABLE,
-                      "a list of levels (trace, debug, info, notice, warning, error, critical; "
-                      "`+` after one means \"and above\"), \"none\" or \"default\"");
+                      "a list of levels (trace, debug, info, notice, warning, error, critical, "
+                      "or the start of one; `+` after one means \"and above\"), \"none\" or "
+                      "\"default\"");
     g->include_timestamp_set = e->vals[G_INCLUDE_TIMESTAMP] != NULL;
     g->include_source_set = e->vals[G_INCLUDE_SOURCE] != NULL;
     if (get_bool(e, G_INCLUDE_TIMESTAMP, true, &g->include_timestamp) < 0 ||
         get_bool(e, G_INCLUDE_SOURCE, false, &g->include_source) < 0 ||
         get_str(e, G_OUTPUT_FILE, NULL, &g->output_file) < 0)
         return -1;
-    if (g->output_file && strcmp(g->output_file, "syslog") == 0)
-        return unsupported(e, G_OUTPUT_FILE, "outputFile \"syslog\"");
     if (g->output_file && *g->output_file == '\0')
-        return expect(e, G_OUTPUT_FILE, "\"stderr\", \"stdout\" or a file path");
+        return expect(e, G_OUTPUT_FILE, "\"stderr\", \"stdout\", \"syslog\" or a file path");
     return 0;
 }
 
@@ -1625,6 +1666,8 @@ void cfg_free(cfg_t *cfg)
     free(cfg->path);
     free(cfg->router.id);
     free(cfg->router.mode);
+    free(cfg->router.sasl_config_dir);
+    free(cfg->router.sasl_config_name);
     for (size_t i = 0; i < cfg->n_listeners; i++)
         listener_fini(&cfg->listeners[i]);
     free(cfg->listeners);

@@ -78,6 +78,10 @@ typedef struct cfg_router {
                                                 get no stats of their own, router totals stay
                                                 exact; CFG_MAX_STATS_MIN to
                                                 CFG_MAX_STATS_DEFAULT (the default) */
+    char              *sasl_config_dir;      /* `saslConfigDir` (deprecated saslConfigPath):
+                                                where Cyrus SASL reads <name>.conf; NULL =
+                                                Cyrus's default places */
+    char              *sasl_config_name;     /* `saslConfigName`, default "qdrouterd" */
 } cfg_router_t;
 
 #define CFG_SHUTDOWN_GRACE_DEFAULT 5
@@ -106,8 +110,11 @@ typedef struct cfg_listener {
     cfg_role_t  role;                 /* only normal accepted for now */
     int64_t     cost;                 /* `cost`, default 1: inter-router only, so it changes
                                          nothing on a normal listener; kept for management */
-    bool        authenticate_peer;    /* only false accepted for now */
-    char       *sasl_mechanisms;      /* default NULL = ANONYMOUS; only ANONYMOUS accepted */
+    bool        authenticate_peer;    /* `authenticatePeer`: no client gets past SASL
+                                         without authenticating (router/sasl.c) */
+    char       *sasl_mechanisms;      /* `saslMechanisms`: the blank-separated mechanisms
+                                         offered (upper case), NULL = all Cyrus allows
+                                         (ANONYMOUS alone when not authenticating) */
     uint32_t    max_frame_size;       /* default 16384; 512-CFG_MAX_FRAME_SIZE_MAX */
     uint32_t    max_sessions;         /* default 32768; 1-32768 (like qdrouterd, 0 or more
                                          than 32768 in the file give 32768) */
@@ -199,7 +206,8 @@ typedef struct cfg_log {
     bool    include_timestamp_set; /* given: else the module follows DEFAULT's */
     bool    include_source;    /* default false: lines end with " (file:line)" when true */
     bool    include_source_set; /* given: else the module follows DEFAULT's */
-    char   *output_file;       /* NULL = stderr; "stdout", "stderr" or a file path */
+    char   *output_file;       /* NULL = DEFAULT's output (stderr for DEFAULT); "stdout",
+                                  "stderr", "syslog" or a file path */
     int     module_id;         /* `module` as a base_log_module_t (core/base/log.h) */
     uint8_t enable_mask;       /* `enable` parsed by base_log_parse_enable(); 0xff (follow
                                   DEFAULT) when enable is NULL */

@@ -57,8 +57,8 @@ const attr_def_t cfg__router_attrs[R_N] = {
     [R_REMOTE_LS_MAX_AGE]     = {"remoteLsMaxAgeSeconds", AT_INT, .ignored = true},
     [R_MOBILE_ADDR_MAX_AGE]   = {"mobileAddrMaxAgeSeconds", AT_INT, .ignored = true},
     [R_DEBUG_DUMP_FILE]       = {"debugDumpFile", AT_STRING, .ignored = true},
-    [R_SASL_CONFIG_DIR]       = {"saslConfigDir", AT_STRING, .ignored = true},
-    [R_SASL_CONFIG_NAME]      = {"saslConfigName", AT_STRING, .ignored = true},
+    [R_SASL_CONFIG_DIR]       = {"saslConfigDir", AT_STRING},
+    [R_SASL_CONFIG_NAME]      = {"saslConfigName", AT_STRING},
     [R_ALLOW_RESUMABLE_LINK_ROUTE] = {"allowResumableLinkRoute", AT_BOOL, .ignored = true},
     [R_TIMESTAMPS_IN_UTC]     = {"timestampsInUTC", AT_BOOL, .ignored = true},
     [R_TIMESTAMP_FORMAT]      = {"timestampFormat", AT_STRING}, /* refused: see build_router */
@@ -81,7 +81,7 @@ const attr_def_t cfg__router_attrs[R_N] = {
     [R_OLD_DEBUG_DUMP]        = {"debugDump", AT_STRING, .alias_of = R_DEBUG_DUMP_FILE,
                                  .ignored = true, .deprecated = true},
     [R_OLD_SASL_CONFIG_PATH]  = {"saslConfigPath", AT_STRING, .alias_of = R_SASL_CONFIG_DIR,
-                                 .ignored = true, .deprecated = true},
+                                 .deprecated = true},
     /* qdrouterd 0.4-0.8 (unused there already) */
     [R_OLD_MOBILE_ADDR_MAX_AGE] = {"mobileAddrMaxAge", AT_INT, .ignored = true,
                                    .deprecated = true, .instead = "it is no longer used"},

@@ -129,6 +129,8 @@ static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
     [CORE_ROUTER_LINKS_BLOCKED] = {.name = "linksBlocked", .kind = STATS_GAUGE,
                                  .help = "Links whose credit has been zero for more than 10 s",
                                  .prom = "qdr_links_blocked_total"},
+    [CORE_ROUTER_LOG_DROPPED] = {.name = "logLinesDropped", .kind = STATS_COUNTER,
+                                 .help = "Log lines dropped because the log output did not keep up"},
 };
 // clang-format on
 
@@ -138,7 +140,8 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
     out->reg = reg;
     const stats_family_def_t conn = {.name = "connection", .fields = conn_fields,
                                      .nfields = CORE_CONN_NFIELDS,
-                                     .labels = {"connection", "host", "container", "dir", "tls"}};
+                                     .labels = {"connection", "host", "container", "dir", "user",
+                                                "sasl", "tls"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
                                      .labels = {"link", "connection", "dir", "address", "name"}};

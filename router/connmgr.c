@@ -130,6 +130,10 @@ static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
 static rtr_connmgr_entry_t *entry_new(rtr_connmgr_t *m, const cfg_listener_t *lc, char *err,
                                       size_t errlen)
 {
+    /* an http listener's files are checked before anything is bound or started (a bad
+     * httpRootDir is a one-line error at start-up and in CREATE's reply) */
+    if (lc->http_root_dir && rtr_http_root_check(lc->http_root_dir, NULL, err, errlen) < 0)
+        return NULL;
     int fd = listener_bind(lc, err, errlen);
     if (fd < 0)
         return NULL;
@@ -413,8 +417,6 @@ long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *
         snprintf(err, errlen, "The router is not running");
         return -1;
     }
-    if (lc->http_root_dir && rtr_http_root_check(lc->http_root_dir, NULL, err, errlen) < 0)
-        return -1; /* refused before anything is bound */
     rtr_connmgr_entry_t *e = entry_new(m, lc, err, errlen);
     if (!e)
         return -1;

@@ -58,7 +58,7 @@ static void usage(FILE *f)
             "listener accepts, and STOPPING=1 when it starts to shut down.\n"
             "SIGTERM, SIGINT, SIGHUP or SIGQUIT stop accepting and granting credit, let\n"
             "deliveries in flight settle (router shutdownGraceSeconds), release the rest,\n"
-            "close every connection and exit 0.\n");
+            "close every connection and exit 0.  SIGUSR1 reopens the log files (logrotate).\n");
 }
 
 /* Apply the `log` entities (validated by the config loader). */

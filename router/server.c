@@ -20,6 +20,7 @@
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
 #include "router/notify.h"
+#include "router/sasl.h"
 #include "router/worker.h"
 
 #include <fcntl.h>
@@ -41,6 +42,8 @@ struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
     uv_loop_t         loop;            /* main thread's loop */
     uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
+    uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
+    uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
     bool              loop_ready;      /* `loop` initialised (start) */
     rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
@@ -107,6 +110,9 @@ static void proc_timer_cb(uv_timer_t *t)
     stats_obj_t r = s->stats.router_obj;
     uint64_t    up = (uv_now(&s->loop) - s->started_ms) / 1000;
     stats_obj_set(s->shard, r, CORE_ROUTER_UPTIME, (int64_t)up);
+    uint64_t dropped = base_log_dropped();
+    stats_obj_add(s->shard, r, CORE_ROUTER_LOG_DROPPED, dropped - s->log_dropped);
+    s->log_dropped = dropped;
     /* read through the descriptor opened at start: with every descriptor in use, opening
      * the file now would fail, just when the figures matter */
     char          statm[128];
@@ -185,20 +191,37 @@ static void signal_cb(uv_signal_t *h, int signum)
     server_stop(s);
 }
 
+/* SIGUSR1: reopen the log files, as logrotate's postrotate expects of a daemon (qdrouterd
+ * has no such signal; HUP already means shut down, as in qdrouterd). */
+static void reopen_cb(uv_signal_t *h, int signum)
+{
+    (void)h;
+    (void)signum;
+    base_log_reopen();
+    LOG(INFO, "Log files reopened (SIGUSR1)");
+}
+
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_server_t *s = base_calloc(1, sizeof(*s));
     s->cfg = cfg;
     s->statm_fd = -1;
-    /* the TLS contexts first: a bad certificate, key or password stops start-up */
+    /* Cyrus SASL before the listeners: an unusable saslConfigDir stops start-up here */
+    if (rtr_sasl_init(&cfg->router, err, errlen) != 0) {
+        free(s);
+        return NULL;
+    }
+    /* the TLS contexts: a bad certificate, key or password stops start-up */
     s->tls = rtr_tls_new(cfg, err, errlen);
     if (!s->tls) {
+        rtr_sasl_fini();
         free(s);
         return NULL;
     }
     s->connmgr = rtr_connmgr_new(cfg, err, errlen);
     if (!s->connmgr) {
         rtr_tls_free(s->tls);
+        rtr_sasl_fini();
         free(s);
         return NULL;
     }
@@ -223,14 +246,22 @@ int rtr_server_start(rtr_server_t *s)
         return rc;
     s->loop_ready = true;
     /* first: a signal that arrives while the threads start (a client may already be
-     * served) waits for the loop and shuts down as any other, instead of killing the process */
+     * served) waits for the loop and shuts down as any other, instead of killing the process
+     * (logrotate's SIGUSR1 too) */
     int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
     for (int i = 0; i < 4; i++) {
         uv_signal_init(&s->loop, &s->sigs[i]);
         s->sigs[i].data = s;
         uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
     }
+    uv_signal_init(&s->loop, &s->sig_usr1);
+    uv_signal_start(&s->sig_usr1, reopen_cb, SIGUSR1);
     rtr_fd_reserve_init(); /* before any thread accepts */
+    /* from here on no thread that logs writes the log itself (after main()'s fork, which
+     * would leave the writer thread behind) */
+    rc = base_log_start_writer();
+    if (rc)
+        return rc;
 
     int n = cfg->router.worker_threads;
     if (n <= 0) {
@@ -328,6 +359,7 @@ int rtr_server_run(rtr_server_t *s)
         if (pthread_timedjoin_np(s->workers[i].thread, NULL, &deadline) != 0) {
             base_log(BASE_LOG_MOD_SERVER, BASE_LOG_CRITICAL,
                      "Worker %d did not stop within %u seconds; exiting anyway", i, 15 + grace);
+            base_log_stop_writer(1.0);
             _exit(1);
         }
     }
@@ -338,6 +370,9 @@ int rtr_server_run(rtr_server_t *s)
     rtr_loop_close_all(&s->loop);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     LOG(NOTICE, "Stopped");
+    /* what is queued is written before the process exits (an output that never drains is
+     * given up on after a while) */
+    base_log_stop_writer(5.0);
     return 0;
 }
 
@@ -367,6 +402,7 @@ void rtr_server_free(rtr_server_t *s)
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
     }
+    rtr_sasl_fini(); /* the workers are gone: no connection uses Cyrus any more */
     free(s->workers);
     free(s->worker_q);
     free(s);

@@ -19,6 +19,8 @@
 #include "router/transport.h"
 #include "router/tls.h"
 
+#include "router/sasl.h"
+
 #include "core/base/list.h"
 
 #include <proton/condition.h>
@@ -481,6 +483,21 @@ static bool conn_in_full_WT(rtr_conn_t *c)
     return held > RTR_CONN_IN_MAX;
 }
 
+/* The SASL layer: Cyrus (router/sasl.c) for a listener that authenticates or names its
+ * mechanisms, else Proton's own ANONYMOUS.  Should Cyrus fail to take the connection, a
+ * listener with authenticatePeer still lets nobody in: Proton's layer then offers
+ * ANONYMOUS, which authenticated-only transports refuse. */
+static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
+{
+    const cfg_listener_t *l = c->listener;
+    if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer))
+        return;
+    pn_transport_require_auth(t, l->authenticate_peer);
+    pn_sasl_t *sasl = pn_sasl(t);
+    pn_sasl_allowed_mechs(sasl, l->authenticate_peer ? "" : "ANONYMOUS");
+    pn_sasl_set_allow_insecure_mechs(sasl, true);
+}
+
 bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
 {
     rtr_worker_t *w = c->worker;
@@ -497,10 +514,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
                                                                         : l->max_sessions - 1));
     pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
-    pn_transport_require_auth(t, false);
-    pn_sasl_t *sasl = pn_sasl(t);
-    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
-    pn_sasl_set_allow_insecure_mechs(sasl, true);
+    transport_sasl_WT(c, t);
     pn_connection_driver_init(&c->driver, pn_connection(), t);
     codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
 

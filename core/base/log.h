@@ -22,6 +22,8 @@
 
 /* Entries the ring of recent log lines keeps (qdrouterd's LIST_MAX). */
 #define BASE_LOG_RING 1000
+/* Bytes of lines the output queue holds for the writer (a few thousand lines). */
+#define BASE_LOG_QUEUE_BYTES (1024 * 1024)
 
 // clang-format off
 typedef enum base_log_level {
@@ -106,14 +108,19 @@ int base_log_module_find(const char *name);
 const char *base_log_module_name(base_log_module_t mod);
 const char *base_log_level_name(base_log_level_t lvl);
 
-/* Parse an `enable` string ("info+", "trace,debug,warning+", "none", "default") into a mask.
- * Returns 0 and sets *mask, or -1 on a bad word.  "default" gives *mask = 0xff meaning
- * "follow DEFAULT". Thread-safe. */
+/* Parse an `enable` string ("info+", "trace,debug,warning+", "none", "default") into a mask,
+ * with qdrouterd's grammar: words separated by any of ", ;:", each the prefix of a level name,
+ * "none" or "default" ignoring case (the first in the order default, none, trace, debug, info,
+ * notice, warning, error, critical: "warn+" is warning and above, "d" is default), a trailing
+ * `+` meaning "and above".  An empty value is "none"; "default" anywhere gives *mask = 0xff,
+ * "follow DEFAULT".  Returns 0 and sets *mask, or -1 on a word that names nothing (qdrouterd
+ * lets some of those through, by accident of its bit arithmetic). Thread-safe. */
 int base_log_parse_enable(const char *text, uint8_t *mask);
 
 /* Start-up only: set a module's mask (0xff = follow DEFAULT), its output, and options.
- * `path` NULL or "stderr" means standard error; "stdout"; anything else is a file opened for
- * append.  Returns 0, or -errno when the file cannot be opened. */
+ * `path` NULL or "stderr" means standard error; "stdout"; "syslog" (which turns the module's
+ * timestamps off, as qdrouterd does); anything else is a file opened for append, shared with
+ * any module that names the same file.  Returns 0, or -errno when the file cannot be opened. */
 void base_log_set_mask(base_log_module_t mod, uint8_t mask);
 int base_log_set_output(base_log_module_t mod, const char *path);
 /* includeTimestamp / includeSource of a module: 1 on, 0 off, -1 unchanged (a module that
@@ -126,5 +133,18 @@ bool base_log_source(base_log_module_t mod);
 /* Apply DEFAULT's mask, output and format to every module left following it; call after the
  * set_* calls. */
 void base_log_finish_config(void);
+
+/* Main thread: start the writer thread (after any fork); from then on no thread that logs
+ * writes to the output itself.  Returns 0 or -errno. */
+int base_log_start_writer(void);
+/* Main thread, at shutdown: let the writer write what is queued and stop, waiting up to
+ * timeout_s seconds (an output that never drains is given up on); lines logged afterwards
+ * are written by the caller again. */
+void base_log_stop_writer(double timeout_s);
+/* Reopen the file outputs under their names, for logrotate: lines queued before go to the
+ * old file, later ones to the new file, none is lost.  Thread-safe; does not wait. */
+void base_log_reopen(void);
+/* Lines dropped so far because the output queue was full.  Thread-safe. */
+uint64_t base_log_dropped(void);
 
 #endif

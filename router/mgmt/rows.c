@@ -96,7 +96,8 @@ static void columns_stats(mgmt_rows_t *r)
         c->src = d->src;
         c->index = -1;
         c->index2 = -1;
-        if (d->src == MGMT_SRC_LABEL || d->src == MGMT_SRC_PREFIXED || d->src == MGMT_SRC_TLS)
+        if (d->src == MGMT_SRC_LABEL || d->src == MGMT_SRC_PREFIXED ||
+            d->src == MGMT_SRC_LABEL_SET || d->src == MGMT_SRC_TLS)
             c->index = label_index(f, d->arg);
         else if (d->src == MGMT_SRC_FIELD || d->src == MGMT_SRC_UPTIME ||
                  d->src == MGMT_SRC_TIMES || d->src == MGMT_SRC_DIFF)
@@ -351,6 +352,12 @@ static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
             v->i = (int64_t)r->vals[c->index] - (int64_t)r->vals[c->index2];
         }
         return;
+    case MGMT_SRC_LABEL_SET: {
+        const char *s = c->index >= 0 ? r->labels[c->index] : NULL;
+        v->t = MGMT_V_BOOL;
+        v->b = s && *s;
+        return;
+    }
     case MGMT_SRC_PREFIXED: {
         const char *s = c->index >= 0 ? r->labels[c->index] : NULL;
         if (s) {

@@ -42,10 +42,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* One worker, limits low enough for inputs to reach them; no listener is ever polled. */
+/* One worker, limits low enough for inputs to reach them; no listener is ever polled.  The
+ * listener authenticates through Cyrus SASL (router/sasl.c) with the configuration setup()
+ * writes into a directory of its own (saslConfigDir): ANONYMOUS lets the recorded sessions
+ * through, PLAIN and SCRAM run Cyrus's exchanges against a sasldb that has no user. */
 static const char CONFIG[] =
-    "[[\"router\", {\"id\": \"Fuzz.A\", \"workerThreads\": 1, \"shutdownGraceSeconds\": 0}],"
+    "[[\"router\", {\"id\": \"Fuzz.A\", \"workerThreads\": 1, \"shutdownGraceSeconds\": 0,"
+    "   \"saslConfigDir\": \"%s\", \"saslConfigName\": \"fuzz\"}],"
     " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": \"0\", \"maxSessions\": 4,"
+    "   \"saslMechanisms\": \"ANONYMOUS PLAIN SCRAM-SHA-256\","
     "   \"maxSenders\": 4, \"maxReceivers\": 4, \"linkCapacity\": 8, \"maxUnsettledPerLink\": 5,"
     "   \"maxMessageSize\": 50000, \"idleTimeoutSeconds\": 0, \"stripAnnotations\": \"out\"}],"
     " [\"address\", {\"prefix\": \"multicast\", \"distribution\": \"multicast\"}],"
@@ -54,6 +59,8 @@ static const char CONFIG[] =
 
 static cfg_t        *cfg;
 static rtr_server_t *srv;
+static char          sasl_dir[64];
+static char          sasl_conf[128];
 
 static void teardown(void)
 {
@@ -65,6 +72,8 @@ static void teardown(void)
     srv = NULL;
     cfg_free(cfg);
     cfg = NULL;
+    unlink(sasl_conf);
+    rmdir(sasl_dir);
 }
 
 static void setup(void)
@@ -80,7 +89,19 @@ static void setup(void)
         abort();
     base_log_set_mask(BASE_LOG_MOD_DEFAULT, mask);
     base_log_finish_config();
-    if (cfg_load_string(CONFIG, "fuzz_conn.json", &cfg, err, sizeof(err)) != 0) {
+    snprintf(sasl_dir, sizeof(sasl_dir), "/tmp/fuzz_conn.XXXXXX");
+    if (!mkdtemp(sasl_dir))
+        abort();
+    snprintf(sasl_conf, sizeof(sasl_conf), "%s/fuzz.conf", sasl_dir);
+    FILE *f = fopen(sasl_conf, "w");
+    if (!f)
+        abort();
+    fprintf(f, "mech_list: ANONYMOUS PLAIN SCRAM-SHA-256\npwcheck_method: auxprop\n"
+               "auxprop_plugin: sasldb\nsasldb_path: %s/none.sasldb\n", sasl_dir);
+    fclose(f);
+    char text[sizeof(CONFIG) + sizeof(sasl_dir)];
+    snprintf(text, sizeof(text), CONFIG, sasl_dir);
+    if (cfg_load_string(text, "fuzz_conn.json", &cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "fuzz_conn: %s\n", err);
         abort();
     }

@@ -1,6 +1,7 @@
 """Configuration: qdrouterd's JSON form, its coercions and aliases, and clear errors (the .conf
 dialect: test_conf.py)."""
 
+import os
 import re
 
 import pytest
@@ -218,10 +219,16 @@ def test_two_listeners_each_with_their_own_settings(make_router):
 def test_worker_threads_is_honoured(make_router, n):
     r = make_router(router={"workerThreads": n})
     assert r.threads == n
-    tasks = r.thread_count()
-    # n workers + the core thread (+ the main thread unless it is a worker, + maybe an
-    # admin thread)
-    assert n + 1 <= tasks <= n + 4, "%d threads for workerThreads %d" % (tasks, n)
+    names = []
+    for t in os.listdir("/proc/%d/task" % r.pid):
+        with open("/proc/%d/task/%s/comm" % (r.pid, t)) as f:
+            names.append(f.read().strip())
+    workers = [x for x in names if x.startswith("junction-w")]
+    assert len(workers) == n, names
+    # + main, the core, the agent, the log writer, maybe the admin thread, and a sanitizer's
+    # own background thread
+    assert n + 1 <= len(names) <= n + 6, "%d threads for workerThreads %d: %s" % (
+        len(names), n, names)
 
 
 def test_worker_threads_changes_the_thread_count(make_router):

@@ -38,10 +38,9 @@ PASSWORD = "server-password"  # the password of the private keys the test makes
 SERVES = "serves"
 
 # What start-up refuses today, as the one line names it. Each is a feature a later issue adds,
-# except the last two groups: GROUPS_NOT_JSON is the user guide's vhost example, whose `groups`
+# except the last group: GROUPS_NOT_JSON is the user guide's vhost example, whose `groups`
 # is not JSON, which qdrouterd 1.19 refuses too ("Expecting property name enclosed in double
-# quotes"); LOG_LEVEL_PREFIX is `enable: warn+`, which qdrouterd takes because it matches a
-# level by the prefix given (`warn` is warning), and Junction's level grammar does not yet.
+# quotes").
 def refused(text):
     return "refused: " + text
 
@@ -52,8 +51,8 @@ INTER_ROUTER_ROLE = refused('Junction does not support role "inter-router" yet')
 CONNECTOR = refused("Junction does not support the 'connector' entity yet")
 # a snippet whose listener names a profile the snippet leaves out (qdrouterd refuses it too)
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
-AUTHENTICATE_PEER = refused("Junction does not support authenticatePeer: true (authentication)")
-SASL_MECHANISMS = refused("Junction does not support SASL mechanisms other than ANONYMOUS yet")
+# SASL EXTERNAL (the identity from the client's certificate): the next round of TLS
+EXTERNAL = refused("attribute 'saslMechanisms': EXTERNAL needs client certificates, not supported yet")
 LINKROUTE = refused("Junction does not support the 'linkRoute' entity yet")
 AUTOLINK = refused("Junction does not support the 'autoLink' entity yet")
 WAYPOINT = refused("Junction does not support waypoint: true (waypoints) yet")
@@ -63,7 +62,6 @@ VHOST_POLICY = refused("Junction does not support enableVhostPolicy: true (vhost
 POLICY_DIR = refused("Junction does not support policyDir (vhost policies) yet")
 FAILOVER_URLS = refused("Junction does not support failoverUrls (a failover list for clients)")
 GROUPS_NOT_JSON = refused("attribute 'groups': invalid JSON in its value")
-LOG_LEVEL_PREFIX = refused("attribute 'enable': expected a list of levels")
 
 # Every file of the corpus with its outcome today, sorted by file name. When a file's outcome
 # changes, change its line here in the same commit.
@@ -90,10 +88,10 @@ EXPECTED = {
     'docs/creating-vhost-policies-L92.conf': GROUPS_NOT_JSON,
     'docs/creating-vhost-policies-json-L40.conf': POLICY_DIR,
     'docs/creating-vhost-policies-json-L56.json': VHOST_POLICY,
-    'docs/enabling-ssl-tls-client-authentication-L48.conf': AUTHENTICATE_PEER,
+    'docs/enabling-ssl-tls-client-authentication-L48.conf': EXTERNAL,
     'docs/enabling-ssl-tls-encryption-L46.conf': SERVES,
     'docs/enabling-ssl-tls-encryption-L85.conf': NO_SUCH_PROFILE,
-    'docs/enabling-username-password-authentication-L110.conf': AUTHENTICATE_PEER,
+    'docs/enabling-username-password-authentication-L110.conf': SERVES,
     'docs/enabling-username-password-authentication-L94.conf': MODE_INTERIOR,
     'docs/enabling-vhost-policies-L36.conf': VHOST_POLICY,
     'docs/exploring-default-router-configuration-file-L49.conf': SERVES,
@@ -101,7 +99,7 @@ EXPECTED = {
     'docs/handling-undeliverable-messages-for-address-L63.conf': AUTOLINK,
     'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK,
     'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
-    'docs/integrating-with-kerberos-L83.conf': AUTHENTICATE_PEER,
+    'docs/integrating-with-kerberos-L83.conf': SERVES,
     'docs/link-route-example-L50.conf': CONNECTOR,
     'docs/listening-client-connections-L45.conf': FAILOVER_URLS,
     'docs/reliability-L110.conf': MODE_INTERIOR,
@@ -121,10 +119,10 @@ EXPECTED = {
     'docs/setting-resource-limits-outgoing-connections-L44.conf': GROUPS_NOT_JSON,
     'docs/setting-resource-limits-outgoing-connections-L73.conf': CONNECTOR,
     'docs/setting-up-access-web-console-L40.conf': SERVES,
-    'docs/setting-up-access-web-console-L66.conf': AUTHENTICATE_PEER,
+    'docs/setting-up-access-web-console-L66.conf': SERVES,
     'etc/qdrouterd.conf': SERVES,
-    'tests/c_benchmarks/minimal_silent.conf': LOG_LEVEL_PREFIX,
-    'tests/c_unittests/minimal_silent.conf': LOG_LEVEL_PREFIX,
+    'tests/c_benchmarks/minimal_silent.conf': SERVES,
+    'tests/c_unittests/minimal_silent.conf': SERVES,
     'tests/c_unittests/minimal_trace.conf': SERVES,
     'tests/config-0-empty/qdrouterd-empty.conf': SERVES,
     'tests/config-1/A.conf': SERVES,
@@ -156,7 +154,7 @@ EXPECTED = {
     'tests/policy-1/policy-safari.json': VHOST_POLICY,
     'tests/policy-1/policy-safari.json.in': VHOST_POLICY,
     'tests/policy-1/test-policy-conf-includes-folder.conf.in': VHOST_POLICY,
-    'tests/policy-2/test-router-with-policy.json.in': SASL_MECHANISMS,
+    'tests/policy-2/test-router-with-policy.json.in': VHOST_POLICY,
     'tests/policy-3/test-sender-receiver-limits.json': VHOST_POLICY,
     'tests/policy-4/management-access.json': VHOST_POLICY,
     'tests/policy-5/permissive-default.json': VHOST_POLICY,
@@ -180,6 +178,7 @@ KEY_KEYS = {"privatekeyfile", "keyfile"}
 DIR_KEYS = {"policydir", "saslconfigdir", "saslconfigpath", "httprootdir"}
 FILE_KEYS = {"outputfile", "debugdump", "displaynamefile"} | CERT_KEYS | KEY_KEYS
 PASSWORD_KEYS = {"password", "saslpassword"}
+AUTH_KEYS = {"authenticatepeer", "requirepeerauth"}
 NET_ENTITIES = {"listener", "connector"}
 ABSOLUTE_PATH_RE = re.compile(r"(?<![\w.:])/(?:etc|usr|var|opt|home|path|tmp|run)/")
 
@@ -218,6 +217,7 @@ class Prepared:
         self.files = tmp / "files"
         self.files.mkdir(exist_ok=True)
         self.listeners = []  # [(port, is_http)]
+        self.auth_ports = set()  # the listeners' with authenticatePeer
         self.suffix = ".conf"
 
     # ---- values ----
@@ -269,14 +269,14 @@ class Prepared:
         out = []
         entity = None
         depth = 0
-        http = False
+        http = auth = False
         for line in text.split("\n"):
             s = line.strip()
             m = re.match(r"^([\w$.-]+)\s*:\s*(.*)$", s)
             if depth == 0:
                 em = re.match(r"^([\w.-]+)\s*\{$", s)
                 if em:
-                    entity, depth, http = em.group(1), 1, False
+                    entity, depth, http, auth = em.group(1), 1, False, False
                     self._listener_port = None
             elif s.endswith("{"):
                 depth += 1
@@ -284,12 +284,16 @@ class Prepared:
                 depth -= 1
                 if depth == 0 and norm(entity or "") == "listener":
                     self.listeners.append((self._listener_port, http))
+                    if auth:
+                        self.auth_ports.add(self._listener_port)
             elif depth == 1 and m and not s.startswith("#"):
                 key, val = m.group(1), m.group(2).split("#")[0].strip()
                 if norm(key) in ("http",) and val.lower() in ("true", "yes", "on", "1"):
                     http = True
                 if norm(key) == "httprootdir" and val:
                     http = True
+                if norm(key) in AUTH_KEYS and val.lower() in ("true", "yes", "on", "1"):
+                    auth = True
                 new = self.value(entity, key, val)
                 if new is not None:
                     indent = line[:len(line) - len(line.lstrip())]
@@ -322,6 +326,9 @@ class Prepared:
                         attrs[key] = new
             if norm(etype) == "listener":
                 self.listeners.append((self._listener_port, http))
+                if any(norm(k) in AUTH_KEYS and str(v).lower() in ("true", "yes", "on", "1")
+                       for k, v in attrs.items()):
+                    self.auth_ports.add(self._listener_port)
         if not self.listeners:
             port = free_port()
             self.listeners.append((port, False))
@@ -410,6 +417,22 @@ def answers_amqp(port):
         c.close()
 
 
+def answers_sasl(port):
+    """A listener with authenticatePeer answers the SASL layer: its header and a
+    sasl-mechanisms frame (an anonymous client, as answers_amqp's, is refused there)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"AMQP\x03\x01\x00\x00")
+        data = b""
+        while len(data) < 19:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    # the header, then a frame of type 1 (SASL) whose body starts with descriptor 0x40
+    return (data[:8] == b"AMQP\x03\x01\x00\x00" and data[13] == 1 and
+            data[16:19] == b"\x00\x53\x40")
+
+
 def answers_http(port):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -452,6 +475,8 @@ def observe(rel, tmp, keypair):
             for port, http in prep.listeners:
                 if http:
                     assert answers_http(port), "http listener %d does not answer" % port
+                elif port in prep.auth_ports:
+                    assert answers_sasl(port), "listener %d does not answer SASL" % port
                 else:
                     assert answers_amqp(port)
             status = r.stop()

@@ -533,8 +533,19 @@ def test_http_root_dir_that_is_not_a_directory_stops_start_up(tmp_path):
     cfg = write_config(tmp_path / "j.json", router_entities(listeners=[
         {"host": "127.0.0.1", "port": "0", "httpRootDir": str(f)}]))
     res = run_junctiond(["-c", str(cfg)], timeout=30)
-    assert res.returncode != 0
+    assert res.returncode == 1, res.stderr  # a clean exit, not an abort
     assert "httpRootDir %s is not a directory" % f in res.stderr
+    assert "Assertion" not in res.stderr and "Listening on" not in res.stderr, res.stderr
+
+
+def test_http_root_dir_that_does_not_exist_stops_start_up(tmp_path):
+    d = tmp_path / "no" / "such"
+    cfg = write_config(tmp_path / "j.json", router_entities(listeners=[
+        {"host": "127.0.0.1", "port": "0", "httpRootDir": str(d)}]))
+    res = run_junctiond(["-c", str(cfg)], timeout=30)
+    assert res.returncode == 1, res.stderr
+    assert str(d) in res.stderr
+    assert "Assertion" not in res.stderr and "Listening on" not in res.stderr, res.stderr
 
 
 # ---------------------------------------------------------------- bad input

@@ -371,7 +371,8 @@ static void test_deprecated_attributes(void **state)
                       {"saslConfigPath", "saslConfigDir"}};
     for (size_t i = 0; i < sizeof(router_old) / sizeof(router_old[0]); i++) {
         char text[256], want[256];
-        snprintf(text, sizeof(text), "router {\n id: R\n %s: 3\n}\n", router_old[i].old);
+        snprintf(text, sizeof(text), "router {\n id: R\n %s: %s\n}\n", router_old[i].old,
+                 strcmp(router_old[i].old, "saslConfigPath") == 0 ? "/etc/sasl2" : "3");
         snprintf(want, sizeof(want),
                  "t.conf: line 3: entity 0 (router): attribute '%s' is deprecated, use '%s' "
                  "instead",
@@ -443,9 +444,6 @@ static void test_deprecated_attributes(void **state)
     conf_err("listener {\n port: 0\n logMessage: all\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'logMessage': Junction does not "
              "support messageLoggingComponents other than \"none\" (message logging) yet");
-    conf_err("listener {\n port: 0\n requirePeerAuth: yes\n}\n",
-             "t.conf: line 3: entity 0 (listener): attribute 'requirePeerAuth': Junction does "
-             "not support authenticatePeer: true (authentication) yet");
     conf_err("listener {\n port: 0\n allowUnsecured: no\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'allowUnsecured': Junction does "
              "not support allowUnsecured: false (requireEncryption) yet");
@@ -502,6 +500,8 @@ static void test_container(void **state)
                        " saslConfigPath: /etc/sasl2\n saslConfigName: q\n}\nrouter {\n id: R\n}\n");
     assert_string_equal(c->router.id, "R");
     assert_int_equal(c->router.worker_threads, 3);
+    assert_string_equal(c->router.sasl_config_dir, "/etc/sasl2");
+    assert_string_equal(c->router.sasl_config_name, "q");
     one_warning(c, "t.conf: line 1: entity 0 (container): the 'container' entity is deprecated, "
                    "use 'router' instead (its workerThreads, debugDump (debugDumpFile), "
                    "saslConfigPath (saslConfigDir) and saslConfigName are the router's now; "

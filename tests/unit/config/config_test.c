@@ -668,7 +668,11 @@ static void test_router_ignored(void **state)
                 " 'saslConfigDir': '/etc/sasl2', 'saslConfigName': 'qdrouterd',"
                 " 'allowResumableLinkRoute': 'yes', 'timestampsInUTC': true,"
                 " 'allowUnsettledMulticast': false, 'metadata': 'x'}]]");
+    assert_string_equal(cfg->router.sasl_config_dir, "/etc/sasl2");
+    assert_string_equal(cfg->router.sasl_config_name, "qdrouterd");
     cfg_free(cfg);
+    router_err("'saslConfigName': 'a/b'", "attribute 'saslConfigName': expected a file name "
+                                          "without '/' (Cyrus reads <name>.conf), got \"a/b\"");
     /* log lines keep their one timestamp form */
     router_err("'timestampFormat': '%Y'", "attribute 'timestampFormat': Junction does not "
                                           "support timestampFormat (a log timestamp format) yet");
@@ -902,9 +906,6 @@ static void test_listener_unsupported(void **state)
     listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");
-    listener_err("'authenticatePeer': 'yes'",
-                 "attribute 'authenticatePeer': Junction does not support authenticatePeer: true "
-                 "(authentication) yet");
     listener_err("'trustedCertsFile': '/ca.pem'",
                  "attribute 'trustedCertsFile': Junction does not support trustedCertsFile (use "
                  "the sslProfile's caCertFile) yet");
@@ -943,14 +944,14 @@ static void test_listener_unsupported(void **state)
                  "attribute 'multiTenant': Junction does not support multiTenant: true yet");
     listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
                                          "saslPlugin (authentication services) yet");
-    listener_err("'saslMechanisms': 'PLAIN'",
-                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
-                 "than ANONYMOUS yet, got \"PLAIN\"");
-    listener_err("'saslMechanisms': 'ANONYMOUS PLAIN'",
-                 "attribute 'saslMechanisms': Junction does not support SASL mechanisms other "
-                 "than ANONYMOUS yet, got \"ANONYMOUS PLAIN\"");
+    listener_err("'saslMechanisms': 'PLAIN EXTERNAL'",
+                 "attribute 'saslMechanisms': EXTERNAL needs client certificates, not supported yet");
+    listener_err("'saslMechanisms': 'PLAIN SCRAM/SHA-1'",
+                 "attribute 'saslMechanisms': expected SASL mechanism names (letters, digits, "
+                 "'-', '_') separated by blanks, got \"PLAIN SCRAM/SHA-1\"");
     listener_err("'saslMechanisms': ' '",
-                 "attribute 'saslMechanisms': expected ANONYMOUS, got \" \"");
+                 "attribute 'saslMechanisms': expected at least one SASL mechanism name, got "
+                 "\" \"");
     listener_err("'openProperties': {'x': 1}",
                  "attribute 'openProperties': Junction does not support openProperties (extra "
                  "open properties) yet");
@@ -961,6 +962,12 @@ static void test_listener_unsupported(void **state)
                              "'requireEncryption': false, 'multiTenant': 'off', 'http': false, "
                              "'saslMechanisms': 'ANONYMOUS anonymous', 'openProperties': {}");
     assert_string_equal(cfg->listeners[0].sasl_mechanisms, "ANONYMOUS");
+    assert_false(cfg->listeners[0].authenticate_peer);
+    cfg_free(cfg);
+    /* authentication (router/sasl.c): the mechanisms upper-cased, blank-separated, once */
+    cfg = listener_ok("'authenticatePeer': 'yes', 'saslMechanisms': 'plain,SCRAM-SHA-256 PLAIN'");
+    assert_true(cfg->listeners[0].authenticate_peer);
+    assert_string_equal(cfg->listeners[0].sasl_mechanisms, "PLAIN SCRAM-SHA-256");
     cfg_free(cfg);
 }
 
@@ -1231,15 +1238,22 @@ static void test_log(void **state)
             "POLICY, HTTP, CONN_MGR, PYTHON, PROTOCOL, got \"router\"");
     log_err("'module': 'DEFAULT', 'enable': 'loud'",
             "attribute 'enable': expected a list of levels (trace, debug, info, notice, warning, "
-            "error, critical; `+` after one means \"and above\"), \"none\" or \"default\", got "
-            "\"loud\"");
-    log_err("'module': 'DEFAULT', 'outputFile': 'syslog'",
-            "attribute 'outputFile': Junction does not support outputFile \"syslog\" yet");
+            "error, critical, or the start of one; `+` after one means \"and above\"), \"none\" "
+            "or \"default\", got \"loud\"");
+    log_err("'module': 'DEFAULT', 'enable': 'info+,warnings'",
+            "attribute 'enable': expected a list of levels (trace, debug, info, notice, warning, "
+            "error, critical, or the start of one; `+` after one means \"and above\"), \"none\" "
+            "or \"default\", got \"info+,warnings\"");
     log_err("'module': 'DEFAULT', 'outputFile': ''",
-            "attribute 'outputFile': expected \"stderr\", \"stdout\" or a file path, got \"\"");
+            "attribute 'outputFile': expected \"stderr\", \"stdout\", \"syslog\" or a file path, "
+            "got \"\"");
     log_err("'module': 'DEFAULT', 'includeTimestamp': 'always'",
             "attribute 'includeTimestamp': expected a boolean (true/false, yes/no, on/off), got "
             "\"always\"");
+    cfg = load_ok("[['log', {'module': 'AGENT', 'outputFile': 'syslog', 'enable': 'warn+'}]]");
+    assert_string_equal(cfg->logs[0].output_file, "syslog");
+    assert_int_equal(cfg->logs[0].enable_mask, 0x70);
+    cfg_free(cfg);
     load_err("[['log', {'module': 'SERVER'}], ['log', {'module': 'SERVER', 'enable': 'debug'}]]",
              "t.json: entity 1 (log): attribute 'module': entity 0 configures module SERVER "
              "already");
