@@ -681,6 +681,7 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->sasl_mechanisms);
     BASE_FREE(l->http_root_dir);
     BASE_FREE(l->policy_vhost);
+    BASE_FREE(l->ssl_profile);
 }
 
 /* saslMechanisms: a blank- (or comma-) separated list of mechanism names (RFC 4422: upper
@@ -709,8 +710,8 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
         }
         if (n == 8 && strncasecmp(p, "EXTERNAL", 8) == 0) {
             free(list);
-            return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs TLS, not "
-                             "supported yet", attr_name(e, L_SASL_MECHANISMS));
+            return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs client "
+                             "certificates, not supported yet", attr_name(e, L_SASL_MECHANISMS));
         }
         /* a name given twice is offered once */
         bool seen = false;
@@ -731,6 +732,25 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
     }
     list[o] = '\0';
     *out = list;
+    return 0;
+}
+
+/* A listener's TLS: sslProfile (checked to name a profile once the file is read, since the
+ * profile may come later) and requireSsl, which needs it.  trustedCertsFile (qdrouterd 0.x,
+ * client certificates checked against another CA list) stays refused. */
+static int listener_tls_fill(ent_t *e, cfg_listener_t *l)
+{
+    if (e->vals[L_TRUSTED_CERTS_FILE])
+        return unsupported(e, L_TRUSTED_CERTS_FILE, "trustedCertsFile (use the sslProfile's "
+                                                    "caCertFile)");
+    if (get_str(e, L_SSL_PROFILE, NULL, &l->ssl_profile) < 0 ||
+        get_bool(e, L_REQUIRE_SSL, false, &l->require_ssl) < 0)
+        return -1;
+    if (l->ssl_profile && !*l->ssl_profile)
+        BASE_FREE(l->ssl_profile);
+    if (l->require_ssl && !l->ssl_profile)
+        return attr_fail(e, L_REQUIRE_SSL, "attribute '%s': requireSsl: true needs an sslProfile",
+                         attr_name(e, L_REQUIRE_SSL));
     return 0;
 }
 
@@ -764,15 +784,14 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     }
     l->role = CFG_ROLE_NORMAL;
 
-    /* TLS, authentication, multi-tenancy: refused rather than silently ignored, since
-     * a client would see the difference */
-    if (e->vals[L_SSL_PROFILE] || e->vals[L_TRUSTED_CERTS_FILE])
-        return unsupported(e, e->vals[L_SSL_PROFILE] ? L_SSL_PROFILE : L_TRUSTED_CERTS_FILE, "TLS");
+    if (listener_tls_fill(e, l) < 0)
+        return -1;
+    /* authentication, multi-tenancy: refused rather than silently ignored, since a client
+     * would see the difference */
     static const struct {
         int         slot;
         const char *what;
     } refused_true[] = {
-        {L_REQUIRE_SSL, "requireSsl: true (TLS)"},
         {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
         {L_MULTI_TENANT, "multiTenant: true"},
     };
@@ -892,6 +911,76 @@ static int build_listener(ent_t *e)
     cfg->listeners = base_realloc(cfg->listeners, (cfg->n_listeners + 1) * sizeof(l));
     cfg->listeners[cfg->n_listeners++] = l;
     return 0;
+}
+
+static void ssl_profile_fini(cfg_ssl_profile_t *p)
+{
+    BASE_FREE(p->name);
+    BASE_FREE(p->cert_file);
+    BASE_FREE(p->private_key_file);
+    BASE_FREE(p->ca_cert_file);
+    BASE_FREE(p->password);
+    BASE_FREE(p->ciphers);
+    BASE_FREE(p->protocols);
+    BASE_FREE(p->uid_format);
+    BASE_FREE(p->uid_name_mapping_file);
+}
+
+/* sslProfile: its strings as written; the files, the password and the cipher and protocol
+ * lists are checked by the router when it builds the profile's TLS context (router/tls.c). */
+static int ssl_profile_fill(ent_t *e, cfg_ssl_profile_t *p)
+{
+    char *pw_file = NULL;
+
+    if (check_common(e, S_TYPE, S_NAME, &p->name) < 0)
+        return -1;
+    if (!p->name)
+        return ent_fail(e, "an sslProfile needs a 'name' (listeners name it)");
+    if (get_str(e, S_CERT_FILE, NULL, &p->cert_file) < 0 ||
+        get_str(e, S_PRIVATE_KEY_FILE, NULL, &p->private_key_file) < 0 ||
+        get_str(e, S_CA_CERT_FILE, NULL, &p->ca_cert_file) < 0 ||
+        get_str(e, S_PASSWORD, NULL, &p->password) < 0 ||
+        get_str(e, S_PASSWORD_FILE, NULL, &pw_file) < 0 ||
+        get_str(e, S_CIPHERS, NULL, &p->ciphers) < 0 ||
+        get_str(e, S_PROTOCOLS, NULL, &p->protocols) < 0 ||
+        get_str(e, S_UID_FORMAT, NULL, &p->uid_format) < 0 ||
+        get_str(e, S_UID_NAME_MAPPING_FILE, NULL, &p->uid_name_mapping_file) < 0) {
+        free(pw_file);
+        return -1;
+    }
+    /* qdrouterd 1.19: a password wins over the deprecated passwordFile */
+    if (pw_file && !p->password) {
+        size_t n = strlen(pw_file) + sizeof("file:");
+        p->password = base_malloc(n);
+        snprintf(p->password, n, "file:%s", pw_file);
+    }
+    free(pw_file);
+    if (!p->cert_file && p->private_key_file)
+        return attr_fail(e, S_PRIVATE_KEY_FILE, "attribute '%s' without a certFile",
+                         attr_name(e, S_PRIVATE_KEY_FILE));
+    return 0;
+}
+
+static int build_ssl_profile(ent_t *e)
+{
+    cfg_t            *cfg = e->ld->cfg;
+    cfg_ssl_profile_t p = {0};
+
+    if (ssl_profile_fill(e, &p) < 0) {
+        ssl_profile_fini(&p);
+        return -1;
+    }
+    cfg->ssl_profiles = base_realloc(cfg->ssl_profiles, (cfg->n_ssl_profiles + 1) * sizeof(p));
+    cfg->ssl_profiles[cfg->n_ssl_profiles++] = p;
+    return 0;
+}
+
+const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name)
+{
+    for (size_t i = 0; name && i < cfg->n_ssl_profiles; i++)
+        if (strcmp(cfg->ssl_profiles[i].name, name) == 0)
+            return &cfg->ssl_profiles[i];
+    return NULL;
 }
 
 static void address_fini(cfg_address_t *a)
@@ -1321,6 +1410,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__policy_attrs;
         e.n_defs = P_N;
         break;
+    case TK_SSL_PROFILE:
+        e.defs = cfg__ssl_profile_attrs;
+        e.n_defs = S_N;
+        break;
     }
     if (collect(&e, attrs) < 0)
         return -1;
@@ -1344,6 +1437,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_policy(&e);
     case TK_FIXED_ADDRESS:
         return build_fixed_address(&e);
+    case TK_SSL_PROFILE:
+        return build_ssl_profile(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1482,6 +1577,20 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             ld.cfg->listeners[i].max_message_size = ld.cfg->policy.max_message_size;
     if (!ld.cfg->policy.default_vhost)
         ld.cfg->policy.default_vhost = base_strdup("$default");
+    for (size_t i = 0; i < ld.cfg->n_listeners; i++) {
+        const cfg_listener_t *l = &ld.cfg->listeners[i];
+        if (l->ssl_profile && !cfg_ssl_profile_find(ld.cfg, l->ssl_profile)) {
+            fail(&ld, "listener '%s' (port %s): sslProfile '%s': no sslProfile entity has that name",
+                 l->name ? l->name : "", l->port, l->ssl_profile);
+            goto out;
+        }
+        if (l->ssl_profile && l->http) {
+            fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
+                      "support TLS on HTTP listeners yet",
+                 l->name ? l->name : "", l->port);
+            goto out;
+        }
+    }
     rc = 0;
 
 out:
@@ -1568,6 +1677,9 @@ void cfg_free(cfg_t *cfg)
     for (size_t i = 0; i < cfg->n_logs; i++)
         log_fini(&cfg->logs[i]);
     free(cfg->logs);
+    for (size_t i = 0; i < cfg->n_ssl_profiles; i++)
+        ssl_profile_fini(&cfg->ssl_profiles[i]);
+    free(cfg->ssl_profiles);
     free(cfg->management.socket);
     free(cfg->policy.default_vhost);
     for (size_t i = 0; i < cfg->n_warnings; i++)

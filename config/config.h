@@ -158,10 +158,29 @@ typedef struct cfg_listener {
     bool        websockets;           /* default true: WebSocket upgrades allowed (http only) */
     bool        healthz;              /* default true: /healthz served (http only) */
     bool        metrics;              /* default true: /metrics served (http only) */
+    char       *ssl_profile;          /* `sslProfile`: the name of a cfg_ssl_profile_t (the
+                                         load checks it exists), or NULL: no TLS */
+    bool        require_ssl;          /* `requireSsl` (with ssl_profile only): every connection
+                                         is TLS; false: TLS or plain, by the first byte */
     char       *policy_vhost;         /* `policyVhost`, or NULL: used by vhost policies only,
                                          which Junction does not have (enableVhostPolicy is
                                          refused), as qdrouterd ignores it without them */
 } cfg_listener_t;
+
+/* `sslProfile`: TLS settings listeners name.  Files and the password are checked when the
+ * router builds its TLS contexts at start-up (router/tls.c), not by the load. */
+typedef struct cfg_ssl_profile {
+    char *name;                  /* `name`, required (listeners name it) */
+    char *cert_file;             /* `certFile` (PEM), or NULL */
+    char *private_key_file;      /* `privateKeyFile` (PEM), or NULL: the key is in cert_file */
+    char *ca_cert_file;          /* `caCertFile` (PEM): CAs of client certificates, or NULL */
+    char *password;              /* `password` as written (cfg_password_resolve() reads it,
+                                    literal allowed), or "file:<passwordFile>", or NULL */
+    char *ciphers;               /* `ciphers` (OpenSSL's cipher list, TLS 1.2 and below) */
+    char *protocols;             /* `protocols`: e.g. "TLSv1.2 TLSv1.3", or NULL: OpenSSL's */
+    char *uid_format;            /* `uidFormat` (EXTERNAL's identity), kept */
+    char *uid_name_mapping_file; /* `uidNameMappingFile`, kept */
+} cfg_ssl_profile_t;
 
 /* Longest httpRootDir accepted (bytes, without the NUL). */
 #define CFG_PATH_MAX 4096
@@ -231,6 +250,8 @@ typedef struct cfg {
     size_t          n_listeners;
     cfg_address_t  *addresses;   /* array, in file order */
     size_t          n_addresses;
+    cfg_ssl_profile_t *ssl_profiles; /* array, in file order */
+    size_t          n_ssl_profiles;
     cfg_log_t      *logs;        /* array, in file order */
     size_t          n_logs;
     char          **warnings;    /* what loaded but qdrouterd deprecated (old names), one line
@@ -245,6 +266,8 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
 /* Same, from a string; `name` stands for the file name in messages.  Logs nothing: the
  * warnings are in the result. */
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
+/* The sslProfile of that name, or NULL.  Thread-safe (cfg is read-only). */
+const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name);
 void cfg_free(cfg_t *cfg);
 
 /* qdrouterd's names for the enums ("balanced", "both", "inter-router"); "?" when out of range.

@@ -92,6 +92,12 @@ enum {
     C_SASL_CONFIG_PATH, C_SASL_CONFIG_NAME, C_N
 };
 
+enum {
+    S_NAME = 0, S_IDENTITY, S_TYPE, S_CIPHERS, S_PROTOCOLS, S_CA_CERT_FILE, S_CERT_DB,
+    S_CERT_FILE, S_PRIVATE_KEY_FILE, S_KEY_FILE, S_PASSWORD_FILE, S_PASSWORD, S_UID_FORMAT,
+    S_UID_NAME_MAPPING_FILE, S_DISPLAY_NAME_FILE, S_N
+};
+
 /* qdrouterd 0.x's `fixedAddress` (replaced by `address` in 0.7, gone in 1.0) */
 enum { F_NAME = 0, F_IDENTITY, F_TYPE, F_PREFIX, F_PHASE, F_FANOUT, F_BIAS, F_N };
 // clang-format on
@@ -104,6 +110,7 @@ extern const attr_def_t cfg__management_attrs[M_N];
 extern const attr_def_t cfg__policy_attrs[P_N];
 extern const attr_def_t cfg__container_attrs[C_N];
 extern const attr_def_t cfg__fixed_address_attrs[F_N];
+extern const attr_def_t cfg__ssl_profile_attrs[S_N];
 /* container slot -> the router slot it fills (0: none, as for containerName) */
 extern const int cfg__container_to_router[C_N];
 
@@ -117,6 +124,7 @@ typedef enum type_kind {
     TK_POLICY,        /* qdrouterd's global limits (no vhost policies) */
     TK_CONTAINER,     /* qdrouterd 0.x: its attributes are the router's now */
     TK_FIXED_ADDRESS, /* qdrouterd 0.x: an `address` with fanout/bias for distribution */
+    TK_SSL_PROFILE,   /* TLS settings a listener names */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */
 } type_kind_t;

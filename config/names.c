@@ -233,14 +233,34 @@ const attr_def_t cfg__fixed_address_attrs[F_N] = {
     [F_BIAS]     = {"bias", AT_ENUM, bias_tags},
 };
 
+const attr_def_t cfg__ssl_profile_attrs[S_N] = {
+    [S_NAME]                  = {"name", AT_STRING},
+    [S_IDENTITY]              = {"identity", AT_STRING, .ignored = true},
+    [S_TYPE]                  = {"type", AT_STRING},
+    [S_CIPHERS]               = {"ciphers", AT_STRING},
+    [S_PROTOCOLS]             = {"protocols", AT_STRING},
+    [S_CA_CERT_FILE]          = {"caCertFile", AT_STRING},
+    [S_CERT_DB]               = {"certDb", AT_STRING, .alias_of = S_CA_CERT_FILE, .deprecated = true},
+    [S_CERT_FILE]             = {"certFile", AT_STRING},
+    [S_PRIVATE_KEY_FILE]      = {"privateKeyFile", AT_STRING},
+    [S_KEY_FILE]              = {"keyFile", AT_STRING, .alias_of = S_PRIVATE_KEY_FILE, .deprecated = true},
+    [S_PASSWORD_FILE]         = {"passwordFile", AT_STRING, .deprecated = true,
+                                 .instead = "use 'password' with a \"file:\" prefix instead"},
+    [S_PASSWORD]              = {"password", AT_STRING},
+    [S_UID_FORMAT]            = {"uidFormat", AT_STRING},
+    [S_UID_NAME_MAPPING_FILE] = {"uidNameMappingFile", AT_STRING},
+    [S_DISPLAY_NAME_FILE]     = {"displayNameFile", AT_STRING, .alias_of = S_UID_NAME_MAPPING_FILE,
+                                 .deprecated = true},
+};
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
                G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS &&
-               C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS,
+               C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS,
                "CFG_MAX_ATTRS");
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
-    "connector", "linkRoute", "autoLink", "exchange", "binding", "sslProfile",
+    "connector", "linkRoute", "autoLink", "exchange", "binding",
     "authServicePlugin", "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
@@ -267,24 +287,6 @@ static const char *const autoLink_dir_tags[] = {"in", "out", NULL};
 static const char *const autoLink_operStatus_tags[] = {"inactive", "attaching", "failed", "active", "quiescing", "idle", NULL};
 static const char *const exchange_matchMethod_tags[] = {"amqp", "mqtt", NULL};
 
-static const attr_def_t sslProfile_attrs[] = {
-    {.name = "name", .type = AT_STRING},
-    {.name = "identity", .type = AT_STRING},
-    {.name = "type", .type = AT_STRING},
-    {.name = "ciphers", .type = AT_STRING},
-    {.name = "protocols", .type = AT_STRING},
-    {.name = "caCertFile", .type = AT_STRING},
-    {.name = "certDb", .type = AT_STRING, .alias_of = 5 /* caCertFile */, .deprecated = true},
-    {.name = "certFile", .type = AT_STRING},
-    {.name = "privateKeyFile", .type = AT_STRING},
-    {.name = "keyFile", .type = AT_STRING, .alias_of = 8 /* privateKeyFile */, .deprecated = true},
-    {.name = "passwordFile", .type = AT_STRING, .deprecated = true,
-     .instead = "use 'password' with a \"file:\" prefix instead"},
-    {.name = "password", .type = AT_STRING},
-    {.name = "uidFormat", .type = AT_STRING},
-    {.name = "uidNameMappingFile", .type = AT_STRING},
-    {.name = "displayNameFile", .type = AT_STRING, .alias_of = 13 /* uidNameMappingFile */, .deprecated = true},
-};
 
 static const attr_def_t authServicePlugin_attrs[] = {
     {.name = "name", .type = AT_STRING},
@@ -440,7 +442,6 @@ static const attr_def_t vhostUserGroupSettings_attrs[] = {
 /* Every table above, by canonical type. */
 #define TABLE(t, d) {t, d, BASE_ARRAY_LEN(d), NULL}
 static const cfg__type_table_t unsupported_tables[] = {
-    TABLE("sslProfile", sslProfile_attrs),
     TABLE("authServicePlugin", authServicePlugin_attrs),
     TABLE("connector", connector_attrs),
     TABLE("linkRoute", linkRoute_attrs),
@@ -555,6 +556,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_CONTAINER;
     if (strcmp(c, "fixedAddress") == 0)
         return TK_FIXED_ADDRESS;
+    if (strcmp(c, "sslProfile") == 0)
+        return TK_SSL_PROFILE;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))
         return TK_UNSUPPORTED;
     free(c);

@@ -283,13 +283,15 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
             const char *container = pn_connection_remote_container(pc);
             /* the SASL layer is done by the open: who the client is, and how it said so
-               (none for a client that skipped SASL) */
+               (none for a client that skipped SASL); the TLS session, if any */
             pn_sasl_t  *sasl = pn_sasl(c->driver.transport);
             const char *user = pn_sasl_get_user(sasl), *mech = pn_sasl_get_mech(sasl);
             if (!user || !*user)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
+            char tls[160];
+            rtr_transport_tls_label_WT(c, tls, sizeof(tls));
             const char *labels[] = {id, c->peer, container ? container : "", "in",
-                                    user ? user : "", mech ? mech : ""};
+                                    user ? user : "", mech ? mech : "", tls};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));

@@ -39,6 +39,10 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
         if (stats_stat_new(stats->reg, names[i], STATS_COUNTER, help[i], NULL,
                            &ctx->policy_stats[i], NULL) < 0)
             memset(&ctx->policy_stats[i], 0, sizeof(ctx->policy_stats[i])); /* sink slot */
+    if (stats_stat_new(stats->reg, "tlsHandshakesFailed", STATS_COUNTER,
+                       "TLS handshakes that failed, and plain clients of requireSsl listeners",
+                       NULL, &ctx->tls_failed, NULL) < 0)
+        memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }

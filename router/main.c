@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "router/accept.h"
 #include "router/notify.h"
+#include "router/tls.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
 
@@ -267,6 +268,14 @@ int main(int argc, char **argv)
         return 1;
     }
     if (check) {
+        /* the TLS contexts too: their files, keys and passwords are checked as at start-up */
+        rtr_tls_t *tls = rtr_tls_new(cfg, err, sizeof(err));
+        if (!tls) {
+            fprintf(stderr, "junctiond: %s\n", err);
+            cfg_free(cfg);
+            return 1;
+        }
+        rtr_tls_free(tls);
         printf("junctiond: %s: configuration valid (%zu listeners, %zu addresses, %zu warnings)\n",
                config, cfg->n_listeners, cfg->n_addresses, cfg->n_warnings);
         cfg_free(cfg);

@@ -15,6 +15,7 @@
 #include "core/base/pool.h"
 #include "router/accept.h"
 #include "router/connmgr.h"
+#include "router/tls.h"
 #include "router/http.h"
 #include "router/mgmt/admin.h"
 #include "router/mgmt/agent.h"
@@ -44,6 +45,7 @@ struct rtr_server {
     uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
     uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
     bool              loop_ready;      /* `loop` initialised (start) */
+    rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -209,8 +211,16 @@ rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
         free(s);
         return NULL;
     }
+    /* the TLS contexts: a bad certificate, key or password stops start-up */
+    s->tls = rtr_tls_new(cfg, err, errlen);
+    if (!s->tls) {
+        rtr_sasl_fini();
+        free(s);
+        return NULL;
+    }
     s->connmgr = rtr_connmgr_new(cfg, err, errlen);
     if (!s->connmgr) {
+        rtr_tls_free(s->tls);
         rtr_sasl_fini();
         free(s);
         return NULL;
@@ -275,6 +285,7 @@ int rtr_server_start(rtr_server_t *s)
     if (rc)
         return rc;
     rtr_ctx_init(&s->ctx, cfg, &s->stats, s->workers, n);
+    s->ctx.tls = s->tls;
     s->web = s_web;
     s->web.rtr = &s->ctx;
     s->shard = stats_shard_new(s->reg);
@@ -377,6 +388,7 @@ void rtr_server_free(rtr_server_t *s)
     if (s->core)
         core_free(s->core);
     rtr_connmgr_free(s->connmgr); /* after the agent: the last to add a listener */
+    rtr_tls_free(s->tls);         /* after the workers: their sessions use the contexts */
     if (s->statm_fd >= 0)
         close(s->statm_fd);
     rtr_fd_reserve_fini();

@@ -1,5 +1,7 @@
 /* router/transport.c: a connection's transport, the lowest of its layers - the socket
- * (libuv reads and writes), the frame guard that checks every byte before Proton sees it,
+ * (libuv reads and writes), TLS on listeners with an sslProfile (the session is tls.c's; the
+ * first byte, the decrypted input and the encrypted output are here: router/DESIGN.md "A
+ * connection's layers"), the frame guard that checks every byte before Proton sees it,
  * the Proton connection driver's input and output buffers, the per-connection byte budgets
  * (what a client can make the router hold), the timer, and the end of input or output on
  * errors.  Also the lifetime of the records every layer frees (a connection, a link), and
@@ -15,6 +17,7 @@
  * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
 #include "router/transport.h"
+#include "router/tls.h"
 
 #include "router/sasl.h"
 
@@ -96,6 +99,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
         stats_object_retire(w->ctx->stats->reg, c->stats);
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
+    rtr_tls_conn_free_WT(c->tls);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -137,8 +141,14 @@ static void write_cb(uv_write_t *req, int status);
 /* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
  * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
  * comes back here. */
+static void tls_write_WT(rtr_conn_t *c);
+
 void rtr_conn_write_WT(rtr_conn_t *c)
 {
+    if (c->tls) {
+        tls_write_WT(c);
+        return;
+    }
     while (!c->writing && !c->closing) {
         pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
         if (wb.size == 0) {
@@ -180,7 +190,7 @@ static void write_cb(uv_write_t *req, int status)
         return;
     if (status < 0)
         pn_connection_driver_write_close(&c->driver);
-    else
+    else if (!c->tls) /* TLS gives Proton its bytes back in tls_write_WT() */
         pn_connection_driver_write_done(&c->driver, c->wlen);
     c->wlen = 0;
     BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
@@ -191,50 +201,227 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     rtr_conn_t *c = h->data;
     (void)suggested;
+    if (c->tls) {
+        /* a buffer for this read only (read_cb copies it into the session and frees it), so
+         * an idle TLS connection holds none; a full session is not read (UV_ENOBUFS stops
+         * reading, arming starts it again) */
+        bool room = rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX;
+        buf->base = room ? base_malloc(RTR_TLS_READ) : NULL;
+        buf->len = room ? RTR_TLS_READ : 0;
+        return;
+    }
     pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
     buf->base = rb.start;
     buf->len = rb.size;
 }
 
+/* The frame guard refused bytes: Proton never sees them, the connection ends here. */
+static void guard_refused_WT(rtr_conn_t *c)
+{
+    LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s", c->peer,
+         c->guard.why);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+    pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s", c->guard.why);
+    /* no more input; Proton's close frame (with the error, once the AMQP layer is up) still
+     * goes out, then the connection ends */
+    pn_connection_driver_read_close(&c->driver);
+    c->close_after_write = true;
+}
+
+/* No more input from the client: end once Proton has written what it has to say (Proton 0.37
+ * ignores the end of input while it holds part of a frame: it would wait for the rest). */
+static void input_ended_WT(rtr_conn_t *c)
+{
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    pn_connection_driver_read_close(&c->driver);
+    c->close_after_write = true;
+}
+
+/* Plaintext in hand (in Proton's input buffer): through the guard to Proton. */
+static bool plain_in_WT(rtr_conn_t *c, const char *p, size_t n)
+{
+    if (codec_guard_feed(&c->guard, (const uint8_t *)p, n) != 0) {
+        guard_refused_WT(c);
+        return false;
+    }
+    pn_connection_driver_read_done(&c->driver, n);
+    c->in_unanswered += n;
+    return true;
+}
+
+/* Decrypt what the session holds into Proton's input buffer, through the guard, while
+ * Proton and the input budget take it (the rest waits: tls_stalled). */
+static void tls_read_WT(rtr_conn_t *c)
+{
+    c->tls_stalled = false;
+    while (!c->closing && !pn_connection_driver_read_closed(&c->driver)) {
+        pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
+        if (rb.size == 0 || c->in_unanswered >= RTR_CONN_IN_UNANSWERED_MAX) {
+            c->tls_stalled = true;
+            return;
+        }
+        const char *why = NULL;
+        long        k = rtr_tls_read_WT(c->tls, rb.start, rb.size, &why);
+        if (k > 0) {
+            if (!plain_in_WT(c, rb.start, (size_t)k))
+                return;
+            continue;
+        }
+        if (k == 0 && c->tls_eof) {
+            input_ended_WT(c); /* everything the client sent before its end is in Proton */
+        } else if (k == -2) {
+            bool shaking = !rtr_tls_ready_WT(c->tls);
+            LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
+                 shaking ? "handshake" : "session", why);
+            if (shaking)
+                stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+            input_ended_WT(c); /* the alert (if any) goes out, then the connection ends */
+        } else if (k == -1) {
+            input_ended_WT(c); /* the client's close_notify */
+        }
+        return;
+    }
+}
+
+/* The first bytes of a connection to a listener with an sslProfile: a TLS handshake record
+ * (0x16) starts TLS; anything else is plain AMQP, or refused when the listener requires TLS.
+ * The bytes are in Proton's input buffer (never given to it when they are TLS). */
+static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
+{
+    const cfg_listener_t *l = c->listener;
+    c->tls_detect = false;
+    if ((uint8_t)p[0] != 0x16) {
+        if (!l->require_ssl)
+            return plain_in_WT(c, p, n);
+        LOGC(c, INFO, "Connection from %s closed: not a TLS handshake (listener requires TLS)",
+             c->peer);
+        stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+        input_ended_WT(c);
+        return false;
+    }
+    c->tls = rtr_tls_conn_new_WT(c->worker->ctx->tls, l->ssl_profile);
+    if (!c->tls) {
+        LOGC(c, WARNING, "Connection from %s closed: cannot start a TLS session", c->peer);
+        input_ended_WT(c);
+        return false;
+    }
+    rtr_tls_put_cipher_WT(c->tls, p, n);
+    tls_read_WT(c);
+    return true;
+}
+
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     rtr_conn_t *c = s->data;
-    if (c->closing)
+    bool        tls_buf = c->tls && !c->tls_detect; /* buf is alloc_cb's TLS read buffer */
+    if (c->closing) {
+        if (tls_buf)
+            free(buf->base);
         return;
-    if (n > 0) {
-        if (codec_guard_feed(&c->guard, (const uint8_t *)buf->base, (size_t)n) != 0) {
-            /* Proton never sees these bytes: the connection ends here */
-            LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s",
-                 c->peer, c->guard.why);
-            uv_read_stop(s);
-            c->reading = false;
-            pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s",
-                                        c->guard.why);
-            /* no more input; Proton's close frame (with the error, once the AMQP layer is
-             * up) still goes out, then the connection ends */
-            pn_connection_driver_read_close(&c->driver);
-            c->close_after_write = true;
+    }
+    if (tls_buf && n < 0 && n != UV_ENOBUFS) {
+        /* the client's end: what the session holds still goes to Proton first */
+        free(buf->base);
+        uv_read_stop(s);
+        c->reading = false;
+        c->tls_eof = true;
+        tls_read_WT(c);
+    } else if (n > 0) {
+        if (c->tls_detect) {
+            tls_detect_WT(c, buf->base, (size_t)n);
+        } else if (c->tls) {
+            rtr_tls_put_cipher_WT(c->tls, buf->base, (size_t)n);
+            free(buf->base);
+            tls_read_WT(c);
         } else {
-            pn_connection_driver_read_done(&c->driver, (size_t)n);
-            c->in_unanswered += (size_t)n;
+            plain_in_WT(c, buf->base, (size_t)n);
         }
     } else if (n == UV_ENOBUFS) {
         uv_read_stop(s);
         c->reading = false;
     } else if (n < 0) {
-        uv_read_stop(s);
-        c->reading = false;
-        pn_connection_driver_read_close(&c->driver);
-        /* Proton 0.37 ignores the end of input while it holds part of a frame (it waits for
-         * the rest forever): once it has written what it has to say, the connection ends */
-        c->close_after_write = true;
+        input_ended_WT(c);
+    } else if (tls_buf) {
+        free(buf->base); /* n == 0: nothing read */
     }
     rtr_conn_process_WT(c);
 }
 
+/* Proton's output through TLS: encrypt the head of Proton's buffer while the records waiting
+ * for the socket are fewer than RTR_WRITE_COPY_MAX bytes, write the records (uv_try_write,
+ * then one uv_write of what it did not take), and give Proton its bytes back once their
+ * records are all written - so Proton's buffer and the budgets behave as without TLS. */
+static void tls_write_WT(rtr_conn_t *c)
+{
+    rtr_tls_conn_t *t = c->tls;
+    while (!c->writing && !c->closing) {
+        bool        out_closed = pn_connection_driver_write_closed(&c->driver);
+        pn_bytes_t  wb = out_closed ? (pn_bytes_t){0, NULL}
+                                    : pn_connection_driver_write_buffer(&c->driver);
+        if (rtr_tls_ready_WT(t)) {
+            while (c->tls_enc < wb.size && rtr_tls_cipher_out_WT(t) < RTR_WRITE_COPY_MAX) {
+                long k = rtr_tls_write_WT(t, wb.start + c->tls_enc, wb.size - c->tls_enc);
+                if (k < 0) {
+                    pn_connection_driver_write_close(&c->driver);
+                    return;
+                }
+                c->tls_enc += (size_t)k;
+            }
+            if (out_closed)
+                rtr_tls_shutdown_WT(t); /* Proton said its last: close_notify */
+        }
+        size_t pend = rtr_tls_cipher_out_WT(t);
+        if (pend == 0) {
+            if (c->tls_enc) {
+                if (!out_closed)
+                    pn_connection_driver_write_done(&c->driver, c->tls_enc);
+                c->tls_enc = 0;
+                continue;
+            }
+            if (wb.size == 0) {
+                /* the client has read everything Proton framed: the budgets start again */
+                c->in_unanswered = 0;
+                if (c->out_queued)
+                    c->out_queued = conn_unframed_WT(c);
+            }
+            break;
+        }
+        if (!c->wreq)
+            c->wreq = base_malloc(sizeof(*c->wreq));
+        size_t   len = rtr_tls_take_cipher_WT(t, c->wreq->data, RTR_WRITE_COPY_MAX);
+        uv_buf_t b = uv_buf_init(c->wreq->data, (unsigned)len);
+        int      n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n == (int)len)
+            continue;
+        if (n < 0 && n != UV_EAGAIN) {
+            pn_connection_driver_write_close(&c->driver);
+            break;
+        }
+        size_t   done = n > 0 ? (size_t)n : 0;
+        uv_buf_t rest = uv_buf_init(c->wreq->data + done, (unsigned)(len - done));
+        c->wreq->req.data = c;
+        c->wlen = len - done;
+        if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &rest, 1, write_cb) == 0) {
+            c->writing = true;
+            break;
+        }
+        pn_connection_driver_write_close(&c->driver);
+        break;
+    }
+    if (!c->writing)
+        BASE_FREE(c->wreq);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
-    rtr_conn_process_WT(t->data);
+    rtr_conn_t *c = t->data;
+    if (c->tls && c->tls_stalled)
+        tls_read_WT(c);
+    rtr_conn_process_WT(c);
 }
 
 /* One of c's handles closed; after the last one the connection's Proton objects go, and c
@@ -342,7 +529,16 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
+    c->tls_detect = l->ssl_profile != NULL; /* the first byte says whether it is TLS */
     return true;
+}
+
+void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (c->tls && rtr_tls_ready_WT(c->tls))
+        snprintf(buf, len, "%s %s %d", rtr_tls_proto_WT(c->tls), rtr_tls_cipher_WT(c->tls),
+                 rtr_tls_ssf_WT(c->tls));
 }
 
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
@@ -355,10 +551,15 @@ void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
     } else if (!c->reading && may_read && !pn_connection_driver_read_closed(&c->driver) &&
-               pn_connection_driver_read_buffer(&c->driver).size > 0) {
+               !c->tls_eof && (c->tls ? rtr_tls_cipher_in_WT(c->tls) < RTR_TLS_IN_MAX
+                       : pn_connection_driver_read_buffer(&c->driver).size > 0)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
     }
+    /* plaintext waiting in the TLS session: decrypted from the timer, now */
+    if (c->tls && c->tls_stalled && may_read && !pn_connection_driver_read_closed(&c->driver) &&
+        pn_connection_driver_read_buffer(&c->driver).size > 0)
+        deadline = (int64_t)uv_now(&c->worker->loop);
     if (c->handshake_due && (!deadline || (uint64_t)deadline > c->handshake_due))
         deadline = (int64_t)c->handshake_due;
     if (deadline) {

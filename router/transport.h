@@ -31,6 +31,8 @@
 #define RTR_CONN_IN_UNANSWERED_MAX (1u << 20)
 #define RTR_WRITE_COPY_MAX         (64u << 10)
 #define RTR_CONN_IN_MAX            (8u << 20)
+/* TLS: one socket read (a TLS record and its header fit). */
+#define RTR_TLS_READ               (17u << 10)
 
 /* rtr_link_t: one link. Owner: its connection's worker. Lives until the core confirmed the
  * detach (CORE_W_LINK_DETACHED) or, when never announced to the core, until cleanup. */
@@ -114,6 +116,16 @@ struct rtr_conn {
     uint32_t               n_refused;  /* attaches refused so far (RTR_REFUSED_LINKS_MAX) */
     uint32_t               n_q2;       /* links with `q2` set (RTR_CONN_IN_MAX) */
     bool                   counted;    /* counted in its context's n_open_conns */
+    /* TLS (router/tls.h), on a listener with an sslProfile */
+    struct rtr_tls_conn   *tls;        /* the session, or NULL: plain */
+    size_t                 tls_enc;    /* bytes at the head of Proton's output already
+                                          encrypted; given back to Proton (write_done) once
+                                          the socket took their records */
+    bool                   tls_detect; /* no requireSsl: the first byte decides TLS or plain */
+    bool                   tls_stalled; /* plaintext may wait in the session: Proton's input
+                                           buffer or the budget stopped taking it */
+    bool                   tls_eof;    /* the client's input ended: once the session has
+                                          given Proton everything, Proton's input ends */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
@@ -165,6 +177,10 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket);
 void rtr_conn_write_WT(rtr_conn_t *c);
 /* initialHandshakeTimeoutSeconds ran out: close with an error once written. */
 void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
+/* The connection's `tls` stats label: "<protocol> <cipher> <bits>" ("TLSv1.3
+ * TLS_AES_256_GCM_SHA384 256"), or "" when plain (management's isEncrypted, ssl, sslProto,
+ * sslCipher, sslSsf). */
+void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len);
 /* After a round of processing: read the client or stop reading it, by the input budgets,
  * and arm the timer for Proton's deadline (0: none) or the handshake's. */
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline);

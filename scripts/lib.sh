@@ -9,7 +9,7 @@ JUNCTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Packages needed to build and run junctiond.
 # (libwebsockets-evlib-uv: libwebsockets' libuv event library, loaded at run time by the
 # HTTP/WebSocket server)
-JUNCTION_RUN_PKGS=(libqpid-proton11-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv
+JUNCTION_RUN_PKGS=(libqpid-proton11-dev libssl-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv
                    libcjson-dev libsasl2-dev libsasl2-modules libsasl2-modules-db
                    meson ninja-build pkg-config gcc)
 # Extra packages needed by the tests (unit: cmocka; system: Proton-Python, pytest, pytest-xdist
@@ -17,7 +17,7 @@ JUNCTION_RUN_PKGS=(libqpid-proton11-dev libuv1-dev libwebsockets-dev libwebsocke
 # for `meson test --setup valgrind`; the console's browser test: Chromium, driven from node by
 # playwright-core).
 JUNCTION_TEST_PKGS=(libcmocka-dev sasl2-bin python3-qpid-proton python3-pytest python3-pytest-xdist
-                    python3-websocket clang libclang-rt-14-dev valgrind chromium)
+                    python3-websocket clang libclang-rt-14-dev valgrind chromium openssl)
 # The npm projects: the console's charting library (embedded into junctiond at build time)
 # and the browser tests' clients (playwright-core, rhea, ws).  Each has a committed lockfile.
 JUNCTION_NPM_DIRS=(stats/console tests/browser)

@@ -51,6 +51,9 @@ typedef enum mgmt_src {
     MGMT_SRC_DIFF,      /* field `arg` minus field `arg2` (heldByThreads) */
     MGMT_SRC_PREFIXED,  /* `arg2` followed by label `arg` (allocator identity "allocator/T") */
     MGMT_SRC_LABEL_SET, /* true when label `arg` is not empty (isAuthenticated: a mechanism) */
+    MGMT_SRC_TLS,       /* word `ival` of label `arg` ("<proto> <cipher> <bits>", or "" when
+                           plain): 0 = whether the label is set (isEncrypted), 1 = the
+                           protocol, 2 = the cipher (null when plain), 3 = the bits (0) */
 } mgmt_src_t;
 
 /* One attribute of an entity type.  Configuration types list theirs after name, identity

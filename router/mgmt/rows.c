@@ -97,7 +97,7 @@ static void columns_stats(mgmt_rows_t *r)
         c->index = -1;
         c->index2 = -1;
         if (d->src == MGMT_SRC_LABEL || d->src == MGMT_SRC_PREFIXED ||
-            d->src == MGMT_SRC_LABEL_SET)
+            d->src == MGMT_SRC_LABEL_SET || d->src == MGMT_SRC_TLS)
             c->index = label_index(f, d->arg);
         else if (d->src == MGMT_SRC_FIELD || d->src == MGMT_SRC_UPTIME ||
                  d->src == MGMT_SRC_TIMES || d->src == MGMT_SRC_DIFF)
@@ -294,6 +294,32 @@ static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
         v->t = MGMT_V_INT;
         v->i = c->def->ival;
         return;
+    case MGMT_SRC_TLS: {
+        const char *s = c->index >= 0 && r->labels[c->index] ? r->labels[c->index] : "";
+        long long   w = c->def->ival;
+        if (w == 0) {
+            v->t = MGMT_V_BOOL;
+            v->b = *s != '\0';
+            return;
+        }
+        if (w == 3) {
+            const char *bits = strrchr(s, ' ');
+            v->t = MGMT_V_INT;
+            v->i = bits ? strtoll(bits + 1, NULL, 10) : 0;
+            return;
+        }
+        if (!*s)
+            return; /* plain: null */
+        const char *p = s;
+        if (w == 2)
+            p = strchr(s, ' ') ? strchr(s, ' ') + 1 : "";
+        /* the configuration types' string buffers are free in an operational row */
+        char *buf = r->sbuf[w == 1 ? 0 : 1];
+        snprintf(buf, sizeof(r->sbuf[0]), "%.*s", (int)strcspn(p, " "), p);
+        v->t = MGMT_V_STR;
+        v->s = buf;
+        return;
+    }
     case MGMT_SRC_BOOL:
         v->t = MGMT_V_BOOL;
         v->b = c->def->ival != 0;
@@ -417,8 +443,8 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
     put_str(f, lc->sasl_mechanisms);
     put_bool(f, lc->authenticate_peer);
     put_bool(f, false); /* requireEncryption: true is refused */
-    put_bool(f, false); /* requireSsl: likewise */
-    put_null(f);        /* sslProfile: any is refused */
+    put_bool(f, lc->require_ssl);
+    put_str(f, lc->ssl_profile); /* NULL: null */
     put_int(f, lc->max_frame_size);
     put_int(f, lc->max_sessions);
     put_int(f, lc->max_session_frames);

@@ -20,7 +20,8 @@
  * Seeds: tests/fuzz/conn/corpus - a sample of Proton's public connection-driver corpus, and
  * client byte streams recorded from Proton-Python sessions through the router
  * (tests/fuzz/conn/gen_corpus.py: attach, transfer, disposition, drain, dynamic links,
- * multi-frame messages).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
+ * multi-frame messages), and a TLS ClientHello recorded from `openssl s_client` (to this
+ * plain listener: bytes the frame guard refuses).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
  */
 #include "router/server.h"
 

@@ -378,7 +378,7 @@ def test_external_is_refused_until_tls(tmp_path):
                       "saslMechanisms": "EXTERNAL PLAIN"}]])
     out = run_junctiond(["-t", "-c", cfg])
     assert out.returncode != 0
-    assert "EXTERNAL needs TLS, not supported yet" in out.stderr
+    assert "EXTERNAL needs client certificates, not supported yet" in out.stderr
 
 
 # ---- bad SASL input: each closes that connection, the router goes on -----------------------

@@ -63,6 +63,7 @@
 #include <proton/event.h>
 #include <proton/link.h>
 #include <proton/session.h>
+#include <proton/ssl.h>
 #include <proton/terminus.h>
 #include <proton/transport.h>
 #include <stdarg.h>
@@ -161,6 +162,7 @@ typedef struct lg_opts {
     double      rate;        /* sender: messages per second; 0 = as fast as credit allows */
     lg_inject_t inject;      /* sender: a fault to inject, or NONE */
     uint64_t    inject_at;   /* ... at this sequence number */
+    const char *tls_ca;      /* --url over TLS, trusting this CA file (Proton's pn_ssl) */
 } lg_opts_t;
 
 /* All the state: one process, one connection, one link. */
@@ -1257,6 +1259,8 @@ static void usage(FILE *f)
                "  -i, --inject KIND[@SEQ]  sender: one deliberate fault at sequence number SEQ\n"
                "                        (default 100), to check the receiver: loss, duplicate,\n"
                "                        corrupt-annotation, corrupt-body\n"
+               "  -T, --tls-ca FILE     --url over TLS, the router's certificate checked\n"
+               "                        against the CA certificates in FILE\n"
                "  -h, --help            this help\n"
                "\n"
                "Prints one JSON line on stdout; exits 1 on any loss, duplicate, corruption or\n"
@@ -1286,6 +1290,7 @@ static int parse_args(lg_opts_t *o, int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"inject", required_argument, NULL, 'i'},
         {"rate", required_argument, NULL, 'r'},
+        {"tls-ca", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1314,7 +1319,7 @@ static int parse_args(lg_opts_t *o, int argc, char **argv)
     o->max_frame = 16384;
     o->timeout = 30;
     optind = 2;
-    while ((ch = getopt_long(argc, argv, "u:l:a:n:s:N:w:f:t:i:r:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:l:a:n:s:N:w:f:t:i:r:T:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'u':
             o->url = optarg;
@@ -1373,6 +1378,9 @@ static int parse_args(lg_opts_t *o, int argc, char **argv)
             o->rate = strtod(optarg, NULL);
             if (!(o->rate > 0))
                 goto bad;
+            break;
+        case 'T':
+            o->tls_ca = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -1467,6 +1475,16 @@ int main(int argc, char **argv)
     pn_transport_set_max_frame(t, g.o.max_frame);
     if (g.o.listen)
         pn_transport_set_server(t);
+    if (g.o.tls_ca && !g.o.listen) {
+        pn_ssl_domain_t *dom = pn_ssl_domain(PN_SSL_MODE_CLIENT);
+        if (!dom || pn_ssl_domain_set_trusted_ca_db(dom, g.o.tls_ca) != 0 ||
+            pn_ssl_domain_set_peer_authentication(dom, PN_SSL_VERIFY_PEER, NULL) != 0 ||
+            pn_ssl_init(pn_ssl(t), dom, NULL) != 0) {
+            fprintf(stderr, "junction-loadgen: cannot set up TLS with %s\n", g.o.tls_ca);
+            return 1;
+        }
+        pn_ssl_domain_free(dom);
+    }
     if (pn_connection_driver_init(&g.driver, g.conn, t) != 0) {
         fprintf(stderr, "junction-loadgen: cannot set up the AMQP connection\n");
         return 1;

@@ -306,8 +306,8 @@ static void test_lines_in_messages(void **state)
              "t.conf: line 4: entity 0 (listener): attribute 'host': given twice, as 'host' and "
              "'addr'");
     conf_err("# x\nsslProfile {\n certFile: /a\n}\n",
-             "t.conf: line 2: entity 0 (sslProfile): Junction does not support the 'sslProfile' "
-             "entity yet");
+             "t.conf: line 2: entity 0 (sslProfile): an sslProfile needs a 'name' (listeners "
+             "name it)");
     conf_err("listener {\n port: 0\n}\naddress {\n}\n",
              "t.conf: line 4: entity 1 (address): attributes 'prefix' and 'pattern': expected "
              "one of them, got neither");
@@ -440,7 +440,7 @@ static void test_deprecated_attributes(void **state)
     /* and the features they stand for are refused as under their modern names */
     conf_err("listener {\n port: 0\n trustedCerts: /ca.pem\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'trustedCerts': Junction does not "
-             "support TLS yet");
+             "support trustedCertsFile (use the sslProfile's caCertFile) yet");
     conf_err("listener {\n port: 0\n logMessage: all\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'logMessage': Junction does not "
              "support messageLoggingComponents other than \"none\" (message logging) yet");
@@ -582,9 +582,6 @@ static void test_unsupported_entity_tables(void **state)
     static const struct {
         const char *type, *old, *modern;
     } names[] = {
-        {"sslProfile", "certDb", "caCertFile"},
-        {"sslProfile", "keyFile", "privateKeyFile"},
-        {"sslProfile", "displayNameFile", "uidNameMappingFile"},
         {"authServicePlugin", "saslInitHostname", "realm"},
         {"authServicePlugin", "authSslProfile", "sslProfile"},
         {"connector", "verifyHostName", "verifyHostname"},
@@ -606,11 +603,24 @@ static void test_unsupported_entity_tables(void **state)
         assert_true(t->defs[a].deprecated);
         assert_string_equal(t->defs[t->defs[a].alias_of].name, names[i].modern);
     }
-    /* deprecated without a successor name */
-    const cfg__type_table_t *t = cfg__unsupported_table("sslProfile");
-    int                      a = cfg__attr_find(t->defs, t->n_defs, "passwordFile");
-    assert_true(a > 0 && t->defs[a].deprecated && t->defs[a].alias_of == 0);
-    assert_non_null(strstr(t->defs[a].instead, "file:"));
+    /* sslProfile (which Junction builds now): its deprecated names, and one without a
+     * successor name */
+    static const struct {
+        const char *old, *modern;
+    } ssl_names[] = {{"certDb", "caCertFile"},
+                     {"keyFile", "privateKeyFile"},
+                     {"displayNameFile", "uidNameMappingFile"}};
+    assert_null(cfg__unsupported_table("sslProfile"));
+    for (size_t i = 0; i < sizeof(ssl_names) / sizeof(ssl_names[0]); i++) {
+        int a = cfg__attr_find(cfg__ssl_profile_attrs, S_N, ssl_names[i].old);
+        assert_true(a > 0 && cfg__ssl_profile_attrs[a].deprecated);
+        assert_string_equal(cfg__ssl_profile_attrs[cfg__ssl_profile_attrs[a].alias_of].name,
+                            ssl_names[i].modern);
+    }
+    int a = cfg__attr_find(cfg__ssl_profile_attrs, S_N, "passwordFile");
+    assert_true(a > 0 && cfg__ssl_profile_attrs[a].deprecated &&
+                cfg__ssl_profile_attrs[a].alias_of == 0);
+    assert_non_null(strstr(cfg__ssl_profile_attrs[a].instead, "file:"));
     /* the entities are still refused with one line naming the feature */
     conf_err("connector {\n addr: a\n port: 5672\n}\n",
              "t.conf: line 1: entity 0 (connector): Junction does not support the 'connector' "

@@ -429,8 +429,6 @@ static void test_unsupported_types(void **state)
         {"router.config.linkRoute", "linkRoute"},
         {"org.apache.qpid.dispatch.router.config.autoLink", "autoLink"},
         {"autoLink", "autoLink"},
-        {"sslProfile", "sslProfile"},
-        {"ssl_profile", "sslProfile"},
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
@@ -908,12 +906,37 @@ static void test_listener_unsupported(void **state)
     listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");
-    listener_err("'sslProfile': 'tls'", "attribute 'sslProfile': Junction does not support TLS "
-                                        "yet");
     listener_err("'trustedCertsFile': '/ca.pem'",
-                 "attribute 'trustedCertsFile': Junction does not support TLS yet");
+                 "attribute 'trustedCertsFile': Junction does not support trustedCertsFile (use "
+                 "the sslProfile's caCertFile) yet");
     listener_err("'requireSsl': true",
-                 "attribute 'requireSsl': Junction does not support requireSsl: true (TLS) yet");
+                 "attribute 'requireSsl': requireSsl: true needs an sslProfile");
+    /* a listener's sslProfile must name a profile, before or after it in the file */
+    load_err("[['listener', {'sslProfile': 'tls'}]]",
+             "t.json: listener '' (port amqp): sslProfile 'tls': no sslProfile entity has that "
+             "name");
+    cfg_t *tls = load_ok("[['listener', {'name': 'l', 'port': 0, 'sslProfile': 'tls', "
+                         "'requireSsl': 'yes'}], ['ssl_profile', {'name': 'tls', "
+                         "'certFile': '/c.pem', 'keyFile': '/k.pem', 'certDb': '/ca.pem', "
+                         "'passwordFile': '/pw', 'ciphers': 'HIGH', 'protocols': 'TLSv1.3', "
+                         "'uidFormat': 'cou', 'displayNameFile': '/m.json'}]]");
+    assert_int_equal(tls->n_ssl_profiles, 1);
+    const cfg_ssl_profile_t *p = cfg_ssl_profile_find(tls, "tls");
+    assert_non_null(p);
+    assert_string_equal(p->cert_file, "/c.pem");
+    assert_string_equal(p->private_key_file, "/k.pem");
+    assert_string_equal(p->ca_cert_file, "/ca.pem");
+    assert_string_equal(p->password, "file:/pw");
+    assert_string_equal(p->ciphers, "HIGH");
+    assert_string_equal(p->protocols, "TLSv1.3");
+    assert_string_equal(p->uid_format, "cou");
+    assert_string_equal(p->uid_name_mapping_file, "/m.json");
+    assert_string_equal(tls->listeners[0].ssl_profile, "tls");
+    assert_true(tls->listeners[0].require_ssl);
+    assert_true(tls->n_warnings >= 4); /* keyFile, certDb, passwordFile, displayNameFile, type */
+    cfg_free(tls);
+    load_err("[['sslProfile', {'certFile': '/c.pem'}]]",
+             "t.json: entity 0 (sslProfile): an sslProfile needs a 'name' (listeners name it)");
     listener_err("'requireEncryption': 'on'",
                  "attribute 'requireEncryption': Junction does not support requireEncryption: "
                  "true yet");
@@ -922,7 +945,7 @@ static void test_listener_unsupported(void **state)
     listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
                                          "saslPlugin (authentication services) yet");
     listener_err("'saslMechanisms': 'PLAIN EXTERNAL'",
-                 "attribute 'saslMechanisms': EXTERNAL needs TLS, not supported yet");
+                 "attribute 'saslMechanisms': EXTERNAL needs client certificates, not supported yet");
     listener_err("'saslMechanisms': 'PLAIN SCRAM/SHA-1'",
                  "attribute 'saslMechanisms': expected SASL mechanism names (letters, digits, "
                  "'-', '_') separated by blanks, got \"PLAIN SCRAM/SHA-1\"");
