@@ -368,6 +368,12 @@ int rtr_server_run(rtr_server_t *s)
     s->started = false;
     rtr_connmgr_stop(s->connmgr); /* (done at the signal already) */
     rtr_loop_close_all(&s->loop);
+    /* closing the watchers gave the signals their default action back: a second SIGTERM
+     * (a service manager's, an impatient operator's) would kill a router that is only
+     * finishing its exit, so the rest of shutdown ignores them */
+    int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1};
+    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+        signal(stop_signals[i], SIG_IGN);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     LOG(NOTICE, "Stopped");
     /* what is queued is written before the process exits (an output that never drains is
