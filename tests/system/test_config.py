@@ -3,6 +3,7 @@ dialect: test_conf.py)."""
 
 import os
 import re
+import time
 
 import pytest
 from proton import Message
@@ -219,10 +220,21 @@ def test_two_listeners_each_with_their_own_settings(make_router):
 def test_worker_threads_is_honoured(make_router, n):
     r = make_router(router={"workerThreads": n})
     assert r.threads == n
-    names = []
-    for t in os.listdir("/proc/%d/task" % r.pid):
-        with open("/proc/%d/task/%s/comm" % (r.pid, t)) as f:
-            names.append(f.read().strip())
+    def thread_names():
+        names = []
+        for t in os.listdir("/proc/%d/task" % r.pid):
+            with open("/proc/%d/task/%s/comm" % (r.pid, t)) as f:
+                names.append(f.read().strip())
+        return names
+
+    # a worker names itself when its thread starts running, which may come a moment after
+    # the router answers
+    deadline = time.monotonic() + 10
+    names = thread_names()
+    while len([x for x in names if x.startswith("junction-w")]) < n and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+        names = thread_names()
     workers = [x for x in names if x.startswith("junction-w")]
     assert len(workers) == n, names
     # + main, the core, the agent, the log writer, maybe the admin thread, and a sanitizer's
