@@ -2,7 +2,9 @@
  * BIOs: the transport writes the socket's bytes into a session's input BIO and reads the
  * plaintext out, and writes Proton's output in and reads the records out for the socket.
  *
- * Thread suffixes: rtr_tls_new/free run on the main thread; _WT = the connection's worker.
+ * Thread suffixes: rtr_tls_new/free run on the main thread; rtr_tls_profile_* and
+ * rtr_tls_profiles_* are thread-safe (tls.h: the set's lock); _LH = the caller holds the set's
+ * lock; _WT = the connection's worker.
  */
 #include "router/tls.h"
 
@@ -12,19 +14,25 @@
 #include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 typedef struct tls_profile {
-    const char *name; /* the cfg's */
-    SSL_CTX    *ctx;
+    const char       *name;  /* attrs.name */
+    SSL_CTX          *ctx;   /* [lock] the context new sessions are made from (one reference) */
+    cfg_ssl_profile_t attrs; /* [lock] a copy of the attributes ctx was built from */
+    unsigned          users; /* [lock] listeners that name the profile */
 } tls_profile_t;
 
 struct rtr_tls {
-    tls_profile_t *profiles;
-    size_t         n;
+    pthread_mutex_t lock;     /* guards the array and each profile's ctx, attrs and users;
+                                 held only to look up, swap or copy, never while a file is
+                                 read or a context built */
+    tls_profile_t  *profiles; /* [lock] */
+    size_t          n;        /* [lock] */
 };
 
 struct rtr_tls_conn {
@@ -204,9 +212,40 @@ out:
     return rc;
 }
 
+/* Fill a profile of the set: a copy of p's attributes and the context built from them. */
+static void profile_fill(tls_profile_t *tp, const cfg_ssl_profile_t *p, SSL_CTX *ctx)
+{
+    cfg_ssl_profile_copy(&tp->attrs, p);
+    tp->name = tp->attrs.name;
+    tp->ctx = ctx;
+}
+
+/* The profile named `name`, or NULL.  _LH: tls->lock. */
+static tls_profile_t *find_LH(rtr_tls_t *tls, const char *name)
+{
+    for (size_t i = 0; name && i < tls->n; i++)
+        if (strcmp(tls->profiles[i].name, name) == 0)
+            return &tls->profiles[i];
+    return NULL;
+}
+
+/* The current context of profile `name` with a new reference (SSL_CTX_free() it), or NULL.
+ * Thread-safe. */
+static SSL_CTX *ctx_get(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_profile_t *tp = find_LH(tls, name);
+    SSL_CTX       *ctx = tp ? tp->ctx : NULL;
+    if (ctx)
+        SSL_CTX_up_ref(ctx);
+    pthread_mutex_unlock(&tls->lock);
+    return ctx;
+}
+
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_tls_t *tls = base_calloc(1, sizeof(*tls));
+    pthread_mutex_init(&tls->lock, NULL);
     if (cfg->n_ssl_profiles)
         tls->profiles = base_calloc(cfg->n_ssl_profiles, sizeof(*tls->profiles));
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++) {
@@ -215,7 +254,12 @@ rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
             rtr_tls_free(tls);
             return NULL;
         }
-        tls->profiles[i].name = p->name;
+        profile_fill(&tls->profiles[i], p, tls->profiles[i].ctx);
+        /* the configured listeners hold their profiles (management DELETE is refused) */
+        for (size_t k = 0; k < cfg->n_listeners; k++)
+            if (cfg->listeners[k].ssl_profile &&
+                strcmp(cfg->listeners[k].ssl_profile, p->name) == 0)
+                tls->profiles[i].users++;
         tls->n++;
     }
     return tls;
@@ -225,22 +269,25 @@ void rtr_tls_free(rtr_tls_t *tls)
 {
     if (!tls)
         return;
-    for (size_t i = 0; i < tls->n; i++)
+    for (size_t i = 0; i < tls->n; i++) {
         SSL_CTX_free(tls->profiles[i].ctx);
+        cfg_ssl_profile_fini(&tls->profiles[i].attrs);
+    }
     free(tls->profiles);
+    pthread_mutex_destroy(&tls->lock);
     free(tls);
 }
 
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
 {
-    SSL_CTX *ctx = NULL;
-    for (size_t i = 0; tls && i < tls->n && !ctx; i++)
-        if (strcmp(tls->profiles[i].name, profile) == 0)
-            ctx = tls->profiles[i].ctx;
+    /* the current context, with a reference of our own: a management UPDATE may replace
+     * the profile's the moment the lock is let go */
+    SSL_CTX *ctx = tls ? ctx_get((rtr_tls_t *)tls, profile) : NULL;
     if (!ctx)
         return NULL;
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
-    t->ssl = SSL_new(ctx);
+    t->ssl = SSL_new(ctx); /* the session keeps a reference of its own to ctx */
+    SSL_CTX_free(ctx);
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->in || !t->out) {
@@ -255,6 +302,124 @@ rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
     SSL_set_bio(t->ssl, t->in, t->out); /* the session owns both */
     SSL_set_accept_state(t->ssl);
     return t;
+}
+
+/* ---- run-time changes (management): thread-safe ---- */
+
+int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = NULL;
+    if (profile_ctx(p, &ctx, err, errlen) < 0) /* the files are read outside the lock */
+        return -EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&tls->lock);
+    if (find_LH(tls, p->name)) {
+        rc = -EEXIST;
+    } else {
+        tls->profiles = base_realloc(tls->profiles, (tls->n + 1) * sizeof(*tls->profiles));
+        tls_profile_t *tp = &tls->profiles[tls->n++];
+        memset(tp, 0, sizeof(*tp));
+        profile_fill(tp, p, ctx);
+        ctx = NULL;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    if (rc == -EEXIST)
+        prof_fail(p, err, errlen, "an sslProfile of that name exists already");
+    SSL_CTX_free(ctx);
+    return rc;
+}
+
+int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = NULL;
+    if (profile_ctx(p, &ctx, err, errlen) < 0) /* the old context stays in force */
+        return -EINVAL;
+    cfg_ssl_profile_t old = {0};
+    pthread_mutex_lock(&tls->lock);
+    tls_profile_t *tp = find_LH(tls, p->name);
+    if (tp) {
+        /* sessions made from the old context keep their own reference to it: the
+         * connections that have one go on untouched, new ones get the new context */
+        SSL_CTX *was = tp->ctx;
+        unsigned users = tp->users;
+        old = tp->attrs;
+        profile_fill(tp, p, ctx);
+        tp->users = users;
+        ctx = was;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    SSL_CTX_free(ctx); /* the old one, or the new one when there was no such profile */
+    cfg_ssl_profile_fini(&old);
+    if (!tp)
+        return prof_fail(p, err, errlen, "no sslProfile of that name"), -ENOENT;
+    return 0;
+}
+
+int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen)
+{
+    tls_profile_t gone = {0};
+    unsigned      users = 0;
+    int           rc = 0;
+    pthread_mutex_lock(&tls->lock);
+    tls_profile_t *tp = find_LH(tls, name);
+    if (!tp) {
+        rc = -ENOENT;
+    } else if (tp->users) {
+        users = tp->users;
+        rc = -EBUSY;
+    } else {
+        gone = *tp;
+        size_t i = (size_t)(tp - tls->profiles);
+        memmove(tp, tp + 1, (tls->n - i - 1) * sizeof(*tp));
+        tls->n--;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    if (rc == -ENOENT)
+        snprintf(err, errlen, "sslProfile '%s': no sslProfile of that name", name);
+    else if (rc == -EBUSY)
+        snprintf(err, errlen,
+                 "sslProfile '%s' is in use by %u listener%s: delete %s first", name, users,
+                 users == 1 ? "" : "s", users == 1 ? "it" : "them");
+    SSL_CTX_free(gone.ctx); /* sessions made from it keep their own references */
+    cfg_ssl_profile_fini(&gone.attrs);
+    return rc;
+}
+
+int rtr_tls_profile_hold(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_profile_t *tp = find_LH(tls, name);
+    if (tp)
+        tp->users++;
+    pthread_mutex_unlock(&tls->lock);
+    return tp ? 0 : -ENOENT;
+}
+
+void rtr_tls_profile_release(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_profile_t *tp = find_LH(tls, name);
+    if (tp && tp->users)
+        tp->users--;
+    pthread_mutex_unlock(&tls->lock);
+}
+
+cfg_ssl_profile_t *rtr_tls_profiles_copy(rtr_tls_t *tls, size_t *n)
+{
+    pthread_mutex_lock(&tls->lock);
+    cfg_ssl_profile_t *v = base_calloc(tls->n + 1, sizeof(*v));
+    for (size_t i = 0; i < tls->n; i++)
+        cfg_ssl_profile_copy(&v[i], &tls->profiles[i].attrs);
+    *n = tls->n;
+    pthread_mutex_unlock(&tls->lock);
+    return v;
+}
+
+void rtr_tls_profiles_free(cfg_ssl_profile_t *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        cfg_ssl_profile_fini(&v[i]);
+    free(v);
 }
 
 void rtr_tls_conn_free_WT(rtr_tls_conn_t *t)
