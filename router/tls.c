@@ -9,6 +9,7 @@
 #include "router/tls.h"
 
 #include "core/base/base.h"
+#include "router/mgmt/mgmt.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -507,4 +508,48 @@ const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t)
 int rtr_tls_ssf_WT(const rtr_tls_conn_t *t)
 {
     return SSL_is_init_finished(t->ssl) ? SSL_get_cipher_bits(t->ssl, NULL) : 0;
+}
+
+/* ---- management's view (mgmt_tls_t) ---- */
+
+static int mg_add(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    return rtr_tls_profile_add(ctx, p, err, errlen);
+}
+
+static int mg_update(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    return rtr_tls_profile_update(ctx, p, err, errlen);
+}
+
+static int mg_del(void *ctx, const char *name, char *err, size_t errlen)
+{
+    return rtr_tls_profile_del(ctx, name, err, errlen);
+}
+
+static int mg_hold(void *ctx, const char *name)
+{
+    return rtr_tls_profile_hold(ctx, name);
+}
+
+static void mg_release(void *ctx, const char *name)
+{
+    rtr_tls_profile_release(ctx, name);
+}
+
+static cfg_ssl_profile_t *mg_copy(void *ctx, size_t *n)
+{
+    return rtr_tls_profiles_copy(ctx, n);
+}
+
+void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out)
+{
+    *out = (mgmt_tls_t){.ctx = tls,
+                        .add = mg_add,
+                        .update = mg_update,
+                        .del = mg_del,
+                        .hold = mg_hold,
+                        .release = mg_release,
+                        .copy = mg_copy,
+                        .copy_free = rtr_tls_profiles_free};
 }

@@ -62,6 +62,10 @@ void rtr_tls_profile_release(rtr_tls_t *tls, const char *name);
  * Free with rtr_tls_profiles_free(). */
 cfg_ssl_profile_t *rtr_tls_profiles_copy(rtr_tls_t *tls, size_t *n);
 void               rtr_tls_profiles_free(cfg_ssl_profile_t *v, size_t n);
+/* Management's view of the set (router/mgmt/mgmt.h's mgmt_tls_t) over these calls; tls
+ * must outlive every user of *out. */
+struct mgmt_tls;
+void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out);
 
 /* A new server session with the current context of the profile named `profile`; NULL when
  * there is no such profile (any more) or OpenSSL has no memory.  Takes the set's lock briefly. */
