@@ -130,6 +130,9 @@ static int password_cb(char *buf, int size, int rwflag, void *userdata)
     return (int)n;
 }
 
+/* The context of profile p, built and checked: at start-up for every profile, and by
+ * management's CREATE and UPDATE on the agent or admin thread (it touches nothing shared: the
+ * password's environment variable is only read, and OpenSSL's error queue is per thread). */
 static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -351,8 +354,10 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
     pthread_mutex_unlock(&tls->lock);
     SSL_CTX_free(ctx); /* the old one, or the new one when there was no such profile */
     cfg_ssl_profile_fini(&old);
-    if (!tp)
-        return prof_fail(p, err, errlen, "no sslProfile of that name"), -ENOENT;
+    if (!tp) {
+        prof_fail(p, err, errlen, "no sslProfile of that name");
+        return -ENOENT;
+    }
     return 0;
 }
 
