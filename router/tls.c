@@ -29,11 +29,11 @@ typedef struct tls_profile {
 } tls_profile_t;
 
 struct rtr_tls {
-    pthread_mutex_t lock;     /* guards the array and each profile's ctx, attrs and users;
-                                 held only to look up, swap or copy, never while a file is
-                                 read or a context built */
-    tls_profile_t  *profiles; /* [lock] */
-    size_t          n;        /* [lock] */
+    pthread_mutex_t lock;    /* guards the array and each profile's ctx, attrs and users;
+                                held only to look up, swap or copy, never while a file is
+                                read or a context built */
+    tls_profile_t *profiles; /* [lock] */
+    size_t         n;        /* [lock] */
 };
 
 struct rtr_tls_conn {
@@ -383,9 +383,8 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
     if (rc == -ENOENT)
         snprintf(err, errlen, "sslProfile '%s': no sslProfile of that name", name);
     else if (rc == -EBUSY)
-        snprintf(err, errlen,
-                 "sslProfile '%s' is in use by %u listener%s: delete %s first", name, users,
-                 users == 1 ? "" : "s", users == 1 ? "it" : "them");
+        snprintf(err, errlen, "sslProfile '%s' is in use by %u listener%s: delete %s first", name,
+                 users, users == 1 ? "" : "s", users == 1 ? "it" : "them");
     SSL_CTX_free(gone.ctx); /* sessions made from it keep their own references */
     cfg_ssl_profile_fini(&gone.attrs);
     return rc;

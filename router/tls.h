@@ -50,8 +50,7 @@ int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, s
 /* Replace profile p->name's attributes with p's (copied) and its context with one built from
  * them: new sessions use it at once, existing ones keep theirs.  0, -EINVAL (the old context
  * stays in force), or -ENOENT. */
-int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err,
-                           size_t errlen);
+int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen);
 /* Remove profile `name`: 0, -ENOENT, or -EBUSY while a listener holds it (err says so). */
 int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen);
 /* A listener names profile `name` (0), or there is none (-ENOENT); release when it goes.
