@@ -201,6 +201,16 @@ static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, siz
     }
     if (p->protocols && set_protocols(ctx, p, err, errlen) < 0)
         goto out;
+    if (p->cert_file) {
+        /* the certificate's chain is built once, here, from certFile and caCertFile, and no
+         * handshake builds it again: a handshake that builds it reads objects of the
+         * context's store that a concurrent one may be filling in (OpenSSL 3 caches them
+         * lazily; ThreadSanitizer sees the race when two workers shake hands on a new
+         * context, as after every UPDATE) */
+        SSL_CTX_build_cert_chain(ctx, SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR);
+        SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+        ERR_clear_error();
+    }
     rc = 0;
 out:
     /* the key is loaded: the password is not needed any more */
