@@ -1584,12 +1584,6 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
                  l->name ? l->name : "", l->port, l->ssl_profile);
             goto out;
         }
-        if (l->ssl_profile && l->http) {
-            fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
-                      "support TLS on HTTP listeners yet",
-                 l->name ? l->name : "", l->port);
-            goto out;
-        }
     }
     rc = 0;
 

@@ -100,6 +100,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
+    free(c->ws_tls);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -529,7 +530,8 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
-    c->tls_detect = l->ssl_profile != NULL; /* the first byte says whether it is TLS */
+    /* the first byte says whether it is TLS (a WebSocket's bytes: lws decrypted them) */
+    c->tls_detect = l->ssl_profile != NULL && !websocket;
     return true;
 }
 
@@ -539,6 +541,8 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
     if (c->tls && rtr_tls_ready_WT(c->tls))
         snprintf(buf, len, "%s %s %d", rtr_tls_proto_WT(c->tls), rtr_tls_cipher_WT(c->tls),
                  rtr_tls_ssf_WT(c->tls));
+    else if (c->ws_tls)
+        snprintf(buf, len, "%s", c->ws_tls);
 }
 
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
