@@ -90,8 +90,7 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
         LOG(INFO, "HTTP: a connection to https listener %s closed: TLS handshake failed",
             l->cfg->port);
     else
-        rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection",
-                               e);
+        rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", e);
 }
 
 /* Free the server's listeners (no lws connection points at them any more). */

@@ -366,8 +366,8 @@ int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst
         snprintf(err, errlen, "sslProfile '%s': no TLS context", profile);
         return -1;
     }
-    X509          *cert = SSL_CTX_get0_certificate(src);
-    EVP_PKEY      *key = SSL_CTX_get0_privatekey(src);
+    X509     *cert = SSL_CTX_get0_certificate(src);
+    EVP_PKEY *key = SSL_CTX_get0_privatekey(src);
     STACK_OF(X509) *chain = NULL;
     if (cert && key &&
         (SSL_CTX_use_certificate(dst, cert) != 1 || SSL_CTX_use_PrivateKey(dst, key) != 1 ||
@@ -399,8 +399,8 @@ int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst
     free(list);
     free(suites);
     if (!ok) {
-        snprintf(err, errlen, "sslProfile '%s': cannot use its ciphers or protocols: %s",
-                 profile, ssl_why());
+        snprintf(err, errlen, "sslProfile '%s': cannot use its ciphers or protocols: %s", profile,
+                 ssl_why());
         return -1;
     }
     return 0;
