@@ -1,7 +1,8 @@
 /* router/http.c: the HTTP/WebSocket server of `http: true` listeners, on libwebsockets 4.1
  * joined to the admin thread's libuv loop (foreign-loop mode) - its life cycle, its
  * listeners (one lws vhost each) and the protocol table that hands each request to its file:
- * http_get.c (plain HTTP) and http_ws.c (WebSockets).  router/DESIGN.md "The HTTP server".
+ * http_get.c (plain HTTP) and http_ws.c (WebSockets); an https listener's vhost gets its TLS
+ * from http_tls.c.  router/DESIGN.md "The HTTP server".
  *
  * Threads: the admin thread runs every function here; rtr_http_root_check() is thread-safe.
  * The server's memory goes only after the admin loop closed (rtr_http_free): lws writes into
