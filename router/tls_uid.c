@@ -108,7 +108,8 @@ static int load_map(rtr_tls_uid_t *u, const cfg_ssl_profile_t *p, char *err, siz
     if (!text)
         return -1;
     const char *end = NULL;
-    cJSON      *root = cJSON_ParseWithLengthOpts(text, len, &end, true);
+    cJSON      *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, true); /* the NUL too: cJSON
+                                                                  checks nothing follows */
     int         rc = -1;
     if (!root) {
         size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0, line = 1;

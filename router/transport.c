@@ -277,8 +277,10 @@ static void tls_read_WT(rtr_conn_t *c)
             bool shaking = !rtr_tls_ready_WT(c->tls);
             LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
                  shaking ? "handshake" : "session", why);
-            if (shaking)
+            if (shaking) {
                 stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+                c->end_logged = true;
+            }
             input_ended_WT(c); /* the alert (if any) goes out, then the connection ends */
         } else if (k == -1) {
             input_ended_WT(c); /* the client's close_notify */
@@ -297,6 +299,7 @@ static bool unencrypted_refused_WT(rtr_conn_t *c)
          c->peer);
     if (c->listener->ssl_profile)
         stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+    c->end_logged = true;
     input_ended_WT(c);
     return false;
 }
@@ -316,6 +319,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
         LOGC(c, INFO, "Connection from %s closed: not a TLS handshake (listener requires TLS)",
              c->peer);
         stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+        c->end_logged = true;
         input_ended_WT(c);
         return false;
     }
