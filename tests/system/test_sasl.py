@@ -204,10 +204,11 @@ def plain_outcome(r, user, password, mech="PLAIN"):
 
 # ---- SCRAM (RFC 5802, RFC 7677) ------------------------------------------------------------
 
-def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256"):
-    """Log in with SCRAM over the raw SASL layer; returns (outcome code, server verified)."""
+def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256", client=None):
+    """Log in with SCRAM over the raw SASL layer; returns (outcome code, server verified).
+    With `client` (a SaslClient that has read the SASL header), over it, left open."""
     h = getattr(hashlib, hname)
-    c = SaslClient(host, port)
+    c = client or SaslClient(host, port)
     try:
         assert mech in c.mechanisms()
         cnonce = base64.b64encode(os.urandom(18)).decode()
@@ -240,7 +241,8 @@ def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256"
             verified = fields[1] == want
         return fields[0], verified
     finally:
-        c.close()
+        if client is None:
+            c.close()
 
 
 # ---- the tests -----------------------------------------------------------------------------
