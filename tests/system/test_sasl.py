@@ -374,13 +374,15 @@ def test_unusable_sasl_config_dir_stops_start_up(tmp_path):
     assert len(lines) == 1 and "No such file or directory" in lines[0], out.stderr
 
 
-def test_external_is_refused_until_tls(tmp_path):
-    cfg = write_config(tmp_path / "r.json", [
-        ["listener", {"host": "127.0.0.1", "port": "0", "authenticatePeer": "yes",
-                      "saslMechanisms": "EXTERNAL PLAIN"}]])
-    out = run_junctiond(["-t", "-c", cfg])
-    assert out.returncode != 0
-    assert "EXTERNAL needs client certificates, not supported yet" in out.stderr
+def test_external_is_not_offered_without_tls(make_router, sasl_dir):
+    """EXTERNAL names the user by a client certificate (test_tls_clientcert.py): a plain
+    client has none, so it is not offered."""
+    r = auth_router(make_router, sasl_dir, mechs="EXTERNAL PLAIN")
+    c = SaslClient(r.host, r.port)
+    try:
+        assert c.mechanisms() == ["PLAIN"]
+    finally:
+        c.close()
 
 
 # ---- bad SASL input: each closes that connection, the router goes on -----------------------
