@@ -43,10 +43,12 @@ typedef struct sasl_conn_ctx {
     char        *out;        /* a copy of Cyrus's last output: Proton writes the frame later,
                                 when Cyrus may have freed its own buffer (the SCRAM plugin
                                 does on success) */
+
+    /* EXTERNAL (external_init_WT) */
     rtr_tls_conn_t *const *tls; /* the connection's TLS session slot (set once TLS starts),
                                    or NULL: EXTERNAL is never offered */
-    char        *ext_user;   /* EXTERNAL's user and authzid: Proton keeps the pointers */
-    char        *ext_authzid;
+    char *ext_user;             /* the user and authzid it succeeded with: Proton keeps the */
+    char *ext_authzid;          /* pointers, not copies */
 } sasl_conn_ctx_t;
 
 /* Cyrus's own messages: its errors (a sasldb it cannot open, a plugin that fails to load) at

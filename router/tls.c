@@ -5,9 +5,9 @@
  * Thread suffixes: rtr_tls_new/free run on the main thread; _WT = the connection's worker.
  */
 #include "router/tls.h"
-#include "router/tls_uid.h"
 
 #include "core/base/base.h"
+#include "router/tls_uid.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -30,11 +30,12 @@ struct rtr_tls {
 };
 
 struct rtr_tls_conn {
-    const tls_profile_t *prof; /* the listener's profile (rtr_tls_t outlives its sessions) */
     SSL *ssl;
     BIO *in;   /* socket -> TLS */
     BIO *out;  /* TLS -> socket */
     bool shut; /* close_notify queued */
+
+    const tls_profile_t *prof; /* the listener's profile (rtr_tls_t outlives its sessions) */
 };
 
 /* OpenSSL's last error as text (its reason, e.g. "key values mismatch"). */

@@ -110,7 +110,7 @@ static int load_map(rtr_tls_uid_t *u, const cfg_ssl_profile_t *p, char *err, siz
     const char *end = NULL;
     cJSON      *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, true); /* the NUL too: cJSON
                                                                   checks nothing follows */
-    int         rc = -1;
+    int rc = -1;
     if (!root) {
         size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0, line = 1;
         for (size_t i = 0; i < at; i++)
@@ -224,7 +224,7 @@ static char *subject_field(X509 *cert, int nid)
     if (i < 0)
         return NULL;
     unsigned char *utf8 = NULL;
-    int            n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+    int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
     if (n < 0)
         return NULL;
     char *out = base_malloc((size_t)n + 1);
@@ -255,21 +255,39 @@ char *rtr_tls_uid_user(const rtr_tls_uid_t *u, X509 *cert)
     char *field[UID_FORMAT_MAX] = {NULL};
     for (size_t i = 0; u->format[i]; i++) {
         switch (u->format[i]) {
-        case 'c': field[i] = subject_field(cert, NID_countryName); break;
-        case 's': field[i] = subject_field(cert, NID_stateOrProvinceName); break;
-        case 'l': field[i] = subject_field(cert, NID_localityName); break;
-        case 'o': field[i] = subject_field(cert, NID_organizationName); break;
-        case 'u': field[i] = subject_field(cert, NID_organizationalUnitName); break;
-        case 'n': field[i] = subject_field(cert, NID_commonName); break;
-        case '1': fingerprint(cert, EVP_sha1(), fp, sizeof(fp)); break;
-        case '2': fingerprint(cert, EVP_sha256(), fp, sizeof(fp)); break;
-        case '5': fingerprint(cert, EVP_sha512(), fp, sizeof(fp)); break;
+        case 'c':
+            field[i] = subject_field(cert, NID_countryName);
+            break;
+        case 's':
+            field[i] = subject_field(cert, NID_stateOrProvinceName);
+            break;
+        case 'l':
+            field[i] = subject_field(cert, NID_localityName);
+            break;
+        case 'o':
+            field[i] = subject_field(cert, NID_organizationName);
+            break;
+        case 'u':
+            field[i] = subject_field(cert, NID_organizationalUnitName);
+            break;
+        case 'n':
+            field[i] = subject_field(cert, NID_commonName);
+            break;
+        case '1':
+            fingerprint(cert, EVP_sha1(), fp, sizeof(fp));
+            break;
+        case '2':
+            fingerprint(cert, EVP_sha256(), fp, sizeof(fp));
+            break;
+        case '5':
+            fingerprint(cert, EVP_sha512(), fp, sizeof(fp));
+            break;
         }
     }
     size_t total = 0, n = strlen(u->format);
     for (size_t i = 0; i < n; i++)
         total += (field[i] ? strlen(field[i]) : strlen(fp)) + 1;
-    char *out = base_malloc(total + 1);
+    char  *out = base_malloc(total + 1);
     size_t o = 0, text = 0;
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {

@@ -294,8 +294,9 @@ static void tls_read_WT(rtr_conn_t *c)
  * connection end).  A listener with an sslProfile counts it as a failed handshake. */
 static bool unencrypted_refused_WT(rtr_conn_t *c)
 {
-    LOGC(c, INFO, "Connection from %s closed: amqp:connection:policy-error Client connection "
-                  "unencrypted - forbidden (listener requires encryption)",
+    LOGC(c, INFO,
+         "Connection from %s closed: amqp:connection:policy-error Client connection "
+         "unencrypted - forbidden (listener requires encryption)",
          c->peer);
     if (c->listener->ssl_profile)
         stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);

@@ -226,7 +226,7 @@ def test_require_encryption_refuses_plain_clients(make_router, certs, client):
                        start=start)
         r.wait_log(r"\[%s\] Connection from .* closed$" % m.group(1), start=start)
         said = [l for l in r.stderr_lines()[start:] if "[%s]" % m.group(1) in l
-                and "failed" in l or "forbidden" in l]
+                and ("failed" in l or "forbidden" in l)]
         assert len(said) == 1, said
         assert tls_failed(r) == counted
         # the router writes nothing back, as qdrouterd's Proton: the client sees the end

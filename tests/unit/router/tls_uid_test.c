@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include <cmocka.h> /* after setjmp.h, stdarg.h, stddef.h */
 
 static X509 *make_cert(const char *const *fields)
 {
@@ -30,8 +30,8 @@ static X509 *make_cert(const char *const *fields)
     X509_NAME *n = X509_get_subject_name(x);
     for (size_t i = 0; fields[i]; i += 2)
         assert_int_equal(X509_NAME_add_entry_by_txt(n, fields[i], MBSTRING_UTF8,
-                                                     (const unsigned char *)fields[i + 1], -1,
-                                                     -1, 0),
+                                                    (const unsigned char *)fields[i + 1], -1, -1,
+                                                    0),
                          1);
     X509_set_issuer_name(x, n);
     X509_set_pubkey(x, key);
@@ -75,8 +75,8 @@ static void check_user(const char *fmt, const char *map, X509 *x, const char *wa
     rtr_tls_uid_free(u);
 }
 
-static const char *const ALICE[] = {"C", "US", "ST", "NC", "L", "Raleigh", "O", "Client",
-                                    "OU", "Dev", "CN", "alice", NULL};
+static const char *const ALICE[] = {"C",      "US", "ST",  "NC", "L",     "Raleigh", "O",
+                                    "Client", "OU", "Dev", "CN", "alice", NULL};
 
 static void test_fields_and_fingerprints(void **state)
 {
@@ -107,7 +107,7 @@ static void test_absent_fields_and_utf8(void **state)
 {
     (void)state;
     static const char *const ZOE[] = {"O", "Ex, Inc", "CN", "Zo\xc3\xab", NULL};
-    X509 *x = make_cert(ZOE);
+    X509                    *x = make_cert(ZOE);
     check_user("csu", NULL, x, "CN=Zo\\C3\\AB,O=Ex\\, Inc"); /* RFC 2253 escapes, as Proton */
     check_user("cn", NULL, x, "Zo\xc3\xab");                 /* the field itself, as UTF-8 */
     check_user("no", NULL, x, "Zo\xc3\xab;Ex, Inc");
@@ -135,7 +135,7 @@ static void test_mapping_file(void **state)
     char *path = write_tmp("{\"alice;Dev\": \"first\", \"z\": \"Zed\",\n"
                            " \"alice;Dev\": \"Alice Liddell\"}\n");
     check_user("nu", path, x, "Alice Liddell");
-    check_user("n", path, x, "alice");                   /* not in the file */
+    check_user("n", path, x, "alice"); /* not in the file */
     check_user(NULL, path, x, "CN=alice,OU=Dev,O=Client,L=Raleigh,ST=NC,C=US"); /* no uid */
     unlink(path);
     snprintf(text, sizeof(text), "{\"%s\": \"\"}", sha1);
