@@ -803,7 +803,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     if (get_bool(e, L_OLD_ALLOW_UNSECURED, true, &b) < 0)
         return -1;
     if (!b)
-        return unsupported(e, L_OLD_ALLOW_UNSECURED, "allowUnsecured: false (requireEncryption)");
+        l->require_encryption = true;
 
     /* HTTP (qdrouterd's semantics): `http` makes the listener serve HTTP and WebSocket only;
      * a non-empty httpRootDir implies http (connection_manager.c); healthz, metrics and
