@@ -291,15 +291,13 @@ static void tls_read_WT(rtr_conn_t *c)
 
 /* requireEncryption: a client that did not start TLS is refused as qdrouterd's Proton
  * refuses it (amqp:connection:policy-error, nothing written back: the client sees the
- * connection end).  A listener with an sslProfile counts it as a failed handshake. */
+ * connection end).  No handshake failed: tlsHandshakesFailed does not count it. */
 static bool unencrypted_refused_WT(rtr_conn_t *c)
 {
     LOGC(c, INFO,
          "Connection from %s closed: amqp:connection:policy-error Client connection "
          "unencrypted - forbidden (listener requires encryption)",
          c->peer);
-    if (c->listener->ssl_profile)
-        stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
     c->end_logged = true;
     input_ended_WT(c);
     return false;

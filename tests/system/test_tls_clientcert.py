@@ -216,7 +216,7 @@ def test_require_encryption_refuses_plain_clients(make_router, certs, client):
     r = ext_router(make_router, certs, listeners=[
         {"host": "127.0.0.1", "port": "0", "requireEncryption": True},
         {"host": "127.0.0.1", "port": "0", "sslProfile": "tls", "requireEncryption": True}])
-    for i, counted in ((4, 0), (5, 1)):
+    for i in (4, 5):
         start = len(r.stderr_lines())
         conn = client.connect(r.url_of(i), wait=False)
         client.wait(lambda: conn.transport_closed, msg="the router to refuse the plain client")
@@ -228,12 +228,11 @@ def test_require_encryption_refuses_plain_clients(make_router, certs, client):
         said = [l for l in r.stderr_lines()[start:] if "[%s]" % m.group(1) in l
                 and ("failed" in l or "forbidden" in l)]
         assert len(said) == 1, said
-        assert tls_failed(r) == counted
         # the router writes nothing back, as qdrouterd's Proton: the client sees the end
         with socket.create_connection(r.addresses[i], timeout=5) as s:
             s.sendall(AMQP_HEADER)
             assert s.recv(100) == b""
-    assert tls_failed(r) == 2
+    assert tls_failed(r) == 0  # no handshake failed
     # TLS clients are served
     conn = client.connect(amqps(r, 5), ssl_domain=domain(certs))
     conn.sender("q.enc")
