@@ -1582,12 +1582,6 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
                  l->name ? l->name : "", l->port, l->ssl_profile);
             goto out;
         }
-        if (l->ssl_profile && l->http) {
-            fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
-                      "support TLS on HTTP listeners yet",
-                 l->name ? l->name : "", l->port);
-            goto out;
-        }
         /* EXTERNAL makes the TLS session ask for a client certificate and check it against
            the profile's CAs (qdrouterd: every connection fails without them) */
         const cfg_ssl_profile_t *sp = l->ssl_profile ? cfg_ssl_profile_find(ld.cfg, l->ssl_profile)

@@ -393,3 +393,65 @@ char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t)
         return NULL;
     return rtr_tls_uid_user(t->prof->uid, SSL_get0_peer_certificate(t->ssl));
 }
+
+/* Append `name` to the ':'-separated list in *buf (heap, grown). */
+static void cipher_append(char **buf, size_t *len, const char *name)
+{
+    size_t n = strlen(name);
+    *buf = base_realloc(*buf, *len + n + 2);
+    if (*len)
+        (*buf)[(*len)++] = ':';
+    memcpy(*buf + *len, name, n + 1);
+    *len += n;
+}
+
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst, char *err,
+                         size_t errlen)
+{
+    SSL_CTX *src = NULL;
+    for (size_t i = 0; tls && i < tls->n && !src; i++)
+        if (strcmp(tls->profiles[i].name, profile) == 0)
+            src = tls->profiles[i].ctx;
+    if (!src) {
+        snprintf(err, errlen, "sslProfile '%s': no TLS context", profile);
+        return -1;
+    }
+    X509     *cert = SSL_CTX_get0_certificate(src);
+    EVP_PKEY *key = SSL_CTX_get0_privatekey(src);
+    STACK_OF(X509) *chain = NULL;
+    if (cert && key &&
+        (SSL_CTX_use_certificate(dst, cert) != 1 || SSL_CTX_use_PrivateKey(dst, key) != 1 ||
+         SSL_CTX_get0_chain_certs(src, &chain) != 1 ||
+         (chain && SSL_CTX_set1_chain(dst, chain) != 1))) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its certificate: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    /* the trusted CAs: the one store, shared (OpenSSL locks it) */
+    X509_STORE *store = SSL_CTX_get_cert_store(src);
+    if (store && X509_STORE_up_ref(store) == 1)
+        SSL_CTX_set_cert_store(dst, store);
+    /* the ciphers: TLS 1.2 and below as a cipher list, TLS 1.3's as suites */
+    STACK_OF(SSL_CIPHER) *sk = SSL_CTX_get_ciphers(src);
+    char  *list = NULL, *suites = NULL;
+    size_t nl = 0, ns = 0;
+    for (int i = 0; sk && i < sk_SSL_CIPHER_num(sk); i++) {
+        const SSL_CIPHER *c = sk_SSL_CIPHER_value(sk, i);
+        if (strcmp(SSL_CIPHER_get_version(c), "TLSv1.3") == 0)
+            cipher_append(&suites, &ns, SSL_CIPHER_get_name(c));
+        else
+            cipher_append(&list, &nl, SSL_CIPHER_get_name(c));
+    }
+    int ok = (!list || SSL_CTX_set_cipher_list(dst, list) == 1) &&
+             SSL_CTX_set_ciphersuites(dst, suites ? suites : "") == 1 &&
+             SSL_CTX_set_min_proto_version(dst, SSL_CTX_get_min_proto_version(src)) == 1 &&
+             SSL_CTX_set_max_proto_version(dst, SSL_CTX_get_max_proto_version(src)) == 1;
+    free(list);
+    free(suites);
+    if (!ok) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its ciphers or protocols: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    return 0;
+}

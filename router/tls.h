@@ -62,4 +62,15 @@ const char *rtr_tls_proto_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t);
 int         rtr_tls_ssf_WT(const rtr_tls_conn_t *t);
 
+/* struct ssl_ctx_st is OpenSSL's SSL_CTX (this header does not include OpenSSL's). */
+struct ssl_ctx_st;
+
+/* Give `dst`, a server context another TLS server made (libwebsockets' for an https
+ * listener), what profile `profile`'s checked context has: the certificate with its chain,
+ * the key (already decrypted: no password is needed again), the trusted CAs, the cipher lists
+ * and the protocol range.  Returns 0, or -1 with one line in err.  Thread-safe (the profile's
+ * context is only read). */
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, struct ssl_ctx_st *dst,
+                         char *err, size_t errlen);
+
 #endif

@@ -100,6 +100,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
+    free(c->ws_tls);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -552,8 +553,9 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
-    /* the first byte says whether it is TLS (or, requiring encryption, refused) */
-    c->tls_detect = l->ssl_profile != NULL || (l->require_encryption && !websocket);
+    /* the first byte says whether it is TLS (or, requiring encryption, refused); not on a
+     * WebSocket, whose bytes lws decrypted (https) or that came plain */
+    c->tls_detect = !websocket && (l->ssl_profile != NULL || l->require_encryption);
     return true;
 }
 
@@ -563,6 +565,8 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
     if (c->tls && rtr_tls_ready_WT(c->tls))
         snprintf(buf, len, "%s %s %d", rtr_tls_proto_WT(c->tls), rtr_tls_cipher_WT(c->tls),
                  rtr_tls_ssf_WT(c->tls));
+    else if (c->ws_tls)
+        snprintf(buf, len, "%s", c->ws_tls);
 }
 
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)

@@ -130,6 +130,8 @@ struct rtr_conn {
                                           before Proton saw a byte: Proton's own line for the
                                           input that ended ("no protocol header") would
                                           repeat it */
+    char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
+                                          its TLS session (libwebsockets'), heap; else NULL */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
