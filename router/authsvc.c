@@ -260,6 +260,23 @@ static bool svc_check_WT(relay_t *r, const char **why)
     return true;
 }
 
+/* Give Proton the checked bytes its input buffer has room for (the rest waits for the next
+ * round: svc_process_WT). */
+static void svc_feed_WT(relay_t *r)
+{
+    while (r->in_ok && !pn_connection_driver_read_closed(&r->driver)) {
+        pn_rwbytes_t rb = pn_connection_driver_read_buffer(&r->driver);
+        if (!rb.size)
+            break;
+        size_t k = rb.size < r->in_ok ? rb.size : r->in_ok;
+        memcpy(rb.start, r->in, k);
+        pn_connection_driver_read_done(&r->driver, k);
+        memmove(r->in, r->in + k, r->in_len - k);
+        r->in_len -= k;
+        r->in_ok -= k;
+    }
+}
+
 /* Plaintext from the service: kept, checked, and the checked bytes given to Proton. */
 static bool svc_plain_in_WT(relay_t *r, const void *p, size_t n)
 {
@@ -280,17 +297,7 @@ static bool svc_plain_in_WT(relay_t *r, const void *p, size_t n)
                 why);
         return false;
     }
-    while (r->in_ok && !pn_connection_driver_read_closed(&r->driver)) {
-        pn_rwbytes_t rb = pn_connection_driver_read_buffer(&r->driver);
-        if (!rb.size)
-            break;
-        size_t k = rb.size < r->in_ok ? rb.size : r->in_ok;
-        memcpy(rb.start, r->in, k);
-        pn_connection_driver_read_done(&r->driver, k);
-        memmove(r->in, r->in + k, r->in_len - k);
-        r->in_len -= k;
-        r->in_ok -= k;
-    }
+    svc_feed_WT(r);
     return true;
 }
 
@@ -470,6 +477,7 @@ static void svc_process_WT(relay_t *r)
         return;
     for (;;) {
         pn_event_t *e;
+        svc_feed_WT(r);
         while (!r->closing && (e = pn_connection_driver_next_event(&r->driver)) != NULL)
             svc_event_WT(r, e);
         if (r->closing)

@@ -48,7 +48,8 @@ class AuthService:
     """Listens on 127.0.0.1 (an ephemeral port); one thread per connection.
 
     mode: "normal"; "close-after-init" (the socket closes once the sasl-init came, before any
-    outcome); "close-at-once" (closes right after accepting)."""
+    outcome); "close-at-once" (closes right after accepting); "garbage" (answers the sasl-init
+    with a malformed frame)."""
 
     def __init__(self, mode="normal", tls=None):
         self.mode = mode
@@ -124,6 +125,10 @@ class AuthService:
             seen["mechanism"] = mech
             seen["sasl_hostname"] = init.value[2] if len(init.value) > 2 else None
             if self.mode == "close-after-init":
+                return
+            if self.mode == "garbage":  # an outcome whose list runs past its frame
+                s.sendall(struct.pack(">IBBH", 16, 2, 1, 0) + b"\x00\x53\x44\xc0\xff\xff\x50\x00")
+                time.sleep(1)
                 return
             user = None
             if mech == "PLAIN" and resp is not None:
@@ -308,6 +313,14 @@ def test_service_closing_mid_exchange_gives_the_auth_outcome(make_router, servic
     s.sendall(SASL_HEADER)
     s.close()
     assert outcome_frames(r, USER, PASSWORD)[1] == AUTH
+
+
+def test_service_sending_garbage_gives_the_auth_outcome(make_router, service):
+    svc = service(mode="garbage")
+    r = plugin_router(make_router, svc.port)
+    assert outcome_frames(r, USER, PASSWORD) == (["PLAIN"], AUTH)
+    lines = wait_lines(r, "authentication of client 127.0.0.1:")
+    assert len(lines) == 1 and "a malformed performative" in lines[0], lines
 
 
 def test_client_leaving_during_the_exchange(make_router, service):
