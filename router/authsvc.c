@@ -105,6 +105,8 @@ typedef struct relay {
     int                    handles;     /* the service's uv handles not yet closed */
     bool                   gai_pending; /* uv_getaddrinfo's callback has yet to run */
     uv_getaddrinfo_t       gai;         /* the host name's lookup */
+    struct addrinfo       *ai;          /* its addresses (freed with the relay) */
+    struct addrinfo       *ai_next;     /* the next to try when a connect fails */
     uv_connect_t           creq;        /* the connect request */
     uv_tcp_t               tcp;         /* the socket to the service */
     bool                   tcp_open;    /* tcp was initialised */
@@ -157,6 +159,7 @@ static void relay_maybe_free_WT(relay_t *r)
     if (r->driver_up)
         pn_connection_driver_destroy(&r->driver);
     rtr_tls_conn_free_WT(r->tls);
+    uv_freeaddrinfo(r->ai);
     free(r->in);
     free(r->mechs);
     free(r->challenge.p);
@@ -613,11 +616,33 @@ static void svc_connected_WT(relay_t *r)
     svc_process_WT(r);
 }
 
+static void connect_WT(relay_t *r, const struct sockaddr *sa);
+
+/* The socket of a failed connect is closed: the host name's next address is tried. */
+static void retry_closed_cb(uv_handle_t *h)
+{
+    relay_t *r = h->data;
+    r->handles--;
+    if (r->closing) {
+        relay_maybe_free_WT(r);
+        return;
+    }
+    const struct addrinfo *a = r->ai_next;
+    r->ai_next = a->ai_next;
+    connect_WT(r, a->ai_addr);
+}
+
 static void connect_cb(uv_connect_t *req, int status)
 {
     relay_t *r = req->data;
     if (r->closing)
         return;
+    if (status < 0 && r->ai_next) {
+        /* as Proton's proactor: each address of the name in turn */
+        r->tcp_open = false;
+        uv_close((uv_handle_t *)&r->tcp, retry_closed_cb);
+        return;
+    }
     if (status < 0) {
         fail_WT(r, "the authentication service %s:%s is unreachable: %s", r->plugin->host,
                 r->plugin->port, uv_strerror(status));
@@ -652,8 +677,9 @@ static void gai_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         relay_maybe_free_WT(r);
         return;
     }
+    r->ai = res;
+    r->ai_next = res->ai_next;
     connect_WT(r, res->ai_addr);
-    uv_freeaddrinfo(res);
 }
 
 /* Begin the connection to the service: an address literal is connected to at once, a host

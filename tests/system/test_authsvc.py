@@ -398,9 +398,11 @@ def test_start_up_refuses_a_bad_plugin(tmp_path):
 
 
 def test_deprecated_auth_service_attribute(make_router, service):
+    """authService "host:port", here with a host name (looked up; each address in turn: the
+    service listens on 127.0.0.1 only, and localhost may be ::1 first)."""
     svc = service()
     r = plugin_router(make_router, 0, plugin={"host": "", "port": "amqp",
-                                              "authService": "127.0.0.1:%d" % svc.port})
+                                              "authService": "localhost:%d" % svc.port})
     assert "authService" in r.stderr_text()  # the deprecation warning
     assert outcome_frames(r, USER, PASSWORD)[1] == OK
 
