@@ -18,6 +18,7 @@ import struct
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from proton import Array, Data, Described, Message, UNDESCRIBED, symbol, ubyte, uint, ulong
@@ -49,7 +50,7 @@ class AuthService:
 
     mode: "normal"; "close-after-init" (the socket closes once the sasl-init came, before any
     outcome); "close-at-once" (closes right after accepting); "garbage" (answers the sasl-init
-    with a malformed frame)."""
+    with a malformed frame); "silent" (never answers; notes when the router closes)."""
 
     def __init__(self, mode="normal", tls=None):
         self.mode = mode
@@ -110,10 +111,15 @@ class AuthService:
         with self.lock:
             self.seen.append(seen)
         try:
-            s.settimeout(10)
+            s.settimeout(30)
             if self.tls:
                 s = self.tls.wrap_socket(s, server_side=True)
             if self.mode == "close-at-once":
+                return
+            if self.mode == "silent":  # reads, never answers: until the router lets go
+                while s.recv(65536):
+                    pass
+                seen["eof"] = time.monotonic()
                 return
             buf = bytearray()
             assert self._read(s, buf, 8) == SASL_HEADER
@@ -334,6 +340,38 @@ def test_client_leaving_during_the_exchange(make_router, service):
             c.send(sasl_init("PLAIN", b"\0" + USER.encode() + b"\0"))
         c.close()
     assert outcome_frames(r, USER, PASSWORD)[1] == OK
+
+
+def test_silent_service_is_let_go_with_its_client(make_router, service):
+    """A service that never answers: the client hears nothing (no mechanisms before the
+    service's), and when the client leaves - or its handshake time runs out - the router
+    closes its connection to the service."""
+    svc = service(mode="silent")
+    r = plugin_router(make_router, svc.port, listener={"initialHandshakeTimeoutSeconds": 2})
+    c = SaslClient(r.host, r.port)
+    c.s.settimeout(0.5)
+    with pytest.raises(socket.timeout):
+        c.s.recv(1)
+    c.close()
+    # the handshake deadline closes the second one
+    c2 = SaslClient(r.host, r.port)
+    try:
+        assert c2.closed(timeout=10)
+    finally:
+        c2.close()
+    deadline = time.monotonic() + 10
+    while sum("eof" in x for x in svc.seen) < 2:
+        assert time.monotonic() < deadline, svc.seen
+        time.sleep(0.05)
+
+
+def test_logins_in_parallel(make_router, service):
+    svc = service()
+    r = plugin_router(make_router, svc.port)
+    users = [(USER, PASSWORD) if i % 3 else ("mallory", "x") for i in range(30)]
+    with ThreadPoolExecutor(10) as pool:
+        got = list(pool.map(lambda up: outcome_frames(r, *up)[1], users))
+    assert got == [OK if u == USER else AUTH for u, _ in users]
 
 
 def tls_context(certs, cert="server"):
