@@ -13,8 +13,9 @@
  *          ──mechanisms/challenge/outcome, open{authenticated-identity}──> process_*
  *
  * Proton asks a server's plugin for its mechanisms only once the plugin posts them
- * (SASL_POSTED_MECHANISMS): the client's transport waits, with nothing written, until the
- * service has sent its list.  A frame from one side sets what the other must post next and
+ * (SASL_POSTED_MECHANISMS): the client's transport waits, with only its SASL header written,
+ * until the service has sent its list (none comes: an empty list, then the failed outcome,
+ * exactly as qdrouterd 1.19 answers).  A frame from one side sets what the other must post next and
  * wakes it: the client's connection is woken through the caller's wake_WT (its worker
  * processes it, and Proton calls prepare_write), the service's through the relay's timer
  * (0 ms), so neither transport is run from inside the other's Proton call.
@@ -26,7 +27,8 @@
  *
  * Lifetime: the relay has two owners, the client's transport (Proton calls server_free_WT
  * when it frees it) and the connection to the service (its handles and its address lookup).
- * The first to let go closes the service's connection; the relay is freed when both have.
+ * The first to let go closes the service's connection, which is also closed as soon as the
+ * client's outcome is decided; the relay is freed when both owners have let go.
  * The client's user name (set with pnx_sasl_set_succeeded, which keeps the pointer) is the
  * relay's, so it lives as long as the client's transport.
  *
@@ -123,7 +125,6 @@ typedef struct relay {
 /* A write to the service: the request and its copy of the bytes. */
 typedef struct relay_wreq {
     uv_write_t req;    /* first member: request <-> relay_wreq_t cast */
-    size_t     n;      /* bytes */
     char       data[]; /* the bytes */
 } relay_wreq_t;
 
@@ -321,7 +322,6 @@ static void svc_send_WT(relay_t *r, const void *p, size_t n)
 {
     relay_wreq_t *w = base_malloc(sizeof(*w) + n);
     memcpy(w->data, p, n);
-    w->n = n;
     uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
     int      rc = uv_write(&w->req, (uv_stream_t *)&r->tcp, &b, 1, svc_write_cb);
     if (rc < 0) {
