@@ -368,6 +368,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        if (c->end_logged)
+            break;
         LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
              pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
              pn_condition_get_description(cond) ? pn_condition_get_description(cond) : "");
