@@ -19,6 +19,7 @@
 #include "router/transport.h"
 #include "router/tls.h"
 
+#include "router/authsvc.h"
 #include "router/sasl.h"
 
 #include "core/base/list.h"
@@ -509,8 +510,16 @@ static bool conn_in_full_WT(rtr_conn_t *c)
  * mechanisms, else Proton's own ANONYMOUS.  Should Cyrus fail to take the connection, a
  * listener with authenticatePeer still lets nobody in: Proton's layer then offers
  * ANONYMOUS, which authenticated-only transports refuse. */
+static void transport_wake_WT(void *arg)
+{
+    rtr_conn_mark_dirty_WT(arg);
+}
+
 static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
 {
+    if (c->listener->sasl_plugin &&
+        rtr_authsvc_server_WT(t, c->worker, c->listener, c->id, c->peer, transport_wake_WT, c))
+        return; /* the listener's authentication service decides (router/authsvc.c) */
     const cfg_listener_t *l = c->listener;
     if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer)) {
         rtr_sasl_external_WT(t, &c->tls);
