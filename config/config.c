@@ -682,11 +682,13 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->http_root_dir);
     BASE_FREE(l->policy_vhost);
     BASE_FREE(l->ssl_profile);
+    BASE_FREE(l->sasl_plugin);
 }
 
 /* saslMechanisms: a blank- (or comma-) separated list of mechanism names (RFC 4422: upper
  * case letters, digits, '-' and '_', at most 20); kept upper-cased and blank-separated, as
- * Proton's allowed-mechanisms list wants it.  EXTERNAL needs the TLS layer. */
+ * Proton's allowed-mechanisms list wants it.  EXTERNAL makes a listener's TLS sessions ask for
+ * client certificates (router/tls.c). */
 static int check_sasl(const ent_t *e, const char *mechs, char **out)
 {
     const char *p = mechs;
@@ -707,11 +709,6 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
             free(list);
             return expect(e, L_SASL_MECHANISMS,
                           "SASL mechanism names (letters, digits, '-', '_') separated by blanks");
-        }
-        if (n == 8 && strncasecmp(p, "EXTERNAL", 8) == 0) {
-            free(list);
-            return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs client "
-                             "certificates, not supported yet", attr_name(e, L_SASL_MECHANISMS));
         }
         /* a name given twice is offered once */
         bool seen = false;
@@ -792,7 +789,6 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         int         slot;
         const char *what;
     } refused_true[] = {
-        {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
         {L_MULTI_TENANT, "multiTenant: true"},
     };
     for (size_t k = 0; k < BASE_ARRAY_LEN(refused_true); k++) {
@@ -801,13 +797,14 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         if (b)
             return unsupported(e, refused_true[k].slot, refused_true[k].what);
     }
-    if (get_bool(e, L_AUTHENTICATE_PEER, false, &l->authenticate_peer) < 0)
+    if (get_bool(e, L_AUTHENTICATE_PEER, false, &l->authenticate_peer) < 0 ||
+        get_bool(e, L_REQUIRE_ENCRYPTION, false, &l->require_encryption) < 0)
         return -1;
     /* qdrouterd 0.x: allowUnsecured no meant requireEncryption yes */
     if (get_bool(e, L_OLD_ALLOW_UNSECURED, true, &b) < 0)
         return -1;
     if (!b)
-        return unsupported(e, L_OLD_ALLOW_UNSECURED, "allowUnsecured: false (requireEncryption)");
+        l->require_encryption = true;
 
     /* HTTP (qdrouterd's semantics): `http` makes the listener serve HTTP and WebSocket only;
      * a non-empty httpRootDir implies http (connection_manager.c); healthz, metrics and
@@ -825,12 +822,13 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return expect(e, L_HTTP_ROOT_DIR, "a directory path shorter than 4096 bytes");
         l->http = true;
     }
-    if (e->vals[L_SASL_PLUGIN]) {
-        if (get_str(e, L_SASL_PLUGIN, NULL, &s) < 0)
-            return -1;
-        BASE_FREE(s);
-        return unsupported(e, L_SASL_PLUGIN, "saslPlugin (authentication services)");
-    }
+    if (l->require_encryption && l->http)
+        return unsupported(e, L_REQUIRE_ENCRYPTION, "requireEncryption: true on an http listener");
+    /* checked to name an authServicePlugin once the file is read (it may come later) */
+    if (get_str(e, L_SASL_PLUGIN, NULL, &l->sasl_plugin) < 0)
+        return -1;
+    if (l->sasl_plugin && !*l->sasl_plugin)
+        BASE_FREE(l->sasl_plugin);
     if (get_str(e, L_SASL_MECHANISMS, NULL, &s) < 0)
         return -1;
     if (s) {
@@ -1004,6 +1002,87 @@ void cfg_ssl_profile_copy(cfg_ssl_profile_t *dst, const cfg_ssl_profile_t *src)
     dst->protocols = dup_or_null(src->protocols);
     dst->uid_format = dup_or_null(src->uid_format);
     dst->uid_name_mapping_file = dup_or_null(src->uid_name_mapping_file);
+}
+
+static void auth_plugin_fini(cfg_auth_plugin_t *p)
+{
+    BASE_FREE(p->name);
+    BASE_FREE(p->host);
+    BASE_FREE(p->port);
+    BASE_FREE(p->realm);
+    BASE_FREE(p->ssl_profile);
+}
+
+/* authServicePlugin: host and port, else the deprecated authService "host:port" (as
+ * qdrouterd 1.19 chooses: a non-empty host wins).  qdrouterd quietly authenticates nobody
+ * through a plugin with neither; Junction refuses it. */
+static int auth_plugin_fill(ent_t *e, cfg_auth_plugin_t *p)
+{
+    char *svc = NULL;
+
+    if (check_common(e, AP_TYPE, AP_NAME, &p->name) < 0)
+        return -1;
+    if (!p->name)
+        return ent_fail(e, "an authServicePlugin needs a 'name' (listeners name it in "
+                           "saslPlugin)");
+    if (get_str(e, AP_HOST, "", &p->host) < 0 || get_str(e, AP_PORT, "amqp", &p->port) < 0 ||
+        get_str(e, AP_REALM, NULL, &p->realm) < 0 ||
+        get_str(e, AP_SSL_PROFILE, NULL, &p->ssl_profile) < 0 ||
+        get_str(e, AP_AUTH_SERVICE, NULL, &svc) < 0)
+        return -1;
+    if (p->ssl_profile && !*p->ssl_profile)
+        BASE_FREE(p->ssl_profile);
+    int slot = AP_PORT;
+    if (!*p->host && svc && *svc) {
+        /* "host:port", "[v6]:port" or "host" (port amqp), as Proton's address parser reads
+         * it */
+        char *colon = strrchr(svc, ':');
+        char *h = svc;
+        if (colon && (svc[0] != '[' || colon > strchr(svc, ']'))) {
+            *colon = '\0';
+            BASE_FREE(p->port);
+            p->port = base_strdup(colon + 1);
+        }
+        size_t hl = strlen(h);
+        if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+            h[hl - 1] = '\0';
+            h++;
+        }
+        BASE_FREE(p->host);
+        p->host = base_strdup(h);
+        slot = AP_AUTH_SERVICE;
+    }
+    free(svc);
+    if (!*p->host)
+        return ent_fail(e, "authServicePlugin '%s': attribute 'host': the authentication "
+                           "service's host is missing (give host and port)",
+                        p->name);
+    p->port_number = cfg_port_number(p->port);
+    if (p->port_number <= 0)
+        return expect(e, slot, "a port number from 1 to 65535 or a service name");
+    return 0;
+}
+
+static int build_auth_plugin(ent_t *e)
+{
+    cfg_t            *cfg = e->ld->cfg;
+    cfg_auth_plugin_t p = {0};
+
+    if (auth_plugin_fill(e, &p) < 0) {
+        auth_plugin_fini(&p);
+        return -1;
+    }
+    cfg->auth_plugins = base_realloc(cfg->auth_plugins, (cfg->n_auth_plugins + 1) * sizeof(p));
+    cfg->auth_plugins[cfg->n_auth_plugins++] = p;
+    return 0;
+}
+
+const cfg_auth_plugin_t *cfg_auth_plugin_find(const cfg_t *cfg, const char *name)
+{
+    for (size_t i = 0; name && i < cfg->n_auth_plugins; i++)
+        if (strcmp(cfg->auth_plugins[i].name, name) == 0)
+            return &cfg->auth_plugins[i];
+    return NULL;
 }
 
 static void address_fini(cfg_address_t *a)
@@ -1437,6 +1516,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__ssl_profile_attrs;
         e.n_defs = S_N;
         break;
+    case TK_AUTH_PLUGIN:
+        e.defs = cfg__auth_plugin_attrs;
+        e.n_defs = AP_N;
+        break;
     }
     if (collect(&e, attrs) < 0)
         return -1;
@@ -1462,6 +1545,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_fixed_address(&e);
     case TK_SSL_PROFILE:
         return build_ssl_profile(&e);
+    case TK_AUTH_PLUGIN:
+        return build_auth_plugin(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1607,10 +1692,30 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
                  l->name ? l->name : "", l->port, l->ssl_profile);
             goto out;
         }
-        if (l->ssl_profile && l->http) {
-            fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
-                      "support TLS on HTTP listeners yet",
-                 l->name ? l->name : "", l->port);
+        if (l->sasl_plugin && !cfg_auth_plugin_find(ld.cfg, l->sasl_plugin)) {
+            fail(&ld, "listener '%s' (port %s): saslPlugin '%s': no authServicePlugin entity has "
+                      "that name",
+                 l->name ? l->name : "", l->port, l->sasl_plugin);
+            goto out;
+        }
+        /* EXTERNAL makes the TLS session ask for a client certificate and check it against
+           the profile's CAs (qdrouterd: every connection fails without them) */
+        const cfg_ssl_profile_t *sp = l->ssl_profile ? cfg_ssl_profile_find(ld.cfg, l->ssl_profile)
+                                                     : NULL;
+        if (sp && !sp->ca_cert_file && l->sasl_mechanisms &&
+            strstr(l->sasl_mechanisms, "EXTERNAL")) {
+            fail(&ld, "listener '%s' (port %s): saslMechanisms EXTERNAL needs client certificates "
+                      "checked against CAs: sslProfile '%s' has no caCertFile",
+                 l->name ? l->name : "", l->port, l->ssl_profile);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ld.cfg->n_auth_plugins; i++) {
+        const cfg_auth_plugin_t *p = &ld.cfg->auth_plugins[i];
+        if (p->ssl_profile && !cfg_ssl_profile_find(ld.cfg, p->ssl_profile)) {
+            fail(&ld, "authServicePlugin '%s': sslProfile '%s': no sslProfile entity has that "
+                      "name",
+                 p->name, p->ssl_profile);
             goto out;
         }
     }
@@ -1703,6 +1808,9 @@ void cfg_free(cfg_t *cfg)
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++)
         ssl_profile_fini(&cfg->ssl_profiles[i]);
     free(cfg->ssl_profiles);
+    for (size_t i = 0; i < cfg->n_auth_plugins; i++)
+        auth_plugin_fini(&cfg->auth_plugins[i]);
+    free(cfg->auth_plugins);
     free(cfg->management.socket);
     free(cfg->policy.default_vhost);
     for (size_t i = 0; i < cfg->n_warnings; i++)

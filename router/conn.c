@@ -368,6 +368,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        if (c->end_logged)
+            break;
         LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
              pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
              pn_condition_get_description(cond) ? pn_condition_get_description(cond) : "");
@@ -457,8 +459,9 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     rtr_conn_process_WT(c);
 }
 
-void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer)
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const rtr_accept_t *ws)
 {
+    const char *peer = ws ? ws->peer : NULL;
     if (w->stopping) {
         close(fd);
         return;
@@ -478,6 +481,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     else if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
+    if (ws && ws->tls[0]) /* wss: libwebsockets' TLS session, for the connection's rows */
+        c->ws_tls = base_strdup(ws->tls);
     BASE_DLIST_PUSH(w->conns, c, prev, next);
     w->n_conns++;
 

@@ -10,30 +10,43 @@
 
 #include "core/base/base.h"
 #include "router/mgmt/mgmt.h"
+#include "router/tls_uid.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* One profile as built: immutable once made, shared by the set and by every session made from
+ * it, freed with the last of them (an UPDATE puts a new one in the set's slot). */
 typedef struct tls_profile {
-    const char       *name;  /* attrs.name */
-    SSL_CTX          *ctx;   /* [lock] the context new sessions are made from (one reference) */
-    cfg_ssl_profile_t attrs; /* [lock] a copy of the attributes ctx was built from */
-    unsigned          users; /* [lock] listeners that name the profile */
+    const char       *name;        /* attrs.name */
+    SSL_CTX          *ctx;         /* the server context */
+    rtr_tls_uid_t    *uid;         /* how a client certificate names its user (tls_uid.h) */
+    SSL_CTX          *client;      /* for authServicePlugins that name the profile, else NULL */
+    bool              client_name; /* without a caCertFile: a server's name is checked too */
+    cfg_ssl_profile_t attrs;       /* a copy of the attributes it was built from */
+    atomic_uint       refs;        /* the set's (while in a slot) and one per session */
 } tls_profile_t;
 
+/* A name in the set: its current profile and the listeners that name it. */
+typedef struct tls_slot {
+    tls_profile_t *cur;   /* [lock] the profile new sessions are made from */
+    unsigned       users; /* [lock] listeners that name it (DELETE is refused while > 0) */
+} tls_slot_t;
+
 struct rtr_tls {
-    pthread_mutex_t lock;    /* guards the array and each profile's ctx, attrs and users;
-                                held only to look up, swap or copy, never while a file is
-                                read or a context built */
-    tls_profile_t *profiles; /* [lock] */
-    size_t         n;        /* [lock] */
+    pthread_mutex_t lock;  /* guards the slots; held only to look up, swap or copy (and take
+                              a reference), never while a file is read or a context built */
+    tls_slot_t     *slots; /* [lock] */
+    size_t          n;     /* [lock] */
 };
 
 struct rtr_tls_conn {
@@ -41,6 +54,8 @@ struct rtr_tls_conn {
     BIO *in;   /* socket -> TLS */
     BIO *out;  /* TLS -> socket */
     bool shut; /* close_notify queued */
+
+    tls_profile_t *prof; /* a server session's profile (a reference of its own), else NULL */
 };
 
 /* OpenSSL's last error as text (its reason, e.g. "key values mismatch"). */
@@ -130,12 +145,13 @@ static int password_cb(char *buf, int size, int rwflag, void *userdata)
     return (int)n;
 }
 
-/* The context of profile p, built and checked: at start-up for every profile, and by
+/* A context for profile p, built and checked: at start-up for every profile, and by
  * management's CREATE and UPDATE on the agent or admin thread (it touches nothing shared: the
  * password's environment variable is only read, and OpenSSL's error queue is per thread). */
-static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, size_t errlen)
+static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, SSL_CTX **out,
+                          char *err, size_t errlen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX *ctx = SSL_CTX_new(method);
     char    *pw = NULL;
     int      rc = -1;
     if (!ctx)
@@ -226,34 +242,91 @@ out:
     return rc;
 }
 
-/* Fill a profile of the set: a copy of p's attributes and the context built from them. */
-static void profile_fill(tls_profile_t *tp, const cfg_ssl_profile_t *p, SSL_CTX *ctx)
+/* What a profile needs for client certificates: the names of its CAs, which a session that
+ * asks for a certificate sends the client (OpenSSL sends none otherwise), and how a
+ * certificate names its user (uidFormat, uidNameMappingFile: tls_uid.c). */
+static int profile_peer_setup(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
+                              size_t errlen)
 {
-    cfg_ssl_profile_copy(&tp->attrs, p);
-    tp->name = tp->attrs.name;
-    tp->ctx = ctx;
+    if (p->ca_cert_file) {
+        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(p->ca_cert_file);
+        if (!names)
+            return prof_fail(p, err, errlen, "caCertFile %s: no CA certificate names (%s)",
+                             p->ca_cert_file, ssl_why());
+        SSL_CTX_set_client_CA_list(tp->ctx, names); /* the context owns them */
+    }
+    tp->uid = rtr_tls_uid_new(p, err, errlen);
+    return tp->uid ? 0 : -1;
 }
 
-/* The profile named `name`, or NULL.  _LH: tls->lock. */
-static tls_profile_t *find_LH(rtr_tls_t *tls, const char *name)
+static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, size_t errlen)
+{
+    return profile_ctx_of(p, TLS_server_method(), out, err, errlen);
+}
+
+static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, size_t errlen);
+
+/* An authServicePlugin of cfg names profile p (it gets a client context). */
+static bool client_wanted(const cfg_t *cfg, const cfg_ssl_profile_t *p)
+{
+    for (size_t i = 0; i < cfg->n_auth_plugins; i++)
+        if (cfg->auth_plugins[i].ssl_profile &&
+            strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0)
+            return true;
+    return false;
+}
+
+static void profile_unref(tls_profile_t *tp)
+{
+    if (!tp || atomic_fetch_sub_explicit(&tp->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    SSL_CTX_free(tp->ctx);
+    rtr_tls_uid_free(tp->uid);
+    SSL_CTX_free(tp->client);
+    cfg_ssl_profile_fini(&tp->attrs);
+    free(tp);
+}
+
+/* Profile p built and checked (with a client context when `client`): a new profile with one
+ * reference, or NULL with one line in err.  Any thread; touches nothing shared. */
+static tls_profile_t *profile_build(const cfg_ssl_profile_t *p, bool client, char *err,
+                                    size_t errlen)
+{
+    tls_profile_t *tp = base_calloc(1, sizeof(*tp));
+    atomic_init(&tp->refs, 1);
+    cfg_ssl_profile_copy(&tp->attrs, p);
+    tp->name = tp->attrs.name;
+    if (profile_ctx(p, &tp->ctx, err, errlen) < 0 || profile_peer_setup(p, tp, err, errlen) < 0 ||
+        (client && client_ctx(p, tp, err, errlen) < 0)) {
+        profile_unref(tp);
+        return NULL;
+    }
+    return tp;
+}
+
+/* The slot of profile `name`, or NULL.  _LH: tls->lock. */
+static tls_slot_t *find_LH(rtr_tls_t *tls, const char *name)
 {
     for (size_t i = 0; name && i < tls->n; i++)
-        if (strcmp(tls->profiles[i].name, name) == 0)
-            return &tls->profiles[i];
+        if (strcmp(tls->slots[i].cur->name, name) == 0)
+            return &tls->slots[i];
     return NULL;
 }
 
-/* The current context of profile `name` with a new reference (SSL_CTX_free() it), or NULL.
- * Thread-safe. */
-static SSL_CTX *ctx_get(rtr_tls_t *tls, const char *name)
+/* The current profile of `name` with a reference of the caller's (profile_unref it), or
+ * NULL.  Thread-safe: the lock is held for the look-up only. */
+static tls_profile_t *profile_get(const rtr_tls_t *ctls, const char *name)
 {
+    rtr_tls_t *tls = (rtr_tls_t *)ctls; /* the lock is not part of the set's value */
+    if (!tls)
+        return NULL;
     pthread_mutex_lock(&tls->lock);
-    tls_profile_t *tp = find_LH(tls, name);
-    SSL_CTX       *ctx = tp ? tp->ctx : NULL;
-    if (ctx)
-        SSL_CTX_up_ref(ctx);
+    tls_slot_t    *sl = find_LH(tls, name);
+    tls_profile_t *tp = sl ? sl->cur : NULL;
+    if (tp)
+        atomic_fetch_add_explicit(&tp->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&tls->lock);
-    return ctx;
+    return tp;
 }
 
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
@@ -261,19 +334,20 @@ rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
     rtr_tls_t *tls = base_calloc(1, sizeof(*tls));
     pthread_mutex_init(&tls->lock, NULL);
     if (cfg->n_ssl_profiles)
-        tls->profiles = base_calloc(cfg->n_ssl_profiles, sizeof(*tls->profiles));
+        tls->slots = base_calloc(cfg->n_ssl_profiles, sizeof(*tls->slots));
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++) {
         const cfg_ssl_profile_t *p = &cfg->ssl_profiles[i];
-        if (profile_ctx(p, &tls->profiles[i].ctx, err, errlen) < 0) {
+        tls_profile_t           *tp = profile_build(p, client_wanted(cfg, p), err, errlen);
+        if (!tp) {
             rtr_tls_free(tls);
             return NULL;
         }
-        profile_fill(&tls->profiles[i], p, tls->profiles[i].ctx);
+        tls->slots[i].cur = tp;
         /* the configured listeners hold their profiles (management DELETE is refused) */
         for (size_t k = 0; k < cfg->n_listeners; k++)
             if (cfg->listeners[k].ssl_profile &&
                 strcmp(cfg->listeners[k].ssl_profile, p->name) == 0)
-                tls->profiles[i].users++;
+                tls->slots[i].users++;
         tls->n++;
     }
     return tls;
@@ -283,31 +357,30 @@ void rtr_tls_free(rtr_tls_t *tls)
 {
     if (!tls)
         return;
-    for (size_t i = 0; i < tls->n; i++) {
-        SSL_CTX_free(tls->profiles[i].ctx);
-        cfg_ssl_profile_fini(&tls->profiles[i].attrs);
-    }
-    free(tls->profiles);
+    for (size_t i = 0; i < tls->n; i++)
+        profile_unref(tls->slots[i].cur);
+    free(tls->slots);
     pthread_mutex_destroy(&tls->lock);
     free(tls);
 }
 
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
 {
-    /* the current context, with a reference of our own: a management UPDATE may replace
-     * the profile's the moment the lock is let go */
-    SSL_CTX *ctx = tls ? ctx_get((rtr_tls_t *)tls, profile) : NULL;
-    if (!ctx)
+    /* the current profile, with a reference of the session's own: a management UPDATE may
+     * replace it in the set the moment the lock is let go */
+    tls_profile_t *prof = profile_get(tls, profile);
+    if (!prof)
         return NULL;
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
-    t->ssl = SSL_new(ctx); /* the session keeps a reference of its own to ctx */
-    SSL_CTX_free(ctx);
+    t->prof = prof;
+    t->ssl = SSL_new(prof->ctx);
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->in || !t->out) {
         BIO_free(t->in);
         BIO_free(t->out);
         SSL_free(t->ssl);
+        profile_unref(prof);
         free(t);
         ERR_clear_error();
         return NULL;
@@ -318,53 +391,67 @@ rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
     return t;
 }
 
+void rtr_tls_conn_free_WT(rtr_tls_conn_t *t)
+{
+    if (!t)
+        return;
+    SSL_free(t->ssl);
+    profile_unref(t->prof);
+    free(t);
+    ERR_clear_error();
+}
+
 /* ---- run-time changes (management): thread-safe ---- */
 
 int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
 {
-    SSL_CTX *ctx = NULL;
-    if (profile_ctx(p, &ctx, err, errlen) < 0) /* the files are read outside the lock */
+    /* the files are read outside the lock; a profile made at run time has no
+     * authServicePlugin (they are configured at start-up), so no client context */
+    tls_profile_t *tp = profile_build(p, false, err, errlen);
+    if (!tp)
         return -EINVAL;
     int rc = 0;
     pthread_mutex_lock(&tls->lock);
     if (find_LH(tls, p->name)) {
         rc = -EEXIST;
     } else {
-        tls->profiles = base_realloc(tls->profiles, (tls->n + 1) * sizeof(*tls->profiles));
-        tls_profile_t *tp = &tls->profiles[tls->n++];
-        memset(tp, 0, sizeof(*tp));
-        profile_fill(tp, p, ctx);
-        ctx = NULL;
+        tls->slots = base_realloc(tls->slots, (tls->n + 1) * sizeof(*tls->slots));
+        tls->slots[tls->n++] = (tls_slot_t){.cur = tp};
+        tp = NULL;
     }
     pthread_mutex_unlock(&tls->lock);
     if (rc == -EEXIST)
         prof_fail(p, err, errlen, "an sslProfile of that name exists already");
-    SSL_CTX_free(ctx);
+    profile_unref(tp);
     return rc;
 }
 
 int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
 {
-    SSL_CTX *ctx = NULL;
-    if (profile_ctx(p, &ctx, err, errlen) < 0) /* the old context stays in force */
+    /* built as the profile's was: with a client context when it had one (an
+     * authServicePlugin names it) */
+    tls_profile_t *old = profile_get(tls, p->name);
+    if (!old) {
+        prof_fail(p, err, errlen, "no sslProfile of that name");
+        return -ENOENT;
+    }
+    bool client = old->client != NULL;
+    profile_unref(old);
+    tls_profile_t *tp = profile_build(p, client, err, errlen);
+    if (!tp) /* the old profile stays in force */
         return -EINVAL;
-    cfg_ssl_profile_t old = {0};
     pthread_mutex_lock(&tls->lock);
-    tls_profile_t *tp = find_LH(tls, p->name);
-    if (tp) {
-        /* sessions made from the old context keep their own reference to it: the
-         * connections that have one go on untouched, new ones get the new context */
-        SSL_CTX *was = tp->ctx;
-        unsigned users = tp->users;
-        old = tp->attrs;
-        profile_fill(tp, p, ctx);
-        tp->users = users;
-        ctx = was;
+    tls_slot_t *sl = find_LH(tls, p->name);
+    if (sl) {
+        /* sessions made from the old profile hold references of their own: the connections
+         * that have one go on untouched, new ones get the new profile */
+        old = sl->cur;
+        sl->cur = tp;
+        tp = old;
     }
     pthread_mutex_unlock(&tls->lock);
-    SSL_CTX_free(ctx); /* the old one, or the new one when there was no such profile */
-    cfg_ssl_profile_fini(&old);
-    if (!tp) {
+    profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
+    if (!sl) {
         prof_fail(p, err, errlen, "no sslProfile of that name");
         return -ENOENT;
     }
@@ -373,20 +460,20 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
 
 int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen)
 {
-    tls_profile_t gone = {0};
-    unsigned      users = 0;
-    int           rc = 0;
+    tls_profile_t *gone = NULL;
+    unsigned       users = 0;
+    int            rc = 0;
     pthread_mutex_lock(&tls->lock);
-    tls_profile_t *tp = find_LH(tls, name);
-    if (!tp) {
+    tls_slot_t *sl = find_LH(tls, name);
+    if (!sl) {
         rc = -ENOENT;
-    } else if (tp->users) {
-        users = tp->users;
+    } else if (sl->users) {
+        users = sl->users;
         rc = -EBUSY;
     } else {
-        gone = *tp;
-        size_t i = (size_t)(tp - tls->profiles);
-        memmove(tp, tp + 1, (tls->n - i - 1) * sizeof(*tp));
+        gone = sl->cur;
+        size_t i = (size_t)(sl - tls->slots);
+        memmove(sl, sl + 1, (tls->n - i - 1) * sizeof(*sl));
         tls->n--;
     }
     pthread_mutex_unlock(&tls->lock);
@@ -395,55 +482,45 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
     else if (rc == -EBUSY)
         snprintf(err, errlen, "sslProfile '%s' is in use by %u listener%s: delete %s first", name,
                  users, users == 1 ? "" : "s", users == 1 ? "it" : "them");
-    SSL_CTX_free(gone.ctx); /* sessions made from it keep their own references */
-    cfg_ssl_profile_fini(&gone.attrs);
+    profile_unref(gone); /* sessions made from it keep their own references */
     return rc;
 }
 
 int rtr_tls_profile_hold(rtr_tls_t *tls, const char *name)
 {
     pthread_mutex_lock(&tls->lock);
-    tls_profile_t *tp = find_LH(tls, name);
-    if (tp)
-        tp->users++;
+    tls_slot_t *sl = find_LH(tls, name);
+    if (sl)
+        sl->users++;
     pthread_mutex_unlock(&tls->lock);
-    return tp ? 0 : -ENOENT;
+    return sl ? 0 : -ENOENT;
 }
 
 void rtr_tls_profile_release(rtr_tls_t *tls, const char *name)
 {
     pthread_mutex_lock(&tls->lock);
-    tls_profile_t *tp = find_LH(tls, name);
-    if (tp && tp->users)
-        tp->users--;
+    tls_slot_t *sl = find_LH(tls, name);
+    if (sl && sl->users)
+        sl->users--;
     pthread_mutex_unlock(&tls->lock);
 }
 
-cfg_ssl_profile_t *rtr_tls_profiles_copy(rtr_tls_t *tls, size_t *n)
+cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n)
 {
     pthread_mutex_lock(&tls->lock);
     cfg_ssl_profile_t *v = base_calloc(tls->n + 1, sizeof(*v));
     for (size_t i = 0; i < tls->n; i++)
-        cfg_ssl_profile_copy(&v[i], &tls->profiles[i].attrs);
+        cfg_ssl_profile_copy(&v[i], &tls->slots[i].cur->attrs);
     *n = tls->n;
     pthread_mutex_unlock(&tls->lock);
     return v;
 }
 
-void rtr_tls_profiles_free(cfg_ssl_profile_t *v, size_t n)
+void rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
         cfg_ssl_profile_fini(&v[i]);
     free(v);
-}
-
-void rtr_tls_conn_free_WT(rtr_tls_conn_t *t)
-{
-    if (!t)
-        return;
-    SSL_free(t->ssl);
-    free(t);
-    ERR_clear_error();
 }
 
 void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n)
@@ -524,6 +601,150 @@ int rtr_tls_ssf_WT(const rtr_tls_conn_t *t)
     return SSL_is_init_finished(t->ssl) ? SSL_get_cipher_bits(t->ssl, NULL) : 0;
 }
 
+void rtr_tls_conn_ask_cert_WT(rtr_tls_conn_t *t)
+{
+    /* as Proton's PN_SSL_VERIFY_PEER on a server: no certificate, or one the profile's CAs
+       did not sign, fails the handshake */
+    SSL_set_verify(t->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+}
+
+bool rtr_tls_peer_verified_WT(const rtr_tls_conn_t *t)
+{
+    return SSL_is_init_finished(t->ssl) && SSL_get0_peer_certificate(t->ssl) &&
+           SSL_get_verify_result(t->ssl) == X509_V_OK;
+}
+
+char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t)
+{
+    if (!rtr_tls_peer_verified_WT(t))
+        return NULL;
+    return rtr_tls_uid_user(t->prof->uid, SSL_get0_peer_certificate(t->ssl));
+}
+
+/* Append `name` to the ':'-separated list in *buf (heap, grown). */
+static void cipher_append(char **buf, size_t *len, const char *name)
+{
+    size_t n = strlen(name);
+    *buf = base_realloc(*buf, *len + n + 2);
+    if (*len)
+        (*buf)[(*len)++] = ':';
+    memcpy(*buf + *len, name, n + 1);
+    *len += n;
+}
+
+static int copy_ctx(SSL_CTX *src, const char *profile, SSL_CTX *dst, char *err, size_t errlen);
+
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst, char *err,
+                         size_t errlen)
+{
+    tls_profile_t *tp = profile_get(tls, profile); /* its current context, kept while read */
+    if (!tp) {
+        snprintf(err, errlen, "sslProfile '%s': no TLS context", profile);
+        return -1;
+    }
+    int rc = copy_ctx(tp->ctx, profile, dst, err, errlen);
+    profile_unref(tp);
+    return rc;
+}
+
+static int copy_ctx(SSL_CTX *src, const char *profile, SSL_CTX *dst, char *err, size_t errlen)
+{
+    X509     *cert = SSL_CTX_get0_certificate(src);
+    EVP_PKEY *key = SSL_CTX_get0_privatekey(src);
+    STACK_OF(X509) *chain = NULL;
+    if (cert && key &&
+        (SSL_CTX_use_certificate(dst, cert) != 1 || SSL_CTX_use_PrivateKey(dst, key) != 1 ||
+         SSL_CTX_get0_chain_certs(src, &chain) != 1 ||
+         (chain && SSL_CTX_set1_chain(dst, chain) != 1))) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its certificate: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    /* the trusted CAs: the one store, shared (OpenSSL locks it) */
+    X509_STORE *store = SSL_CTX_get_cert_store(src);
+    if (store && X509_STORE_up_ref(store) == 1)
+        SSL_CTX_set_cert_store(dst, store);
+    /* the ciphers: TLS 1.2 and below as a cipher list, TLS 1.3's as suites */
+    STACK_OF(SSL_CIPHER) *sk = SSL_CTX_get_ciphers(src);
+    char  *list = NULL, *suites = NULL;
+    size_t nl = 0, ns = 0;
+    for (int i = 0; sk && i < sk_SSL_CIPHER_num(sk); i++) {
+        const SSL_CIPHER *c = sk_SSL_CIPHER_value(sk, i);
+        if (strcmp(SSL_CIPHER_get_version(c), "TLSv1.3") == 0)
+            cipher_append(&suites, &ns, SSL_CIPHER_get_name(c));
+        else
+            cipher_append(&list, &nl, SSL_CIPHER_get_name(c));
+    }
+    int ok = (!list || SSL_CTX_set_cipher_list(dst, list) == 1) &&
+             SSL_CTX_set_ciphersuites(dst, suites ? suites : "") == 1 &&
+             SSL_CTX_set_min_proto_version(dst, SSL_CTX_get_min_proto_version(src)) == 1 &&
+             SSL_CTX_set_max_proto_version(dst, SSL_CTX_get_max_proto_version(src)) == 1;
+    free(list);
+    free(suites);
+    if (!ok) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its ciphers or protocols: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    return 0;
+}
+/* -- client sessions: the router's connections to authentication services (authsvc.c) -- */
+
+/* A client context for profile p (when an authServicePlugin names it: client_wanted): the
+ * profile's certificate and key (a client certificate for the service), ciphers and
+ * protocols, and the server's certificate verified as Proton's client does - against the
+ * system's CAs and the profile's caCertFile, its name checked only without a caCertFile
+ * (rtr_tls_client_new_WT). */
+static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, size_t errlen)
+{
+    SSL_CTX **out = &tp->client;
+    if (profile_ctx_of(p, TLS_client_method(), out, err, errlen) < 0)
+        return -1;
+    if (SSL_CTX_set_default_verify_paths(*out) != 1)
+        ERR_clear_error(); /* no system CAs: the profile's caCertFile alone */
+    SSL_CTX_set_verify(*out, SSL_VERIFY_PEER, NULL);
+    tp->client_name = !p->ca_cert_file;
+    return 0;
+}
+
+rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile, const char *host)
+{
+    tls_profile_t *prof = profile_get(tls, profile);
+    SSL_CTX       *ctx = prof ? prof->client : NULL;
+    bool           check_name = prof && prof->client_name;
+    if (!ctx) {
+        profile_unref(prof);
+        return NULL;
+    }
+    rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
+    t->ssl = SSL_new(ctx); /* with a reference of its own to the client context */
+    profile_unref(prof);
+    t->in = BIO_new(BIO_s_mem());
+    t->out = BIO_new(BIO_s_mem());
+    if (!t->ssl || !t->in || !t->out) {
+        BIO_free(t->in);
+        BIO_free(t->out);
+        SSL_free(t->ssl);
+        free(t);
+        ERR_clear_error();
+        return NULL;
+    }
+    BIO_set_mem_eof_return(t->in, -1);
+    SSL_set_bio(t->ssl, t->in, t->out);
+    SSL_set_connect_state(t->ssl);
+    unsigned char addr[16];
+    bool literal = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
+    if (!literal)
+        SSL_set_tlsext_host_name(t->ssl, host); /* SNI takes names only */
+    if (check_name && SSL_set1_host(t->ssl, host) != 1) {
+        rtr_tls_conn_free_WT(t);
+        return NULL;
+    }
+    SSL_do_handshake(t->ssl); /* the ClientHello, into the output BIO */
+    ERR_clear_error();
+    return t;
+}
+
 /* ---- management's view (mgmt_tls_t) ---- */
 
 static int mg_add(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
@@ -553,7 +774,7 @@ static void mg_release(void *ctx, const char *name)
 
 static cfg_ssl_profile_t *mg_copy(void *ctx, size_t *n)
 {
-    return rtr_tls_profiles_copy(ctx, n);
+    return rtr_tls_profiles_list(ctx, n);
 }
 
 void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out)
@@ -565,5 +786,5 @@ void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out)
                         .hold = mg_hold,
                         .release = mg_release,
                         .copy = mg_copy,
-                        .copy_free = rtr_tls_profiles_free};
+                        .copy_free = rtr_tls_profiles_list_free};
 }

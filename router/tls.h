@@ -33,7 +33,8 @@ typedef struct rtr_tls_conn rtr_tls_conn_t;
 #define RTR_TLS_IN_MAX (64u << 10)
 
 /* Build the context of every sslProfile of cfg: certificate, key (with the password resolved
- * as qdrouterd does), CA list, ciphers and protocols, each checked.  Returns NULL with one line
+ * as qdrouterd does), CA list, ciphers and protocols, each checked; a profile that an
+ * authServicePlugin names gets a client context too.  Returns NULL with one line
  * in err naming the profile, the file and what is wrong.  A cfg without profiles gives an
  * empty (non-NULL) set. */
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen);
@@ -58,9 +59,9 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
 int  rtr_tls_profile_hold(rtr_tls_t *tls, const char *name);
 void rtr_tls_profile_release(rtr_tls_t *tls, const char *name);
 /* Copies of every profile's attributes (as written: the password too), in order; *n of them.
- * Free with rtr_tls_profiles_free(). */
-cfg_ssl_profile_t *rtr_tls_profiles_copy(rtr_tls_t *tls, size_t *n);
-void               rtr_tls_profiles_free(cfg_ssl_profile_t *v, size_t n);
+ * Free with rtr_tls_profiles_list_free(). */
+cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n);
+void               rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n);
 /* Management's view of the set (router/mgmt/mgmt.h's mgmt_tls_t) over these calls; tls
  * must outlive every user of *out. */
 struct mgmt_tls;
@@ -70,6 +71,13 @@ void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out);
  * there is no such profile (any more) or OpenSSL has no memory.  Takes the set's lock briefly. */
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile);
 void            rtr_tls_conn_free_WT(rtr_tls_conn_t *t);
+
+/* A new client session of the profile named `profile` (an authServicePlugin's, whose client
+ * context rtr_tls_new made) to the server `host` (for SNI, and checked against its certificate
+ * when the profile has no caCertFile); its ClientHello already waits for the socket.  NULL
+ * when the profile has no client context. */
+rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile,
+                                      const char *host);
 
 /* Socket bytes in (copied into the session). */
 void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n);
@@ -88,8 +96,27 @@ size_t rtr_tls_take_cipher_WT(rtr_tls_conn_t *t, void *buf, size_t cap);
 /* Queue a close_notify (once). */
 void rtr_tls_shutdown_WT(rtr_tls_conn_t *t);
 /* The session's protocol ("TLSv1.3"), cipher, and cipher bits (0 before the handshake). */
+/* Ask the client for a certificate that the profile's CAs signed (the listener offers
+ * EXTERNAL): a client without one fails the handshake.  Before the handshake starts. */
+void rtr_tls_conn_ask_cert_WT(rtr_tls_conn_t *t);
+/* True once the handshake is done with a client certificate that verified. */
+bool rtr_tls_peer_verified_WT(const rtr_tls_conn_t *t);
+/* The user that the client's verified certificate names, by the profile's uidFormat and
+ * uidNameMappingFile (tls_uid.h): a new string the caller frees, or NULL without one. */
+char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_proto_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t);
 int         rtr_tls_ssf_WT(const rtr_tls_conn_t *t);
+
+/* struct ssl_ctx_st is OpenSSL's SSL_CTX (this header does not include OpenSSL's). */
+struct ssl_ctx_st;
+
+/* Give `dst`, a server context another TLS server made (libwebsockets' for an https
+ * listener), what profile `profile`'s checked context has: the certificate with its chain,
+ * the key (already decrypted: no password is needed again), the trusted CAs, the cipher lists
+ * and the protocol range.  Returns 0, or -1 with one line in err.  Thread-safe (the profile's
+ * current context is read with a reference of its own; a later UPDATE does not reach dst). */
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, struct ssl_ctx_st *dst,
+                         char *err, size_t errlen);
 
 #endif

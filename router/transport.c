@@ -19,6 +19,7 @@
 #include "router/transport.h"
 #include "router/tls.h"
 
+#include "router/authsvc.h"
 #include "router/sasl.h"
 
 #include "core/base/list.h"
@@ -100,6 +101,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
+    free(c->ws_tls);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -277,14 +279,30 @@ static void tls_read_WT(rtr_conn_t *c)
             bool shaking = !rtr_tls_ready_WT(c->tls);
             LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
                  shaking ? "handshake" : "session", why);
-            if (shaking)
+            if (shaking) {
                 stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+                c->end_logged = true;
+            }
             input_ended_WT(c); /* the alert (if any) goes out, then the connection ends */
         } else if (k == -1) {
             input_ended_WT(c); /* the client's close_notify */
         }
         return;
     }
+}
+
+/* requireEncryption: a client that did not start TLS is refused as qdrouterd's Proton
+ * refuses it (amqp:connection:policy-error, nothing written back: the client sees the
+ * connection end).  No handshake failed: tlsHandshakesFailed does not count it. */
+static bool unencrypted_refused_WT(rtr_conn_t *c)
+{
+    LOGC(c, INFO,
+         "Connection from %s closed: amqp:connection:policy-error Client connection "
+         "unencrypted - forbidden (listener requires encryption)",
+         c->peer);
+    c->end_logged = true;
+    input_ended_WT(c);
+    return false;
 }
 
 /* The first bytes of a connection to a listener with an sslProfile: a TLS handshake record
@@ -294,12 +312,15 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
 {
     const cfg_listener_t *l = c->listener;
     c->tls_detect = false;
-    if ((uint8_t)p[0] != 0x16) {
+    if ((uint8_t)p[0] != 0x16 || !l->ssl_profile) {
+        if (l->require_encryption)
+            return unencrypted_refused_WT(c);
         if (!l->require_ssl)
             return plain_in_WT(c, p, n);
         LOGC(c, INFO, "Connection from %s closed: not a TLS handshake (listener requires TLS)",
              c->peer);
         stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
+        c->end_logged = true;
         input_ended_WT(c);
         return false;
     }
@@ -309,6 +330,8 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
         input_ended_WT(c);
         return false;
     }
+    if (rtr_sasl_listener_asks_cert(l))
+        rtr_tls_conn_ask_cert_WT(c->tls);
     rtr_tls_put_cipher_WT(c->tls, p, n);
     tls_read_WT(c);
     return true;
@@ -487,11 +510,21 @@ static bool conn_in_full_WT(rtr_conn_t *c)
  * mechanisms, else Proton's own ANONYMOUS.  Should Cyrus fail to take the connection, a
  * listener with authenticatePeer still lets nobody in: Proton's layer then offers
  * ANONYMOUS, which authenticated-only transports refuse. */
+static void transport_wake_WT(void *arg)
+{
+    rtr_conn_mark_dirty_WT(arg);
+}
+
 static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
 {
+    if (c->listener->sasl_plugin &&
+        rtr_authsvc_server_WT(t, c->worker, c->listener, c->id, c->peer, transport_wake_WT, c))
+        return; /* the listener's authentication service decides (router/authsvc.c) */
     const cfg_listener_t *l = c->listener;
-    if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer))
+    if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer)) {
+        rtr_sasl_external_WT(t, &c->tls);
         return;
+    }
     pn_transport_require_auth(t, l->authenticate_peer);
     pn_sasl_t *sasl = pn_sasl(t);
     pn_sasl_allowed_mechs(sasl, l->authenticate_peer ? "" : "ANONYMOUS");
@@ -529,7 +562,9 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
-    c->tls_detect = l->ssl_profile != NULL; /* the first byte says whether it is TLS */
+    /* the first byte says whether it is TLS (or, requiring encryption, refused); not on a
+     * WebSocket, whose bytes lws decrypted (https) or that came plain */
+    c->tls_detect = !websocket && (l->ssl_profile != NULL || l->require_encryption);
     return true;
 }
 
@@ -539,6 +574,8 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
     if (c->tls && rtr_tls_ready_WT(c->tls))
         snprintf(buf, len, "%s %s %d", rtr_tls_proto_WT(c->tls), rtr_tls_cipher_WT(c->tls),
                  rtr_tls_ssf_WT(c->tls));
+    else if (c->ws_tls)
+        snprintf(buf, len, "%s", c->ws_tls);
 }
 
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)

@@ -126,6 +126,12 @@ struct rtr_conn {
                                            buffer or the budget stopped taking it */
     bool                   tls_eof;    /* the client's input ended: once the session has
                                           given Proton everything, Proton's input ends */
+    bool                   end_logged; /* the transport logged why it refused the client
+                                          before Proton saw a byte: Proton's own line for the
+                                          input that ended ("no protocol header") would
+                                          repeat it */
+    char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
+                                          its TLS session (libwebsockets'), heap; else NULL */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
