@@ -23,8 +23,9 @@ import pytest
 from proton import Delivery, Message, SSLDomain
 
 from conftest import REPO_ROOT, free_port, router_entities
+import test_tls_clientcert as cc
 from test_management import junctionctl
-from test_tls import make_ca, ossl
+from test_tls import make_ca, make_cert, ossl
 
 OPENSSL = shutil.which("openssl")
 QDMANAGE = REPO_ROOT.parent / "shared" / "peer" / "bin" / "qdmanage"
@@ -100,13 +101,14 @@ def reload_router(make_router, certs, tmp_path):
 class Qdmanage:
     name = "qdmanage"
 
-    def __init__(self, r):
+    def __init__(self, r, listener=1):
         if not QDMANAGE.exists():
             pytest.skip("the reference qdmanage is not in ../shared/peer (%s)" % QDMANAGE)
         self.r = r
+        self.listener = listener  # a plain one
 
     def run(self, *args, stdin=None):
-        res = subprocess.run([str(QDMANAGE), "-b", "%s:%d" % self.r.addresses[1]] +
+        res = subprocess.run([str(QDMANAGE), "-b", "%s:%d" % self.r.addresses[self.listener]] +
                              [str(a) for a in args], input=stdin,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=30)
@@ -380,3 +382,25 @@ def test_updates_while_clients_connect(reload_router, certs):
     assert not errors, errors[:5]
     assert set(seen) == {"Reload-A", "Reload-B"}, set(seen)
     assert peer_cn(port, certs) == "Reload-B"
+
+
+@pytest.fixture(scope="module")
+def client_certs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reload-clientcerts")
+    make_ca(d, "ca")
+    make_cert(d, "server", "ca")
+    cc.make_client_cert(d, "alice", "ca", cc.ALICE_SUBJ)
+    return d
+
+
+def test_update_of_uid_format_names_new_external_clients(make_router, client_certs, client):
+    """The whole profile is replaced: a new uidFormat names the next EXTERNAL client, the one
+    connected before keeps the user it was given."""
+    r = cc.ext_router(make_router, client_certs)
+    dom = cc.domain(client_certs, "alice")
+    client.connect("amqps://%s:%d" % r.addresses[0], ssl_domain=dom, allowed_mechs="EXTERNAL")
+    assert [row["user"] for row in cc.tls_rows(r)] == [cc.ALICE_DN]
+    ok, _, err = Qdmanage(r, listener=2).update("tls", uidFormat="n")
+    assert ok, err
+    client.connect("amqps://%s:%d" % r.addresses[0], ssl_domain=dom, allowed_mechs="EXTERNAL")
+    assert sorted(row["user"] for row in cc.tls_rows(r)) == sorted([cc.ALICE_DN, "alice"])
