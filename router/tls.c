@@ -43,10 +43,10 @@ typedef struct tls_slot {
 } tls_slot_t;
 
 struct rtr_tls {
-    pthread_mutex_t lock;  /* guards the slots; held only to look up, swap or copy (and take
-                              a reference), never while a file is read or a context built */
-    tls_slot_t     *slots; /* [lock] */
-    size_t          n;     /* [lock] */
+    pthread_mutex_t lock; /* guards the slots; held only to look up, swap or copy (and take
+                             a reference), never while a file is read or a context built */
+    tls_slot_t *slots;    /* [lock] */
+    size_t      n;        /* [lock] */
 };
 
 struct rtr_tls_conn {
