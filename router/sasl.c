@@ -13,6 +13,7 @@
 #include "router/sasl.h"
 
 #include "router/ctx.h"
+#include "router/lstats.h"
 
 #include <proton/sasl.h>
 #include <proton/sasl_plugin.h>
@@ -221,9 +222,8 @@ static void server_answer_WT(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, cons
         return;
     }
     /* one line, with neither the response nor the password */
-    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
-             "SASL: authentication of client %s failed (mechanism %s): %s", x->peer,
-             mech ? mech : "none", sasl_errstring(rc, NULL, NULL));
+    rtr_lstats_sasl_failed_WT(t, rtr_auth_reason_of_cyrus(rc), mech, "%s",
+                              sasl_errstring(rc, NULL, NULL));
     pnx_sasl_set_failed(t);
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }
@@ -234,8 +234,8 @@ static void out_of_order_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const char *w
     if (x->step == 2)
         return; /* the outcome is out already; the connection ends with it */
     x->step = 2;
-    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
-             "SASL: authentication of client %s failed: %s", x->peer, what);
+    rtr_lstats_sasl_failed_WT(t, RTR_AUTH_PROTOCOL, pnx_sasl_get_selected_mechanism(t), "%s",
+                              what);
     pnx_sasl_set_failed(t);
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }

@@ -126,6 +126,9 @@ struct rtr_conn {
                                            buffer or the budget stopped taking it */
     bool                   tls_eof;    /* the client's input ended: once the session has
                                           given Proton everything, Proton's input ends */
+    bool                   failure_logged; /* a TLS or authentication failure (or a bad
+                                              protocol header) was counted and logged: the
+                                              rest of its end is not (router/lstats.h) */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
