@@ -12,29 +12,28 @@ The per-listener stats are labelled by the listener's name as its management row
 and the sasldb come from test_tls.py's and test_sasl.py's fixtures."""
 
 import collections
-import http.client
 import json
 import re
 import socket
 import ssl
-import struct
 import time
 
 import pytest
 from proton.utils import BlockingConnection
 
+import listener_metrics as lm
 import test_sasl as ts
 import test_tls as tt
 from conftest import router_entities
+from listener_metrics import REASONS, only, samples, wait_value
 from mgmt_tool import Node
-from test_management import Mgmt, junctionctl
+from test_management import junctionctl
 from test_sasl import sasl_dir  # noqa: F401  (fixture)
 from test_tls import certs  # noqa: F401  (fixture)
 
 pytestmark = [tt.pytestmark, ts.pytestmark]
 
 Addr = collections.namedtuple("Addr", "host port")  # what plain_outcome() reads of a router
-REASONS = ["credentials", "mechanism", "protocol", "skipped", "aborted", "timeout", "internal"]
 
 # listener names, in configuration order (index = position in r.addresses)
 TLS_ONLY, PLAIN, AUTH, SCRAM_ONLY, HTTP = "tls-only", "plain", "auth", "scram-only", "http"
@@ -66,41 +65,16 @@ INDEX = {TLS_ONLY: 0, PLAIN: 1, AUTH: 2, SCRAM_ONLY: 3, HTTP: 4}
 
 
 def metrics_text(r, http_index=None):
-    c = http.client.HTTPConnection(*r.addresses[INDEX[HTTP] if http_index is None
-                                                else http_index], timeout=10)
-    try:
-        c.request("GET", "/metrics")
-        resp = c.getresponse()
-        assert resp.status == 200
-        return resp.read().decode()
-    finally:
-        c.close()
-
-
-SAMPLE_RE = re.compile(r'^(\w+)\{(.*)\} (\S+)$')
-
-
-def samples(text, metric):
-    """{frozenset of (label, value)}: value for every sample of `metric` in /metrics text."""
-    out = {}
-    for line in text.splitlines():
-        m = SAMPLE_RE.match(line)
-        if m and m.group(1) == metric:
-            labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
-            out[labels] = int(float(m.group(3)))
-    return out
+    return lm.metrics_text(r.addresses[INDEX[HTTP] if http_index is None else http_index])
 
 
 def lstat(r, listener, field, http_index=None):
-    """junction_listener_<field>_total of `listener` (None when it has no sample)."""
-    s = samples(metrics_text(r, http_index), "junction_listener_%s_total" % field)
-    return s.get(frozenset({("listener", listener)}))
+    return lm.lstat(r.addresses[INDEX[HTTP] if http_index is None else http_index], listener,
+                    field)
 
 
-def auth_failed(r, listener, http_index=None):
-    """{reason: count} of `listener` (every reason, zeros included)."""
-    s = samples(metrics_text(r, http_index), "junction_listener_auth_failed_total")
-    return {dict(k)["reason"]: v for k, v in s.items() if dict(k)["listener"] == listener}
+def auth_failed(r, listener):
+    return lm.auth_failed(r.addresses[INDEX[HTTP]], listener)
 
 
 def router_tls_failed(r):
@@ -108,22 +82,6 @@ def router_tls_failed(r):
         if line.startswith("junction_tls_handshakes_failed_total "):
             return int(float(line.split()[1]))
     raise AssertionError("no junction_tls_handshakes_failed_total")
-
-
-def wait_value(fn, want, timeout=5):
-    """fn() once it equals want (the counts come from the workers' shards: a moment late)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got == want or time.monotonic() > deadline:
-            return got
-        time.sleep(0.05)
-
-
-def only(reason, n=1):
-    d = {k: 0 for k in REASONS}
-    d[reason] = n
-    return d
 
 
 def conn_lines(r, local_port):
@@ -204,8 +162,9 @@ def test_listeners_made_and_deleted_at_run_time_get_and_drop_their_stats(make_ro
     try:
         node.create({"host": "127.0.0.1", "port": "0", "authenticatePeer": False},
                     "listener", name="made-later")
-        ports = [int(x) for x in re.findall(r"Listening on 127\.0\.0\.1:(\d+)", r.stderr_text())]
-        port = ports[-1]
+        m = r.wait_log(r"Listening on 127\.0\.0\.1:(\d+)", start=r.stderr_lines().index(
+            next(l for l in r.stderr_lines() if "Operational" in l)))
+        port = int(m.group(1))
         assert lstat(r, "made-later", "connections_accepted", 1) == 0
         for _ in range(3):
             with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
