@@ -46,12 +46,9 @@ static const stats_field_t auth_fields[1] = {
 };
 // clang-format on
 
-static const char *const reason_names[RTR_AUTH_N] = {
-    [RTR_AUTH_CREDENTIALS] = "credentials", [RTR_AUTH_MECHANISM] = "mechanism",
-    [RTR_AUTH_PROTOCOL] = "protocol",       [RTR_AUTH_SKIPPED] = "skipped",
-    [RTR_AUTH_ABORTED] = "aborted",         [RTR_AUTH_TIMEOUT] = "timeout",
-    [RTR_AUTH_INTERNAL] = "internal",
-};
+static const char *const reason_names[RTR_AUTH_N] = RTR_AUTH_REASON_NAMES;
+static_assert(sizeof((const char *[])RTR_AUTH_REASON_NAMES) / sizeof(const char *) == RTR_AUTH_N,
+              "a name per reason");
 
 /* One listener's objects.  [lock] */
 typedef struct lrec {

@@ -58,6 +58,10 @@ typedef enum rtr_auth_reason {
     RTR_AUTH_N
 } rtr_auth_reason_t;
 
+/* The reasons' label values, in the enum's order (for the management rows too). */
+#define RTR_AUTH_REASON_NAMES                                                                      \
+    {"credentials", "mechanism", "protocol", "skipped", "aborted", "timeout", "internal"}
+
 /* The reason's label value ("credentials" ...). */
 const char *rtr_auth_reason_name(rtr_auth_reason_t r);
 /* The reason of a failed Cyrus SASL call's result code (SASL_BADAUTH: credentials ...). */

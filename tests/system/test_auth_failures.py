@@ -345,3 +345,29 @@ def test_a_failing_password_is_in_no_log_line_even_at_trace(make_router, certs, 
     assert secret.encode().hex() not in text.replace(" ", "").lower()
     assert len(re.findall(r"SASL: authentication of client .* failed \(mechanism PLAIN\)",
                           text)) == 3
+
+
+# ---- the management listener rows ------------------------------------------------------------
+
+def test_listener_rows_carry_the_counts(make_router, certs, sasl_dir):
+    r = full_router(make_router, certs, sasl_dir)
+    addr = Addr(*r.addresses[INDEX[AUTH]])
+    assert ts.plain_outcome(addr, ts.USER, "wrong") == ts.AUTH
+    assert ts.plain_outcome(addr, ts.USER, ts.PASSWORD) == ts.OK
+    with socket.create_connection(r.addresses[INDEX[TLS_ONLY]], timeout=5) as s:
+        s.sendall(ts.AMQP_HEADER)
+        while s.recv(100):
+            pass
+    assert wait_value(lambda: auth_failed(r, AUTH), only("credentials")) == only("credentials")
+    assert wait_value(lambda: lstat(r, TLS_ONLY, "tls_handshakes_failed"), 1) == 1
+    node = Node(r.url_of(INDEX[PLAIN]))
+    try:
+        rows = {row["name"]: row for row in node.query_dicts(
+            "listener", ["name", "connectionsAccepted", "tlsHandshakesFailed", "authFailed"])}
+    finally:
+        node.close()
+    assert (rows[AUTH]["connectionsAccepted"], rows[AUTH]["tlsHandshakesFailed"],
+            rows[AUTH]["authFailed"]) == (2, 0, 1)
+    assert (rows[TLS_ONLY]["connectionsAccepted"], rows[TLS_ONLY]["tlsHandshakesFailed"],
+            rows[TLS_ONLY]["authFailed"]) == (1, 1, 0)
+    assert rows[PLAIN]["connectionsAccepted"] == 1  # management's own connection
