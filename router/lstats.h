@@ -11,6 +11,9 @@
  *                 junction_listener_auth_failed_total{key="<listener>/<reason>",
  *                 listener="...",reason="credentials"}
  *
+ * An http listener has a `listener` object too: its connectionsAccepted counts the AMQP
+ * connections that came over WebSocket (its HTTP clients are the admin thread's).
+ *
  * A listener's objects are made when the connection manager starts it (configured, or
  * management CREATE) and retired when it is deleted; its connections that outlive it count
  * nowhere from then on.  Counting is rare (an accept, a failure), so a count takes the
