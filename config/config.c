@@ -686,7 +686,8 @@ static void listener_fini(cfg_listener_t *l)
 
 /* saslMechanisms: a blank- (or comma-) separated list of mechanism names (RFC 4422: upper
  * case letters, digits, '-' and '_', at most 20); kept upper-cased and blank-separated, as
- * Proton's allowed-mechanisms list wants it.  EXTERNAL needs the TLS layer. */
+ * Proton's allowed-mechanisms list wants it.  EXTERNAL makes a listener's TLS sessions ask for
+ * client certificates (router/tls.c). */
 static int check_sasl(const ent_t *e, const char *mechs, char **out)
 {
     const char *p = mechs;
@@ -707,11 +708,6 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
             free(list);
             return expect(e, L_SASL_MECHANISMS,
                           "SASL mechanism names (letters, digits, '-', '_') separated by blanks");
-        }
-        if (n == 8 && strncasecmp(p, "EXTERNAL", 8) == 0) {
-            free(list);
-            return attr_fail(e, L_SASL_MECHANISMS, "attribute '%s': EXTERNAL needs client "
-                             "certificates, not supported yet", attr_name(e, L_SASL_MECHANISMS));
         }
         /* a name given twice is offered once */
         bool seen = false;
@@ -792,7 +788,6 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         int         slot;
         const char *what;
     } refused_true[] = {
-        {L_REQUIRE_ENCRYPTION, "requireEncryption: true"},
         {L_MULTI_TENANT, "multiTenant: true"},
     };
     for (size_t k = 0; k < BASE_ARRAY_LEN(refused_true); k++) {
@@ -801,13 +796,14 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         if (b)
             return unsupported(e, refused_true[k].slot, refused_true[k].what);
     }
-    if (get_bool(e, L_AUTHENTICATE_PEER, false, &l->authenticate_peer) < 0)
+    if (get_bool(e, L_AUTHENTICATE_PEER, false, &l->authenticate_peer) < 0 ||
+        get_bool(e, L_REQUIRE_ENCRYPTION, false, &l->require_encryption) < 0)
         return -1;
     /* qdrouterd 0.x: allowUnsecured no meant requireEncryption yes */
     if (get_bool(e, L_OLD_ALLOW_UNSECURED, true, &b) < 0)
         return -1;
     if (!b)
-        return unsupported(e, L_OLD_ALLOW_UNSECURED, "allowUnsecured: false (requireEncryption)");
+        l->require_encryption = true;
 
     /* HTTP (qdrouterd's semantics): `http` makes the listener serve HTTP and WebSocket only;
      * a non-empty httpRootDir implies http (connection_manager.c); healthz, metrics and
@@ -825,6 +821,8 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
             return expect(e, L_HTTP_ROOT_DIR, "a directory path shorter than 4096 bytes");
         l->http = true;
     }
+    if (l->require_encryption && l->http)
+        return unsupported(e, L_REQUIRE_ENCRYPTION, "requireEncryption: true on an http listener");
     if (e->vals[L_SASL_PLUGIN]) {
         if (get_str(e, L_SASL_PLUGIN, NULL, &s) < 0)
             return -1;
@@ -1588,6 +1586,17 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
                       "support TLS on HTTP listeners yet",
                  l->name ? l->name : "", l->port);
+            goto out;
+        }
+        /* EXTERNAL makes the TLS session ask for a client certificate and check it against
+           the profile's CAs (qdrouterd: every connection fails without them) */
+        const cfg_ssl_profile_t *sp = l->ssl_profile ? cfg_ssl_profile_find(ld.cfg, l->ssl_profile)
+                                                     : NULL;
+        if (sp && !sp->ca_cert_file && l->sasl_mechanisms &&
+            strstr(l->sasl_mechanisms, "EXTERNAL")) {
+            fail(&ld, "listener '%s' (port %s): saslMechanisms EXTERNAL needs client certificates "
+                      "checked against CAs: sslProfile '%s' has no caCertFile",
+                 l->name ? l->name : "", l->port, l->ssl_profile);
             goto out;
         }
     }

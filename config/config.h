@@ -162,6 +162,9 @@ typedef struct cfg_listener {
                                          load checks it exists), or NULL: no TLS */
     bool        require_ssl;          /* `requireSsl` (with ssl_profile only): every connection
                                          is TLS; false: TLS or plain, by the first byte */
+    bool        require_encryption;   /* `requireEncryption`: a client that is not TLS is
+                                         refused (amqp:connection:policy-error, as qdrouterd);
+                                         not on an http listener */
     char       *policy_vhost;         /* `policyVhost`, or NULL: used by vhost policies only,
                                          which Junction does not have (enableVhostPolicy is
                                          refused), as qdrouterd ignores it without them */
@@ -178,8 +181,10 @@ typedef struct cfg_ssl_profile {
                                     literal allowed), or "file:<passwordFile>", or NULL */
     char *ciphers;               /* `ciphers` (OpenSSL's cipher list, TLS 1.2 and below) */
     char *protocols;             /* `protocols`: e.g. "TLSv1.2 TLSv1.3", or NULL: OpenSSL's */
-    char *uid_format;            /* `uidFormat` (EXTERNAL's identity), kept */
-    char *uid_name_mapping_file; /* `uidNameMappingFile`, kept */
+    char *uid_format;            /* `uidFormat`: which certificate fields name an EXTERNAL
+                                    client (router/tls_uid.c), or NULL: the subject */
+    char *uid_name_mapping_file; /* `uidNameMappingFile`: JSON {uid: name}, read and checked
+                                    at start-up (router/tls_uid.c), or NULL */
 } cfg_ssl_profile_t;
 
 /* Longest httpRootDir accepted (bytes, without the NUL). */

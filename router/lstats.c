@@ -220,9 +220,9 @@ void rtr_lstats_accepted_WT(rtr_conn_t *c)
 
 void rtr_lstats_tls_failed_WT(rtr_conn_t *c, const char *fmt, ...)
 {
-    if (c->failure_logged)
+    if (c->end_logged)
         return;
-    c->failure_logged = true;
+    c->end_logged = true;
     char what[512], name[256];
     va_list ap;
     va_start(ap, fmt);
@@ -236,9 +236,9 @@ void rtr_lstats_tls_failed_WT(rtr_conn_t *c, const char *fmt, ...)
 static void auth_failed_va_WT(rtr_conn_t *c, rtr_auth_reason_t why, const char *mech,
                               const char *fmt, va_list ap)
 {
-    if (c->failure_logged)
+    if (c->end_logged)
         return;
-    c->failure_logged = true;
+    c->end_logged = true;
     char what[512], name[256];
     vsnprintf(what, sizeof(what), fmt, ap);
     count_WT(c, -1, (int)why, name, sizeof(name));
@@ -276,9 +276,9 @@ void rtr_lstats_sasl_failed_WT(pn_transport_t *t, rtr_auth_reason_t why, const c
 
 void rtr_lstats_bad_header_WT(rtr_conn_t *c)
 {
-    if (c->failure_logged)
+    if (c->end_logged)
         return;
-    c->failure_logged = true;
+    c->end_logged = true;
     char name[256];
     count_WT(c, L_BAD_HEADER, -1, name, sizeof(name));
     /* the guard keeps the header it gathered: its first byte tells a TLS record */
@@ -305,7 +305,7 @@ static bool tls_in_progress_WT(const rtr_conn_t *c)
 
 bool rtr_lstats_guard_refused_WT(rtr_conn_t *c)
 {
-    if (c->failure_logged)
+    if (c->end_logged)
         return true;
     if (!sasl_in_progress_WT(c))
         return false;
@@ -317,7 +317,7 @@ bool rtr_lstats_guard_refused_WT(rtr_conn_t *c)
 bool rtr_lstats_handshake_expired_WT(rtr_conn_t *c)
 {
     unsigned s = c->listener->handshake_timeout_seconds;
-    if (c->failure_logged)
+    if (c->end_logged)
         return true;
     if (tls_in_progress_WT(c)) {
         rtr_lstats_tls_failed_WT(c, "no AMQP open within %u seconds: TLS handshake not done", s);
@@ -332,7 +332,7 @@ bool rtr_lstats_handshake_expired_WT(rtr_conn_t *c)
 
 bool rtr_lstats_transport_error_WT(rtr_conn_t *c, pn_condition_t *cond)
 {
-    if (c->failure_logged)
+    if (c->end_logged)
         return true;
     const char *name = pn_condition_get_name(cond);
     const char *desc = pn_condition_get_description(cond);

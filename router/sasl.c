@@ -13,6 +13,7 @@
 #include "router/sasl.h"
 
 #include "router/ctx.h"
+#include "router/tls.h"
 #include "router/lstats.h"
 
 #include <proton/sasl.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +44,12 @@ typedef struct sasl_conn_ctx {
     char        *out;        /* a copy of Cyrus's last output: Proton writes the frame later,
                                 when Cyrus may have freed its own buffer (the SCRAM plugin
                                 does on success) */
+
+    /* EXTERNAL (external_init_WT) */
+    rtr_tls_conn_t *const *tls; /* the connection's TLS session slot (set once TLS starts),
+                                   or NULL: EXTERNAL is never offered */
+    char *ext_user;             /* the user and authzid it succeeded with: Proton keeps the */
+    char *ext_authzid;          /* pointers, not copies */
 } sasl_conn_ctx_t;
 
 /* Cyrus's own messages: its errors (a sasldb it cannot open, a plugin that fails to load) at
@@ -129,6 +137,8 @@ static void plugin_free_WT(pn_transport_t *t)
     if (x->cyrus)
         sasl_dispose(&x->cyrus);
     free(x->out);
+    free(x->ext_user);
+    free(x->ext_authzid);
     free(x);
     pnx_sasl_set_context(t, NULL);
 }
@@ -167,6 +177,67 @@ static bool plugin_init_client_WT(pn_transport_t *t)
     return false; /* the router authenticates clients; it is never one here */
 }
 
+/* -- EXTERNAL: the client certificate the TLS session verified names the user (tls.c, by
+ * the sslProfile's uidFormat and uidNameMappingFile).  Junction's own, not Cyrus's: Cyrus
+ * would take the identity only through SASL_AUTH_EXTERNAL and offer the mechanism only where
+ * its mech_list names it, while qdrouterd's Proton offers it to every client with a
+ * certificate when the listener's saslMechanisms has it (Proton filters the list by that). */
+
+/* The connection's verified client certificate names a user: EXTERNAL may be offered. */
+static bool external_ok_WT(const sasl_conn_ctx_t *x)
+{
+    return x->tls && *x->tls && rtr_tls_peer_verified_WT(*x->tls);
+}
+
+static bool mech_listed(const char *list, const char *mech)
+{
+    size_t n = strlen(mech);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, " ");
+        if (k == n && strncasecmp(p, mech, n) == 0)
+            return true;
+        p += k;
+        p += *p == ' ';
+    }
+    return false;
+}
+
+static void external_offer_WT(sasl_conn_ctx_t *x)
+{
+    size_t len = strlen(x->mechs);
+    if (!external_ok_WT(x) || mech_listed(x->mechs, "EXTERNAL") || len + 10 > sizeof(x->mechs))
+        return;
+    snprintf(x->mechs + len, sizeof(x->mechs) - len, "%sEXTERNAL", len ? " " : "");
+}
+
+/* The client chose EXTERNAL: its certificate's user succeeds (an authorization identity it
+ * sends is kept as Proton's own EXTERNAL keeps it), or it fails with one line. */
+static void external_init_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const pn_bytes_t *recv)
+{
+    x->step = 2;
+    char *user = external_ok_WT(x) ? rtr_tls_peer_user_WT(*x->tls) : NULL;
+    if (!user) {
+        rtr_lstats_sasl_failed_WT(t, RTR_AUTH_CREDENTIALS, "EXTERNAL",
+                                  "no verified client certificate");
+        pnx_sasl_set_failed(t);
+        pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
+        return;
+    }
+    free(x->ext_user);
+    free(x->ext_authzid);
+    x->ext_user = user;
+    x->ext_authzid = NULL;
+    if (recv->start && recv->size) {
+        x->ext_authzid = base_malloc(recv->size + 1);
+        memcpy(x->ext_authzid, recv->start, recv->size);
+        x->ext_authzid[recv->size] = '\0';
+    }
+    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_DEBUG, "SASL: client %s authenticated as %s (EXTERNAL)",
+             x->peer, user);
+    pnx_sasl_set_succeeded(t, x->ext_user, x->ext_authzid);
+    pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
+}
+
 static const char *plugin_list_mechs_WT(pn_transport_t *t)
 {
     sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
@@ -179,6 +250,7 @@ static const char *plugin_list_mechs_WT(pn_transport_t *t)
         memcpy(x->mechs, list, len);
         x->mechs[len] = '\0';
     }
+    external_offer_WT(x);
     return x->mechs;
 }
 
@@ -248,6 +320,10 @@ static void plugin_process_init_WT(pn_transport_t *t, const char *mech, const pn
     /* Cyrus tells an absent initial response (NULL) from an empty one */
     if (x->step != 0) {
         out_of_order_WT(t, x, "a second sasl-init");
+        return;
+    }
+    if (mech && strcasecmp(mech, "EXTERNAL") == 0 && mech_listed(x->mechs, "EXTERNAL")) {
+        external_init_WT(t, x, recv);
         return;
     }
     int rc = sasl_server_start(x->cyrus, mech, recv->start, (unsigned)recv->size, &out, &outlen);
@@ -337,4 +413,18 @@ bool rtr_sasl_server_WT(pn_transport_t *t, const cfg_listener_t *l, const char *
     x->peer = peer;
     pnx_sasl_set_implementation(t, &cyrus_server, x);
     return true;
+}
+
+void rtr_sasl_external_WT(pn_transport_t *t, rtr_tls_conn_t *const *tls)
+{
+    sasl_conn_ctx_t *x = pnx_sasl_get_context(t);
+    if (x)
+        x->tls = tls;
+}
+
+bool rtr_sasl_listener_asks_cert(const cfg_listener_t *l)
+{
+    /* qdrouterd: an sslProfile and "EXTERNAL" in saslMechanisms, nothing else (not
+       authenticatePeer, not caCertFile alone) */
+    return l->ssl_profile && l->sasl_mechanisms && strstr(l->sasl_mechanisms, "EXTERNAL");
 }

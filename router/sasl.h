@@ -34,4 +34,14 @@ bool rtr_sasl_listener_uses_cyrus(const cfg_listener_t *l);
  * t).  false when Cyrus has not been started. */
 bool rtr_sasl_server_WT(pn_transport_t *t, const cfg_listener_t *l, const char *peer);
 
+/* Let the Cyrus exchange of transport t (rtr_sasl_server_WT made it) offer EXTERNAL once
+ * *tls holds a TLS session whose client certificate verified; tls is the connection's slot
+ * for its session (it outlives t). */
+typedef struct rtr_tls_conn rtr_tls_conn_t;
+void rtr_sasl_external_WT(pn_transport_t *t, rtr_tls_conn_t *const *tls);
+
+/* Whether listener l's TLS sessions ask the client for a certificate (and so may offer
+ * EXTERNAL): as qdrouterd, when it has an sslProfile and saslMechanisms names EXTERNAL. */
+bool rtr_sasl_listener_asks_cert(const cfg_listener_t *l);
+
 #endif

@@ -7,6 +7,7 @@
 #include "router/tls.h"
 
 #include "core/base/base.h"
+#include "router/tls_uid.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,8 +19,9 @@
 #include <unistd.h>
 
 typedef struct tls_profile {
-    const char *name; /* the cfg's */
-    SSL_CTX    *ctx;
+    const char    *name; /* the cfg's */
+    SSL_CTX       *ctx;
+    rtr_tls_uid_t *uid; /* how a client certificate names its user (tls_uid.h) */
 } tls_profile_t;
 
 struct rtr_tls {
@@ -32,6 +34,8 @@ struct rtr_tls_conn {
     BIO *in;   /* socket -> TLS */
     BIO *out;  /* TLS -> socket */
     bool shut; /* close_notify queued */
+
+    const tls_profile_t *prof; /* the listener's profile (rtr_tls_t outlives its sessions) */
 };
 
 /* OpenSSL's last error as text (its reason, e.g. "key values mismatch"). */
@@ -204,6 +208,23 @@ out:
     return rc;
 }
 
+/* What a profile needs for client certificates: the names of its CAs, which a session that
+ * asks for a certificate sends the client (OpenSSL sends none otherwise), and how a
+ * certificate names its user (uidFormat, uidNameMappingFile: tls_uid.c). */
+static int profile_peer_setup(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
+                              size_t errlen)
+{
+    if (p->ca_cert_file) {
+        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(p->ca_cert_file);
+        if (!names)
+            return prof_fail(p, err, errlen, "caCertFile %s: no CA certificate names (%s)",
+                             p->ca_cert_file, ssl_why());
+        SSL_CTX_set_client_CA_list(tp->ctx, names); /* the context owns them */
+    }
+    tp->uid = rtr_tls_uid_new(p, err, errlen);
+    return tp->uid ? 0 : -1;
+}
+
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_tls_t *tls = base_calloc(1, sizeof(*tls));
@@ -212,6 +233,11 @@ rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++) {
         const cfg_ssl_profile_t *p = &cfg->ssl_profiles[i];
         if (profile_ctx(p, &tls->profiles[i].ctx, err, errlen) < 0) {
+            rtr_tls_free(tls);
+            return NULL;
+        }
+        if (profile_peer_setup(p, &tls->profiles[i], err, errlen) < 0) {
+            SSL_CTX_free(tls->profiles[i].ctx);
             rtr_tls_free(tls);
             return NULL;
         }
@@ -225,21 +251,25 @@ void rtr_tls_free(rtr_tls_t *tls)
 {
     if (!tls)
         return;
-    for (size_t i = 0; i < tls->n; i++)
+    for (size_t i = 0; i < tls->n; i++) {
         SSL_CTX_free(tls->profiles[i].ctx);
+        rtr_tls_uid_free(tls->profiles[i].uid);
+    }
     free(tls->profiles);
     free(tls);
 }
 
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
 {
-    SSL_CTX *ctx = NULL;
+    SSL_CTX             *ctx = NULL;
+    const tls_profile_t *prof = NULL;
     for (size_t i = 0; tls && i < tls->n && !ctx; i++)
         if (strcmp(tls->profiles[i].name, profile) == 0)
-            ctx = tls->profiles[i].ctx;
+            prof = &tls->profiles[i], ctx = prof->ctx;
     if (!ctx)
         return NULL;
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
+    t->prof = prof;
     t->ssl = SSL_new(ctx);
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
@@ -342,4 +372,24 @@ const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t)
 int rtr_tls_ssf_WT(const rtr_tls_conn_t *t)
 {
     return SSL_is_init_finished(t->ssl) ? SSL_get_cipher_bits(t->ssl, NULL) : 0;
+}
+
+void rtr_tls_conn_ask_cert_WT(rtr_tls_conn_t *t)
+{
+    /* as Proton's PN_SSL_VERIFY_PEER on a server: no certificate, or one the profile's CAs
+       did not sign, fails the handshake */
+    SSL_set_verify(t->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+}
+
+bool rtr_tls_peer_verified_WT(const rtr_tls_conn_t *t)
+{
+    return SSL_is_init_finished(t->ssl) && SSL_get0_peer_certificate(t->ssl) &&
+           SSL_get_verify_result(t->ssl) == X509_V_OK;
+}
+
+char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t)
+{
+    if (!rtr_tls_peer_verified_WT(t))
+        return NULL;
+    return rtr_tls_uid_user(t->prof->uid, SSL_get0_peer_certificate(t->ssl));
 }

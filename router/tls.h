@@ -50,6 +50,14 @@ size_t rtr_tls_take_cipher_WT(rtr_tls_conn_t *t, void *buf, size_t cap);
 /* Queue a close_notify (once). */
 void rtr_tls_shutdown_WT(rtr_tls_conn_t *t);
 /* The session's protocol ("TLSv1.3"), cipher, and cipher bits (0 before the handshake). */
+/* Ask the client for a certificate that the profile's CAs signed (the listener offers
+ * EXTERNAL): a client without one fails the handshake.  Before the handshake starts. */
+void rtr_tls_conn_ask_cert_WT(rtr_tls_conn_t *t);
+/* True once the handshake is done with a client certificate that verified. */
+bool rtr_tls_peer_verified_WT(const rtr_tls_conn_t *t);
+/* The user that the client's verified certificate names, by the profile's uidFormat and
+ * uidNameMappingFile (tls_uid.h): a new string the caller frees, or NULL without one. */
+char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_proto_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t);
 int         rtr_tls_ssf_WT(const rtr_tls_conn_t *t);

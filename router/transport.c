@@ -290,6 +290,20 @@ static void tls_read_WT(rtr_conn_t *c)
     }
 }
 
+/* requireEncryption: a client that did not start TLS is refused as qdrouterd's Proton
+ * refuses it (amqp:connection:policy-error, nothing written back: the client sees the
+ * connection end).  No handshake failed: tlsHandshakesFailed does not count it. */
+static bool unencrypted_refused_WT(rtr_conn_t *c)
+{
+    LOGC(c, INFO,
+         "Connection from %s closed: amqp:connection:policy-error Client connection "
+         "unencrypted - forbidden (listener requires encryption)",
+         c->peer);
+    c->end_logged = true;
+    input_ended_WT(c);
+    return false;
+}
+
 /* The first bytes of a connection to a listener with an sslProfile: a TLS handshake record
  * (0x16) starts TLS; anything else is plain AMQP, or refused when the listener requires TLS.
  * The bytes are in Proton's input buffer (never given to it when they are TLS). */
@@ -297,7 +311,9 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
 {
     const cfg_listener_t *l = c->listener;
     c->tls_detect = false;
-    if ((uint8_t)p[0] != 0x16) {
+    if ((uint8_t)p[0] != 0x16 || !l->ssl_profile) {
+        if (l->require_encryption)
+            return unencrypted_refused_WT(c);
         if (!l->require_ssl)
             return plain_in_WT(c, p, n);
         rtr_lstats_tls_failed_WT(c, "not a TLS handshake, and the listener requires TLS");
@@ -310,6 +326,8 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
         input_ended_WT(c);
         return false;
     }
+    if (rtr_sasl_listener_asks_cert(l))
+        rtr_tls_conn_ask_cert_WT(c->tls);
     rtr_tls_put_cipher_WT(c->tls, p, n);
     tls_read_WT(c);
     return true;
@@ -492,8 +510,10 @@ static bool conn_in_full_WT(rtr_conn_t *c)
 static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
 {
     const cfg_listener_t *l = c->listener;
-    if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer))
+    if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer)) {
+        rtr_sasl_external_WT(t, &c->tls);
         return;
+    }
     pn_transport_require_auth(t, l->authenticate_peer);
     pn_sasl_t *sasl = pn_sasl(t);
     pn_sasl_allowed_mechs(sasl, l->authenticate_peer ? "" : "ANONYMOUS");
@@ -532,7 +552,8 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
-    c->tls_detect = l->ssl_profile != NULL; /* the first byte says whether it is TLS */
+    /* the first byte says whether it is TLS (or, requiring encryption, refused) */
+    c->tls_detect = l->ssl_profile != NULL || (l->require_encryption && !websocket);
     rtr_lstats_accepted_WT(c);
     return true;
 }

@@ -126,9 +126,11 @@ struct rtr_conn {
                                            buffer or the budget stopped taking it */
     bool                   tls_eof;    /* the client's input ended: once the session has
                                           given Proton everything, Proton's input ends */
-    bool                   failure_logged; /* a TLS or authentication failure (or a bad
-                                              protocol header) was counted and logged: the
-                                              rest of its end is not (router/lstats.h) */
+    bool                   end_logged; /* the line that says why the connection ends is
+                                          out (the transport refused the client before
+                                          Proton saw a byte; a TLS or authentication failure
+                                          or a bad protocol header, router/lstats.h):
+                                          Proton's own line for that end would repeat it */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

@@ -458,7 +458,7 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
     put_int(f, lc->cost);
     put_str(f, lc->sasl_mechanisms);
     put_bool(f, lc->authenticate_peer);
-    put_bool(f, false); /* requireEncryption: true is refused */
+    put_bool(f, lc->require_encryption);
     put_bool(f, lc->require_ssl);
     put_str(f, lc->ssl_profile); /* NULL: null */
     put_int(f, lc->max_frame_size);

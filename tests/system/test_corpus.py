@@ -51,8 +51,8 @@ INTER_ROUTER_ROLE = refused('Junction does not support role "inter-router" yet')
 CONNECTOR = refused("Junction does not support the 'connector' entity yet")
 # a snippet whose listener names a profile the snippet leaves out (qdrouterd refuses it too)
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
-# SASL EXTERNAL (the identity from the client's certificate): the next round of TLS
-EXTERNAL = refused("attribute 'saslMechanisms': EXTERNAL needs client certificates, not supported yet")
+# the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
+NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
 LINKROUTE = refused("Junction does not support the 'linkRoute' entity yet")
 AUTOLINK = refused("Junction does not support the 'autoLink' entity yet")
 WAYPOINT = refused("Junction does not support waypoint: true (waypoints) yet")
@@ -88,7 +88,7 @@ EXPECTED = {
     'docs/creating-vhost-policies-L92.conf': GROUPS_NOT_JSON,
     'docs/creating-vhost-policies-json-L40.conf': POLICY_DIR,
     'docs/creating-vhost-policies-json-L56.json': VHOST_POLICY,
-    'docs/enabling-ssl-tls-client-authentication-L48.conf': EXTERNAL,
+    'docs/enabling-ssl-tls-client-authentication-L48.conf': NO_SERVICE_PROFILE,
     'docs/enabling-ssl-tls-encryption-L46.conf': SERVES,
     'docs/enabling-ssl-tls-encryption-L85.conf': NO_SUCH_PROFILE,
     'docs/enabling-username-password-authentication-L110.conf': SERVES,

@@ -215,10 +215,11 @@ def plain_outcome(r, user, password, mech="PLAIN"):
 
 # ---- SCRAM (RFC 5802, RFC 7677) ------------------------------------------------------------
 
-def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256"):
-    """Log in with SCRAM over the raw SASL layer; returns (outcome code, server verified)."""
+def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256", client=None):
+    """Log in with SCRAM over the raw SASL layer; returns (outcome code, server verified).
+    With `client` (a SaslClient that has read the SASL header), over it, left open."""
     h = getattr(hashlib, hname)
-    c = SaslClient(host, port)
+    c = client or SaslClient(host, port)
     try:
         assert mech in c.mechanisms()
         cnonce = base64.b64encode(os.urandom(18)).decode()
@@ -251,7 +252,8 @@ def scram_login(host, port, user, password, hname="sha256", mech="SCRAM-SHA-256"
             verified = fields[1] == want
         return fields[0], verified
     finally:
-        c.close()
+        if client is None:
+            c.close()
 
 
 # ---- the tests -----------------------------------------------------------------------------
@@ -392,13 +394,15 @@ def test_unusable_sasl_config_dir_stops_start_up(tmp_path):
     assert len(lines) == 1 and "No such file or directory" in lines[0], out.stderr
 
 
-def test_external_is_refused_until_tls(tmp_path):
-    cfg = write_config(tmp_path / "r.json", [
-        ["listener", {"host": "127.0.0.1", "port": "0", "authenticatePeer": "yes",
-                      "saslMechanisms": "EXTERNAL PLAIN"}]])
-    out = run_junctiond(["-t", "-c", cfg])
-    assert out.returncode != 0
-    assert "EXTERNAL needs client certificates, not supported yet" in out.stderr
+def test_external_is_not_offered_without_tls(make_router, sasl_dir):
+    """EXTERNAL names the user by a client certificate (test_tls_clientcert.py): a plain
+    client has none, so it is not offered."""
+    r = auth_router(make_router, sasl_dir, mechs="EXTERNAL PLAIN")
+    c = SaslClient(r.host, r.port)
+    try:
+        assert c.mechanisms() == ["PLAIN"]
+    finally:
+        c.close()
 
 
 # ---- bad SASL input: each closes that connection, the router goes on -----------------------

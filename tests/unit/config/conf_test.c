@@ -444,10 +444,11 @@ static void test_deprecated_attributes(void **state)
     conf_err("listener {\n port: 0\n logMessage: all\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'logMessage': Junction does not "
              "support messageLoggingComponents other than \"none\" (message logging) yet");
-    conf_err("listener {\n port: 0\n allowUnsecured: no\n}\n",
-             "t.conf: line 3: entity 0 (listener): attribute 'allowUnsecured': Junction does "
-             "not support allowUnsecured: false (requireEncryption) yet");
+    c = conf_ok("listener {\n port: 0\n allowUnsecured: no\n}\n");
+    assert_true(c->listeners[0].require_encryption);
+    cfg_free(c);
     c = conf_ok("listener {\n port: 0\n allowUnsecured: yes\n}\n");
+    assert_false(c->listeners[0].require_encryption);
     one_warning(c, "t.conf: line 3: entity 0 (listener): attribute 'allowUnsecured' is "
                    "deprecated: use 'requireEncryption' instead (allowUnsecured: no is "
                    "requireEncryption: yes)");

@@ -937,15 +937,22 @@ static void test_listener_unsupported(void **state)
     cfg_free(tls);
     load_err("[['sslProfile', {'certFile': '/c.pem'}]]",
              "t.json: entity 0 (sslProfile): an sslProfile needs a 'name' (listeners name it)");
-    listener_err("'requireEncryption': 'on'",
+    cfg_t *enc = listener_ok("'requireEncryption': 'on', 'saslMechanisms': 'PLAIN external'");
+    assert_true(enc->listeners[0].require_encryption);
+    assert_string_equal(enc->listeners[0].sasl_mechanisms, "PLAIN EXTERNAL");
+    cfg_free(enc);
+    listener_err("'requireEncryption': true, 'http': true",
                  "attribute 'requireEncryption': Junction does not support requireEncryption: "
-                 "true yet");
+                 "true on an http listener yet");
+    /* EXTERNAL on a TLS listener needs the CAs that check client certificates */
+    load_err("[['sslProfile', {'name': 'tls', 'certFile': '/c.pem'}], ['listener', {'port': "
+             "'5', 'sslProfile': 'tls', 'saslMechanisms': 'EXTERNAL'}]]",
+             "t.json: listener '' (port 5): saslMechanisms EXTERNAL needs client certificates "
+             "checked against CAs: sslProfile 'tls' has no caCertFile");
     listener_err("'multiTenant': true",
                  "attribute 'multiTenant': Junction does not support multiTenant: true yet");
     listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
                                          "saslPlugin (authentication services) yet");
-    listener_err("'saslMechanisms': 'PLAIN EXTERNAL'",
-                 "attribute 'saslMechanisms': EXTERNAL needs client certificates, not supported yet");
     listener_err("'saslMechanisms': 'PLAIN SCRAM/SHA-1'",
                  "attribute 'saslMechanisms': expected SASL mechanism names (letters, digits, "
                  "'-', '_') separated by blanks, got \"PLAIN SCRAM/SHA-1\"");
