@@ -13,20 +13,14 @@
 #include "router/transport.h"
 
 #include <proton/sasl.h>
-#include <sasl/sasl.h>
-
 #include <pthread.h>
+#include <sasl/sasl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 /* The `listener` family's fields (slot offsets: no histogram). */
-enum {
-    L_ACCEPTED = 0,
-    L_TLS_FAILED,
-    L_BAD_HEADER,
-    L_NFIELDS
-};
+enum { L_ACCEPTED = 0, L_TLS_FAILED, L_BAD_HEADER, L_NFIELDS };
 
 // clang-format off
 static const stats_field_t listener_fields[L_NFIELDS] = {
@@ -57,15 +51,15 @@ typedef struct lrec {
     stats_obj_t           obj;              /* its `listener` object */
     stats_obj_t           auth[RTR_AUTH_N]; /* its `listenerAuth` objects (none: it does not
                                                authenticate) */
-    struct lrec          *next;             /* the table */
+    struct lrec *next;                      /* the table */
 } lrec_t;
 
 struct rtr_lstats {
-    const core_stats_t *cs;        /* immutable: the registry and its logging of refusals */
-    stats_family_t     *fam;       /* immutable: `listener` */
-    stats_family_t     *auth_fam;  /* immutable: `listenerAuth` */
-    pthread_mutex_t     lock;      /* guards recs and every count; taken alone */
-    lrec_t             *recs;      /* [lock] live listeners */
+    const core_stats_t *cs;       /* immutable: the registry and its logging of refusals */
+    stats_family_t     *fam;      /* immutable: `listener` */
+    stats_family_t     *auth_fam; /* immutable: `listenerAuth` */
+    pthread_mutex_t     lock;     /* guards recs and every count; taken alone */
+    lrec_t             *recs;     /* [lock] live listeners */
 };
 
 const char *rtr_auth_reason_name(rtr_auth_reason_t r)
@@ -97,12 +91,16 @@ rtr_auth_reason_t rtr_auth_reason_of_cyrus(int rc)
 
 rtr_lstats_t *rtr_lstats_new(const core_stats_t *cs)
 {
-    const stats_family_def_t ldef = {.name = "listener", .fields = listener_fields,
-                                     .nfields = L_NFIELDS, .labels = {"listener"}};
-    const stats_family_def_t adef = {.name = "listenerAuth", .fields = auth_fields, .nfields = 1,
+    const stats_family_def_t ldef = {.name = "listener",
+                                     .fields = listener_fields,
+                                     .nfields = L_NFIELDS,
+                                     .labels = {"listener"}};
+    const stats_family_def_t adef = {.name = "listenerAuth",
+                                     .fields = auth_fields,
+                                     .nfields = 1,
                                      .labels = {"key", "listener", "reason"},
                                      .prom_prefix = "junction_listener"};
-    stats_family_t *fam = NULL, *auth_fam = NULL;
+    stats_family_t          *fam = NULL, *auth_fam = NULL;
     if (!cs || !cs->reg || stats_family_new(cs->reg, &ldef, &fam) != 0 ||
         stats_family_new(cs->reg, &adef, &auth_fam) != 0)
         return NULL; /* families are permanent: one that was made stays unused */
@@ -223,7 +221,7 @@ void rtr_lstats_tls_failed_WT(rtr_conn_t *c, const char *fmt, ...)
     if (c->end_logged)
         return;
     c->end_logged = true;
-    char what[512], name[256];
+    char    what[512], name[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
@@ -242,9 +240,10 @@ static void auth_failed_va_WT(rtr_conn_t *c, rtr_auth_reason_t why, const char *
     char what[512], name[256];
     vsnprintf(what, sizeof(what), fmt, ap);
     count_WT(c, -1, (int)why, name, sizeof(name));
-    LOGC(c, INFO, "SASL: authentication of client %s failed (mechanism %s): %s (listener %s, "
-         "reason %s)", c->peer, mech && *mech ? mech : "none", what, name,
-         rtr_auth_reason_name(why));
+    LOGC(c, INFO,
+         "SASL: authentication of client %s failed (mechanism %s): %s (listener %s, "
+         "reason %s)",
+         c->peer, mech && *mech ? mech : "none", what, name, rtr_auth_reason_name(why));
 }
 
 void rtr_lstats_auth_failed_WT(rtr_conn_t *c, rtr_auth_reason_t why, const char *mech,
@@ -282,10 +281,8 @@ void rtr_lstats_bad_header_WT(rtr_conn_t *c)
     char name[256];
     count_WT(c, L_BAD_HEADER, -1, name, sizeof(name));
     /* the guard keeps the header it gathered: its first byte tells a TLS record */
-    LOGC(c, INFO, "Connection from %s closed: not an AMQP protocol header%s (listener %s)",
-         c->peer,
-         c->guard.hdr[0] == 0x16 ? " but a TLS handshake, and the listener has no sslProfile"
-                                 : "",
+    LOGC(c, INFO, "Connection from %s closed: not an AMQP protocol header%s (listener %s)", c->peer,
+         c->guard.hdr[0] == 0x16 ? " but a TLS handshake, and the listener has no sslProfile" : "",
          name);
 }
 
@@ -293,8 +290,7 @@ void rtr_lstats_bad_header_WT(rtr_conn_t *c)
  * outcome yet. */
 static bool sasl_in_progress_WT(rtr_conn_t *c)
 {
-    return c->guard.layer == 1 &&
-           pn_sasl_outcome(pn_sasl(c->driver.transport)) == PN_SASL_NONE;
+    return c->guard.layer == 1 && pn_sasl_outcome(pn_sasl(c->driver.transport)) == PN_SASL_NONE;
 }
 
 /* A TLS session whose handshake has not finished. */
@@ -347,9 +343,9 @@ bool rtr_lstats_transport_error_WT(rtr_conn_t *c, pn_condition_t *cond)
     if (strcmp(name, "amqp:unauthorized-access") == 0) {
         /* Proton's own refusals (sasl.c reports Cyrus's before this): a mechanism outside
          * the listener's saslMechanisms, or its built-in ANONYMOUS layer's */
-        rtr_lstats_auth_failed_WT(c, strstr(desc, "mechanism") ? RTR_AUTH_MECHANISM
-                                                               : RTR_AUTH_CREDENTIALS,
-                                  mech, "%s %s", name, desc);
+        rtr_lstats_auth_failed_WT(
+            c, strstr(desc, "mechanism") ? RTR_AUTH_MECHANISM : RTR_AUTH_CREDENTIALS, mech, "%s %s",
+            name, desc);
         return true;
     }
     if (tls_in_progress_WT(c)) {

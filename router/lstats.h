@@ -63,7 +63,9 @@ typedef enum rtr_auth_reason {
 
 /* The reasons' label values, in the enum's order (for the management rows too). */
 #define RTR_AUTH_REASON_NAMES                                                                      \
-    {"credentials", "mechanism", "protocol", "skipped", "aborted", "timeout", "internal"}
+    {                                                                                              \
+        "credentials", "mechanism", "protocol", "skipped", "aborted", "timeout", "internal"        \
+    }
 
 /* The reason's label value ("credentials" ...). */
 const char *rtr_auth_reason_name(rtr_auth_reason_t r);
