@@ -276,6 +276,83 @@ def test_a_sasl_exchange_left_unfinished_times_out(make_router, certs, sasl_dir)
 
 # ---- SASL frames at and past maxFrameSize ----------------------------------------------------
 
+def init_of_size(n, mech="PLAIN"):
+    """A sasl-init frame of exactly n bytes (PLAIN for USER, a wrong password of x's)."""
+    head = ts.sasl_init(mech, b"")
+    fill = n - len(head) - (3 if n - len(head) - 2 >= 256 else 0)
+    frame = ts.sasl_init(mech, b"\0" + ts.USER.encode() + b"\0" + b"x" * (fill - 2 -
+                                                                          len(ts.USER)))
+    assert len(frame) == n, (len(frame), n)
+    return frame
+
+
+def outcome_of(addr, frame):
+    """The SASL outcome code the server at addr answers `frame` with, or None when it closes
+    without one."""
+    s = socket.create_connection(addr, timeout=5)
+    got = b""
+    try:
+        s.sendall(ts.SASL_HEADER + frame)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+            i = got.find(b"\x00\x53\x44\xc0")  # sasl-outcome, list8: size, count, ubyte code
+            if i >= 0 and len(got) >= i + 8:
+                return got[i + 7]
+    except (ConnectionResetError, socket.timeout):
+        pass
+    finally:
+        s.close()
+    return None
+
+
+PEER_QDROUTERD = tt.PEER_BIN / "qdrouterd"
+
+
+def test_qdrouterd_draws_the_same_line_for_sasl_frames(make_router, sasl_dir, tmp_path):
+    """What qdrouterd 1.19 (Debian's Proton 0.37) answers: a sasl-init of maxFrameSize bytes
+    is read, one byte more ends the connection without an outcome; Junction the same."""
+    if not PEER_QDROUTERD.exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_QDROUTERD)
+    import subprocess
+    from conftest import free_port
+    port = free_port()
+    cfg = tmp_path / "qdrouterd.json"
+    cfg.write_text(json.dumps([
+        ["router", {"id": "Peer", "mode": "standalone"}],
+        ["listener", {"host": "127.0.0.1", "port": str(port), "saslMechanisms": "ANONYMOUS"}]]))
+    peer = subprocess.Popen([str(PEER_QDROUTERD), "-c", str(cfg)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and peer.poll() is None, "qdrouterd down"
+                time.sleep(0.1)
+        peer_said = [outcome_of(("127.0.0.1", port), init_of_size(n, "ANONYMOUS"))
+                     for n in (600, 16384, 16385)]
+    finally:
+        peer.terminate()
+        peer.wait(10)
+    assert peer_said == [0, 0, None]  # ANONYMOUS succeeds whatever its initial response
+    ts.write_conf(sasl_dir, "PLAIN ANONYMOUS")
+    r = make_router(router_entities(router={"saslConfigDir": str(sasl_dir),
+                                            "saslConfigName": "junction"}, listeners=[
+        {"name": "anon", "host": "127.0.0.1", "port": "0", "saslMechanisms": "ANONYMOUS"},
+        {"host": "127.0.0.1", "port": "0", "http": True}]))
+    assert [outcome_of(r.addresses[0], init_of_size(n, "ANONYMOUS"))
+            for n in (600, 16384, 16385)] == [0, 0, None]
+    # Junction counts the refusal, as a protocol failure of that listener's authentication
+    assert wait_value(lambda: lm.auth_failed(r.addresses[1], "anon"), only("protocol")) == \
+        only("protocol")
+    r.wait_log(r"frame is larger than the maximum frame size \(listener anon, reason protocol\)")
+
+
 def test_sasl_frames_up_to_max_frame_size_are_read_larger_ones_refused(make_router, certs,
                                                                         sasl_dir):
     """The AMQP 1.0 spec lets a peer refuse frames over 512 bytes before the open
@@ -284,14 +361,6 @@ def test_sasl_frames_up_to_max_frame_size_are_read_larger_ones_refused(make_rout
     and no outcome.  Junction's frame guard draws the same line."""
     r = full_router(make_router, certs, sasl_dir)
     addr = r.addresses[INDEX[AUTH]]
-
-    def init_of_size(n):
-        head = ts.sasl_init("PLAIN", b"")
-        fill = n - len(head) - (3 if n - len(head) - 2 >= 256 else 0)
-        frame = ts.sasl_init("PLAIN", b"\0" + ts.USER.encode() + b"\0" + b"x" * (fill - 2 -
-                                                                                len(ts.USER)))
-        assert len(frame) == n, (len(frame), n)
-        return frame
 
     c = ts.SaslClient(*addr)
     c.mechanisms()

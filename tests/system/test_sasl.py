@@ -447,6 +447,13 @@ def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
     assert plain_outcome(r, USER, PASSWORD) == OK
     want = lm.only(BAD_REASON[name]) if BAD_REASON[name] else lm.only("credentials", 0)
     assert auth_failures(r, want) == want
+    # one line for the failure, naming the listener and the reason
+    failed = [l for l in r.stderr_lines() if "SASL: authentication of client" in l]
+    if BAD_REASON[name]:
+        assert len(failed) == 1, failed
+        assert failed[0].endswith("(listener %s, reason %s)" % (AUTH_LISTENER, BAD_REASON[name]))
+    else:
+        assert failed == []
 
 
 def test_logins_in_parallel_on_every_worker(make_router, sasl_dir):
