@@ -682,6 +682,7 @@ static void listener_fini(cfg_listener_t *l)
     BASE_FREE(l->http_root_dir);
     BASE_FREE(l->policy_vhost);
     BASE_FREE(l->ssl_profile);
+    BASE_FREE(l->sasl_plugin);
 }
 
 /* saslMechanisms: a blank- (or comma-) separated list of mechanism names (RFC 4422: upper
@@ -823,12 +824,11 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     }
     if (l->require_encryption && l->http)
         return unsupported(e, L_REQUIRE_ENCRYPTION, "requireEncryption: true on an http listener");
-    if (e->vals[L_SASL_PLUGIN]) {
-        if (get_str(e, L_SASL_PLUGIN, NULL, &s) < 0)
-            return -1;
-        BASE_FREE(s);
-        return unsupported(e, L_SASL_PLUGIN, "saslPlugin (authentication services)");
-    }
+    /* checked to name an authServicePlugin once the file is read (it may come later) */
+    if (get_str(e, L_SASL_PLUGIN, NULL, &l->sasl_plugin) < 0)
+        return -1;
+    if (l->sasl_plugin && !*l->sasl_plugin)
+        BASE_FREE(l->sasl_plugin);
     if (get_str(e, L_SASL_MECHANISMS, NULL, &s) < 0)
         return -1;
     if (s) {
@@ -978,6 +978,87 @@ const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name
     for (size_t i = 0; name && i < cfg->n_ssl_profiles; i++)
         if (strcmp(cfg->ssl_profiles[i].name, name) == 0)
             return &cfg->ssl_profiles[i];
+    return NULL;
+}
+
+static void auth_plugin_fini(cfg_auth_plugin_t *p)
+{
+    BASE_FREE(p->name);
+    BASE_FREE(p->host);
+    BASE_FREE(p->port);
+    BASE_FREE(p->realm);
+    BASE_FREE(p->ssl_profile);
+}
+
+/* authServicePlugin: host and port, else the deprecated authService "host:port" (as
+ * qdrouterd 1.19 chooses: a non-empty host wins).  qdrouterd quietly authenticates nobody
+ * through a plugin with neither; Junction refuses it. */
+static int auth_plugin_fill(ent_t *e, cfg_auth_plugin_t *p)
+{
+    char *svc = NULL;
+
+    if (check_common(e, AP_TYPE, AP_NAME, &p->name) < 0)
+        return -1;
+    if (!p->name)
+        return ent_fail(e, "an authServicePlugin needs a 'name' (listeners name it in "
+                           "saslPlugin)");
+    if (get_str(e, AP_HOST, "", &p->host) < 0 || get_str(e, AP_PORT, "amqp", &p->port) < 0 ||
+        get_str(e, AP_REALM, NULL, &p->realm) < 0 ||
+        get_str(e, AP_SSL_PROFILE, NULL, &p->ssl_profile) < 0 ||
+        get_str(e, AP_AUTH_SERVICE, NULL, &svc) < 0)
+        return -1;
+    if (p->ssl_profile && !*p->ssl_profile)
+        BASE_FREE(p->ssl_profile);
+    int slot = AP_PORT;
+    if (!*p->host && svc && *svc) {
+        /* "host:port", "[v6]:port" or "host" (port amqp), as Proton's address parser reads
+         * it */
+        char *colon = strrchr(svc, ':');
+        char *h = svc;
+        if (colon && (svc[0] != '[' || colon > strchr(svc, ']'))) {
+            *colon = '\0';
+            BASE_FREE(p->port);
+            p->port = base_strdup(colon + 1);
+        }
+        size_t hl = strlen(h);
+        if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+            h[hl - 1] = '\0';
+            h++;
+        }
+        BASE_FREE(p->host);
+        p->host = base_strdup(h);
+        slot = AP_AUTH_SERVICE;
+    }
+    free(svc);
+    if (!*p->host)
+        return ent_fail(e, "authServicePlugin '%s': attribute 'host': the authentication "
+                           "service's host is missing (give host and port)",
+                        p->name);
+    p->port_number = cfg_port_number(p->port);
+    if (p->port_number <= 0)
+        return expect(e, slot, "a port number from 1 to 65535 or a service name");
+    return 0;
+}
+
+static int build_auth_plugin(ent_t *e)
+{
+    cfg_t            *cfg = e->ld->cfg;
+    cfg_auth_plugin_t p = {0};
+
+    if (auth_plugin_fill(e, &p) < 0) {
+        auth_plugin_fini(&p);
+        return -1;
+    }
+    cfg->auth_plugins = base_realloc(cfg->auth_plugins, (cfg->n_auth_plugins + 1) * sizeof(p));
+    cfg->auth_plugins[cfg->n_auth_plugins++] = p;
+    return 0;
+}
+
+const cfg_auth_plugin_t *cfg_auth_plugin_find(const cfg_t *cfg, const char *name)
+{
+    for (size_t i = 0; name && i < cfg->n_auth_plugins; i++)
+        if (strcmp(cfg->auth_plugins[i].name, name) == 0)
+            return &cfg->auth_plugins[i];
     return NULL;
 }
 
@@ -1412,6 +1493,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__ssl_profile_attrs;
         e.n_defs = S_N;
         break;
+    case TK_AUTH_PLUGIN:
+        e.defs = cfg__auth_plugin_attrs;
+        e.n_defs = AP_N;
+        break;
     }
     if (collect(&e, attrs) < 0)
         return -1;
@@ -1437,6 +1522,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_fixed_address(&e);
     case TK_SSL_PROFILE:
         return build_ssl_profile(&e);
+    case TK_AUTH_PLUGIN:
+        return build_auth_plugin(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1582,10 +1669,10 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
                  l->name ? l->name : "", l->port, l->ssl_profile);
             goto out;
         }
-        if (l->ssl_profile && l->http) {
-            fail(&ld, "listener '%s' (port %s): sslProfile on an http listener: Junction does not "
-                      "support TLS on HTTP listeners yet",
-                 l->name ? l->name : "", l->port);
+        if (l->sasl_plugin && !cfg_auth_plugin_find(ld.cfg, l->sasl_plugin)) {
+            fail(&ld, "listener '%s' (port %s): saslPlugin '%s': no authServicePlugin entity has "
+                      "that name",
+                 l->name ? l->name : "", l->port, l->sasl_plugin);
             goto out;
         }
         /* EXTERNAL makes the TLS session ask for a client certificate and check it against
@@ -1597,6 +1684,15 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             fail(&ld, "listener '%s' (port %s): saslMechanisms EXTERNAL needs client certificates "
                       "checked against CAs: sslProfile '%s' has no caCertFile",
                  l->name ? l->name : "", l->port, l->ssl_profile);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ld.cfg->n_auth_plugins; i++) {
+        const cfg_auth_plugin_t *p = &ld.cfg->auth_plugins[i];
+        if (p->ssl_profile && !cfg_ssl_profile_find(ld.cfg, p->ssl_profile)) {
+            fail(&ld, "authServicePlugin '%s': sslProfile '%s': no sslProfile entity has that "
+                      "name",
+                 p->name, p->ssl_profile);
             goto out;
         }
     }
@@ -1689,6 +1785,9 @@ void cfg_free(cfg_t *cfg)
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++)
         ssl_profile_fini(&cfg->ssl_profiles[i]);
     free(cfg->ssl_profiles);
+    for (size_t i = 0; i < cfg->n_auth_plugins; i++)
+        auth_plugin_fini(&cfg->auth_plugins[i]);
+    free(cfg->auth_plugins);
     free(cfg->management.socket);
     free(cfg->policy.default_vhost);
     for (size_t i = 0; i < cfg->n_warnings; i++)

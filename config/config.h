@@ -162,6 +162,9 @@ typedef struct cfg_listener {
                                          load checks it exists), or NULL: no TLS */
     bool        require_ssl;          /* `requireSsl` (with ssl_profile only): every connection
                                          is TLS; false: TLS or plain, by the first byte */
+    char       *sasl_plugin;          /* `saslPlugin`: the name of a cfg_auth_plugin_t (the
+                                         load checks it exists) whose authentication service
+                                         authenticates this listener's clients, or NULL */
     bool        require_encryption;   /* `requireEncryption`: a client that is not TLS is
                                          refused (amqp:connection:policy-error, as qdrouterd);
                                          not on an http listener */
@@ -186,6 +189,18 @@ typedef struct cfg_ssl_profile {
     char *uid_name_mapping_file; /* `uidNameMappingFile`: JSON {uid: name}, read and checked
                                     at start-up (router/tls_uid.c), or NULL */
 } cfg_ssl_profile_t;
+
+/* `authServicePlugin`: a remote AMQP authentication service that listeners naming it in
+ * `saslPlugin` hand their clients' SASL exchange to (router/authsvc.c). */
+typedef struct cfg_auth_plugin {
+    char *name;        /* `name`, required (listeners name it) */
+    char *host;        /* `host`, or the host of the deprecated `authService` "host:port" */
+    char *port;        /* `port` (default "amqp"), or authService's port */
+    int   port_number; /* port as a number (1-65535), resolved by the load */
+    char *realm;       /* `realm` (once saslInitHostname): the sasl-init hostname, or NULL */
+    char *ssl_profile; /* `sslProfile` (once authSslProfile): TLS to the service with that
+                          profile (the load checks it exists), or NULL: plain */
+} cfg_auth_plugin_t;
 
 /* Longest httpRootDir accepted (bytes, without the NUL). */
 #define CFG_PATH_MAX 4096
@@ -257,6 +272,8 @@ typedef struct cfg {
     size_t          n_addresses;
     cfg_ssl_profile_t *ssl_profiles; /* array, in file order */
     size_t          n_ssl_profiles;
+    cfg_auth_plugin_t *auth_plugins; /* array, in file order */
+    size_t          n_auth_plugins;
     cfg_log_t      *logs;        /* array, in file order */
     size_t          n_logs;
     char          **warnings;    /* what loaded but qdrouterd deprecated (old names), one line
@@ -273,6 +290,8 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
 /* The sslProfile of that name, or NULL.  Thread-safe (cfg is read-only). */
 const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name);
+/* The authServicePlugin of that name, or NULL.  Thread-safe (cfg is read-only). */
+const cfg_auth_plugin_t *cfg_auth_plugin_find(const cfg_t *cfg, const char *name);
 void cfg_free(cfg_t *cfg);
 
 /* qdrouterd's names for the enums ("balanced", "both", "inter-router"); "?" when out of range.

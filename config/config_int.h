@@ -98,6 +98,11 @@ enum {
     S_UID_NAME_MAPPING_FILE, S_DISPLAY_NAME_FILE, S_N
 };
 
+enum {
+    AP_NAME = 0, AP_IDENTITY, AP_TYPE, AP_AUTH_SERVICE, AP_HOST, AP_PORT, AP_REALM,
+    AP_SASL_INIT_HOSTNAME, AP_SSL_PROFILE, AP_AUTH_SSL_PROFILE, AP_N
+};
+
 /* qdrouterd 0.x's `fixedAddress` (replaced by `address` in 0.7, gone in 1.0) */
 enum { F_NAME = 0, F_IDENTITY, F_TYPE, F_PREFIX, F_PHASE, F_FANOUT, F_BIAS, F_N };
 // clang-format on
@@ -111,6 +116,7 @@ extern const attr_def_t cfg__policy_attrs[P_N];
 extern const attr_def_t cfg__container_attrs[C_N];
 extern const attr_def_t cfg__fixed_address_attrs[F_N];
 extern const attr_def_t cfg__ssl_profile_attrs[S_N];
+extern const attr_def_t cfg__auth_plugin_attrs[AP_N];
 /* container slot -> the router slot it fills (0: none, as for containerName) */
 extern const int cfg__container_to_router[C_N];
 
@@ -125,6 +131,7 @@ typedef enum type_kind {
     TK_CONTAINER,     /* qdrouterd 0.x: its attributes are the router's now */
     TK_FIXED_ADDRESS, /* qdrouterd 0.x: an `address` with fanout/bias for distribution */
     TK_SSL_PROFILE,   /* TLS settings a listener names */
+    TK_AUTH_PLUGIN,   /* authServicePlugin: a remote authentication service */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */
 } type_kind_t;

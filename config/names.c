@@ -253,6 +253,24 @@ const attr_def_t cfg__ssl_profile_attrs[S_N] = {
                                  .deprecated = true},
 };
 
+/* authServicePlugin (qdrouterd 1.19: host and port, or the deprecated authService
+ * "host:port"; realm, once saslInitHostname; sslProfile, once authSslProfile) */
+const attr_def_t cfg__auth_plugin_attrs[AP_N] = {
+    [AP_NAME]               = {"name", AT_STRING},
+    [AP_IDENTITY]           = {"identity", AT_STRING, .ignored = true},
+    [AP_TYPE]               = {"type", AT_STRING},
+    [AP_AUTH_SERVICE]       = {"authService", AT_STRING, .deprecated = true,
+                               .instead = "use 'host' and 'port' instead"},
+    [AP_HOST]               = {"host", AT_STRING},
+    [AP_PORT]               = {"port", AT_STRING},
+    [AP_REALM]              = {"realm", AT_STRING},
+    [AP_SASL_INIT_HOSTNAME] = {"saslInitHostname", AT_STRING, .alias_of = AP_REALM,
+                               .deprecated = true},
+    [AP_SSL_PROFILE]        = {"sslProfile", AT_STRING},
+    [AP_AUTH_SSL_PROFILE]   = {"authSslProfile", AT_STRING, .alias_of = AP_SSL_PROFILE,
+                               .deprecated = true},
+};
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
                G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS &&
                C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS,
@@ -261,7 +279,7 @@ _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_AT
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
     "connector", "linkRoute", "autoLink", "exchange", "binding",
-    "authServicePlugin", "vhost", "vhostUserGroupSettings", "console",
+    "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
 };
@@ -287,19 +305,6 @@ static const char *const autoLink_dir_tags[] = {"in", "out", NULL};
 static const char *const autoLink_operStatus_tags[] = {"inactive", "attaching", "failed", "active", "quiescing", "idle", NULL};
 static const char *const exchange_matchMethod_tags[] = {"amqp", "mqtt", NULL};
 
-
-static const attr_def_t authServicePlugin_attrs[] = {
-    {.name = "name", .type = AT_STRING},
-    {.name = "identity", .type = AT_STRING},
-    {.name = "type", .type = AT_STRING},
-    {.name = "authService", .type = AT_STRING, .deprecated = true, .instead = "use 'host' and 'port' instead"},
-    {.name = "host", .type = AT_STRING},
-    {.name = "port", .type = AT_STRING},
-    {.name = "realm", .type = AT_STRING},
-    {.name = "saslInitHostname", .type = AT_STRING, .alias_of = 6 /* realm */, .deprecated = true},
-    {.name = "sslProfile", .type = AT_STRING},
-    {.name = "authSslProfile", .type = AT_STRING, .alias_of = 8 /* sslProfile */, .deprecated = true},
-};
 
 static const attr_def_t connector_attrs[] = {
     {.name = "name", .type = AT_STRING},
@@ -442,7 +447,6 @@ static const attr_def_t vhostUserGroupSettings_attrs[] = {
 /* Every table above, by canonical type. */
 #define TABLE(t, d) {t, d, BASE_ARRAY_LEN(d), NULL}
 static const cfg__type_table_t unsupported_tables[] = {
-    TABLE("authServicePlugin", authServicePlugin_attrs),
     TABLE("connector", connector_attrs),
     TABLE("linkRoute", linkRoute_attrs),
     TABLE("autoLink", autoLink_attrs),
@@ -558,6 +562,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_FIXED_ADDRESS;
     if (strcmp(c, "sslProfile") == 0)
         return TK_SSL_PROFILE;
+    if (strcmp(c, "authServicePlugin") == 0)
+        return TK_AUTH_PLUGIN;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))
         return TK_UNSUPPORTED;
     free(c);

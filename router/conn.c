@@ -460,8 +460,9 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     rtr_conn_process_WT(c);
 }
 
-void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer)
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const rtr_accept_t *ws)
 {
+    const char *peer = ws ? ws->peer : NULL;
     if (w->stopping) {
         close(fd);
         return;
@@ -481,6 +482,8 @@ void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const 
     else if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
 
+    if (ws && ws->tls[0]) /* wss: libwebsockets' TLS session, for the connection's rows */
+        c->ws_tls = base_strdup(ws->tls);
     BASE_DLIST_PUSH(w->conns, c, prev, next);
     w->n_conns++;
 

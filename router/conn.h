@@ -10,9 +10,10 @@
 
 #include "router/link_in.h"
 
-/* Serve socket fd as an AMQP connection of listener l; peer NULL = ask the socket (a
- * WebSocket's socketpair passes its client's "host:port").  Takes fd (closed on failure). */
-void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const char *peer);
+/* Serve socket fd as an AMQP connection of listener l; ws NULL = a TCP client, else a
+ * WebSocket's socketpair with its client's "host:port" and TLS session (borrowed).  Takes fd
+ * (closed on failure). */
+void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const rtr_accept_t *ws);
 /* Close c (with the condition set on it, else amqp:connection:forced "router shutting
  * down"); it is freed once its handles closed and its links are gone. */
 void rtr_conn_close_WT(rtr_conn_t *c);

@@ -49,6 +49,8 @@ enum {
 typedef struct rtr_accept {
     const cfg_listener_t *listener; /* the http listener the WebSocket came in on */
     char                  peer[64]; /* "host:port" of the WebSocket's client, for logs */
+    char                  tls[96];  /* its TLS session (https) as the connection's `tls`
+                                       stats label, or "" (plain HTTP) */
 } rtr_accept_t;
 
 /* Most worker threads (the management agent takes the next queue index, and indexes are

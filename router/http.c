@@ -1,7 +1,8 @@
 /* router/http.c: the HTTP/WebSocket server of `http: true` listeners, on libwebsockets 4.1
  * joined to the admin thread's libuv loop (foreign-loop mode) - its life cycle, its
  * listeners (one lws vhost each) and the protocol table that hands each request to its file:
- * http_get.c (plain HTTP) and http_ws.c (WebSockets).  router/DESIGN.md "The HTTP server".
+ * http_get.c (plain HTTP) and http_ws.c (WebSockets); an https listener's vhost gets its TLS
+ * from http_tls.c.  router/DESIGN.md "The HTTP server".
  *
  * Threads: the admin thread runs every function here; rtr_http_root_check() is thread-safe.
  * The server's memory goes only after the admin loop closed (rtr_http_free): lws writes into
@@ -76,14 +77,21 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
     lws_adopt_desc_t ad;
     memset(&ad, 0, sizeof(ad));
     ad.vh = l->vhost;
-    ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP;
+    ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP | LWS_ADOPT_ALLOW_SSL; /* TLS: https vhosts */
     ad.fd.sockfd = fd;
     ad.opaque = l;
     /* lws closes the socket when adopting fails */
     errno = 0;
-    if (!lws_adopt_descriptor_vhost_via_info(&ad))
-        rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection",
-                               errno);
+    if (lws_adopt_descriptor_vhost_via_info(&ad))
+        return;
+    int e = errno;
+    if (l->cfg->ssl_profile && e != EMFILE && e != ENFILE && e != ENOMEM && e != ENOBUFS)
+        /* an https listener: lws tries the handshake at once, and the client's first bytes
+         * may be there already and be no TLS (as a later failure, nothing for the operator) */
+        LOG(INFO, "HTTP: a connection to https listener %s closed: TLS handshake failed",
+            l->cfg->port);
+    else
+        rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", e);
 }
 
 /* Free the server's listeners (no lws connection points at them any more). */
@@ -159,6 +167,7 @@ static http_listener_t *listener_new(rtr_http_t *srv, const mgmt_admin_http_t *h
     vi.user = l;
     vi.keepalive_timeout = 5;
     vi.options = LWS_SERVER_OPTION_VALIDATE_UTF8;
+    rtr_http__tls_vhost_options(lc, &vi);
     l->vhost = lws_create_vhost(srv->ctx, &vi);
     if (!l->vhost) {
         LOG(CRITICAL, "Cannot start the HTTP server for listener %s", lc->port);
@@ -208,8 +217,11 @@ int rtr_http_start(rtr_http_t *srv, const mgmt_admin_http_t *http, size_t n)
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
     void *loops[1] = {srv->loop};
+    /* DO_SSL_GLOBAL_INIT: lws prepares its OpenSSL use with the context, which any later
+     * https listener (management CREATE) needs */
     info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
-                   LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN | LWS_SERVER_OPTION_VALIDATE_UTF8;
+                   LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN | LWS_SERVER_OPTION_VALIDATE_UTF8 |
+                   LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
     info.foreign_loops = loops;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.server_string = "junction/" JUNCTION_VERSION;

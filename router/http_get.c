@@ -443,6 +443,17 @@ int rtr_http__cb_get(struct lws *wsi, enum lws_callback_reasons reason, void *us
         return 0;
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return -1; /* a WebSocket without one of our subprotocols */
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        /* HTTP/2 (h2c) is not served: lws would answer on a stream of its own; the request
+         * gets a 403 as any other unknown upgrade (websocket goes on to its subprotocol) */
+        if (in && strcmp(in, "websocket") != 0) {
+            if (lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, NULL))
+                return -1;
+            return 1;
+        }
+        return 0;
+    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
+        return rtr_http__tls_ctx_fill(in, user); /* an https vhost's context (http_tls.c) */
     default:
         return lws_callback_http_dummy(wsi, reason, user, in, len);
     }

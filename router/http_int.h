@@ -1,6 +1,7 @@
 /* router/http_int.h: what the three files of the HTTP server share, included by them only:
  * http.c (the server and its listeners), http_get.c (GET: /metrics, /healthz, files) and
- * http_ws.c (WebSockets: AMQP over WebSocket, the console's junction-mgmt feed).
+ * http_ws.c (WebSockets: AMQP over WebSocket, the console's junction-mgmt feed) and
+ * http_tls.c (https and wss).
  *
  * Threads: everything here belongs to the admin thread, except the /healthz probe's channel
  * (http_probe_t), which the core thread touches too (under its lock).
@@ -114,10 +115,12 @@ struct rtr_http {
     rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
 };
 
-/* The listener that accepted the connection (its lws opaque user data). */
+/* The listener that accepted the connection (its lws opaque user data; a stream's is its
+ * network connection's - HTTP/2 is refused, but lws should never make us dereference NULL). */
 static inline http_listener_t *rtr_http__listener(struct lws *wsi)
 {
-    return lws_get_opaque_user_data(wsi);
+    http_listener_t *l = lws_get_opaque_user_data(wsi);
+    return l ? l : lws_get_opaque_user_data(lws_get_network_wsi(wsi));
 }
 
 /* ---- http.c ---- */
@@ -150,5 +153,20 @@ int rtr_http__cb_amqp(struct lws *wsi, enum lws_callback_reasons reason, void *u
 /* The callback of subprotocol "junction-mgmt" (user: a pointer to the session's ws_mgmt_t). */
 int rtr_http__cb_mgmt(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                       size_t len);
+
+/* ---- http_tls.c ---- */
+
+/* The vhost options of listener lc: with an sslProfile, TLS (and plain HTTP too unless
+ * requireSsl). */
+void rtr_http__tls_vhost_options(const cfg_listener_t *lc, struct lws_context_creation_info *vi);
+
+/* LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: fill vhost vh's server context
+ * (an SSL_CTX) from its listener's sslProfile.  Returns 0, or -1 after logging why (lws then
+ * fails the vhost). */
+int rtr_http__tls_ctx_fill(struct lws_vhost *vh, void *ssl_ctx);
+
+/* The connection's TLS session as the connection rows' `tls` label ("TLSv1.3
+ * TLS_AES_256_GCM_SHA384 256"), or "" when it is plain HTTP. */
+void rtr_http__tls_label(struct lws *wsi, char *buf, size_t len);
 
 #endif

@@ -215,6 +215,7 @@ static int amqp_open(struct lws *wsi, ws_amqp_t **slot)
     rtr_accept_t *acc = base_calloc(1, sizeof(*acc));
     acc->listener = l->cfg;
     wsi_peer(wsi, acc->peer, sizeof(acc->peer));
+    rtr_http__tls_label(wsi, acc->tls, sizeof(acc->tls)); /* wss: the rows say encrypted */
     rtr_worker_t *w = &srv->rtr->workers[srv->next_worker];
     srv->next_worker = (srv->next_worker + 1) % srv->rtr->n_workers;
     rtr_worker_post_ext(w, RTR_EXT_ACCEPT_WS, acc, sv[1]);

@@ -145,7 +145,7 @@ void rtr_lstats_listener_add(rtr_lstats_t *t, const cfg_listener_t *lc, long id)
     r->lc = lc;
     r->name = base_strdup(lc->name ? lc->name : identity);
     core_stats_object_new(t->cs, t->fam, (const char *const[]){r->name}, &r->obj);
-    if (rtr_sasl_listener_uses_cyrus(lc)) {
+    if (rtr_sasl_listener_uses_cyrus(lc) || lc->sasl_plugin) { /* it authenticates */
         for (int i = 0; i < RTR_AUTH_N; i++) {
             size_t n = strlen(r->name) + strlen(reason_names[i]) + 2;
             char  *key = base_malloc(n);

@@ -7,7 +7,7 @@
  *   listener      connectionsAccepted, tlsHandshakesFailed, badProtocolHeaders
  *                 (Prometheus junction_listener_<field>_total{listener="..."})
  *   listenerAuth  authFailed, one object per reason (rtr_auth_reason_t) of a listener that
- *                 authenticates (authenticatePeer or saslMechanisms): Prometheus
+ *                 authenticates (authenticatePeer, saslMechanisms or saslPlugin): Prometheus
  *                 junction_listener_auth_failed_total{key="<listener>/<reason>",
  *                 listener="...",reason="credentials"}
  *

@@ -9,6 +9,7 @@
 #include "core/base/base.h"
 #include "router/tls_uid.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <openssl/err.h>
@@ -21,7 +22,9 @@
 typedef struct tls_profile {
     const char    *name; /* the cfg's */
     SSL_CTX       *ctx;
-    rtr_tls_uid_t *uid; /* how a client certificate names its user (tls_uid.h) */
+    rtr_tls_uid_t *uid;         /* how a client certificate names its user (tls_uid.h) */
+    SSL_CTX       *client;      /* for authServicePlugins that name the profile, else NULL */
+    bool           client_name; /* without a caCertFile: a server's name is checked too */
 } tls_profile_t;
 
 struct rtr_tls {
@@ -125,9 +128,10 @@ static int password_cb(char *buf, int size, int rwflag, void *userdata)
     return (int)n;
 }
 
-static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, size_t errlen)
+static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, SSL_CTX **out,
+                          char *err, size_t errlen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX *ctx = SSL_CTX_new(method);
     char    *pw = NULL;
     int      rc = -1;
     if (!ctx)
@@ -225,6 +229,14 @@ static int profile_peer_setup(const cfg_ssl_profile_t *p, tls_profile_t *tp, cha
     return tp->uid ? 0 : -1;
 }
 
+static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, size_t errlen)
+{
+    return profile_ctx_of(p, TLS_server_method(), out, err, errlen);
+}
+
+static int client_ctx(const cfg_t *cfg, const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
+                      size_t errlen);
+
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_tls_t *tls = base_calloc(1, sizeof(*tls));
@@ -243,6 +255,10 @@ rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
         }
         tls->profiles[i].name = p->name;
         tls->n++;
+        if (client_ctx(cfg, p, &tls->profiles[i], err, errlen) < 0) {
+            rtr_tls_free(tls);
+            return NULL;
+        }
     }
     return tls;
 }
@@ -254,6 +270,7 @@ void rtr_tls_free(rtr_tls_t *tls)
     for (size_t i = 0; i < tls->n; i++) {
         SSL_CTX_free(tls->profiles[i].ctx);
         rtr_tls_uid_free(tls->profiles[i].uid);
+        SSL_CTX_free(tls->profiles[i].client);
     }
     free(tls->profiles);
     free(tls);
@@ -392,4 +409,131 @@ char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t)
     if (!rtr_tls_peer_verified_WT(t))
         return NULL;
     return rtr_tls_uid_user(t->prof->uid, SSL_get0_peer_certificate(t->ssl));
+}
+
+/* Append `name` to the ':'-separated list in *buf (heap, grown). */
+static void cipher_append(char **buf, size_t *len, const char *name)
+{
+    size_t n = strlen(name);
+    *buf = base_realloc(*buf, *len + n + 2);
+    if (*len)
+        (*buf)[(*len)++] = ':';
+    memcpy(*buf + *len, name, n + 1);
+    *len += n;
+}
+
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst, char *err,
+                         size_t errlen)
+{
+    SSL_CTX *src = NULL;
+    for (size_t i = 0; tls && i < tls->n && !src; i++)
+        if (strcmp(tls->profiles[i].name, profile) == 0)
+            src = tls->profiles[i].ctx;
+    if (!src) {
+        snprintf(err, errlen, "sslProfile '%s': no TLS context", profile);
+        return -1;
+    }
+    X509     *cert = SSL_CTX_get0_certificate(src);
+    EVP_PKEY *key = SSL_CTX_get0_privatekey(src);
+    STACK_OF(X509) *chain = NULL;
+    if (cert && key &&
+        (SSL_CTX_use_certificate(dst, cert) != 1 || SSL_CTX_use_PrivateKey(dst, key) != 1 ||
+         SSL_CTX_get0_chain_certs(src, &chain) != 1 ||
+         (chain && SSL_CTX_set1_chain(dst, chain) != 1))) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its certificate: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    /* the trusted CAs: the one store, shared (OpenSSL locks it) */
+    X509_STORE *store = SSL_CTX_get_cert_store(src);
+    if (store && X509_STORE_up_ref(store) == 1)
+        SSL_CTX_set_cert_store(dst, store);
+    /* the ciphers: TLS 1.2 and below as a cipher list, TLS 1.3's as suites */
+    STACK_OF(SSL_CIPHER) *sk = SSL_CTX_get_ciphers(src);
+    char  *list = NULL, *suites = NULL;
+    size_t nl = 0, ns = 0;
+    for (int i = 0; sk && i < sk_SSL_CIPHER_num(sk); i++) {
+        const SSL_CIPHER *c = sk_SSL_CIPHER_value(sk, i);
+        if (strcmp(SSL_CIPHER_get_version(c), "TLSv1.3") == 0)
+            cipher_append(&suites, &ns, SSL_CIPHER_get_name(c));
+        else
+            cipher_append(&list, &nl, SSL_CIPHER_get_name(c));
+    }
+    int ok = (!list || SSL_CTX_set_cipher_list(dst, list) == 1) &&
+             SSL_CTX_set_ciphersuites(dst, suites ? suites : "") == 1 &&
+             SSL_CTX_set_min_proto_version(dst, SSL_CTX_get_min_proto_version(src)) == 1 &&
+             SSL_CTX_set_max_proto_version(dst, SSL_CTX_get_max_proto_version(src)) == 1;
+    free(list);
+    free(suites);
+    if (!ok) {
+        snprintf(err, errlen, "sslProfile '%s': cannot use its ciphers or protocols: %s", profile,
+                 ssl_why());
+        return -1;
+    }
+    return 0;
+}
+/* -- client sessions: the router's connections to authentication services (authsvc.c) -- */
+
+/* A client context for profile p when an authServicePlugin names it (else none): the
+ * profile's certificate and key (a client certificate for the service), ciphers and
+ * protocols, and the server's certificate verified as Proton's client does - against the
+ * system's CAs and the profile's caCertFile, its name checked only without a caCertFile
+ * (rtr_tls_client_new_WT). */
+static int client_ctx(const cfg_t *cfg, const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
+                      size_t errlen)
+{
+    SSL_CTX **out = &tp->client;
+    bool      used = false;
+    for (size_t i = 0; i < cfg->n_auth_plugins && !used; i++)
+        used = cfg->auth_plugins[i].ssl_profile &&
+               strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0;
+    if (!used)
+        return 0;
+    if (profile_ctx_of(p, TLS_client_method(), out, err, errlen) < 0)
+        return -1;
+    if (SSL_CTX_set_default_verify_paths(*out) != 1)
+        ERR_clear_error(); /* no system CAs: the profile's caCertFile alone */
+    SSL_CTX_set_verify(*out, SSL_VERIFY_PEER, NULL);
+    tp->client_name = !p->ca_cert_file;
+    return 0;
+}
+
+rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile, const char *host)
+{
+    SSL_CTX *ctx = NULL;
+    bool     check_name = false;
+    for (size_t i = 0; tls && i < tls->n && !ctx; i++) {
+        if (strcmp(tls->profiles[i].name, profile) == 0) {
+            ctx = tls->profiles[i].client;
+            check_name = tls->profiles[i].client_name;
+        }
+    }
+    if (!ctx)
+        return NULL;
+    rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
+    t->ssl = SSL_new(ctx);
+    t->in = BIO_new(BIO_s_mem());
+    t->out = BIO_new(BIO_s_mem());
+    if (!t->ssl || !t->in || !t->out) {
+        BIO_free(t->in);
+        BIO_free(t->out);
+        SSL_free(t->ssl);
+        free(t);
+        ERR_clear_error();
+        return NULL;
+    }
+    BIO_set_mem_eof_return(t->in, -1);
+    SSL_set_bio(t->ssl, t->in, t->out);
+    SSL_set_connect_state(t->ssl);
+    unsigned char addr[16];
+    bool literal = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
+    if (!literal)
+        SSL_set_tlsext_host_name(t->ssl, host); /* SNI takes names only */
+    if (check_name && SSL_set1_host(t->ssl, host) != 1) {
+        rtr_tls_conn_free_WT(t);
+        return NULL;
+    }
+    SSL_do_handshake(t->ssl); /* the ClientHello, into the output BIO */
+    ERR_clear_error();
+    return t;
 }

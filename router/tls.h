@@ -23,7 +23,8 @@ typedef struct rtr_tls_conn rtr_tls_conn_t;
 #define RTR_TLS_IN_MAX (64u << 10)
 
 /* Build the context of every sslProfile of cfg: certificate, key (with the password resolved
- * as qdrouterd does), CA list, ciphers and protocols, each checked.  Returns NULL with one line
+ * as qdrouterd does), CA list, ciphers and protocols, each checked; a profile that an
+ * authServicePlugin names gets a client context too.  Returns NULL with one line
  * in err naming the profile, the file and what is wrong.  A cfg without profiles gives an
  * empty (non-NULL) set. */
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen);
@@ -32,6 +33,13 @@ void       rtr_tls_free(rtr_tls_t *tls);
 /* A new server session of the profile named `profile` (which the load checked exists). */
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile);
 void            rtr_tls_conn_free_WT(rtr_tls_conn_t *t);
+
+/* A new client session of the profile named `profile` (an authServicePlugin's, whose client
+ * context rtr_tls_new made) to the server `host` (for SNI, and checked against its certificate
+ * when the profile has no caCertFile); its ClientHello already waits for the socket.  NULL
+ * when the profile has no client context. */
+rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile,
+                                      const char *host);
 
 /* Socket bytes in (copied into the session). */
 void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n);
@@ -61,5 +69,16 @@ char *rtr_tls_peer_user_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_proto_WT(const rtr_tls_conn_t *t);
 const char *rtr_tls_cipher_WT(const rtr_tls_conn_t *t);
 int         rtr_tls_ssf_WT(const rtr_tls_conn_t *t);
+
+/* struct ssl_ctx_st is OpenSSL's SSL_CTX (this header does not include OpenSSL's). */
+struct ssl_ctx_st;
+
+/* Give `dst`, a server context another TLS server made (libwebsockets' for an https
+ * listener), what profile `profile`'s checked context has: the certificate with its chain,
+ * the key (already decrypted: no password is needed again), the trusted CAs, the cipher lists
+ * and the protocol range.  Returns 0, or -1 with one line in err.  Thread-safe (the profile's
+ * context is only read). */
+int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, struct ssl_ctx_st *dst,
+                         char *err, size_t errlen);
 
 #endif

@@ -20,6 +20,7 @@
 #include "router/lstats.h"
 #include "router/tls.h"
 
+#include "router/authsvc.h"
 #include "router/sasl.h"
 
 #include "core/base/list.h"
@@ -101,6 +102,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     free(c->wreq); /* a write cancelled by the close */
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
+    free(c->ws_tls);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -507,8 +509,16 @@ static bool conn_in_full_WT(rtr_conn_t *c)
  * mechanisms, else Proton's own ANONYMOUS.  Should Cyrus fail to take the connection, a
  * listener with authenticatePeer still lets nobody in: Proton's layer then offers
  * ANONYMOUS, which authenticated-only transports refuse. */
+static void transport_wake_WT(void *arg)
+{
+    rtr_conn_mark_dirty_WT(arg);
+}
+
 static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
 {
+    if (c->listener->sasl_plugin &&
+        rtr_authsvc_server_WT(t, c->worker, c->listener, c->id, c->peer, transport_wake_WT, c))
+        return; /* the listener's authentication service decides (router/authsvc.c) */
     const cfg_listener_t *l = c->listener;
     if (rtr_sasl_listener_uses_cyrus(l) && rtr_sasl_server_WT(t, l, c->peer)) {
         rtr_sasl_external_WT(t, &c->tls);
@@ -552,8 +562,9 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     if (!websocket)
         uv_tcp_nodelay(&c->tcp, 1);
-    /* the first byte says whether it is TLS (or, requiring encryption, refused) */
-    c->tls_detect = l->ssl_profile != NULL || (l->require_encryption && !websocket);
+    /* the first byte says whether it is TLS (or, requiring encryption, refused); not on a
+     * WebSocket, whose bytes lws decrypted (https) or that came plain */
+    c->tls_detect = !websocket && (l->ssl_profile != NULL || l->require_encryption);
     rtr_lstats_accepted_WT(c);
     return true;
 }
@@ -564,6 +575,8 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
     if (c->tls && rtr_tls_ready_WT(c->tls))
         snprintf(buf, len, "%s %s %d", rtr_tls_proto_WT(c->tls), rtr_tls_cipher_WT(c->tls),
                  rtr_tls_ssf_WT(c->tls));
+    else if (c->ws_tls)
+        snprintf(buf, len, "%s", c->ws_tls);
 }
 
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)

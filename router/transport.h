@@ -131,6 +131,8 @@ struct rtr_conn {
                                           Proton saw a byte; a TLS or authentication failure
                                           or a bad protocol header, router/lstats.h):
                                           Proton's own line for that end would repeat it */
+    char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
+                                          its TLS session (libwebsockets'), heap; else NULL */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

@@ -101,7 +101,7 @@ static void ext_work_WT(rtr_worker_t *w, core_work_t *work)
         break;
     case RTR_EXT_ACCEPT_WS: {
         rtr_accept_t *acc = work->u.ext.ptr;
-        rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc->peer);
+        rtr_conn_accept_WT(w, (int)work->u.ext.arg, acc->listener, acc);
         free(acc);
         break;
     }

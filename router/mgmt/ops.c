@@ -261,9 +261,28 @@ static int op_read(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
     return q->wrote ? 0 : -1;
 }
 
-static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *attrs)
+/* A listener CREATE may name an sslProfile of the running configuration: the request is
+ * parsed with an entity of that name before it, so that the load finds it (the router's TLS
+ * contexts were built from the running profile at start-up; only the name is used). */
+static void add_profile_ref(cJSON *doc, const cfg_t *running, const cJSON *attrs)
+{
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(attrs, "sslProfile");
+    if (!running || !cJSON_IsString(sp) || !cfg_ssl_profile_find(running, sp->valuestring))
+        return;
+    cJSON *ent = cJSON_CreateArray();
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "name", sp->valuestring);
+    cJSON_AddItemToArray(ent, cJSON_CreateString("sslProfile"));
+    cJSON_AddItemToArray(ent, body);
+    cJSON_AddItemToArray(doc, ent);
+}
+
+static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *attrs,
+                           const cfg_t *running)
 {
     cJSON *doc = cJSON_CreateArray();
+    if (strcmp(cfg_type, "listener") == 0)
+        add_profile_ref(doc, running, attrs);
     cJSON *ent = cJSON_CreateArray();
     cJSON_AddItemToArray(ent, cJSON_CreateString(cfg_type));
     cJSON_AddItemToArray(ent, cJSON_Duplicate(attrs, true));
@@ -344,7 +363,8 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         cJSON_Delete(attrs);
         return -1;
     }
-    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs);
+    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs,
+                              m->cfg);
     cJSON_Delete(attrs);
     if (!cfg)
         return -1;

@@ -280,8 +280,6 @@ def test_start_up_errors_are_one_line_naming_the_file(certs, tmp_path):
     assert "sslProfile 'tls'" in line and "no sslProfile" in line, line
     line = start_fails(tmp_path, router_entities(listener={"requireSsl": True}))
     assert "requireSsl" in line and "sslProfile" in line, line
-    line = start_fails(tmp_path, with_profile(profile(certs), {"http": True}))
-    assert "TLS on HTTP listeners" in line, line
 
 
 def test_deprecated_names_load_with_a_warning(make_router, certs, client):

@@ -21,13 +21,16 @@ class WsAmqp:
     """One AMQP connection through ws://host:port with WebSocket subprotocol `proto`."""
 
     def __init__(self, host, port, proto="amqp", container="ws-test", timeout=DEFAULT_TIMEOUT,
-                 peer=None):
+                 peer=None, sslopt=None):
         """`peer`: a clients.Client to pump along with this connection (each waits for the
-        other, e.g. a TCP receiver for this sender's message)."""
+        other, e.g. a TCP receiver for this sender's message).  `sslopt`: wss:// with these
+        websocket-client TLS options (e.g. {"ca_certs": path})."""
         self.timeout = timeout
         self.peer = peer
-        self.ws = websocket.create_connection("ws://%s:%d/" % (host, port),
-                                              subprotocols=[proto], timeout=timeout)
+        scheme = "wss" if sslopt is not None else "ws"
+        self.ws = websocket.create_connection("%s://%s:%d/" % (scheme, host, port),
+                                              subprotocols=[proto], timeout=timeout,
+                                              sslopt=sslopt)
         self.conn = Connection()
         self.conn.container = container
         self.transport = Transport()

@@ -583,8 +583,6 @@ static void test_unsupported_entity_tables(void **state)
     static const struct {
         const char *type, *old, *modern;
     } names[] = {
-        {"authServicePlugin", "saslInitHostname", "realm"},
-        {"authServicePlugin", "authSslProfile", "sslProfile"},
         {"connector", "verifyHostName", "verifyHostname"},
         {"connector", "logMessage", "messageLoggingComponents"},
         {"connector", "failoverList", "failoverUrls"},
@@ -622,6 +620,26 @@ static void test_unsupported_entity_tables(void **state)
     assert_true(a > 0 && cfg__ssl_profile_attrs[a].deprecated &&
                 cfg__ssl_profile_attrs[a].alias_of == 0);
     assert_non_null(strstr(cfg__ssl_profile_attrs[a].instead, "file:"));
+    /* authServicePlugin (which Junction builds now) */
+    assert_null(cfg__unsupported_table("authServicePlugin"));
+    a = cfg__attr_find(cfg__auth_plugin_attrs, AP_N, "saslInitHostname");
+    assert_true(a > 0 && cfg__auth_plugin_attrs[a].deprecated);
+    assert_string_equal(cfg__auth_plugin_attrs[cfg__auth_plugin_attrs[a].alias_of].name, "realm");
+    a = cfg__attr_find(cfg__auth_plugin_attrs, AP_N, "authSslProfile");
+    assert_true(a > 0 && cfg__auth_plugin_attrs[a].deprecated);
+    assert_string_equal(cfg__auth_plugin_attrs[cfg__auth_plugin_attrs[a].alias_of].name,
+                        "sslProfile");
+    cfg_t *ap = conf_ok("sslProfile {\n name: t\n}\nauthServicePlugin {\n name: auth\n "
+                        "authService: [::1]:5671\n saslInitHostname: r\n authSslProfile: t\n}\n"
+                        "listener {\n port: 0\n saslPlugin: auth\n}\n");
+    assert_int_equal(ap->n_auth_plugins, 1);
+    assert_string_equal(ap->auth_plugins[0].host, "::1");
+    assert_int_equal(ap->auth_plugins[0].port_number, 5671);
+    assert_string_equal(ap->auth_plugins[0].realm, "r");
+    assert_string_equal(ap->auth_plugins[0].ssl_profile, "t");
+    assert_string_equal(ap->listeners[0].sasl_plugin, "auth");
+    assert_true(ap->n_warnings >= 3); /* authService, saslInitHostname, authSslProfile */
+    cfg_free(ap);
     /* the entities are still refused with one line naming the feature */
     conf_err("connector {\n addr: a\n port: 5672\n}\n",
              "t.conf: line 1: entity 0 (connector): Junction does not support the 'connector' "

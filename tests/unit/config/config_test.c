@@ -432,7 +432,6 @@ static void test_unsupported_types(void **state)
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
-        {"authServicePlugin", "authServicePlugin"},
         {"console", "console"},
         {"httpListener", "httpListener"},
         {"tcpConnector", "tcpConnector"},
@@ -951,8 +950,39 @@ static void test_listener_unsupported(void **state)
              "checked against CAs: sslProfile 'tls' has no caCertFile");
     listener_err("'multiTenant': true",
                  "attribute 'multiTenant': Junction does not support multiTenant: true yet");
-    listener_err("'saslPlugin': 'auth'", "attribute 'saslPlugin': Junction does not support "
-                                         "saslPlugin (authentication services) yet");
+    /* authServicePlugin and the listeners naming it */
+    cfg_t *ap = load_ok("[['listener', {'port': 1, 'saslPlugin': 'auth'}], "
+                        "['authServicePlugin', {'name': 'auth', 'host': '127.0.0.1', "
+                        "'port': '5673', 'realm': 'example.com'}]]");
+    assert_int_equal(ap->n_auth_plugins, 1);
+    assert_string_equal(ap->auth_plugins[0].name, "auth");
+    assert_string_equal(ap->auth_plugins[0].host, "127.0.0.1");
+    assert_int_equal(ap->auth_plugins[0].port_number, 5673);
+    assert_string_equal(ap->auth_plugins[0].realm, "example.com");
+    assert_null(ap->auth_plugins[0].ssl_profile);
+    assert_ptr_equal(cfg_auth_plugin_find(ap, "auth"), &ap->auth_plugins[0]);
+    assert_null(cfg_auth_plugin_find(ap, "other"));
+    cfg_free(ap);
+    ap = load_ok("[['authServicePlugin', {'name': 'a', 'authService': 'auth.example:amqps'}]]");
+    assert_string_equal(ap->auth_plugins[0].host, "auth.example");
+    assert_int_equal(ap->auth_plugins[0].port_number, 5671);
+    assert_int_equal(ap->n_warnings, 1); /* authService is deprecated */
+    cfg_free(ap);
+    load_err("[['listener', {'port': 1, 'saslPlugin': 'auth'}]]",
+             "t.json: listener '' (port 1): saslPlugin 'auth': no authServicePlugin entity has "
+             "that name");
+    load_err("[['authServicePlugin', {'name': 'auth', 'port': 5673}]]",
+             "t.json: entity 0 (authServicePlugin): authServicePlugin 'auth': attribute 'host': "
+             "the authentication service's host is missing (give host and port)");
+    load_err("[['authServicePlugin', {'host': 'h'}]]",
+             "t.json: entity 0 (authServicePlugin): an authServicePlugin needs a 'name' "
+             "(listeners name it in saslPlugin)");
+    load_err("[['authServicePlugin', {'name': 'a', 'host': 'h', 'port': '0'}]]",
+             "t.json: entity 0 (authServicePlugin): attribute 'port': expected a port number "
+             "from 1 to 65535 or a service name, got \"0\"");
+    load_err("[['authServicePlugin', {'name': 'a', 'host': 'h', 'sslProfile': 'tls'}]]",
+             "t.json: authServicePlugin 'a': sslProfile 'tls': no sslProfile entity has that "
+             "name");
     listener_err("'saslMechanisms': 'PLAIN SCRAM/SHA-1'",
                  "attribute 'saslMechanisms': expected SASL mechanism names (letters, digits, "
                  "'-', '_') separated by blanks, got \"PLAIN SCRAM/SHA-1\"");
