@@ -38,6 +38,7 @@
 
 #include "codec/frame.h"
 #include "core/base/base.h"
+#include "router/lstats.h"
 #include "router/tls.h"
 
 #include <arpa/inet.h>
@@ -196,10 +197,15 @@ __attribute__((format(printf, 2, 3))) static void fail_WT(relay_t *r, const char
         r->finished = true;
         r->step = 2;
         r->to_client = TO_CLIENT_FAIL;
+        /* counted on the listener and logged once there (router/lstats.h), under the reason
+         * the line's start tells: the service's refusal, a client's frame out of order, or a
+         * service that could not be asked */
         if (r->client)
-            base_log(BASE_LOG_MOD_AUTHSERVICE, BASE_LOG_INFO,
-                     "[C%llu] SASL: authentication of client %s failed: %s",
-                     (unsigned long long)r->conn_id, r->peer, why);
+            rtr_lstats_sasl_failed_WT(r->client,
+                                      strncmp(why, "refused", 7) == 0 ? RTR_AUTH_CREDENTIALS
+                                      : strncmp(why, "a s", 3) == 0   ? RTR_AUTH_PROTOCOL
+                                                                      : RTR_AUTH_INTERNAL,
+                                      r->mech, "%s", why);
         wake_client_WT(r);
     }
     svc_close_WT(r);

@@ -19,6 +19,7 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/lstats.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -368,8 +369,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
-        if (c->end_logged)
-            break;
+        if (rtr_lstats_transport_error_WT(c, cond))
+            break; /* a TLS or authentication failure: its one line is out */
         LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
              pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
              pn_condition_get_description(cond) ? pn_condition_get_description(cond) : "");

@@ -18,6 +18,7 @@
 
 #include "router/accept.h"
 #include "router/http.h"
+#include "router/lstats.h"
 #include "router/mgmt/admin.h"
 
 #include <arpa/inet.h>
@@ -348,6 +349,9 @@ int rtr_connmgr_start(rtr_connmgr_t *m, const rtr_connmgr_env_t *env)
     if (rc)
         return rc;
     m->wake.data = m;
+    /* the configured listeners' stats, before any thread may add or delete one */
+    for (rtr_connmgr_entry_t *e = m->head; e; e = e->next)
+        rtr_lstats_listener_add(env->lstats, e->cfg, e->id);
     pthread_mutex_lock(&m->lock);
     m->started = true;
     pthread_mutex_unlock(&m->lock);
@@ -421,24 +425,29 @@ long rtr_connmgr_listener_add(rtr_connmgr_t *m, const cfg_listener_t *lc, char *
     if (!e)
         return -1;
     long id = entry_enter(m, e);
+    rtr_lstats_listener_add(m->env.lstats, lc, id);
     uv_async_send(&m->wake);
     return id;
 }
 
 void rtr_connmgr_listener_del(rtr_connmgr_t *m, long id)
 {
-    bool found = false;
+    bool                  found = false;
+    const cfg_listener_t *lc = NULL;
     pthread_mutex_lock(&m->lock);
     for (rtr_connmgr_entry_t *e = m->head; e && !found; e = e->next) {
         if (e->id == id && !e->deleted) {
             e->deleted = true;
+            lc = e->cfg;
             found = true;
         }
     }
     bool started = m->started;
     pthread_mutex_unlock(&m->lock);
-    if (found && started)
+    if (found && started) {
+        rtr_lstats_listener_del(m->env.lstats, lc); /* its connections count nowhere now */
         uv_async_send(&m->wake);
+    }
 }
 
 long rtr_connmgr_listener_id(size_t index)

@@ -62,6 +62,8 @@ typedef struct rtr_connmgr_env {
     const mgmt_admin_web_t *web;        /* its HTTP server */
     rtr_connmgr_accept_cb   accept;     /* each accepted AMQP socket */
     void                   *accept_ctx; /* its first argument */
+    struct rtr_lstats      *lstats;     /* each listener's stats are made when it starts and
+                                           retired when deleted (router/lstats.h); NULL: none */
 } rtr_connmgr_env_t;
 
 /* One entry as rtr_connmgr_find() reports it (a copy: the entry may go once the lock is

@@ -8,6 +8,7 @@
 #include "router/ctx.h"
 
 #include "router/accept.h"
+#include "router/lstats.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
                        "TLS handshakes that failed, and plain clients of requireSsl listeners",
                        NULL, &ctx->tls_failed, NULL) < 0)
         memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
+    ctx->lstats = rtr_lstats_new(stats);
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }
@@ -50,6 +52,8 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
 void rtr_ctx_fini(rtr_ctx_t *ctx)
 {
     BASE_FREE(ctx->node_id);
+    rtr_lstats_free(ctx->lstats);
+    ctx->lstats = NULL;
     ctx->stats = NULL;
     ctx->workers = NULL;
     ctx->n_workers = 0;

@@ -84,7 +84,9 @@ struct rtr_ctx {
     _Atomic uint64_t    next_link_id; /* link id counter (any worker, the management agent) */
     struct rtr_tls     *tls;          /* the sslProfiles' TLS contexts (router/tls.h: thread-safe) */
     stats_handle_t      tls_failed;   /* tlsHandshakesFailed: TLS handshakes that failed, and
-                                         plain clients of requireSsl listeners */
+                                         plain clients of requireSsl listeners (the sum of the
+                                         listeners' own, router/lstats.h) */
+    struct rtr_lstats  *lstats;       /* per-listener stats (router/lstats.h), or NULL */
     _Atomic uint32_t    n_open_conns; /* connections past their open (maxConnections; any) */
 };
 

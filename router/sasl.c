@@ -14,6 +14,7 @@
 
 #include "router/ctx.h"
 #include "router/tls.h"
+#include "router/lstats.h"
 
 #include <proton/sasl.h>
 #include <proton/sasl_plugin.h>
@@ -216,10 +217,8 @@ static void external_init_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const pn_byt
     x->step = 2;
     char *user = external_ok_WT(x) ? rtr_tls_peer_user_WT(*x->tls) : NULL;
     if (!user) {
-        base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
-                 "SASL: authentication of client %s failed (mechanism EXTERNAL): no verified "
-                 "client certificate",
-                 x->peer);
+        rtr_lstats_sasl_failed_WT(t, RTR_AUTH_CREDENTIALS, "EXTERNAL",
+                                  "no verified client certificate");
         pnx_sasl_set_failed(t);
         pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
         return;
@@ -295,9 +294,8 @@ static void server_answer_WT(pn_transport_t *t, sasl_conn_ctx_t *x, int rc, cons
         return;
     }
     /* one line, with neither the response nor the password */
-    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
-             "SASL: authentication of client %s failed (mechanism %s): %s", x->peer,
-             mech ? mech : "none", sasl_errstring(rc, NULL, NULL));
+    rtr_lstats_sasl_failed_WT(t, rtr_auth_reason_of_cyrus(rc), mech, "%s",
+                              sasl_errstring(rc, NULL, NULL));
     pnx_sasl_set_failed(t);
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }
@@ -308,8 +306,8 @@ static void out_of_order_WT(pn_transport_t *t, sasl_conn_ctx_t *x, const char *w
     if (x->step == 2)
         return; /* the outcome is out already; the connection ends with it */
     x->step = 2;
-    base_log(BASE_LOG_MOD_SERVER, BASE_LOG_INFO,
-             "SASL: authentication of client %s failed: %s", x->peer, what);
+    rtr_lstats_sasl_failed_WT(t, RTR_AUTH_PROTOCOL, pnx_sasl_get_selected_mechanism(t), "%s",
+                              what);
     pnx_sasl_set_failed(t);
     pnx_sasl_set_desired_state(t, SASL_POSTED_OUTCOME);
 }

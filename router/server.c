@@ -307,7 +307,8 @@ int rtr_server_start(rtr_server_t *s)
                              .admin = &s->admin,
                              .web = &s->web,
                              .accept = accept_amqp,
-                             .accept_ctx = s};
+                             .accept_ctx = s,
+                             .lstats = s->ctx.lstats};
     rc = rtr_connmgr_start(s->connmgr, &env);
     if (rc)
         return rc;

@@ -17,6 +17,7 @@
  * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
 #include "router/transport.h"
+#include "router/lstats.h"
 #include "router/tls.h"
 
 #include "router/authsvc.h"
@@ -220,7 +221,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 /* The frame guard refused bytes: Proton never sees them, the connection ends here. */
 static void guard_refused_WT(rtr_conn_t *c)
 {
-    LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s", c->peer,
+    if (!rtr_lstats_guard_refused_WT(c)) /* else logged as a failed authentication */
+        LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s", c->peer,
          c->guard.why);
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
@@ -250,6 +252,8 @@ static bool plain_in_WT(rtr_conn_t *c, const char *p, size_t n)
         guard_refused_WT(c);
         return false;
     }
+    if (c->guard.passthrough)
+        rtr_lstats_bad_header_WT(c); /* Proton answers an unknown header and closes */
     pn_connection_driver_read_done(&c->driver, n);
     c->in_unanswered += n;
     return true;
@@ -276,13 +280,10 @@ static void tls_read_WT(rtr_conn_t *c)
         if (k == 0 && c->tls_eof) {
             input_ended_WT(c); /* everything the client sent before its end is in Proton */
         } else if (k == -2) {
-            bool shaking = !rtr_tls_ready_WT(c->tls);
-            LOGC(c, INFO, "Connection from %s closed: TLS %s failed: %s", c->peer,
-                 shaking ? "handshake" : "session", why);
-            if (shaking) {
-                stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
-                c->end_logged = true;
-            }
+            if (!rtr_tls_ready_WT(c->tls))
+                rtr_lstats_tls_failed_WT(c, "TLS handshake failed: %s", why);
+            else
+                LOGC(c, INFO, "Connection from %s closed: TLS session failed: %s", c->peer, why);
             input_ended_WT(c); /* the alert (if any) goes out, then the connection ends */
         } else if (k == -1) {
             input_ended_WT(c); /* the client's close_notify */
@@ -317,10 +318,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
             return unencrypted_refused_WT(c);
         if (!l->require_ssl)
             return plain_in_WT(c, p, n);
-        LOGC(c, INFO, "Connection from %s closed: not a TLS handshake (listener requires TLS)",
-             c->peer);
-        stats_counter_add(c->worker->shard, c->worker->ctx->tls_failed, 1);
-        c->end_logged = true;
+        rtr_lstats_tls_failed_WT(c, "not a TLS handshake, and the listener requires TLS");
         input_ended_WT(c);
         return false;
     }
@@ -477,8 +475,9 @@ void rtr_transport_close_WT(rtr_conn_t *c)
 void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
 {
     c->handshake_due = 0;
-    LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
-         c->listener->handshake_timeout_seconds);
+    if (!rtr_lstats_handshake_expired_WT(c)) /* else logged as a TLS or SASL failure */
+        LOGC(c, NOTICE, "Connection from %s closed: no AMQP open within %u seconds", c->peer,
+             c->listener->handshake_timeout_seconds);
     pn_connection_driver_errorf(&c->driver, "amqp:resource-limit-exceeded",
                                 "no AMQP open within %u seconds",
                                 c->listener->handshake_timeout_seconds);
@@ -543,6 +542,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
 
     pn_transport_t *t = pn_transport();
     pn_transport_set_server(t);
+    pn_transport_set_context(t, c); /* for the SASL layer's failures (router/lstats.h) */
     pn_transport_set_max_frame(t, l->max_frame_size);
     pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
                                                                         : l->max_sessions - 1));
@@ -565,6 +565,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     /* the first byte says whether it is TLS (or, requiring encryption, refused); not on a
      * WebSocket, whose bytes lws decrypted (https) or that came plain */
     c->tls_detect = !websocket && (l->ssl_profile != NULL || l->require_encryption);
+    rtr_lstats_accepted_WT(c);
     return true;
 }
 

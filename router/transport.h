@@ -126,10 +126,11 @@ struct rtr_conn {
                                            buffer or the budget stopped taking it */
     bool                   tls_eof;    /* the client's input ended: once the session has
                                           given Proton everything, Proton's input ends */
-    bool                   end_logged; /* the transport logged why it refused the client
-                                          before Proton saw a byte: Proton's own line for the
-                                          input that ended ("no protocol header") would
-                                          repeat it */
+    bool                   end_logged; /* the line that says why the connection ends is
+                                          out (the transport refused the client before
+                                          Proton saw a byte; a TLS or authentication failure
+                                          or a bad protocol header, router/lstats.h):
+                                          Proton's own line for that end would repeat it */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
 };

@@ -23,6 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A listener's identity as its management row gives it: "listener/<host>:<port>", with
+ * ":<id>" after port "0" (each ephemeral port is then unique); its row's name is its `name`,
+ * else this (the per-listener stats label it the same way, router/lstats.h).  Pure. */
+void mgmt_listener_identity(const cfg_listener_t *lc, long id, char *buf, size_t len);
+
 /* What hello and the router row say about the process (copied where it is kept). */
 typedef struct mgmt_info {
     const char *product;   /* "junction" (NULL = that) */

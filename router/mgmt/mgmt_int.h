@@ -218,7 +218,6 @@ struct mgmt_node {
 void mgmt_rec_add(mgmt_rec_list_t *l, const char *name, const char *identity, long id,
                   const void *cfg);
 void mgmt_rec_del(mgmt_rec_list_t *l, size_t i);
-void mgmt_listener_identity(const cfg_listener_t *lc, long id, char *buf, size_t len);
 void mgmt_node_address_rec(mgmt_node_t *n, const cfg_address_t *ac);
 void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg);
 

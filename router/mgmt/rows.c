@@ -9,6 +9,7 @@
  * thread).  The walk holds the registry's mutex only while it fills a batch (stats.h).
  */
 #include "router/mgmt/mgmt_int.h"
+#include "router/lstats.h"
 
 #include "core/base/base.h"
 #include "core/base/log.h"
@@ -439,8 +440,23 @@ static void put_base(fill_t *f, const char *name, const char *identity)
     put_str(f, f->r->t->full);
 }
 
+static uint64_t stat_value(stats_registry_t *reg, const char *name);
+
+/* A field of listener `name`'s stats (router/lstats.h): "listener.<name>.<field>", or with
+ * reason set "listenerAuth.<name>/<reason>.authFailed"; 0 when there is none. */
+static uint64_t listener_stat(const mgmt_rows_t *r, const char *name, const char *field,
+                              const char *reason)
+{
+    char full[600];
+    if (reason)
+        snprintf(full, sizeof(full), "listenerAuth.%s/%s.authFailed", name, reason);
+    else
+        snprintf(full, sizeof(full), "listener.%s.%s", name, field);
+    return stat_value(r->node->reg, full);
+}
+
 /* A listener as the router runs it: every value from its configuration (the constants are
- * the only values the configuration loader accepts for those attributes). */
+ * the only values the configuration loader accepts for those attributes), then its stats. */
 static void listener_row(fill_t *f, const mgmt_rec_t *rec)
 {
     const cfg_listener_t *lc = rec->cfg;
@@ -475,6 +491,13 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
     put_int(f, lc->max_receivers);
     put_int(f, (int64_t)lc->max_message_size);
     put_int(f, lc->max_unsettled);
+    static const char *const reasons[] = RTR_AUTH_REASON_NAMES;
+    uint64_t                 auth = 0;
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+        auth += listener_stat(f->r, rec->name, NULL, reasons[i]);
+    put_uint(f, listener_stat(f->r, rec->name, "connectionsAccepted", NULL));
+    put_uint(f, listener_stat(f->r, rec->name, "tlsHandshakesFailed", NULL));
+    put_uint(f, auth);
 }
 
 static void address_row(fill_t *f, const mgmt_rec_t *rec)

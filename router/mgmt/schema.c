@@ -46,6 +46,10 @@ static const mgmt_attr_t listener_attrs[] = {
     A("maxReceivers", "integer", "32768", true, false, false),
     A("maxMessageSize", "integer", "0", true, false, false),
     A("maxUnsettledPerLink", "integer", NULL, true, false, false),
+    /* Junction's own, read-only: the listener's stats (router/lstats.h) */
+    A("connectionsAccepted", "integer", NULL, false, false, false),
+    A("tlsHandshakesFailed", "integer", NULL, false, false, false),
+    A("authFailed", "integer", NULL, false, false, false),
 };
 static const mgmt_attr_t connector_attrs[] = {
     A("host", "string", "\"127.0.0.1\"", true, false, false),

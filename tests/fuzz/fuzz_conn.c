@@ -20,8 +20,11 @@
  * Seeds: tests/fuzz/conn/corpus - a sample of Proton's public connection-driver corpus, and
  * client byte streams recorded from Proton-Python sessions through the router
  * (tests/fuzz/conn/gen_corpus.py: attach, transfer, disposition, drain, dynamic links,
- * multi-frame messages), and a TLS ClientHello recorded from `openssl s_client` (to this
- * plain listener: bytes the frame guard refuses).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
+ * multi-frame messages), a TLS ClientHello recorded from `openssl s_client` (to this
+ * plain listener: bytes the frame guard refuses), and the bad-input streams of
+ * tests/system/test_sasl.py and test_auth_failures.py (files `sasl-*`, `tls-*`, `not-amqp-*`:
+ * SASL frames out of order, malformed, at and past maxFrameSize, a SASL header alone, half a
+ * ClientHello, an HTTP request).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
  */
 #include "router/server.h"
 

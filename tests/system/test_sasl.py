@@ -23,6 +23,7 @@ from proton import Delivery, Message
 from proton import ConnectionException
 from proton.utils import BlockingConnection
 
+import listener_metrics as lm
 from clients import Client, raw_exchange
 from conftest import REPO_ROOT, run_junctiond, write_config
 
@@ -67,12 +68,22 @@ def write_conf(d, mech_list):
 
 
 def auth_router(make_router, sasl_dir, mechs=None):
-    """Listener 0 authenticates; listener 1 is a plain one (for qdstat)."""
+    """Listener 0 authenticates; listener 1 is a plain one (for qdstat); listener 2 serves
+    /metrics."""
     lst = {"host": "127.0.0.1", "port": "0", "authenticatePeer": "yes"}
     if mechs:
         lst["saslMechanisms"] = mechs
     return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
-                       listeners=[lst, {"host": "127.0.0.1", "port": "0"}])
+                       listeners=[lst, {"host": "127.0.0.1", "port": "0"},
+                                  {"host": "127.0.0.1", "port": "0", "http": True}])
+
+
+AUTH_LISTENER = "listener/127.0.0.1:0:1"  # listener 0's name, and its stats label
+
+
+def auth_failures(r, want):
+    """Listener 0's authFailed by reason (auth_router's), once it is `want`."""
+    return lm.wait_value(lambda: lm.auth_failed(r.addresses[2], AUTH_LISTENER), want)
 
 
 # ---- a SASL client over a raw socket -------------------------------------------------------
@@ -277,7 +288,9 @@ def test_bad_credentials_get_the_auth_outcome(make_router, sasl_dir, user, passw
             break
         time.sleep(0.05)
     assert len(failed) == 2 and all("(mechanism PLAIN)" in l for l in failed)
+    assert all(l.endswith("(listener %s, reason credentials)" % AUTH_LISTENER) for l in failed)
     assert password not in r.stderr_text()
+    assert auth_failures(r, lm.only("credentials", 2)) == lm.only("credentials", 2)
     # the router goes on: the right password still logs in
     assert plain_outcome(r, USER, PASSWORD) == OK
 
@@ -291,6 +304,7 @@ def test_client_skipping_sasl_is_refused(make_router, sasl_dir):
     # (nothing could be attached), with the policy error in the log
     assert b"\x00\x53\x10" not in got, got
     r.wait_log("policy-error Client skipped authentication - forbidden")
+    assert auth_failures(r, lm.only("skipped")) == lm.only("skipped")
 
 
 def test_anonymous_refused_when_not_in_mech_list(make_router, sasl_dir):
@@ -305,6 +319,7 @@ def test_anonymous_refused_when_not_in_mech_list(make_router, sasl_dir):
         assert c.closed()
     finally:
         c.close()
+    assert auth_failures(r, lm.only("mechanism")) == lm.only("mechanism")
 
 
 def test_anonymous_allowed_when_listed(make_router, sasl_dir):
@@ -330,6 +345,11 @@ def test_sasl_mechanisms_restricts_the_offer(make_router, sasl_dir):
     finally:
         c.close()
     assert plain_outcome(r, USER, PASSWORD) != OK  # PLAIN is not on offer
+    # the client that read the offer and left counts as an exchange aborted
+    want = dict(lm.only("mechanism"), aborted=1)
+    assert auth_failures(r, want) == want
+    r.wait_log(r"failed \(mechanism PLAIN\): amqp:unauthorized-access Client mechanism not in "
+               r"mechanism inclusion list\..*\(listener %s, reason mechanism\)" % AUTH_LISTENER)
 
 
 def test_scram_sha_256_login_verifies_the_server(make_router, sasl_dir):
@@ -405,6 +425,12 @@ def _bad_streams():
 
 BAD = _bad_streams()
 
+# the reason each is counted under (init-after-outcome: the first init logged in)
+BAD_REASON = {"response-before-init": "protocol", "second-init": "credentials",
+              "amqp-frame-in-sasl-layer": "protocol", "oversized-init": "protocol",
+              "init-truncated-list": "protocol", "unknown-mechanism": "mechanism",
+              "init-after-outcome": None}
+
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
@@ -419,6 +445,15 @@ def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
         assert b"\x00\x53\x44" in got
     # the router goes on: a right login still works
     assert plain_outcome(r, USER, PASSWORD) == OK
+    want = lm.only(BAD_REASON[name]) if BAD_REASON[name] else lm.only("credentials", 0)
+    assert auth_failures(r, want) == want
+    # one line for the failure, naming the listener and the reason
+    failed = [l for l in r.stderr_lines() if "SASL: authentication of client" in l]
+    if BAD_REASON[name]:
+        assert len(failed) == 1, failed
+        assert failed[0].endswith("(listener %s, reason %s)" % (AUTH_LISTENER, BAD_REASON[name]))
+    else:
+        assert failed == []
 
 
 def test_logins_in_parallel_on_every_worker(make_router, sasl_dir):

@@ -20,6 +20,7 @@ import time
 import pytest
 from proton import Delivery, Message, SSLDomain
 
+import listener_metrics as lm
 import test_conn_budget as cb
 from clients import check_router_works
 from conftest import REPO_ROOT, router_entities, run_junctiond
@@ -80,6 +81,17 @@ def tls_router(make_router, certs, prof=None, **kw):
         {"host": "127.0.0.1", "port": "0", "sslProfile": "tls"},
         {"host": "127.0.0.1", "port": "0"},
         {"host": "127.0.0.1", "port": "0", "http": True}], extra=[prof or profile(certs, **kw)]))
+
+
+def listener_name(i):
+    """The name (and stats label) of listener i of a router whose listeners all have port 0."""
+    return "listener/127.0.0.1:0:%d" % (i + 1)
+
+
+def listener_tls_failed(r, i, want=None):
+    """Listener i's tlsHandshakesFailed from /metrics (listener 3), once it is `want`."""
+    return lm.wait_value(lambda: lm.lstat(r.addresses[3], listener_name(i),
+                                          "tls_handshakes_failed"), want)
 
 
 def tls_failed(r):
@@ -143,10 +155,15 @@ def test_require_ssl_refuses_a_plain_client(make_router, certs, client):
     r.wait_log(r"Connection from 127\.0\.0\.1:\d+ closed: not a TLS handshake")
     assert not (conn.pn.state & conn.pn.REMOTE_ACTIVE)
     assert tls_failed(r) == 1
+    assert listener_tls_failed(r, 0, 1) == 1
     # and garbage too; the router goes on
     with socket.create_connection(r.addresses[0], timeout=5) as s:
         s.sendall(b"GET / HTTP/1.0\r\n\r\n")
         assert s.recv(100) == b""
+    assert listener_tls_failed(r, 0, 2) == 2 and tls_failed(r) == 2
+    lines = [l for l in r.stderr_lines() if "closed: not a TLS handshake" in l]
+    assert len(lines) == 2 and all("(listener %s)" % listener_name(0) in l for l in lines)
+    assert listener_tls_failed(r, 1) == 0
     ok = client.connect(amqps(r, 0), ssl_domain=tls_domain(certs))
     ok.sender("q.after")
 
@@ -177,22 +194,32 @@ def test_s_client_handshakes(make_router, certs):
     rc, out = s_client(r, 2, "-CAfile", certs / "ca.pem")
     assert rc != 0, out
     assert r.is_running()
+    r.wait_log(r"closed: not an AMQP protocol header but a TLS handshake, and the listener has "
+               r"no sslProfile \(listener %s\)" % listener_name(2))
+    assert lm.wait_value(lambda: lm.lstat(r.addresses[3], listener_name(2),
+                                          "bad_protocol_headers"), 1) == 1
     rc, out = s_client(r, 1, "-CAfile", certs / "ca.pem")
     assert rc == 0 and "TLSv1.3" in out, out
     assert tls_failed(r) == 2  # the client that did not trust the router, the TLSv1.2 one
+    # each on its listener; a plain listener has no TLS to fail
+    assert [listener_tls_failed(r, i) for i in range(3)] == [1, 1, 0]
 
 
 def test_a_handshake_that_stops_halfway_times_out(make_router, certs):
     r = make_router(router_entities(listeners=[
         {"host": "127.0.0.1", "port": "0", "sslProfile": "tls", "requireSsl": True,
-         "initialHandshakeTimeoutSeconds": 1}], extra=[profile(certs)]))
+         "initialHandshakeTimeoutSeconds": 1},
+        {"host": "127.0.0.1", "port": "0", "http": True}], extra=[profile(certs)]))
     with socket.create_connection(r.addresses[0], timeout=10) as s:
         s.sendall(b"\x16\x03\x01\x02\x00\x01\x00")  # the start of a ClientHello, no more
         t0 = time.monotonic()
         while s.recv(4096):
             pass
         assert time.monotonic() - t0 < 8
-    r.wait_log(r"no AMQP open within 1 seconds")
+    r.wait_log(r"no AMQP open within 1 seconds: TLS handshake not done \(listener %s\)"
+               % listener_name(0))
+    assert lm.wait_value(lambda: lm.lstat(r.addresses[1], listener_name(0),
+                                          "tls_handshakes_failed"), 1) == 1
 
 
 def test_encrypted_key_with_each_password_form(make_router, certs, client, tmp_path):
