@@ -981,6 +981,29 @@ const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name
     return NULL;
 }
 
+void cfg_ssl_profile_fini(cfg_ssl_profile_t *p)
+{
+    ssl_profile_fini(p);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? base_strdup(s) : NULL;
+}
+
+void cfg_ssl_profile_copy(cfg_ssl_profile_t *dst, const cfg_ssl_profile_t *src)
+{
+    dst->name = dup_or_null(src->name);
+    dst->cert_file = dup_or_null(src->cert_file);
+    dst->private_key_file = dup_or_null(src->private_key_file);
+    dst->ca_cert_file = dup_or_null(src->ca_cert_file);
+    dst->password = dup_or_null(src->password);
+    dst->ciphers = dup_or_null(src->ciphers);
+    dst->protocols = dup_or_null(src->protocols);
+    dst->uid_format = dup_or_null(src->uid_format);
+    dst->uid_name_mapping_file = dup_or_null(src->uid_name_mapping_file);
+}
+
 static void auth_plugin_fini(cfg_auth_plugin_t *p)
 {
     BASE_FREE(p->name);

@@ -290,6 +290,10 @@ int cfg_load_file(const char *path, cfg_t **out, char *err, size_t errlen);
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen);
 /* The sslProfile of that name, or NULL.  Thread-safe (cfg is read-only). */
 const cfg_ssl_profile_t *cfg_ssl_profile_find(const cfg_t *cfg, const char *name);
+/* A deep copy of src into dst (which holds nothing), and freeing what a profile holds (its
+ * strings; the struct itself is the caller's).  Thread-safe. */
+void cfg_ssl_profile_copy(cfg_ssl_profile_t *dst, const cfg_ssl_profile_t *src);
+void cfg_ssl_profile_fini(cfg_ssl_profile_t *p);
 /* The authServicePlugin of that name, or NULL.  Thread-safe (cfg is read-only). */
 const cfg_auth_plugin_t *cfg_auth_plugin_find(const cfg_t *cfg, const char *name);
 void cfg_free(cfg_t *cfg);

@@ -82,7 +82,7 @@ struct rtr_ctx {
     int                 n_workers;    /* their count */
     _Atomic uint64_t    next_conn_id; /* connection id counter (any worker) */
     _Atomic uint64_t    next_link_id; /* link id counter (any worker, the management agent) */
-    const struct rtr_tls *tls;        /* the sslProfiles' TLS contexts (router/tls.h) */
+    struct rtr_tls     *tls;          /* the sslProfiles' TLS contexts (router/tls.h: thread-safe) */
     stats_handle_t      tls_failed;   /* tlsHandshakesFailed: TLS handshakes that failed, and
                                          plain clients of requireSsl listeners (the sum of the
                                          listeners' own, router/lstats.h) */

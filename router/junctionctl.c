@@ -6,6 +6,7 @@
  *   junctionctl [-s SOCKET] [--json] list [GLOB]       names, kinds, help
  *   junctionctl [-s SOCKET] [--json] watch GLOB        live values, redrawn in place
  *   junctionctl [-s SOCKET] [--json] query TYPE        router | connections | links | addresses
+ *   junctionctl [-s SOCKET] [--json] sslprofile VERB   list | create | update | delete
  *
  * Aligned tables by default, JSON with --json.  Exit status: 0 done, 1 the router could not
  * be reached or refused the request, 2 bad usage.  Every failure is one line on stderr.
@@ -34,6 +35,17 @@ static void usage(FILE *f)
             "  list [GLOB]         names, kinds and help of the stats matching GLOB\n"
             "  watch GLOB          live values, redrawn in place until interrupted\n"
             "  query TYPE          rows like qdstat's: router, connections, links, addresses\n"
+            "  sslprofile list     the router's sslProfiles (a password itself is never shown)\n"
+            "  sslprofile create NAME ATTR=VALUE...\n"
+            "                      a new sslProfile (certFile=, privateKeyFile=, caCertFile=,\n"
+            "                      password=, ciphers=, protocols=...), checked as at start-up\n"
+            "  sslprofile update NAME [ATTR=VALUE...]\n"
+            "                      read the profile's files again, with the attributes given\n"
+            "                      (ATTR= removes one): new connections get the new\n"
+            "                      certificate, open ones keep theirs; on an error nothing\n"
+            "                      changes\n"
+            "  sslprofile delete NAME\n"
+            "                      refused while a listener names the profile\n"
             "\n"
             "Options:\n"
             "  -s, --socket PATH   the management socket (default: the `management` entity's\n"
@@ -109,7 +121,16 @@ int main(int argc, char **argv)
     int         nargs = argc - optind;
     const char *arg = nargs > 0 ? argv[optind] : NULL;
     int (*run)(ctl_conn_t *, const ctl_opts_t *, const char *) = NULL;
-    if (strcmp(cmd, "stats") == 0 && nargs <= 1) {
+    bool ssl = false;
+    if (strcmp(cmd, "sslprofile") == 0) {
+        if (!ctl_sslprofile_usage_ok(nargs, argv + optind)) {
+            fprintf(stderr, "%s: sslprofile: expected list, create NAME ATTR=VALUE..., update "
+                            "NAME [ATTR=VALUE...] or delete NAME\n", CTL_PROG);
+            usage(stderr);
+            return CTL_EXIT_USAGE;
+        }
+        ssl = true;
+    } else if (strcmp(cmd, "stats") == 0 && nargs <= 1) {
         run = ctl_cmd_stats;
     } else if (strcmp(cmd, "list") == 0 && nargs <= 1) {
         run = ctl_cmd_list;
@@ -146,7 +167,7 @@ int main(int argc, char **argv)
     ctl_conn_t c;
     ctl_conn_open(&c, o.socket, o.timeout_ms);
     ctl_conn_hello(&c);
-    int rc = run(&c, &o, arg);
+    int rc = ssl ? ctl_cmd_sslprofile(&c, &o, nargs, argv + optind) : run(&c, &o, arg);
     fflush(stdout);
     if (ferror(stdout))
         ctl_die(CTL_EXIT_FAIL, "cannot write the output: %s", strerror(errno));

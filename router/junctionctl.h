@@ -5,6 +5,7 @@
  *   junctionctl_out.c    output: JSON as the router meant it, aligned tables
  *   junctionctl_stats.c  the commands on the stats registry: stats, list, watch
  *   junctionctl_query.c  the command on entities: query (rows like qdstat's)
+ *   junctionctl_ssl.c    the sslprofile command: list, create, update, delete
  *   junctionctl.c        the command line: options, usage, main
  *
  * Threads: one; plain blocking sockets with poll() for timeouts.  Memory is freed on the way
@@ -127,6 +128,11 @@ int ctl_cmd_stats(ctl_conn_t *c, const ctl_opts_t *o, const char *glob);
 int ctl_cmd_list(ctl_conn_t *c, const ctl_opts_t *o, const char *glob);
 int ctl_cmd_watch(ctl_conn_t *c, const ctl_opts_t *o, const char *glob);
 int ctl_cmd_query(ctl_conn_t *c, const ctl_opts_t *o, const char *type);
+
+/* sslprofile VERB [NAME [ATTR=VALUE...]]: argv[0] is the verb. */
+int ctl_cmd_sslprofile(ctl_conn_t *c, const ctl_opts_t *o, int argc, char **argv);
+/* The sslprofile command's words make sense (else: usage). */
+bool ctl_sslprofile_usage_ok(int argc, char **argv);
 
 /* `word` is a TYPE the query command knows. */
 bool ctl_query_known(const char *word);

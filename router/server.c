@@ -46,6 +46,7 @@ struct rtr_server {
     uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
     bool              loop_ready;      /* `loop` initialised (start) */
     rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
+    mgmt_tls_t        tls_mgmt;        /* management's view of them (the admin thread's) */
     rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
@@ -288,6 +289,8 @@ int rtr_server_start(rtr_server_t *s)
     s->ctx.tls = s->tls;
     s->web = s_web;
     s->web.rtr = &s->ctx;
+    rtr_tls_mgmt(s->tls, &s->tls_mgmt);
+    s->web.tls = &s->tls_mgmt; /* the management socket's sslProfile.* */
     s->shard = stats_shard_new(s->reg);
     stats_obj_set(s->shard, s->stats.router_obj, CORE_ROUTER_WORKERS, n);
     s->core = core_new(cfg, &s->stats, n + 1, s->worker_q);
@@ -395,13 +398,14 @@ void rtr_server_free(rtr_server_t *s)
     if (s->core)
         core_free(s->core);
     rtr_connmgr_free(s->connmgr); /* after the agent: the last to add a listener */
-    rtr_tls_free(s->tls);         /* after the workers: their sessions use the contexts */
     if (s->statm_fd >= 0)
         close(s->statm_fd);
     rtr_fd_reserve_fini();
     if (s->shard)
         stats_shard_free(s->reg, s->shard);
     mgmt_admin_stop(&s->admin); /* reads the registry: stopped before it goes */
+    rtr_tls_free(s->tls); /* after the workers (their sessions use the contexts), the agent and
+                             the admin thread (management changes the profiles) */
     rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
     if (s->loop_ready) {

@@ -2,11 +2,14 @@
  * BIOs: the transport writes the socket's bytes into a session's input BIO and reads the
  * plaintext out, and writes Proton's output in and reads the records out for the socket.
  *
- * Thread suffixes: rtr_tls_new/free run on the main thread; _WT = the connection's worker.
+ * Thread suffixes: rtr_tls_new/free run on the main thread; rtr_tls_profile_* and
+ * rtr_tls_profiles_* are thread-safe (tls.h: the set's lock); _LH = the caller holds the set's
+ * lock; _WT = the connection's worker.
  */
 #include "router/tls.h"
 
 #include "core/base/base.h"
+#include "router/mgmt/mgmt.h"
 #include "router/tls_uid.h"
 
 #include <arpa/inet.h>
@@ -14,22 +17,36 @@
 #include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* One profile as built: immutable once made, shared by the set and by every session made from
+ * it, freed with the last of them (an UPDATE puts a new one in the set's slot). */
 typedef struct tls_profile {
-    const char    *name; /* the cfg's */
-    SSL_CTX       *ctx;
-    rtr_tls_uid_t *uid;         /* how a client certificate names its user (tls_uid.h) */
-    SSL_CTX       *client;      /* for authServicePlugins that name the profile, else NULL */
-    bool           client_name; /* without a caCertFile: a server's name is checked too */
+    const char       *name;        /* attrs.name */
+    SSL_CTX          *ctx;         /* the server context */
+    rtr_tls_uid_t    *uid;         /* how a client certificate names its user (tls_uid.h) */
+    SSL_CTX          *client;      /* for authServicePlugins that name the profile, else NULL */
+    bool              client_name; /* without a caCertFile: a server's name is checked too */
+    cfg_ssl_profile_t attrs;       /* a copy of the attributes it was built from */
+    atomic_uint       refs;        /* the set's (while in a slot) and one per session */
 } tls_profile_t;
 
+/* A name in the set: its current profile and the listeners that name it. */
+typedef struct tls_slot {
+    tls_profile_t *cur;   /* [lock] the profile new sessions are made from */
+    unsigned       users; /* [lock] listeners that name it (DELETE is refused while > 0) */
+} tls_slot_t;
+
 struct rtr_tls {
-    tls_profile_t *profiles;
-    size_t         n;
+    pthread_mutex_t lock; /* guards the slots; held only to look up, swap or copy (and take
+                             a reference), never while a file is read or a context built */
+    tls_slot_t *slots;    /* [lock] */
+    size_t      n;        /* [lock] */
 };
 
 struct rtr_tls_conn {
@@ -38,7 +55,7 @@ struct rtr_tls_conn {
     BIO *out;  /* TLS -> socket */
     bool shut; /* close_notify queued */
 
-    const tls_profile_t *prof; /* the listener's profile (rtr_tls_t outlives its sessions) */
+    tls_profile_t *prof; /* a server session's profile (a reference of its own), else NULL */
 };
 
 /* OpenSSL's last error as text (its reason, e.g. "key values mismatch"). */
@@ -128,6 +145,9 @@ static int password_cb(char *buf, int size, int rwflag, void *userdata)
     return (int)n;
 }
 
+/* A context for profile p, built and checked: at start-up for every profile, and by
+ * management's CREATE and UPDATE on the agent or admin thread (it touches nothing shared: the
+ * password's environment variable is only read, and OpenSSL's error queue is per thread). */
 static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, SSL_CTX **out,
                           char *err, size_t errlen)
 {
@@ -197,6 +217,16 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
     }
     if (p->protocols && set_protocols(ctx, p, err, errlen) < 0)
         goto out;
+    if (p->cert_file) {
+        /* the certificate's chain is built once, here, from certFile and caCertFile, and no
+         * handshake builds it again: a handshake that builds it reads objects of the
+         * context's store that a concurrent one may be filling in (OpenSSL 3 caches them
+         * lazily; ThreadSanitizer sees the race when two workers shake hands on a new
+         * context, as after every UPDATE) */
+        SSL_CTX_build_cert_chain(ctx, SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR);
+        SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+        ERR_clear_error();
+    }
     rc = 0;
 out:
     /* the key is loaded: the password is not needed any more */
@@ -234,31 +264,91 @@ static int profile_ctx(const cfg_ssl_profile_t *p, SSL_CTX **out, char *err, siz
     return profile_ctx_of(p, TLS_server_method(), out, err, errlen);
 }
 
-static int client_ctx(const cfg_t *cfg, const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
-                      size_t errlen);
+static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, size_t errlen);
+
+/* An authServicePlugin of cfg names profile p (it gets a client context). */
+static bool client_wanted(const cfg_t *cfg, const cfg_ssl_profile_t *p)
+{
+    for (size_t i = 0; i < cfg->n_auth_plugins; i++)
+        if (cfg->auth_plugins[i].ssl_profile &&
+            strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0)
+            return true;
+    return false;
+}
+
+static void profile_unref(tls_profile_t *tp)
+{
+    if (!tp || atomic_fetch_sub_explicit(&tp->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    SSL_CTX_free(tp->ctx);
+    rtr_tls_uid_free(tp->uid);
+    SSL_CTX_free(tp->client);
+    cfg_ssl_profile_fini(&tp->attrs);
+    free(tp);
+}
+
+/* Profile p built and checked (with a client context when `client`): a new profile with one
+ * reference, or NULL with one line in err.  Any thread; touches nothing shared. */
+static tls_profile_t *profile_build(const cfg_ssl_profile_t *p, bool client, char *err,
+                                    size_t errlen)
+{
+    tls_profile_t *tp = base_calloc(1, sizeof(*tp));
+    atomic_init(&tp->refs, 1);
+    cfg_ssl_profile_copy(&tp->attrs, p);
+    tp->name = tp->attrs.name;
+    if (profile_ctx(p, &tp->ctx, err, errlen) < 0 || profile_peer_setup(p, tp, err, errlen) < 0 ||
+        (client && client_ctx(p, tp, err, errlen) < 0)) {
+        profile_unref(tp);
+        return NULL;
+    }
+    return tp;
+}
+
+/* The slot of profile `name`, or NULL.  _LH: tls->lock. */
+static tls_slot_t *find_LH(rtr_tls_t *tls, const char *name)
+{
+    for (size_t i = 0; name && i < tls->n; i++)
+        if (strcmp(tls->slots[i].cur->name, name) == 0)
+            return &tls->slots[i];
+    return NULL;
+}
+
+/* The current profile of `name` with a reference of the caller's (profile_unref it), or
+ * NULL.  Thread-safe: the lock is held for the look-up only. */
+static tls_profile_t *profile_get(const rtr_tls_t *ctls, const char *name)
+{
+    rtr_tls_t *tls = (rtr_tls_t *)ctls; /* the lock is not part of the set's value */
+    if (!tls)
+        return NULL;
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t    *sl = find_LH(tls, name);
+    tls_profile_t *tp = sl ? sl->cur : NULL;
+    if (tp)
+        atomic_fetch_add_explicit(&tp->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&tls->lock);
+    return tp;
+}
 
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
 {
     rtr_tls_t *tls = base_calloc(1, sizeof(*tls));
+    pthread_mutex_init(&tls->lock, NULL);
     if (cfg->n_ssl_profiles)
-        tls->profiles = base_calloc(cfg->n_ssl_profiles, sizeof(*tls->profiles));
+        tls->slots = base_calloc(cfg->n_ssl_profiles, sizeof(*tls->slots));
     for (size_t i = 0; i < cfg->n_ssl_profiles; i++) {
         const cfg_ssl_profile_t *p = &cfg->ssl_profiles[i];
-        if (profile_ctx(p, &tls->profiles[i].ctx, err, errlen) < 0) {
+        tls_profile_t           *tp = profile_build(p, client_wanted(cfg, p), err, errlen);
+        if (!tp) {
             rtr_tls_free(tls);
             return NULL;
         }
-        if (profile_peer_setup(p, &tls->profiles[i], err, errlen) < 0) {
-            SSL_CTX_free(tls->profiles[i].ctx);
-            rtr_tls_free(tls);
-            return NULL;
-        }
-        tls->profiles[i].name = p->name;
+        tls->slots[i].cur = tp;
+        /* the configured listeners hold their profiles (management DELETE is refused) */
+        for (size_t k = 0; k < cfg->n_listeners; k++)
+            if (cfg->listeners[k].ssl_profile &&
+                strcmp(cfg->listeners[k].ssl_profile, p->name) == 0)
+                tls->slots[i].users++;
         tls->n++;
-        if (client_ctx(cfg, p, &tls->profiles[i], err, errlen) < 0) {
-            rtr_tls_free(tls);
-            return NULL;
-        }
     }
     return tls;
 }
@@ -267,33 +357,30 @@ void rtr_tls_free(rtr_tls_t *tls)
 {
     if (!tls)
         return;
-    for (size_t i = 0; i < tls->n; i++) {
-        SSL_CTX_free(tls->profiles[i].ctx);
-        rtr_tls_uid_free(tls->profiles[i].uid);
-        SSL_CTX_free(tls->profiles[i].client);
-    }
-    free(tls->profiles);
+    for (size_t i = 0; i < tls->n; i++)
+        profile_unref(tls->slots[i].cur);
+    free(tls->slots);
+    pthread_mutex_destroy(&tls->lock);
     free(tls);
 }
 
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
 {
-    SSL_CTX             *ctx = NULL;
-    const tls_profile_t *prof = NULL;
-    for (size_t i = 0; tls && i < tls->n && !ctx; i++)
-        if (strcmp(tls->profiles[i].name, profile) == 0)
-            prof = &tls->profiles[i], ctx = prof->ctx;
-    if (!ctx)
+    /* the current profile, with a reference of the session's own: a management UPDATE may
+     * replace it in the set the moment the lock is let go */
+    tls_profile_t *prof = profile_get(tls, profile);
+    if (!prof)
         return NULL;
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
     t->prof = prof;
-    t->ssl = SSL_new(ctx);
+    t->ssl = SSL_new(prof->ctx);
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->in || !t->out) {
         BIO_free(t->in);
         BIO_free(t->out);
         SSL_free(t->ssl);
+        profile_unref(prof);
         free(t);
         ERR_clear_error();
         return NULL;
@@ -309,8 +396,131 @@ void rtr_tls_conn_free_WT(rtr_tls_conn_t *t)
     if (!t)
         return;
     SSL_free(t->ssl);
+    profile_unref(t->prof);
     free(t);
     ERR_clear_error();
+}
+
+/* ---- run-time changes (management): thread-safe ---- */
+
+int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    /* the files are read outside the lock; a profile made at run time has no
+     * authServicePlugin (they are configured at start-up), so no client context */
+    tls_profile_t *tp = profile_build(p, false, err, errlen);
+    if (!tp)
+        return -EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&tls->lock);
+    if (find_LH(tls, p->name)) {
+        rc = -EEXIST;
+    } else {
+        tls->slots = base_realloc(tls->slots, (tls->n + 1) * sizeof(*tls->slots));
+        tls->slots[tls->n++] = (tls_slot_t){.cur = tp};
+        tp = NULL;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    if (rc == -EEXIST)
+        prof_fail(p, err, errlen, "an sslProfile of that name exists already");
+    profile_unref(tp);
+    return rc;
+}
+
+int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    /* built as the profile's was: with a client context when it had one (an
+     * authServicePlugin names it) */
+    tls_profile_t *old = profile_get(tls, p->name);
+    if (!old) {
+        prof_fail(p, err, errlen, "no sslProfile of that name");
+        return -ENOENT;
+    }
+    bool client = old->client != NULL;
+    profile_unref(old);
+    tls_profile_t *tp = profile_build(p, client, err, errlen);
+    if (!tp) /* the old profile stays in force */
+        return -EINVAL;
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t *sl = find_LH(tls, p->name);
+    if (sl) {
+        /* sessions made from the old profile hold references of their own: the connections
+         * that have one go on untouched, new ones get the new profile */
+        old = sl->cur;
+        sl->cur = tp;
+        tp = old;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
+    if (!sl) {
+        prof_fail(p, err, errlen, "no sslProfile of that name");
+        return -ENOENT;
+    }
+    return 0;
+}
+
+int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen)
+{
+    tls_profile_t *gone = NULL;
+    unsigned       users = 0;
+    int            rc = 0;
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t *sl = find_LH(tls, name);
+    if (!sl) {
+        rc = -ENOENT;
+    } else if (sl->users) {
+        users = sl->users;
+        rc = -EBUSY;
+    } else {
+        gone = sl->cur;
+        size_t i = (size_t)(sl - tls->slots);
+        memmove(sl, sl + 1, (tls->n - i - 1) * sizeof(*sl));
+        tls->n--;
+    }
+    pthread_mutex_unlock(&tls->lock);
+    if (rc == -ENOENT)
+        snprintf(err, errlen, "sslProfile '%s': no sslProfile of that name", name);
+    else if (rc == -EBUSY)
+        snprintf(err, errlen, "sslProfile '%s' is in use by %u listener%s: delete %s first", name,
+                 users, users == 1 ? "" : "s", users == 1 ? "it" : "them");
+    profile_unref(gone); /* sessions made from it keep their own references */
+    return rc;
+}
+
+int rtr_tls_profile_hold(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t *sl = find_LH(tls, name);
+    if (sl)
+        sl->users++;
+    pthread_mutex_unlock(&tls->lock);
+    return sl ? 0 : -ENOENT;
+}
+
+void rtr_tls_profile_release(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t *sl = find_LH(tls, name);
+    if (sl && sl->users)
+        sl->users--;
+    pthread_mutex_unlock(&tls->lock);
+}
+
+cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n)
+{
+    pthread_mutex_lock(&tls->lock);
+    cfg_ssl_profile_t *v = base_calloc(tls->n + 1, sizeof(*v));
+    for (size_t i = 0; i < tls->n; i++)
+        cfg_ssl_profile_copy(&v[i], &tls->slots[i].cur->attrs);
+    *n = tls->n;
+    pthread_mutex_unlock(&tls->lock);
+    return v;
+}
+
+void rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        cfg_ssl_profile_fini(&v[i]);
+    free(v);
 }
 
 void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n)
@@ -422,17 +632,23 @@ static void cipher_append(char **buf, size_t *len, const char *name)
     *len += n;
 }
 
+static int copy_ctx(SSL_CTX *src, const char *profile, SSL_CTX *dst, char *err, size_t errlen);
+
 int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst, char *err,
                          size_t errlen)
 {
-    SSL_CTX *src = NULL;
-    for (size_t i = 0; tls && i < tls->n && !src; i++)
-        if (strcmp(tls->profiles[i].name, profile) == 0)
-            src = tls->profiles[i].ctx;
-    if (!src) {
+    tls_profile_t *tp = profile_get(tls, profile); /* its current context, kept while read */
+    if (!tp) {
         snprintf(err, errlen, "sslProfile '%s': no TLS context", profile);
         return -1;
     }
+    int rc = copy_ctx(tp->ctx, profile, dst, err, errlen);
+    profile_unref(tp);
+    return rc;
+}
+
+static int copy_ctx(SSL_CTX *src, const char *profile, SSL_CTX *dst, char *err, size_t errlen)
+{
     X509     *cert = SSL_CTX_get0_certificate(src);
     EVP_PKEY *key = SSL_CTX_get0_privatekey(src);
     STACK_OF(X509) *chain = NULL;
@@ -474,21 +690,14 @@ int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, SSL_CTX *dst
 }
 /* -- client sessions: the router's connections to authentication services (authsvc.c) -- */
 
-/* A client context for profile p when an authServicePlugin names it (else none): the
+/* A client context for profile p (when an authServicePlugin names it: client_wanted): the
  * profile's certificate and key (a client certificate for the service), ciphers and
  * protocols, and the server's certificate verified as Proton's client does - against the
  * system's CAs and the profile's caCertFile, its name checked only without a caCertFile
  * (rtr_tls_client_new_WT). */
-static int client_ctx(const cfg_t *cfg, const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err,
-                      size_t errlen)
+static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, size_t errlen)
 {
     SSL_CTX **out = &tp->client;
-    bool      used = false;
-    for (size_t i = 0; i < cfg->n_auth_plugins && !used; i++)
-        used = cfg->auth_plugins[i].ssl_profile &&
-               strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0;
-    if (!used)
-        return 0;
     if (profile_ctx_of(p, TLS_client_method(), out, err, errlen) < 0)
         return -1;
     if (SSL_CTX_set_default_verify_paths(*out) != 1)
@@ -500,18 +709,16 @@ static int client_ctx(const cfg_t *cfg, const cfg_ssl_profile_t *p, tls_profile_
 
 rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile, const char *host)
 {
-    SSL_CTX *ctx = NULL;
-    bool     check_name = false;
-    for (size_t i = 0; tls && i < tls->n && !ctx; i++) {
-        if (strcmp(tls->profiles[i].name, profile) == 0) {
-            ctx = tls->profiles[i].client;
-            check_name = tls->profiles[i].client_name;
-        }
-    }
-    if (!ctx)
+    tls_profile_t *prof = profile_get(tls, profile);
+    SSL_CTX       *ctx = prof ? prof->client : NULL;
+    bool           check_name = prof && prof->client_name;
+    if (!ctx) {
+        profile_unref(prof);
         return NULL;
+    }
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
-    t->ssl = SSL_new(ctx);
+    t->ssl = SSL_new(ctx); /* with a reference of its own to the client context */
+    profile_unref(prof);
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->in || !t->out) {
@@ -536,4 +743,48 @@ rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile,
     SSL_do_handshake(t->ssl); /* the ClientHello, into the output BIO */
     ERR_clear_error();
     return t;
+}
+
+/* ---- management's view (mgmt_tls_t) ---- */
+
+static int mg_add(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    return rtr_tls_profile_add(ctx, p, err, errlen);
+}
+
+static int mg_update(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    return rtr_tls_profile_update(ctx, p, err, errlen);
+}
+
+static int mg_del(void *ctx, const char *name, char *err, size_t errlen)
+{
+    return rtr_tls_profile_del(ctx, name, err, errlen);
+}
+
+static int mg_hold(void *ctx, const char *name)
+{
+    return rtr_tls_profile_hold(ctx, name);
+}
+
+static void mg_release(void *ctx, const char *name)
+{
+    rtr_tls_profile_release(ctx, name);
+}
+
+static cfg_ssl_profile_t *mg_copy(void *ctx, size_t *n)
+{
+    return rtr_tls_profiles_list(ctx, n);
+}
+
+void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out)
+{
+    *out = (mgmt_tls_t){.ctx = tls,
+                        .add = mg_add,
+                        .update = mg_update,
+                        .del = mg_del,
+                        .hold = mg_hold,
+                        .release = mg_release,
+                        .copy = mg_copy,
+                        .copy_free = rtr_tls_profiles_list_free};
 }

@@ -4,9 +4,19 @@
  * the plaintext for the frame guard, and gives it Proton's output and takes the records for
  * the socket.
  *
- * Threads: rtr_tls_new/free on the main thread (start-up, end); a profile's context is then
- * read-only and shared by the workers (OpenSSL's SSL_CTX is safe for that); an rtr_tls_conn_t
- * is its connection's worker's only (_WT).
+ * Threads:
+ *  - rtr_tls_new/free on the main thread (start-up, end: after the workers and the agent).
+ *  - The set of profiles is shared: the workers read it (rtr_tls_conn_new_WT), management
+ *    changes it at run time from the agent thread or the admin thread (rtr_tls_profile_*,
+ *    thread-safe).  One mutex guards the set; it is held only to look a profile up and take
+ *    a reference to its context, to swap a context in, or to copy the attributes - never
+ *    while a file is read or a context is built (that happens before the lock is taken), so
+ *    a worker making a session never waits on a disk.
+ *  - A context is immutable once built (OpenSSL's SSL_CTX is safe to share so).  An UPDATE
+ *    builds a new one and swaps it in; every session keeps its own reference to the context
+ *    it was made from (SSL_new), so the connections that have one go on untouched and the
+ *    old context is freed with the last of them.
+ *  - An rtr_tls_conn_t is its connection's worker's only (_WT).
  */
 #ifndef JUNCTION_ROUTER_TLS_H
 #define JUNCTION_ROUTER_TLS_H
@@ -30,7 +40,35 @@ typedef struct rtr_tls_conn rtr_tls_conn_t;
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen);
 void       rtr_tls_free(rtr_tls_t *tls);
 
-/* A new server session of the profile named `profile` (which the load checked exists). */
+/* ---- run-time changes (management); every one is thread-safe ----
+ * The ones that take a profile build its context first, with the checks of rtr_tls_new (the
+ * same code), outside the lock; a failure leaves the set as it was and writes one line in
+ * err naming the profile, the file and what is wrong. */
+
+/* A new profile p (copied).  0, -EINVAL (a file, the password, ciphers or protocols: err),
+ * or -EEXIST (a profile of that name exists). */
+int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen);
+/* Replace profile p->name's attributes with p's (copied) and its context with one built from
+ * them: new sessions use it at once, existing ones keep theirs.  0, -EINVAL (the old context
+ * stays in force), or -ENOENT. */
+int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, size_t errlen);
+/* Remove profile `name`: 0, -ENOENT, or -EBUSY while a listener holds it (err says so). */
+int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen);
+/* A listener names profile `name` (0), or there is none (-ENOENT); release when it goes.
+ * rtr_tls_new counts the configured listeners itself. */
+int  rtr_tls_profile_hold(rtr_tls_t *tls, const char *name);
+void rtr_tls_profile_release(rtr_tls_t *tls, const char *name);
+/* Copies of every profile's attributes (as written: the password too), in order; *n of them.
+ * Free with rtr_tls_profiles_list_free(). */
+cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n);
+void               rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n);
+/* Management's view of the set (router/mgmt/mgmt.h's mgmt_tls_t) over these calls; tls
+ * must outlive every user of *out. */
+struct mgmt_tls;
+void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out);
+
+/* A new server session with the current context of the profile named `profile`; NULL when
+ * there is no such profile (any more) or OpenSSL has no memory.  Takes the set's lock briefly. */
 rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile);
 void            rtr_tls_conn_free_WT(rtr_tls_conn_t *t);
 
@@ -77,7 +115,7 @@ struct ssl_ctx_st;
  * listener), what profile `profile`'s checked context has: the certificate with its chain,
  * the key (already decrypted: no password is needed again), the trusted CAs, the cipher lists
  * and the protocol range.  Returns 0, or -1 with one line in err.  Thread-safe (the profile's
- * context is only read). */
+ * current context is read with a reference of its own; a later UPDATE does not reach dst). */
 int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, struct ssl_ctx_st *dst,
                          char *err, size_t errlen);
 

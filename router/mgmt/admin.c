@@ -286,6 +286,8 @@ static void connection_cb(rtr_acceptor_t *acc, int fd)
         a->n_clients++;
     }
     c->sess = mgmt_sess_new(a, &client_io, c, refuse);
+    if (c->sess->mgmt && a->web && a->web->tls) /* the socket's clients only (mgmt.h) */
+        mgmt_proto_set_tls(c->sess->mgmt, a->web->tls);
     mgmt_sess_pump(c->sess);
 }
 

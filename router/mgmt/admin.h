@@ -57,6 +57,9 @@ typedef struct mgmt_admin_web {
     void (*finish)(struct rtr_http *srv);
     /* After the loop closed (lws may write into the server until then). */
     void (*destroy)(struct rtr_http *srv);
+    /* The router's sslProfiles, which the management socket's clients (never the
+     * WebSocket's) may change with sslProfile.*; NULL: they cannot. */
+    const mgmt_tls_t *tls;
 } mgmt_admin_web_t;
 
 /* Start the admin thread when cfg has a `management` entity or there are http listeners.

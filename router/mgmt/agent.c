@@ -24,6 +24,7 @@
 #include "router/accept.h"
 #include "router/connmgr.h"
 #include "router/ctx.h"
+#include "router/tls.h"
 #include "router/mgmt/mgmt.h"
 #include "router/msg.h"
 
@@ -60,6 +61,7 @@ struct mgmt_agent {
     rtr_connmgr_t    *connmgr;          /* listeners (its thread-safe calls); outlives the agent */
     int               index;            /* our queue index at the core */
     mgmt_node_t      *mgmt;             /* the request -> reply logic and entity records */
+    mgmt_tls_t        tls;              /* the router's sslProfiles (router/tls.h) */
     uint64_t          link_id[N_LINKS]; /* our link ids */
     char              handles[N_LINKS]; /* &handles[i] is link i's handle */
     agent_dlv_t      *inflight;         /* replies the core has not handed back */
@@ -333,7 +335,10 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .listener_del = hook_listener_del,
                           .address_add = hook_address_add,
                           .address_del = hook_address_del,
-                          .conn_close = hook_conn_close};
+                          .conn_close = hook_conn_close,
+                          .tls = ctx->tls ? &a->tls : NULL};
+    if (ctx->tls)
+        rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);
     *out = a;
     return 0;

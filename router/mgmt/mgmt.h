@@ -67,6 +67,27 @@ typedef struct mgmt_info {
 
 typedef struct mgmt_node mgmt_node_t;
 
+/* The router's sslProfiles as management lists and changes them (router/tls.c implements it
+ * over its profile set: every call is thread-safe, and none waits on more than a short lock -
+ * the files are read by the calling thread, outside it).  Errors: a negative errno with one
+ * line in err naming the profile, the file and what is wrong. */
+typedef struct mgmt_tls {
+    void *ctx; /* passed to every call */
+    /* A new profile with a context built and checked from p: 0, -EINVAL, -EEXIST. */
+    int (*add)(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen);
+    /* Profile p->name takes p's attributes and a new context (the old stays on failure):
+     * 0, -EINVAL, -ENOENT. */
+    int (*update)(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen);
+    /* Remove a profile: 0, -ENOENT, -EBUSY (a listener names it). */
+    int (*del)(void *ctx, const char *name, char *err, size_t errlen);
+    /* A listener names the profile (0) until release; -ENOENT when there is none. */
+    int (*hold)(void *ctx, const char *name);
+    void (*release)(void *ctx, const char *name);
+    /* Copies of every profile (password as written), *n of them; free with copy_free. */
+    cfg_ssl_profile_t *(*copy)(void *ctx, size_t *n);
+    void (*copy_free)(cfg_ssl_profile_t *v, size_t n);
+} mgmt_tls_t;
+
 /* What the node asks of the rest of the router.  Every hook is called on the node's
  * thread and must not block. */
 typedef struct mgmt_hooks {
@@ -82,6 +103,8 @@ typedef struct mgmt_hooks {
     void (*address_del)(void *ctx, const cfg_address_t *ac);
     /* Close connection `id` (it is known to exist). */
     void (*conn_close)(void *ctx, uint64_t id);
+    /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */
+    const mgmt_tls_t *tls;
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its
@@ -146,10 +169,21 @@ int mgmt_amqp_handle(mgmt_node_t *n, const uint8_t *bytes, size_t len, uint8_t *
  *                    are qdrouterd's QUERY rows (its attribute names) built from the
  *                    objects of the stats family of the same name, plus every field of
  *                    that family
+ *   sslProfile.list  {} -> {"profiles": [{attribute: value}, ...]}  (qdrouterd's attribute
+ *                    names, as the AMQP QUERY of sslProfile has them: the password only
+ *                    when it names where it is, env: or file:, else null)
+ *   sslProfile.create {"name", "attributes": {...}} -> {"profile": {...}}
+ *   sslProfile.update {"name", "attributes"?: {...}} -> {"profile": {...}}: the given
+ *                    attributes replace the profile's (null removes one), its files are read
+ *                    again and its TLS context rebuilt; new connections use it, open ones
+ *                    keep theirs; on any error the old one stays in force
+ *   sslProfile.delete {"name"} -> {"deleted": name}  (refused while a listener names it)
  *
- * Error codes: 400 malformed line or bad argument, 404 unknown op, type, attribute or
- * subscription, 409 a streamed reply is still being sent, 413 line too long, 429 too many
- * subscriptions; servers add 503 (too many clients).  After an error the session goes on.
+ * Error codes: 400 malformed line or bad argument (a certificate, key or password that
+ * fails its checks: the message names the file and what is wrong), 403 an operation this
+ * transport may not do (sslProfile.* on a WebSocket), 404 unknown op, type, attribute,
+ * subscription or profile, 409 a streamed reply is still being sent (or a profile in use),
+ * 413 line too long, 429 too many subscriptions; servers add 503 (too many clients).  After an error the session goes on.
  *
  * Threads: a session belongs to one thread at a time; sessions are independent.  A
  * streamed reply holds an iterator, never the registry's mutex, between calls.
@@ -167,6 +201,11 @@ typedef struct mgmt_proto mgmt_proto_t; /* one client's session */
 /* A new session reading registry r (borrowed: it must outlive the session).  Caller owns
  * it.  Thread-safe. */
 mgmt_proto_t *mgmt_proto_new(stats_registry_t *r, const mgmt_info_t *info);
+
+/* Let the session's sslProfile.* operations change the router's sslProfiles (tls borrowed: it
+ * must outlive the session).  Without it they answer 403.  Only the management socket's
+ * sessions get it: a WebSocket client of an http listener has no right to change certificates. */
+void mgmt_proto_set_tls(mgmt_proto_t *m, const mgmt_tls_t *tls);
 
 /* Free the session, its streamed reply and its subscriptions.  NULL is fine. */
 void mgmt_proto_free(mgmt_proto_t *m);

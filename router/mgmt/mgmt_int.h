@@ -35,6 +35,7 @@ typedef enum mgmt_kind {
     MGMT_K_LOGSTATS,
     MGMT_K_POLICY,   /* the one policy of the configuration */
     MGMT_K_EMPTY,    /* a known type with no entities in a standalone Junction */
+    MGMT_K_SSL_PROFILE, /* the router's sslProfiles (mgmt_tls_t, ssl.c) */
 } mgmt_kind_t;
 
 /* Where an operational (MGMT_K_STATS) column gets its value. */
@@ -323,6 +324,8 @@ struct mgmt_proto {
     /* subscriptions */
     mgmt_sub_t *_subs[MGMT_PROTO_MAX_SUBS]; /* NULL = free slot */
     uint32_t    _next_sub;                  /* last id given */
+    const mgmt_tls_t *_tls;                 /* sslProfile.* may change these (borrowed), or
+                                               NULL: they answer 403 */
 };
 
 /* A request being answered. */
@@ -363,5 +366,28 @@ int mgmt__op_get(const mgmt_preq_t *q);
 int mgmt__op_snapshot(const mgmt_preq_t *q);
 int mgmt__op_subscribe(const mgmt_preq_t *q);
 int mgmt__op_unsubscribe(const mgmt_preq_t *q);
+/* The sslProfile.* operations (ssl.c). */
+int mgmt__op_ssl_list(const mgmt_preq_t *q);
+int mgmt__op_ssl_create(const mgmt_preq_t *q);
+int mgmt__op_ssl_update(const mgmt_preq_t *q);
+int mgmt__op_ssl_delete(const mgmt_preq_t *q);
+
+/* ---------------------------------------------------------------------------------------
+ * sslProfiles at run time (ssl.c), for the AMQP node and the socket alike.  Each returns 0,
+ * or the status of the failure (400 bad attributes or files, 404 no such profile, 409 in
+ * use by a listener) with one line in err.
+ * ------------------------------------------------------------------------------------- */
+
+int mgmt_ssl_create(const mgmt_tls_t *tls, const char *name, const cJSON *attrs, char *err,
+                    size_t errlen);
+/* attrs replace the profile's (null removes one); the files are read again either way. */
+int mgmt_ssl_update(const mgmt_tls_t *tls, const char *name, const cJSON *attrs, char *err,
+                    size_t errlen);
+int mgmt_ssl_delete(const mgmt_tls_t *tls, const char *name, char *err, size_t errlen);
+/* The profile's attributes as management shows them (a new object: name, identity, type
+ * and qdrouterd's attribute names). */
+cJSON *mgmt_ssl_json(const cfg_ssl_profile_t *p);
+/* The password as shown: env:VAR and file:PATH as written, a password itself never (NULL). */
+const char *mgmt_ssl_shown_password(const cfg_ssl_profile_t *p);
 
 #endif

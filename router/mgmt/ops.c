@@ -261,31 +261,24 @@ static int op_read(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
     return q->wrote ? 0 : -1;
 }
 
-/* A listener CREATE may name an sslProfile of the running configuration: the request is
- * parsed with an entity of that name before it, so that the load finds it (the router's TLS
- * contexts were built from the running profile at start-up; only the name is used). */
-static void add_profile_ref(cJSON *doc, const cfg_t *running, const cJSON *attrs)
-{
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(attrs, "sslProfile");
-    if (!running || !cJSON_IsString(sp) || !cfg_ssl_profile_find(running, sp->valuestring))
-        return;
-    cJSON *ent = cJSON_CreateArray();
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "name", sp->valuestring);
-    cJSON_AddItemToArray(ent, cJSON_CreateString("sslProfile"));
-    cJSON_AddItemToArray(ent, body);
-    cJSON_AddItemToArray(doc, ent);
-}
-
-static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *attrs,
-                           const cfg_t *running)
+static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *attrs)
 {
     cJSON *doc = cJSON_CreateArray();
-    if (strcmp(cfg_type, "listener") == 0)
-        add_profile_ref(doc, running, attrs);
     cJSON *ent = cJSON_CreateArray();
     cJSON_AddItemToArray(ent, cJSON_CreateString(cfg_type));
     cJSON_AddItemToArray(ent, cJSON_Duplicate(attrs, true));
+    /* a listener's sslProfile is one of the router's, which the caller holds (op_create):
+     * the loader, which checks that a listener names a profile of its file, gets a
+     * stand-in of that name */
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(attrs, "sslProfile");
+    if (strcmp(cfg_type, "listener") == 0 && cJSON_IsString(sp) && *sp->valuestring) {
+        cJSON *stub = cJSON_CreateArray();
+        cJSON *sa = cJSON_CreateObject();
+        cJSON_AddItemToArray(stub, cJSON_CreateString("sslProfile"));
+        cJSON_AddStringToObject(sa, "name", sp->valuestring);
+        cJSON_AddItemToArray(stub, sa);
+        cJSON_AddItemToArray(doc, stub);
+    }
     cJSON_AddItemToArray(doc, ent);
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
@@ -315,6 +308,43 @@ static void log_create_warnings(const cfg_t *cfg, const char *full, const char *
         else
             base_log(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "CREATE %s: %s", full, p ? p + 3 : w);
     }
+}
+
+/* The reply to an sslProfile change: its row as it is now (st: the change's status). */
+static int ssl_reply(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e,
+                     const char *name, int st)
+{
+    mgmt_rows_t *r = rows_new(m, t);
+    int          col = mgmt_rows_col_find(r, "name");
+    while (mgmt_rows_next(r)) {
+        mgmt_val_t v;
+        mgmt_rows_get(r, (unsigned)col, &v);
+        if (v.t == MGMT_V_STR && strcmp(v.s, name) == 0) {
+            ok(q, st, true);
+            write_row_map(e, r, NULL, 0);
+            break;
+        }
+    }
+    mgmt_rows_free(r);
+    if (!q->wrote) /* deleted again meanwhile (through the socket) */
+        return fail(q, 404, "Not Found: no %s with name '%.200s'", t->full, name);
+    return 0;
+}
+
+/* The sslProfile a request names: its name, or its identity "sslProfile/<name>". */
+static const char *ssl_target(mgmt_req_t *q)
+{
+    if (q->name)
+        return q->name;
+    if (q->identity && strncmp(q->identity, "sslProfile/", 11) == 0)
+        return q->identity + 11;
+    return q->identity;
+}
+
+static int ssl_status(mgmt_req_t *q, int st, const char *err)
+{
+    return fail(q, st, "%s: %s",
+                st == 404 ? "Not Found" : st == 409 ? "Conflict" : "Bad Request", err);
 }
 
 static bool name_taken(const mgmt_rec_list_t *l, const char *name)
@@ -357,14 +387,26 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
                     full);
     }
+    if (t->kind == MGMT_K_SSL_PROFILE) {
+        char        err[512];
+        char       *name = bn ? base_strdup(bn->valuestring) : NULL;
+        int         st = m->hooks.tls ? mgmt_ssl_create(m->hooks.tls, name, attrs, err,
+                                                        sizeof(err))
+                                      : 501;
+        cJSON_Delete(attrs);
+        if (st == 501)
+            snprintf(err, sizeof(err), "this router cannot make sslProfiles");
+        int rc = st ? ssl_status(q, st == 501 ? 400 : st, err) : ssl_reply(m, q, t, e, name, 201);
+        free(name);
+        return rc;
+    }
     mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER ? &m->listeners : &m->addresses;
     if (bn && name_taken(list, bn->valuestring)) {
         fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring, full);
         cJSON_Delete(attrs);
         return -1;
     }
-    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs,
-                              m->cfg);
+    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs);
     cJSON_Delete(attrs);
     if (!cfg)
         return -1;
@@ -374,11 +416,22 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: not a listener");
         }
+        /* the profile a listener names is the router's (one made at run time too): it
+         * stays while the listener does */
+        const char *prof = cfg->listeners[0].ssl_profile;
+        if (prof && (!m->hooks.tls || m->hooks.tls->hold(m->hooks.tls->ctx, prof) != 0)) {
+            fail(q, 400, "Bad Request: sslProfile '%.200s': no sslProfile entity has that name",
+                 prof);
+            cfg_free(cfg);
+            return -1;
+        }
         char err[300] = "no way to start listeners";
         long id = m->hooks.listener_add
                       ? m->hooks.listener_add(m->hooks.ctx, &cfg->listeners[0], err, sizeof(err))
                       : -1;
         if (id <= 0) {
+            if (prof)
+                m->hooks.tls->release(m->hooks.tls->ctx, prof);
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: %s", err);
         }
@@ -459,6 +512,16 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
         return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
                     q->name ? "name" : "identity", want ? want : "");
     }
+    if (t->kind == MGMT_K_SSL_PROFILE) {
+        const char *name = ssl_target(q);
+        char        err[512];
+        if (!name)
+            return fail(q, 400, "Bad Request: DELETE needs a name or an identity");
+        if (!m->hooks.tls)
+            return fail(q, 404, "Not Found: no %s with name '%.200s'", full, name);
+        int st = mgmt_ssl_delete(m->hooks.tls, name, err, sizeof(err));
+        return st ? ssl_status(q, st == 409 ? 400 : st, err) : ok(q, 204, false);
+    }
     mgmt_rec_list_t *l = t->kind == MGMT_K_LISTENER ? &m->listeners : &m->addresses;
     int              i = find_rec(q, t, l);
     if (i < 0)
@@ -466,6 +529,9 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
     if (t->kind == MGMT_K_LISTENER) {
         if (m->hooks.listener_del)
             m->hooks.listener_del(m->hooks.ctx, l->v[i].id);
+        const cfg_listener_t *lc = l->v[i].cfg;
+        if (lc->ssl_profile && m->hooks.tls) /* the profile may go once no listener names it */
+            m->hooks.tls->release(m->hooks.tls->ctx, lc->ssl_profile);
     } else if (m->hooks.address_del) {
         m->hooks.address_del(m->hooks.ctx, l->v[i].cfg);
     }
@@ -571,6 +637,16 @@ static int op_update(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         return fail(q, 400, "Bad Request: the UPDATE body must be a map of attributes");
     if (t->kind == MGMT_K_LOG)
         return update_log(m, q, t, e);
+    if (t->kind == MGMT_K_SSL_PROFILE) {
+        const char *name = ssl_target(q);
+        char        err[512];
+        if (!name)
+            return fail(q, 400, "Bad Request: UPDATE needs a name or an identity");
+        if (!m->hooks.tls)
+            return fail(q, 404, "Not Found: no %s with name '%.200s'", t->full, name);
+        int st = mgmt_ssl_update(m->hooks.tls, name, q->body, err, sizeof(err));
+        return st ? ssl_status(q, st, err) : ssl_reply(m, q, t, e, name, 200);
+    }
     if (t->kind == MGMT_K_STATS && strcmp(t->name, "connection") == 0)
         return update_connection(m, q, t, e);
     if (t->kind == MGMT_K_STATS && strcmp(t->name, "router") == 0) {

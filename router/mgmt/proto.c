@@ -31,7 +31,8 @@
 
 static const char *const op_names[] = {
     "stats.list", "stats.get", "stats.snapshot", "stats.subscribe", "stats.unsubscribe",
-    "entity.query",
+    "entity.query", "sslProfile.list", "sslProfile.create", "sslProfile.update",
+    "sslProfile.delete",
 };
 
 static char *dup_or(const char *s, const char *dflt)
@@ -52,6 +53,11 @@ mgmt_proto_t *mgmt_proto_new(stats_registry_t *r, const mgmt_info_t *info)
     m->_info.router_id = m->_router_id;
     m->_info.mode = m->_mode;
     return m;
+}
+
+void mgmt_proto_set_tls(mgmt_proto_t *m, const mgmt_tls_t *tls)
+{
+    m->_tls = tls;
 }
 
 static void stream_end(mgmt_stream_t *st)
@@ -388,6 +394,10 @@ static const op_t ops[] = {
     {"stats.subscribe", mgmt__op_subscribe, false},
     {"stats.unsubscribe", mgmt__op_unsubscribe, false},
     {"entity.query", op_query, true},
+    {"sslProfile.list", mgmt__op_ssl_list, false},
+    {"sslProfile.create", mgmt__op_ssl_create, false},
+    {"sslProfile.update", mgmt__op_ssl_update, false},
+    {"sslProfile.delete", mgmt__op_ssl_delete, false},
 };
 _Static_assert(BASE_ARRAY_LEN(ops) == BASE_ARRAY_LEN(op_names), "ops and op_names agree");
 

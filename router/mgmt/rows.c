@@ -56,6 +56,10 @@ struct mgmt_rows {
     size_t      pos;           /* the current row's index + 1 (0: before the first) */
     mgmt_val_t *cur;           /* the current row's values, one per column */
     char        sbuf[N_SBUF][320]; /* strings of the current row */
+    /* sslProfile: a copy of the router's profiles, taken when the producer is made */
+    cfg_ssl_profile_t *ssl;        /* NULL when there are none (or no mgmt_tls_t) */
+    size_t             n_ssl;      /* their count */
+    const mgmt_tls_t  *ssl_src;    /* where they came from (frees them) */
 };
 
 /* ---- columns ---- */
@@ -148,6 +152,10 @@ mgmt_rows_t *mgmt_rows_new(const mgmt_type_t *t, stats_registry_t *reg, const mg
     r->version = info && info->version ? info->version : "";
     if (t->kind != MGMT_K_STATS) {
         columns_cfg(r);
+        if (t->kind == MGMT_K_SSL_PROFILE && n && n->hooks.tls) {
+            r->ssl_src = n->hooks.tls;
+            r->ssl = r->ssl_src->copy(r->ssl_src->ctx, &r->n_ssl);
+        }
         return r;
     }
     stats_family_t *f = reg ? stats_family_find(reg, t->family) : NULL;
@@ -180,6 +188,8 @@ void mgmt_rows_free(mgmt_rows_t *r)
     free(r->have);
     free(r->cols);
     free(r->cur);
+    if (r->ssl_src)
+        r->ssl_src->copy_free(r->ssl, r->n_ssl);
     free(r);
 }
 
@@ -507,6 +517,23 @@ static void address_row(fill_t *f, const mgmt_rec_t *rec)
     put_bool(f, false); /* enableFallback */
 }
 
+/* An sslProfile: its attributes as written, but never the password itself (ssl.c). */
+static void ssl_profile_row(fill_t *f, const cfg_ssl_profile_t *p)
+{
+    char *id = f->r->sbuf[SBUF_ID];
+    snprintf(id, sizeof(f->r->sbuf[0]), "sslProfile/%s", p->name);
+    put_base(f, p->name, id);
+    put_str(f, p->ciphers);
+    put_str(f, p->protocols);
+    put_str(f, p->ca_cert_file);
+    put_str(f, p->cert_file);
+    put_str(f, p->private_key_file);
+    put_null(f); /* passwordFile: loaded as password "file:PATH" */
+    put_str(f, mgmt_ssl_shown_password(p));
+    put_str(f, p->uid_format);
+    put_str(f, p->uid_name_mapping_file);
+}
+
 /* The configured `log` entity of a module, or NULL. */
 static const cfg_log_t *log_cfg(const cfg_t *cfg, int mod)
 {
@@ -594,6 +621,8 @@ static size_t cfg_rows(const mgmt_rows_t *r)
     case MGMT_K_POLICY:
     case MGMT_K_NODE:
         return 1;
+    case MGMT_K_SSL_PROFILE:
+        return r->n_ssl;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:
         break;
@@ -625,6 +654,9 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_NODE:
         put_base(&f, "self", "self");
+        break;
+    case MGMT_K_SSL_PROFILE:
+        ssl_profile_row(&f, &r->ssl[i]);
         break;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:

@@ -99,6 +99,19 @@ static const mgmt_attr_t linkroute_attrs[] = {
     A("direction", "[\"in\",\"out\"]", NULL, true, false, true),
     A("operStatus", "[\"inactive\",\"active\"]", NULL, false, false, false),
 };
+/* sslProfile: CREATE and DELETE as qdrouterd, and UPDATE (qdrouterd has none): every
+ * attribute may be changed, and an UPDATE reads the files again whatever it gives */
+static const mgmt_attr_t ssl_profile_attrs[] = {
+    A("ciphers", "string", NULL, true, true, false),
+    A("protocols", "string", NULL, true, true, false),
+    A("caCertFile", "string", NULL, true, true, false),
+    A("certFile", "string", NULL, true, true, false),
+    A("privateKeyFile", "string", NULL, true, true, false),
+    A("passwordFile", "string", NULL, true, true, false),
+    A("password", "string", NULL, true, true, false),
+    A("uidFormat", "string", NULL, true, true, false),
+    A("uidNameMappingFile", "string", NULL, true, true, false),
+};
 static const mgmt_attr_t log_attrs[] = {
     A("module", "[\"ROUTER\",\"ROUTER_CORE\",\"ROUTER_HELLO\",\"ROUTER_LS\",\"ROUTER_MA\",\"MESSAGE\","
                 "\"SERVER\",\"AGENT\",\"AUTHSERVICE\",\"CONTAINER\",\"ERROR\",\"POLICY\",\"HTTP\","
@@ -274,6 +287,8 @@ const mgmt_type_t mgmt_types[] = {
      CE, CDRQ, NULL, N(autolink_attrs), false},
     {"router.config.linkRoute", "linkRoute", MGMT_PREFIX ".router.config.linkRoute",
      MGMT_K_EMPTY, CE, CDRQ, NULL, N(linkroute_attrs), false},
+    {"sslProfile", NULL, MGMT_PREFIX ".sslProfile", MGMT_K_SSL_PROFILE, CE,
+     "CREATE,UPDATE,DELETE,READ,QUERY", NULL, N(ssl_profile_attrs), false},
     {"log", NULL, MGMT_PREFIX ".log", MGMT_K_LOG, CE, "UPDATE,READ,QUERY", NULL, N(log_attrs),
      false},
     {"policy", NULL, MGMT_PREFIX ".policy", MGMT_K_POLICY, CE, "READ,QUERY", NULL,

@@ -6,6 +6,7 @@
 #include "core/base/log.h"
 #include "core/core.h"
 
+#include <errno.h>
 #include <proton/codec.h>
 #include <proton/message.h>
 #include <setjmp.h>
@@ -533,6 +534,266 @@ static void test_listener_create_delete(void **state)
     assert_int_equal(last_del_id, 1);
 }
 
+/* ---- sslProfile through a fake of the router's profile set (router/tls.c is the real one) ---- */
+
+static cfg_ssl_profile_t fake_prof;   /* the one profile, "p" (name NULL: deleted) */
+static int               fake_users;  /* listeners holding it */
+static int               fake_rc;     /* what the next add/update returns */
+static int               fake_updates; /* updates that took */
+
+static int fake_add(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    (void)ctx;
+    if (fake_rc)
+        return snprintf(err, errlen, "sslProfile '%s': certFile %s: broken", p->name,
+                        p->cert_file ? p->cert_file : "-"), fake_rc;
+    if (fake_prof.name)
+        return snprintf(err, errlen, "exists"), -EEXIST;
+    cfg_ssl_profile_copy(&fake_prof, p);
+    return 0;
+}
+
+static int fake_update(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen)
+{
+    (void)ctx;
+    if (!fake_prof.name || strcmp(fake_prof.name, p->name) != 0)
+        return snprintf(err, errlen, "none"), -ENOENT;
+    if (fake_rc)
+        return snprintf(err, errlen, "sslProfile '%s': certFile %s: broken", p->name,
+                        p->cert_file ? p->cert_file : "-"), fake_rc;
+    cfg_ssl_profile_fini(&fake_prof);
+    cfg_ssl_profile_copy(&fake_prof, p);
+    fake_updates++;
+    return 0;
+}
+
+static int fake_del(void *ctx, const char *name, char *err, size_t errlen)
+{
+    (void)ctx;
+    if (!fake_prof.name || strcmp(fake_prof.name, name) != 0)
+        return snprintf(err, errlen, "none"), -ENOENT;
+    if (fake_users)
+        return snprintf(err, errlen, "sslProfile '%s' is in use", name), -EBUSY;
+    cfg_ssl_profile_fini(&fake_prof);
+    memset(&fake_prof, 0, sizeof(fake_prof));
+    return 0;
+}
+
+static int fake_hold(void *ctx, const char *name)
+{
+    (void)ctx;
+    if (!fake_prof.name || strcmp(fake_prof.name, name) != 0)
+        return -ENOENT;
+    fake_users++;
+    return 0;
+}
+
+static void fake_release(void *ctx, const char *name)
+{
+    (void)ctx;
+    (void)name;
+    fake_users--;
+}
+
+static cfg_ssl_profile_t *fake_copy(void *ctx, size_t *n)
+{
+    (void)ctx;
+    cfg_ssl_profile_t *v = calloc(1, sizeof(*v));
+    *n = fake_prof.name ? 1 : 0;
+    if (*n)
+        cfg_ssl_profile_copy(v, &fake_prof);
+    return v;
+}
+
+static void fake_copy_free(cfg_ssl_profile_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cfg_ssl_profile_fini(&v[i]);
+    free(v);
+}
+
+static const mgmt_tls_t fake_tls = {.add = fake_add,
+                                    .update = fake_update,
+                                    .del = fake_del,
+                                    .hold = fake_hold,
+                                    .release = fake_release,
+                                    .copy = fake_copy,
+                                    .copy_free = fake_copy_free};
+
+static int setup_tls(void **state)
+{
+    setup(state);
+    fx_t *f = *state;
+    mgmt_node_free(f->m);
+    mgmt_info_t  info = {.router_id = "T1", .mode = "standalone", .version = "9.9"};
+    mgmt_hooks_t hooks = {.listener_add = h_listener_add, .listener_del = h_listener_del,
+                          .tls = &fake_tls};
+    f->m = mgmt_node_new(f->cfg, f->reg, &info, &hooks);
+    cfg_ssl_profile_t p = {.name = "p", .cert_file = "/c.pem", .private_key_file = "/k.pem",
+                           .ca_cert_file = "/ca.pem", .password = "pass:hidden"};
+    cfg_ssl_profile_copy(&fake_prof, &p);
+    fake_users = fake_rc = fake_updates = 0;
+    return 0;
+}
+
+static int teardown_tls(void **state)
+{
+    cfg_ssl_profile_fini(&fake_prof);
+    memset(&fake_prof, 0, sizeof(fake_prof));
+    return teardown(state);
+}
+
+static void put_kv(pn_data_t *b, const char *k, const char *v)
+{
+    pn_data_put_string(b, pn_bytes(strlen(k), k));
+    if (v)
+        pn_data_put_string(b, pn_bytes(strlen(v), v));
+    else
+        pn_data_put_null(b);
+}
+
+/* certFile replaced, caCertFile removed (null), the deprecated keyFile for privateKeyFile */
+static void fill_update_ssl(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    put_kv(b, "certFile", "/new.pem");
+    put_kv(b, "caCertFile", NULL);
+    put_kv(b, "keyFile", "/newkey.pem");
+    pn_data_exit(b);
+}
+
+static void fill_rename_ssl(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    put_kv(b, "name", "other");
+    pn_data_exit(b);
+}
+
+static void fill_create_ssl(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    put_kv(b, "name", "q");
+    put_kv(b, "certFile", "/q.pem");
+    put_kv(b, "password", "env:Q_PW");
+    pn_data_exit(b);
+}
+
+static void fill_listener_ssl(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    put_kv(b, "port", "0");
+    put_kv(b, "sslProfile", "p");
+    pn_data_exit(b);
+}
+
+static void fill_listener_nossl(pn_data_t *b)
+{
+    pn_data_put_map(b);
+    pn_data_enter(b);
+    put_kv(b, "port", "0");
+    put_kv(b, "sslProfile", "nosuch");
+    pn_data_exit(b);
+}
+
+/* The reply body's string attribute k, or NULL when it is null. */
+static const char *body_str(fx_t *f, const char *k, char *buf, size_t len)
+{
+    pn_data_t *b = body(f);
+    assert_true(map_find(b, k));
+    if (pn_data_type(b) == PN_NULL)
+        return NULL;
+    pn_bytes_t v = pn_data_get_string(b);
+    snprintf(buf, len, "%.*s", (int)v.size, v.start);
+    return buf;
+}
+
+static void test_ssl_profile_update_merges_and_hides_the_password(void **state)
+{
+    fx_t *f = *state;
+    char  buf[128];
+    assert_int_equal(call(f, fill_update_ssl, "operation", "UPDATE", "type", "sslProfile",
+                          "name", "p", NULL),
+                     200);
+    assert_int_equal(fake_updates, 1);
+    assert_string_equal(fake_prof.cert_file, "/new.pem");
+    assert_string_equal(fake_prof.private_key_file, "/newkey.pem");
+    assert_null(fake_prof.ca_cert_file);
+    assert_string_equal(fake_prof.password, "pass:hidden"); /* kept, never shown */
+    assert_string_equal(body_str(f, "certFile", buf, sizeof(buf)), "/new.pem");
+    assert_null(body_str(f, "password", buf, sizeof(buf)));
+    assert_string_equal(body_str(f, "identity", buf, sizeof(buf)), "sslProfile/p");
+
+    /* an UPDATE with no attributes reads the files again: the router is asked once more */
+    assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "sslProfile", "identity",
+                          "sslProfile/p", NULL),
+                     200);
+    assert_int_equal(fake_updates, 2);
+    /* refusals: a new name, no such profile, the router's checks failing (nothing changes) */
+    assert_int_equal(call(f, fill_rename_ssl, "operation", "UPDATE", "type", "sslProfile",
+                          "name", "p", NULL),
+                     400);
+    assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "sslProfile", "name", "zz",
+                          NULL),
+                     404);
+    fake_rc = -EINVAL;
+    assert_int_equal(call(f, fill_update_ssl, "operation", "UPDATE", "type", "sslProfile",
+                          "name", "p", NULL),
+                     400);
+    assert_int_equal(fake_updates, 2);
+    fake_rc = 0;
+
+    /* READ and QUERY: env: is shown, a password itself never */
+    assert_int_equal(call(f, fill_create_ssl, "operation", "CREATE", "type", "sslProfile", NULL),
+                     400); /* "p" is the fake's only slot: exists */
+    assert_int_equal(call(f, NULL, "operation", "READ", "type", "sslProfile", "name", "p", NULL),
+                     200);
+    assert_null(body_str(f, "password", buf, sizeof(buf)));
+}
+
+static void test_ssl_profile_listeners_hold_it(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(call(f, fill_listener_nossl, "operation", "CREATE", "type", "listener",
+                          NULL),
+                     400);
+    assert_int_equal(fake_users, 0);
+    assert_int_equal(call(f, fill_listener_ssl, "operation", "CREATE", "type", "listener",
+                          "name", "LS", NULL),
+                     201);
+    assert_int_equal(fake_users, 1);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "sslProfile", "name", "p",
+                          NULL),
+                     400);
+    assert_non_null(fake_prof.name);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "listener", "name", "LS",
+                          NULL),
+                     204);
+    assert_int_equal(fake_users, 0);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "sslProfile", "name", "p",
+                          NULL),
+                     204);
+    assert_null(fake_prof.name);
+    assert_int_equal(call(f, NULL, "operation", "DELETE", "type", "sslProfile", "name", "p",
+                          NULL),
+                     404);
+    /* a profile made at run time */
+    char buf[64];
+    assert_int_equal(call(f, fill_create_ssl, "operation", "CREATE", "type", "sslProfile", NULL),
+                     201);
+    assert_string_equal(fake_prof.password, "env:Q_PW");
+    assert_string_equal(body_str(f, "password", buf, sizeof(buf)), "env:Q_PW");
+    fake_rc = -EINVAL; /* and one the router's checks refuse */
+    cfg_ssl_profile_fini(&fake_prof);
+    memset(&fake_prof, 0, sizeof(fake_prof));
+    assert_int_equal(call(f, fill_create_ssl, "operation", "CREATE", "type", "sslProfile", NULL),
+                     400);
+    assert_null(fake_prof.name);
+}
+
 static void test_log_update_and_get_log(void **state)
 {
     fx_t *f = *state;
@@ -627,6 +888,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_query_counter_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_address_create_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener_create_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ssl_profile_update_merges_and_hides_the_password,
+                                        setup_tls, teardown_tls),
+        cmocka_unit_test_setup_teardown(test_ssl_profile_listeners_hold_it, setup_tls,
+                                        teardown_tls),
         cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_update_unknown, setup, teardown),

@@ -256,7 +256,7 @@ static void test_hello(void **state)
     assert_int_equal((int)num(get(h, "max_line")), MGMT_PROTO_LINE_MAX);
     cJSON *ops = get(h, "ops");
     assert_true(cJSON_IsArray(ops));
-    assert_int_equal(cJSON_GetArraySize(ops), 6);
+    assert_int_equal(cJSON_GetArraySize(ops), 10);
     assert_string_equal(str(cJSON_GetArrayItem(ops, 0)), "stats.list");
 
     /* defaults for a NULL info */
@@ -305,6 +305,9 @@ static void test_malformed(void **state)
         {"{\"id\": 19, \"op\": \"stats.unsubscribe\"}", 400, 19},
         {"{\"id\": 20, \"op\": \"stats.unsubscribe\", \"sub\": 77}", 404, 20},
         {"{\"id\": 21, \"op\": \"entity.query\"}", 400, 21},
+        /* a session without the router's sslProfiles (a WebSocket's) may not change them */
+        {"{\"id\": 41, \"op\": \"sslProfile.update\", \"name\": \"p\"}", 403, 41},
+        {"{\"id\": 42, \"op\": \"sslProfile.list\"}", 403, 42},
         {"{\"id\": 22, \"op\": \"entity.query\", \"type\": \"widget\"}", 404, 22},
         {"{\"id\": 23, \"op\": \"entity.query\", \"type\": \"link\", \"offset\": -1}", 400, 23},
         {"{\"id\": 24, \"op\": \"entity.query\", \"type\": \"link\", \"attributeNames\": 3}", 400,
