@@ -37,12 +37,11 @@
  * thread runs the sessions of modes 0-2 (their _WT functions belong to whoever holds the
  * session); the router runs its own.
  */
-#include "router/server.h"
-#include "router/tls.h"
-
 #include "config/config.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
+#include "router/server.h"
+#include "router/tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -85,10 +84,10 @@ static const char CONFIG[] =
 
 static cfg_t        *cfg;
 static rtr_server_t *srv;
-static rtr_tls_t    *tls;      /* the sessions of modes 0-2 (the router has its own) */
-static SSL_CTX      *cli12;    /* clients: TLSv1.2 only, and TLSv1.3 */
+static rtr_tls_t    *tls;   /* the sessions of modes 0-2 (the router has its own) */
+static SSL_CTX      *cli12; /* clients: TLSv1.2 only, and TLSv1.3 */
 static SSL_CTX      *cli13;
-static char          dir[64];  /* the key and certificate, made at set-up */
+static char          dir[64]; /* the key and certificate, made at set-up */
 static char          key_path[128];
 static char          cert_path[128];
 
@@ -134,10 +133,10 @@ static X509 *make_cert(void)
     X509_gmtime_adj(X509_getm_notAfter(x), 86400);
     X509_set_pubkey(x, k);
     X509_NAME *n = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1, -1,
+                               0);
     X509_set_issuer_name(x, n);
-    X509V3_CTX      v3;
+    X509V3_CTX v3;
     X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
     X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
     if (!san || !X509_add_ext(x, san, -1))
@@ -173,9 +172,8 @@ static void setup(void)
     signal(SIGPIPE, SIG_IGN);
     base_thread_set_role(BASE_THREAD_MAIN, 0);
     uint8_t mask = 0;
-    if (base_log_parse_enable(getenv("JUNCTION_FUZZ_LOG") ? getenv("JUNCTION_FUZZ_LOG")
-                                                          : "critical+",
-                              &mask) != 0)
+    if (base_log_parse_enable(
+            getenv("JUNCTION_FUZZ_LOG") ? getenv("JUNCTION_FUZZ_LOG") : "critical+", &mask) != 0)
         abort();
     base_log_set_mask(BASE_LOG_MOD_DEFAULT, mask);
     base_log_finish_config();
@@ -209,7 +207,7 @@ static void setup(void)
 
 /* What a server session produced: its plaintext, and whether it failed or saw the end. */
 typedef struct {
-    uint8_t *plain;  /* every plaintext byte read */
+    uint8_t *plain; /* every plaintext byte read */
     size_t   n;
     size_t   cap;
     bool     failed; /* rtr_tls_read_WT() said -2 */

@@ -59,29 +59,29 @@ enum {
 
 /* One connection in progress. */
 typedef struct hs {
-    int      fd;
-    int      state;
-    SSL     *ssl;        /* NULL without --tls-ca */
-    uint8_t  in[16384];  /* bytes read, not yet parsed */
-    size_t   inlen;
-    uint8_t  out[512];   /* bytes to write (retried as they are: SSL_write wants that) */
-    size_t   outlen;
-    double   at[ST_EOF + 2]; /* when each state began; [ST_EOF + 1]: the end */
+    int     fd;
+    int     state;
+    SSL    *ssl;       /* NULL without --tls-ca */
+    uint8_t in[16384]; /* bytes read, not yet parsed */
+    size_t  inlen;
+    uint8_t out[512]; /* bytes to write (retried as they are: SSL_write wants that) */
+    size_t  outlen;
+    double  at[ST_EOF + 2]; /* when each state began; [ST_EOF + 1]: the end */
 } hs_t;
 
 static struct {
     struct sockaddr_in addr;
-    SSL_CTX           *tls;      /* --tls-ca */
-    const char        *mech;     /* NULL: no SASL */
+    SSL_CTX           *tls;  /* --tls-ca */
+    const char        *mech; /* NULL: no SASL */
     const char        *user;
     const char        *password;
     int                parallel;
     double             seconds;
     int                ep;
-    long               done;     /* completed connections */
+    long               done; /* completed connections */
     long               failed;
     char               first_error[256];
-    char               proto[32];  /* the first TLS session's */
+    char               proto[32]; /* the first TLS session's */
     char               cipher[64];
     double             in_state[ST_EOF + 1]; /* seconds spent in each state, summed over
                                               * the completed connections */
@@ -130,7 +130,7 @@ static void put(hs_t *c, const void *p, size_t n)
 /* A frame of `type` (0 AMQP, 1 SASL) around the body. */
 static void put_frame(hs_t *c, int type, const uint8_t *body, size_t n)
 {
-    uint8_t h[8] = {0, 0, 0, 0, 2, (uint8_t)type, 0, 0};
+    uint8_t  h[8] = {0, 0, 0, 0, 2, (uint8_t)type, 0, 0};
     uint32_t size = (uint32_t)(8 + n);
     h[0] = (uint8_t)(size >> 24);
     h[1] = (uint8_t)(size >> 16);
@@ -148,8 +148,7 @@ static void put_sasl(hs_t *c)
     uint8_t              resp[300];
     size_t               rlen = 0;
     if (strcmp(g.mech, "PLAIN") == 0) {
-        rlen = (size_t)snprintf((char *)resp, sizeof(resp), "%c%s%c%s", 0, g.user, 0,
-                                g.password);
+        rlen = (size_t)snprintf((char *)resp, sizeof(resp), "%c%s%c%s", 0, g.user, 0, g.password);
     } else {
         memcpy(resp, "anonymous", 9); /* ANONYMOUS: the trace (RFC 4505) */
         rlen = 9;
@@ -439,28 +438,49 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},      {"tls-ca", required_argument, NULL, 'T'},
-        {"mech", required_argument, NULL, 'm'},     {"user", required_argument, NULL, 'U'},
-        {"password", required_argument, NULL, 'P'}, {"parallel", required_argument, NULL, 'p'},
-        {"seconds", required_argument, NULL, 's'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *url = NULL, *ca = NULL;
+    static const struct option opts[] = {{"url", required_argument, NULL, 'u'},
+                                         {"tls-ca", required_argument, NULL, 'T'},
+                                         {"mech", required_argument, NULL, 'm'},
+                                         {"user", required_argument, NULL, 'U'},
+                                         {"password", required_argument, NULL, 'P'},
+                                         {"parallel", required_argument, NULL, 'p'},
+                                         {"seconds", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char                *url = NULL, *ca = NULL;
     g.mech = "ANONYMOUS";
     g.parallel = 8;
     g.seconds = 5;
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case 'u': url = optarg; break;
-        case 'T': ca = optarg; break;
-        case 'm': g.mech = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
-        case 'U': g.user = optarg; break;
-        case 'P': g.password = optarg; break;
-        case 'p': g.parallel = atoi(optarg); break;
-        case 's': g.seconds = atof(optarg); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'u':
+            url = optarg;
+            break;
+        case 'T':
+            ca = optarg;
+            break;
+        case 'm':
+            g.mech = strcmp(optarg, "none") == 0 ? NULL : optarg;
+            break;
+        case 'U':
+            g.user = optarg;
+            break;
+        case 'P':
+            g.password = optarg;
+            break;
+        case 'p':
+            g.parallel = atoi(optarg);
+            break;
+        case 's':
+            g.seconds = atof(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     const char *colon = url ? strrchr(url, ':') : NULL;
@@ -520,8 +540,8 @@ int main(int argc, char **argv)
            "\"ms_connect\":%.3f,\"ms_tls\":%.3f,\"ms_sasl\":%.3f,\"ms_open\":%.3f,"
            "\"ms_close\":%.3f,\"ms_eof\":%.3f}\n",
            g.done, g.failed, secs, secs > 0 ? (double)g.done / secs : 0, cpu,
-           g.mech ? g.mech : "none", g.proto[0] ? g.proto : "none",
-           g.cipher[0] ? g.cipher : "none", g.first_error, MS(ST_CONNECT), MS(ST_TLS),
-           MS(ST_SASL), MS(ST_OPEN), MS(ST_CLOSE), MS(ST_EOF));
+           g.mech ? g.mech : "none", g.proto[0] ? g.proto : "none", g.cipher[0] ? g.cipher : "none",
+           g.first_error, MS(ST_CONNECT), MS(ST_TLS), MS(ST_SASL), MS(ST_OPEN), MS(ST_CLOSE),
+           MS(ST_EOF));
     return g.done > 0 && g.failed == 0 ? 0 : 1;
 }
