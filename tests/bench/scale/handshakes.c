@@ -14,7 +14,8 @@
  * router's open came, a close; once its close came, a TLS close_notify, and close() once the
  * router has closed the socket (so that the client's ports are not held in TIME_WAIT).
  * --mech none skips the SASL layer.  P connections (default 8) are in progress at once; new
- * ones start for S seconds (default 5), then the ones in progress finish.
+ * ones start for S seconds (default 5), then the ones in progress finish.  A connection that
+ * fails is counted and not replaced.
  *
  * Prints one line of JSON on stdout: connections completed, failures, seconds (from the
  * first connect to the last completion), the rate, this process's CPU seconds (to tell
@@ -518,10 +519,13 @@ int main(int argc, char **argv)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
+            long before = g.done;
             if (!step(evs[i].data.ptr)) {
                 last = now_s();
                 live--;
-                if (last < end)
+                /* a failed connection is not replaced: the run has failed anyway, and a
+                 * router that refuses every connection must not be hammered */
+                if (last < end && g.done > before)
                     live += start_one();
             }
         }
