@@ -343,6 +343,7 @@ def help_commands():
         ("junction-loadgen", [str(b / "tests" / "bench" / "loadgen" / "junction-loadgen")]),
         ("junction-holdlinks", [str(b / "tests" / "bench" / "scale" / "junction-holdlinks")]),
         ("junction-holdconns", [str(b / "tests" / "bench" / "scale" / "junction-holdconns")]),
+        ("junction-handshakes", [str(b / "tests" / "bench" / "scale" / "junction-handshakes")]),
         ("codec_bench", [str(b / "tests" / "bench" / "codec_bench")]),
         ("stats-bench", [str(b / "tests" / "bench" / "stats" / "stats-bench")]),
         ("scripts/run", [str(REPO_ROOT / "scripts" / "run")]),
@@ -354,7 +355,7 @@ def help_commands():
         ("soak.py", [PYTHON, str(REPO_ROOT / "tests" / "system" / "soak.py")]),
         ("mgmt_bench.py", [PYTHON, str(REPO_ROOT / "tests" / "bench" / "mgmt_bench.py")]),
     ] + [("fuzz_%s_replay" % t, [str(b / "tests" / "fuzz" / ("fuzz_%s_replay" % t))])
-         for t in ("codec", "frame", "config", "mgmt", "agent", "conn")]
+         for t in ("codec", "frame", "config", "mgmt", "agent", "conn", "tls")]
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help"])

@@ -25,7 +25,8 @@
  * Each prints one line of JSON on stdout at the end (messages, seconds, msg/s, latency
  * percentiles, error counts); progress and problems go to stderr.  The receiver writes
  * "READY" (connected, link attached, credit granted) or "LISTENING HOST:PORT" to stderr so
- * that a script knows when to start the sender.  Exit status: 0 when everything arrived
+ * that a script knows when to start the sender; with --tls-ca, each writes "TLS PROTOCOL
+ * CIPHER" there too once the router's open came.  Exit status: 0 when everything arrived
  * intact and was accepted, 1 on any loss, duplicate, corruption, rejection or timeout, 2 on
  * a usage error.
  *
@@ -1019,6 +1020,16 @@ static void handle(lg_t *g, pn_event_t *e)
     case PN_CONNECTION_REMOTE_OPEN:
         if (pn_connection_state(g->conn) & PN_LOCAL_UNINIT)
             pn_connection_open(g->conn);
+        if (g->o.tls_ca && !g->o.listen) {
+            /* what TLS the router negotiated, for the benchmark to show */
+            char             proto[32] = "?", cipher[64] = "?";
+            pn_ssl_t        *ssl = pn_ssl(pn_event_transport(e));
+            if (ssl) {
+                pn_ssl_get_protocol_name(ssl, proto, sizeof(proto));
+                pn_ssl_get_cipher_name(ssl, cipher, sizeof(cipher));
+            }
+            fprintf(stderr, "TLS %s %s\n", proto, cipher);
+        }
         break;
     case PN_SESSION_REMOTE_OPEN:
         if (pn_session_state(pn_event_session(e)) & PN_LOCAL_UNINIT)
@@ -1260,7 +1271,8 @@ static void usage(FILE *f)
                "                        (default 100), to check the receiver: loss, duplicate,\n"
                "                        corrupt-annotation, corrupt-body\n"
                "  -T, --tls-ca FILE     --url over TLS, the router's certificate checked\n"
-               "                        against the CA certificates in FILE\n"
+               "                        against the CA certificates in FILE; prints\n"
+               "                        \"TLS PROTOCOL CIPHER\" on stderr once the router opened\n"
                "  -h, --help            this help\n"
                "\n"
                "Prints one JSON line on stdout; exits 1 on any loss, duplicate, corruption or\n"
