@@ -92,6 +92,8 @@ static size_t           q_used;       /* [q_lock] bytes held */
 static bool             writer_on;    /* [q_lock] lines go through the queue */
 static bool             writer_stop;  /* [q_lock] the writer should drain and exit */
 static bool             reopen_asked; /* [q_lock] base_log_reopen() waits for the writer */
+static size_t           reopen_after; /* [q_lock] bytes queued before the reopen was asked:
+                                         they go to the old file, later lines to the new */
 static pthread_mutex_t  q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t   q_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t        writer_thread;
@@ -428,7 +430,7 @@ static void *writer_main(void *arg)
         while (q_used == 0 && !reopen_asked && !writer_stop)
             pthread_cond_wait(&q_cond, &q_lock);
         size_t n = 0, k = 0;
-        while (q_used > 0 && k < BATCH_ENTRIES) {
+        while (q_used > 0 && k < BATCH_ENTRIES && !(reopen_asked && reopen_after == 0)) {
             q_hdr_t h;
             size_t  save_head = q_head, save_used = q_used;
             q_take_LH(&h, sizeof(h));
@@ -440,14 +442,18 @@ static void *writer_main(void *arg)
             q_take_LH(batch + n, h.len);
             n += h.len;
             hdrs[k++] = h;
+            if (reopen_asked)
+                reopen_after -= sizeof(h) + h.len;
         }
         for (int i = 0; i < n_sinks; i++) {
             dropped[i] = sinks[i].dropped;
             sinks[i].dropped = 0;
         }
-        /* this batch goes to the old file, what is still queued to the new one */
-        bool reopen = reopen_asked; /* a SIGUSR1 during the reopen asks again */
-        reopen_asked = false;
+        /* this batch goes to the old file; once it holds every line queued before the reopen
+           was asked, the files are reopened and the rest goes to the new one */
+        bool reopen = reopen_asked && reopen_after == 0; /* a SIGUSR1 during it asks again */
+        if (reopen)
+            reopen_asked = false;
         pthread_mutex_unlock(&q_lock);
 
         size_t off = 0;
@@ -562,6 +568,8 @@ void base_log_reopen(void)
     if (!writer_on) {
         reopen_files();
     } else {
+        if (!reopen_asked) /* (asked twice: one reopen, at the first mark, serves both) */
+            reopen_after = q_used;
         reopen_asked = true;
         pthread_cond_signal(&q_cond);
     }

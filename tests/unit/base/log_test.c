@@ -133,7 +133,7 @@ static void *log_lines(void *arg)
 }
 
 /* Count the lines of a file, checking that each is a whole one. */
-static int count_lines(const char *path, int seen[THREADS][PER_THREAD])
+static int count_lines(const char *path, int seen[THREADS][PER_THREAD], bool *reopened)
 {
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -142,7 +142,13 @@ static int count_lines(const char *path, int seen[THREADS][PER_THREAD])
     while (fgets(line, sizeof(line), f)) {
         long t;
         int  i;
-        if (strstr(line, "Reopened") != NULL)
+        /* the test's own last line, and the writer's report of lines a full queue dropped
+           (a loaded machine lets the threads outrun the writer) */
+        if (strstr(line, "Reopened") != NULL) {
+            *reopened = true;
+            continue;
+        }
+        if (strstr(line, "log lines dropped") != NULL)
             continue;
         const char *p = strstr(line, "SERVER (info) thread ");
         assert_non_null(p);
@@ -177,13 +183,23 @@ static void test_writer_loses_no_line_across_reopen(void **state)
     base_log_reopen();
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
-    base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO, "Reopened, and the same file");
+    /* the queue may still be full: this line goes in once there is room for it */
+    uint64_t own_drops = 0;
+    for (;;) {
+        uint64_t before = base_log_dropped();
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO, "Reopened, and the same file");
+        if (base_log_dropped() == before)
+            break;
+        own_drops++;
+        usleep(1000);
+    }
     base_log_stop_writer(10.0);
 
     static int seen[THREADS][PER_THREAD];
-    int        in_old = count_lines(old, seen);
-    int        in_new = count_lines(path, seen);
-    uint64_t   dropped = base_log_dropped();
+    bool       reopened_old = false, reopened_new = false;
+    int        in_old = count_lines(old, seen, &reopened_old);
+    int        in_new = count_lines(path, seen, &reopened_new);
+    uint64_t   dropped = base_log_dropped() - own_drops;
     /* a line is in one file exactly once, or it was counted as dropped */
     int missing = 0;
     for (int t = 0; t < THREADS; t++)
@@ -193,7 +209,9 @@ static void test_writer_loses_no_line_across_reopen(void **state)
         }
     assert_int_equal((uint64_t)missing, dropped);
     assert_int_equal(in_old + in_new + missing, THREADS * PER_THREAD);
-    assert_true(in_new > 0); /* the reopen happened before the last line */
+    /* the line logged after the reopen is in the new file only (the threads' lines may all
+       land in either file on a loaded machine) */
+    assert_true(reopened_new && !reopened_old);
     unlink(old);
     unlink(path);
     rmdir(dir);
