@@ -1,5 +1,6 @@
 // tests/browser/rhea_ws.mjs: an AMQP 1.0 client (rhea, the client qdrouterd's console used)
-// that talks to junctiond over a WebSocket, for tests/system/test_websocket.py.
+// that talks to junctiond over a WebSocket (tests/system/test_websocket.py, test_https.py) or
+// over TCP with TLS and SASL PLAIN (amqps:// url, `username`, `password`: test_rhea_tls.py).
 //
 //   node rhea_ws.mjs '{"url": "ws://127.0.0.1:PORT/", "protocol": "binary", "mode": "send",
 //                      "address": "closest.x", "count": 100}'
@@ -38,14 +39,33 @@ const timer = setTimeout(() => fail('timed out after ' + timeout / 1000 + ' s ('
                                     JSON.stringify(state) + ')'), timeout);
 const state = {sent: 0, settled: 0, accepted: 0, outcomes: {}, received: [], seq: []};
 
+// An amqp:// or amqps:// url connects over TCP (amqps: TLS, the server's certificate checked
+// against NODE_EXTRA_CA_CERTS); `username`/`password` make rhea log in with SASL PLAIN.
+function connectOptions(protocol, container) {
+    const u = new URL(opts.url);
+    if (u.protocol === 'ws:' || u.protocol === 'wss:') {
+        const ws = container.websocket_connect(WebSocket);
+        return {connection_details: ws(opts.url, [protocol], {})};
+    }
+    const o = {host: u.hostname, port: Number(u.port)};
+    if (u.protocol === 'amqps:') {
+        o.transport = 'tls';
+        o.servername = u.hostname;
+        o.rejectUnauthorized = true;
+    }
+    if (opts.username !== undefined) {
+        o.username = opts.username;
+        o.password = opts.password;
+    }
+    return o;
+}
+
 function open(protocol, id) {
     const container = rhea.create_container({id: id});
-    const ws = container.websocket_connect(WebSocket);
-    const conn = container.connect({
-        connection_details: ws(opts.url, [protocol], {}),
+    const conn = container.connect(Object.assign(connectOptions(protocol, container), {
         reconnect: false,
         idle_time_out: 0,
-    });
+    }));
     conn.on('connection_error', (ctx) => fail('connection error: ' +
                                               JSON.stringify(ctx.connection.error)));
     conn.on('disconnected', (ctx) => {
