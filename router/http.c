@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define LOG HTTP_LOG
@@ -65,6 +66,15 @@ static const struct lws_protocols PROTOCOLS[] = {
 };
 // clang-format on
 
+/* The peer address of socket fd as "host:port" into buf[len] (left as it is on failure). */
+static void peer_name(int fd, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t               sl = sizeof(ss);
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rtr_sockaddr_format(&ss, buf, len);
+}
+
 static void accept_cb(rtr_acceptor_t *a, int fd)
 {
     http_listener_t *l = a->data;
@@ -80,17 +90,23 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
     ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP | LWS_ADOPT_ALLOW_SSL; /* TLS: https vhosts */
     ad.fd.sockfd = fd;
     ad.opaque = l;
+    /* an https listener: the client's address for the line of a handshake that fails at
+     * once (the socket is gone then) */
+    char peer[128] = "?";
+    if (l->cfg->ssl_profile)
+        peer_name(fd, peer, sizeof(peer));
+    uint64_t failures = l->tls_failures;
     /* lws closes the socket when adopting fails */
     errno = 0;
     if (lws_adopt_descriptor_vhost_via_info(&ad))
         return;
     int e = errno;
-    if (l->cfg->ssl_profile && e != EMFILE && e != ENFILE && e != ENOMEM && e != ENOBUFS)
-        /* an https listener: lws tries the handshake at once, and the client's first bytes
-         * may be there already and be no TLS (as a later failure, nothing for the operator) */
-        LOG(INFO, "HTTP: a connection to https listener %s closed: TLS handshake failed",
-            l->cfg->port);
-    else
+    if (l->cfg->ssl_profile && e != EMFILE && e != ENFILE && e != ENOMEM && e != ENOBUFS) {
+        /* lws tries the handshake at once, and the client's first bytes may be there already
+         * and be no TLS: counted as a later failure is (unless lws reported it already) */
+        if (l->tls_failures == failures)
+            rtr_http__tls_failed(l, peer, "not a TLS handshake");
+    } else
         rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", e);
 }
 
@@ -256,6 +272,7 @@ int rtr_http_start(rtr_http_t *srv, const mgmt_admin_http_t *http, size_t n)
     plain_stat(srv, "httpConsoleSessions", "Console live-feed (junction-mgmt) sessions opened",
                &srv->st_ws_mgmt);
     rtr_http__probe_init(srv);
+    rtr_http__tls_watch(srv);
 
     for (http_listener_t *l = srv->listeners; l; l = l->next)
         listener_poll(srv, l);
@@ -316,6 +333,7 @@ void rtr_http_stop(rtr_http_t *srv)
     lws_context_destroy(ctx);
     srv->stopping = true;
     rtr_http__probe_stop(srv);
+    rtr_http__tls_unwatch(srv);
     stats_shard_free(mgmt_admin_registry(srv->admin), srv->shard);
     srv->shard = NULL;
     /* a listener whose DELETE is closing it already has its close callback coming */

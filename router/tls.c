@@ -40,6 +40,7 @@ typedef struct tls_profile {
 typedef struct tls_slot {
     tls_profile_t *cur;   /* [lock] the profile new sessions are made from */
     unsigned       users; /* [lock] listeners that name it (DELETE is refused while > 0) */
+    unsigned long  gen;   /* [lock] UPDATEs so far (rtr_tls_profile_gen) */
 } tls_slot_t;
 
 struct rtr_tls {
@@ -47,6 +48,8 @@ struct rtr_tls {
                              a reference), never while a file is read or a context built */
     tls_slot_t *slots;    /* [lock] */
     size_t      n;        /* [lock] */
+    void (*watch)(void *arg); /* [lock] called after each UPDATE (rtr_tls_watch), or NULL */
+    void *watch_arg;          /* [lock] its argument */
 };
 
 struct rtr_tls_conn {
@@ -448,6 +451,9 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
         old = sl->cur;
         sl->cur = tp;
         tp = old;
+        sl->gen++;
+        if (tls->watch) /* under the lock: rtr_tls_watch(NULL) waits for it */
+            tls->watch(tls->watch_arg);
     }
     pthread_mutex_unlock(&tls->lock);
     profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
@@ -514,6 +520,24 @@ cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n)
     *n = tls->n;
     pthread_mutex_unlock(&tls->lock);
     return v;
+}
+
+unsigned long rtr_tls_profile_gen(const rtr_tls_t *ctls, const char *name)
+{
+    rtr_tls_t *tls = (rtr_tls_t *)ctls; /* the lock is not part of the set's value */
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t   *sl = find_LH(tls, name);
+    unsigned long gen = sl ? sl->gen : 0;
+    pthread_mutex_unlock(&tls->lock);
+    return gen;
+}
+
+void rtr_tls_watch(rtr_tls_t *tls, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls->watch = fn;
+    tls->watch_arg = arg;
+    pthread_mutex_unlock(&tls->lock);
 }
 
 void rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n)
