@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define LOG HTTP_LOG
@@ -66,15 +65,6 @@ static const struct lws_protocols PROTOCOLS[] = {
 };
 // clang-format on
 
-/* The peer address of socket fd as "host:port" into buf[len] (left as it is on failure). */
-static void peer_name(int fd, char *buf, size_t len)
-{
-    struct sockaddr_storage ss;
-    socklen_t               sl = sizeof(ss);
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-        rtr_sockaddr_format(&ss, buf, len);
-}
-
 static void accept_cb(rtr_acceptor_t *a, int fd)
 {
     http_listener_t *l = a->data;
@@ -90,23 +80,16 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
     ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP | LWS_ADOPT_ALLOW_SSL; /* TLS: https vhosts */
     ad.fd.sockfd = fd;
     ad.opaque = l;
-    /* an https listener: the client's address for the line of a handshake that fails at
-     * once (the socket is gone then) */
-    char peer[128] = "?";
     if (l->cfg->ssl_profile)
-        peer_name(fd, peer, sizeof(peer));
-    uint64_t failures = l->tls_failures;
+        rtr_http__tls_reload(l); /* the profile as it is now, if an UPDATE is not copied yet */
     /* lws closes the socket when adopting fails */
     errno = 0;
     if (lws_adopt_descriptor_vhost_via_info(&ad))
         return;
     int e = errno;
-    if (l->cfg->ssl_profile && e != EMFILE && e != ENFILE && e != ENOMEM && e != ENOBUFS) {
-        /* lws tries the handshake at once, and the client's first bytes may be there already
-         * and be no TLS: counted as a later failure is (unless lws reported it already) */
-        if (l->tls_failures == failures)
-            rtr_http__tls_failed(l, peer, "not a TLS handshake");
-    } else
+    /* an https listener: lws tries the handshake at once, and the client's first bytes may
+     * be there already and be no TLS: counted and logged as a later failure is (http_tls.c) */
+    if (!l->cfg->ssl_profile || e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS)
         rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", e);
 }
 

@@ -175,6 +175,9 @@ int rtr_http__tls_ctx_fill(struct lws_vhost *vh, void *ssl_ctx);
  * vhosts' contexts take the new profile on the admin loop). */
 void rtr_http__tls_watch(rtr_http_t *srv);
 void rtr_http__tls_unwatch(rtr_http_t *srv);
+/* https listener l: copy its sslProfile into its vhost's context again if an UPDATE changed
+ * it since the last copy (a look at the profile's generation otherwise).  Nothing for http. */
+void rtr_http__tls_reload(http_listener_t *l);
 /* LWS_CALLBACK_SSL_INFO on an https connection: count and log a handshake that failed. */
 int rtr_http__tls_info(struct lws *wsi, const struct lws_ssl_info *si);
 /* Count one failed handshake of a client `peer` on https listener l, and log it with why. */

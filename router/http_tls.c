@@ -16,12 +16,14 @@
  *
  * An sslProfile UPDATE reaches the listeners that name it (rtr_http__tls_watch): new https
  * and wss clients get the new certificate, open connections go on with theirs.  How the
- * vhost's context takes the new profile is said at tls_reload().
+ * vhost's context takes the new profile is said at rtr_http__tls_reload().
  *
  * An https client whose TLS handshake fails is counted (the listener's and the router's
  * tlsHandshakesFailed, as on an AMQP listener) and logged once at info with its address:
- * lws reports the end of each SSL_accept() (LWS_CALLBACK_SSL_INFO, SSL_CB_EXIT), and one
- * that ended neither done nor waiting for the socket is a failure.
+ * lws reports each SSL_accept() (LWS_CALLBACK_SSL_INFO), where the session gets a note of
+ * ours (its ex_data), and a session freed with bytes read and its handshake not done failed
+ * (the note's free callback) - lws closes a connection whose client hung up without asking
+ * OpenSSL again, so the end of SSL_accept() alone would miss those.
  *
  * Threads: the admin thread runs everything here (lws calls back on its loop), except
  * tls_changed(), which the thread of the UPDATE calls.
@@ -34,7 +36,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
 #define LOG HTTP_LOG
@@ -50,7 +54,7 @@ void rtr_http__tls_vhost_options(const cfg_listener_t *lc, struct lws_context_cr
      * the listener on them) and whose WebSockets the AMQP bridge does not know */
     vi->alpn = "http/1.1";
     /* the end of each SSL_accept(), for counting the handshakes that failed */
-    vi->ssl_info_event_mask = SSL_CB_EXIT;
+    vi->ssl_info_event_mask = SSL_CB_HANDSHAKE_START | SSL_CB_EXIT;
     if (!lc->require_ssl)
         vi->options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
                        LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
@@ -73,7 +77,7 @@ int rtr_http__tls_ctx_fill(struct lws_vhost *vh, void *ssl_ctx)
         return 0;
     const cfg_listener_t *lc = l->cfg;
     char                  err[512];
-    /* the generation first: an UPDATE between the two is copied again (tls_reload) */
+    /* the generation first: an UPDATE between the two is copied again (rtr_http__tls_reload) */
     l->tls_gen = rtr_tls_profile_gen(l->srv->rtr->tls, lc->ssl_profile);
     if (rtr_tls_profile_copy(l->srv->rtr->tls, lc->ssl_profile, ctx, err, sizeof(err)) < 0) {
         LOG(CRITICAL, "Listener %s (https): %s", lc->port, err);
@@ -107,7 +111,7 @@ void rtr_http__tls_label(struct lws *wsi, char *buf, size_t len)
 /* ---- an UPDATE of the listener's sslProfile ---- */
 
 /* Before the server picks its certificate for a new session (OpenSSL's certificate callback,
- * after the ClientHello).  Only after an UPDATE changed the key's type (tls_reload): the
+ * after the ClientHello).  Only after an UPDATE changed the key's type (rtr_http__tls_reload): the
  * session has the context's current certificate alone. */
 static int cert_cb(SSL *ssl, void *arg)
 {
@@ -131,7 +135,9 @@ static int key_type(SSL_CTX *ctx)
     return k ? EVP_PKEY_get_base_id(k) : NID_undef;
 }
 
-/* Copy listener l's profile into its vhost's context again when an UPDATE changed it.
+/* Copy listener l's profile into its vhost's context again when an UPDATE changed it: at
+ * once (tls_async_cb), and before each accept - so an https client that connects after an
+ * UPDATE was answered gets the new certificate whichever thread ran it.
  *
  * The context is changed in place, as lws does itself when a vhost's certificate is renewed
  * (lws_tls_cert_updated): lws keeps its own data in the context (its ex_data, the ALPN and
@@ -150,8 +156,10 @@ static int key_type(SSL_CTX *ctx)
  * that prefer its type; then cert_cb gives each new session the current one alone.
  * The profile's context was built and checked, so copying from it fails only without memory
  * (logged; the listener then serves what the context has). */
-static void tls_reload(http_listener_t *l)
+void rtr_http__tls_reload(http_listener_t *l)
 {
+    if (!l->ssl_ctx)
+        return;
     const rtr_tls_t *tls = l->srv->rtr->tls;
     const char      *name = l->cfg->ssl_profile;
     unsigned long    gen = rtr_tls_profile_gen(tls, name);
@@ -177,8 +185,8 @@ static void tls_async_cb(uv_async_t *h)
 {
     rtr_http_t *srv = h->data;
     for (http_listener_t *l = srv->listeners; l; l = l->next)
-        if (l->ssl_ctx && l->state == LST_POLLING)
-            tls_reload(l);
+        if (l->state == LST_POLLING)
+            rtr_http__tls_reload(l);
 }
 
 /* rtr_tls_watch's callback: on the UPDATE's thread, under the set's lock - wake the admin
@@ -223,27 +231,77 @@ void rtr_http__tls_failed(http_listener_t *l, const char *peer, const char *why)
         why, name);
 }
 
+/* What the admin thread knows of an https session's handshake, in the session's ex_data
+ * (from its first SSL_accept() to SSL_free(), whose free callback says whether it failed). */
+typedef struct hs_watch {
+    http_listener_t *l;         /* its listener */
+    const char      *why;       /* OpenSSL's reason when an SSL_accept() failed (static), or
+                                   NULL */
+    char             peer[128]; /* the client's address */
+} hs_watch_t;
+
+static int            s_hs_idx = -1;
+static pthread_once_t s_hs_once = PTHREAD_ONCE_INIT;
+
+/* SSL_free() of an https session (admin thread, lws's close): a session that read bytes of a
+ * handshake and did not finish it failed - an error of OpenSSL's, or the client gave up
+ * (lws closes a connection whose client hung up without asking OpenSSL again).  A client
+ * whose Finished came is done, even if it closed while TLS 1.3's session tickets were
+ * still being written to it. */
+static void hs_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+    (void)ad, (void)idx, (void)argl, (void)argp;
+    hs_watch_t *h = ptr;
+    SSL        *ssl = parent;
+    if (!h)
+        return;
+    BIO *rb = SSL_get_rbio(ssl);
+    /* not while the server stops (srv->ctx NULL): those sessions are the router's doing;
+     * a client that closed before its first byte started no handshake (as on an AMQP
+     * listener: not counted) */
+    unsigned char fin[EVP_MAX_MD_SIZE];
+    if (h->l->srv->ctx && !SSL_is_init_finished(ssl) && rb && BIO_number_read(rb) > 0 &&
+        SSL_get_peer_finished(ssl, fin, sizeof(fin)) == 0)
+        rtr_http__tls_failed(h->l, h->peer,
+                             h->why ? h->why : "the client closed the connection first");
+    free(h);
+}
+
+static void hs_index(void)
+{
+    s_hs_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, hs_free);
+}
+
 int rtr_http__tls_info(struct lws *wsi, const struct lws_ssl_info *si)
 {
     SSL             *ssl = lws_get_ssl(wsi);
     http_listener_t *l = rtr_http__listener(wsi);
-    /* an SSL_accept() that failed: neither done nor waiting for the socket */
-    if (!ssl || !l || !si || !(si->where & SSL_CB_EXIT) || si->ret > 0 ||
-        SSL_is_init_finished(ssl) || SSL_want(ssl) != SSL_NOTHING)
+    if (!ssl || !l || !si || SSL_is_init_finished(ssl))
         return 0;
-    /* a client that closed before its first byte started no handshake (as on an AMQP
-     * listener: not counted) */
-    BIO *rb = SSL_get_rbio(ssl);
-    if (!rb || BIO_number_read(rb) == 0)
+    pthread_once(&s_hs_once, hs_index);
+    if (s_hs_idx < 0)
         return 0;
-    char                    peer[128] = "?";
-    struct sockaddr_storage ss;
-    socklen_t               sl = sizeof(ss);
-    if (getpeername(SSL_get_fd(ssl), (struct sockaddr *)&ss, &sl) == 0)
-        rtr_sockaddr_format(&ss, peer, sizeof(peer));
-    /* peeked, not taken: lws reads the error queue after SSL_accept() returns */
-    unsigned long e = ERR_peek_last_error();
-    const char   *why = e ? ERR_reason_error_string(e) : NULL;
-    rtr_http__tls_failed(l, peer, why ? why : "the client closed the connection");
+    hs_watch_t *h = SSL_get_ex_data(ssl, s_hs_idx);
+    if (!h) { /* the session's first SSL_accept() */
+        h = base_calloc(1, sizeof(*h));
+        h->l = l;
+        snprintf(h->peer, sizeof(h->peer), "?");
+        struct sockaddr_storage ss;
+        socklen_t               sl = sizeof(ss);
+        if (getpeername(SSL_get_fd(ssl), (struct sockaddr *)&ss, &sl) == 0)
+            rtr_sockaddr_format(&ss, h->peer, sizeof(h->peer));
+        if (SSL_set_ex_data(ssl, s_hs_idx, h) != 1) {
+            free(h);
+            return 0;
+        }
+    }
+    /* an SSL_accept() that failed (neither done nor waiting for the socket): its reason,
+     * peeked, not taken - lws reads the error queue after SSL_accept() returns */
+    if ((si->where & SSL_CB_EXIT) && si->ret <= 0 && SSL_want(ssl) == SSL_NOTHING) {
+        unsigned long e = ERR_peek_last_error();
+        const char   *why = e ? ERR_reason_error_string(e) : NULL;
+        if (why)
+            h->why = why;
+    }
     return 0;
 }
