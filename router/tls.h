@@ -16,6 +16,9 @@
  *    builds a new one and swaps it in; every session keeps its own reference to the context
  *    it was made from (SSL_new), so the connections that have one go on untouched and the
  *    old context is freed with the last of them.
+ *  - An https listener's context is a copy (rtr_tls_profile_copy) that the HTTP server
+ *    copies again after an UPDATE: rtr_tls_watch calls its one watcher (under the lock)
+ *    after each, and rtr_tls_profile_gen says which listeners are behind.
  *  - An rtr_tls_conn_t is its connection's worker's only (_WT).
  */
 #ifndef JUNCTION_ROUTER_TLS_H
