@@ -34,6 +34,7 @@
 #include "router/lstats.h"
 
 #include <openssl/err.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <pthread.h>
@@ -175,6 +176,15 @@ void rtr_http__tls_reload(http_listener_t *l)
     }
     if (key_type(l->ssl_ctx) != before)
         l->tls_one_cert = true;
+    /* new session-ticket keys: a client could otherwise resume a session made under the old
+     * profile (its certificate, the client certificate the old CAs verified) */
+    unsigned char keys[80];
+    if (RAND_bytes(keys, sizeof(keys)) != 1 ||
+        SSL_CTX_set_tlsext_ticket_keys(l->ssl_ctx, keys, sizeof(keys)) != 1) {
+        SSL_CTX_set_options(l->ssl_ctx, SSL_OP_NO_TICKET); /* no resumption then */
+        ERR_clear_error();
+    }
+    OPENSSL_cleanse(keys, sizeof(keys));
     LOG(INFO, "Listener %s (https): new connections use the updated sslProfile '%s'", l->cfg->port,
         name);
 }

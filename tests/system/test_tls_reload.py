@@ -559,3 +559,27 @@ def test_https_handshake_failures_are_counted_and_logged(https_router, certs):
     # the router goes on
     assert peer_cn(port, certs) == "Reload-A"
     assert https_tls_failed(r) == (3, 3), (ports, [l for l in r.stderr_lines() if "HTTP" in l])
+
+
+def test_no_session_made_before_an_update_resumes_after_it(https_router, certs):
+    """The https listener's session-ticket keys change with the profile: a client cannot
+    resume a session of the old certificate (or of the old CAs' verdict) after the UPDATE."""
+    r = https_router
+    port = r.addresses[0][1]
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    ctx.check_hostname = False
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # the session is the client's at once
+
+    def connect(session=None):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            with ctx.wrap_socket(s, session=session) as t:
+                cn = dict(x[0] for x in t.getpeercert()["subject"])["commonName"]
+                return t.session, t.session_reused, cn
+
+    sess, _, cn = connect()
+    assert cn == "Reload-A"
+    assert connect(sess)[1:] == (True, "Reload-A")  # resumption works
+    res = junctionctl("-s", r.sock, "sslprofile", "update", "tls", *Qdmanage.kv(files(certs, "b")))
+    assert res.returncode == 0, res.stderr
+    _, reused, cn = connect(sess)
+    assert (reused, cn) == (False, "Reload-B")
