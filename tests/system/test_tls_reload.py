@@ -583,3 +583,38 @@ def test_no_session_made_before_an_update_resumes_after_it(https_router, certs):
     assert res.returncode == 0, res.stderr
     _, reused, cn = connect(sess)
     assert (reused, cn) == (False, "Reload-B")
+
+
+def test_https_clients_while_the_agent_thread_updates(https_router, certs):
+    """https handshakes on the admin thread while `$management` UPDATEs (the agent thread)
+    flip the profile between A and B: every client gets one whole certificate, none fails,
+    and the last UPDATE is what a new client sees (the watch path under ThreadSanitizer)."""
+    r = https_router
+    m = Qdmanage(r)
+    port = r.addresses[0][1]
+    seen, errors = [], []
+    stop = threading.Event()
+
+    def connect_loop():
+        while not stop.is_set():
+            try:
+                seen.append(peer_cn(port, certs))
+            except Exception as e:  # noqa: BLE001 - every failure is reported below
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=connect_loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(6):
+            ok, _, err = m.update("tls", **files(certs, "ba"[i % 2]))
+            assert ok, err
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors[:5]
+    assert set(seen) == {"Reload-A", "Reload-B"}, set(seen)
+    assert peer_cn(port, certs) == "Reload-A"
+    assert https_tls_failed(r) == (0, 0)
