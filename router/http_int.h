@@ -53,8 +53,7 @@ struct http_listener {
     http_lstate_t         state;    /* where its socket is */
     void                 *ssl_ctx;  /* https: its vhost's server context (lws's), else NULL */
     unsigned long         tls_gen;  /* https: the profile's generation copied into ssl_ctx */
-    bool                  tls_one_cert; /* https: an UPDATE changed the key's type (http_tls.c) */
-    uint64_t              tls_failures; /* https: handshakes that failed (rtr_http__tls_failed) */
+    bool                  one_cert; /* https: an UPDATE changed the key's type (http_tls.c) */
     http_listener_t      *next;     /* on srv->listeners */
 };
 
@@ -118,7 +117,7 @@ struct rtr_http {
     rtr_ratelimit_t     warn_ws;     /* lines about WebSocket socketpairs that could not be made */
     rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
     uv_async_t          tls_async;   /* an sslProfile UPDATE -> here (http_tls.c) */
-    bool                tls_watching; /* tls_async is live and watches the profiles */
+    bool                tls_watch;   /* tls_async is live and watches the profiles */
 };
 
 /* The listener that accepted the connection (its lws opaque user data; a stream's is its

@@ -29,9 +29,8 @@
  * tls_changed(), which the thread of the UPDATE calls.
  */
 #include "router/http_int.h"
-#include "router/tls.h"
-
 #include "router/lstats.h"
+#include "router/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/rand.h>
@@ -117,7 +116,7 @@ void rtr_http__tls_label(struct lws *wsi, char *buf, size_t len)
 static int cert_cb(SSL *ssl, void *arg)
 {
     http_listener_t *l = arg;
-    if (!l->tls_one_cert)
+    if (!l->one_cert)
         return 1;
     SSL_CTX  *ctx = SSL_get_SSL_CTX(ssl);
     X509     *cert = SSL_CTX_get0_certificate(ctx);
@@ -170,12 +169,12 @@ void rtr_http__tls_reload(http_listener_t *l)
     int  before = key_type(l->ssl_ctx);
     char err[512];
     if (rtr_tls_profile_copy(tls, name, l->ssl_ctx, err, sizeof(err)) < 0) {
-        LOG(ERROR, "Listener %s (https): sslProfile '%s' updated, but not taken: %s",
-            l->cfg->port, name, err);
+        LOG(ERROR, "Listener %s (https): sslProfile '%s' updated, but not taken: %s", l->cfg->port,
+            name, err);
         return;
     }
     if (key_type(l->ssl_ctx) != before)
-        l->tls_one_cert = true;
+        l->one_cert = true;
     /* new session-ticket keys: a client could otherwise resume a session made under the old
      * profile (its certificate, the client certificate the old CAs verified) */
     unsigned char keys[80];
@@ -213,14 +212,14 @@ void rtr_http__tls_watch(rtr_http_t *srv)
     uv_async_init(srv->loop, &srv->tls_async, tls_async_cb);
     srv->tls_async.data = srv;
     rtr_tls_watch(srv->rtr->tls, tls_changed, &srv->tls_async);
-    srv->tls_watching = true;
+    srv->tls_watch = true;
 }
 
 void rtr_http__tls_unwatch(rtr_http_t *srv)
 {
-    if (!srv->tls_watching)
+    if (!srv->tls_watch)
         return;
-    srv->tls_watching = false;
+    srv->tls_watch = false;
     rtr_tls_watch(srv->rtr->tls, NULL, NULL); /* no call runs or comes after this */
     uv_close((uv_handle_t *)&srv->tls_async, NULL);
     for (http_listener_t *l = srv->listeners; l; l = l->next)
@@ -233,21 +232,20 @@ void rtr_http__tls_failed(http_listener_t *l, const char *peer, const char *why)
 {
     rtr_http_t *srv = l->srv;
     char        name[256];
-    l->tls_failures++;
     if (srv->shard)
         stats_counter_add(srv->shard, srv->rtr->tls_failed, 1);
     rtr_lstats_tls_failed_other(srv->rtr->lstats, l->cfg, srv->shard, name, sizeof(name));
-    LOG(INFO, "HTTP: connection from %s closed: TLS handshake failed: %s (listener %s)", peer,
-        why, name);
+    LOG(INFO, "HTTP: connection from %s closed: TLS handshake failed: %s (listener %s)", peer, why,
+        name);
 }
 
 /* What the admin thread knows of an https session's handshake, in the session's ex_data
  * (from its first SSL_accept() to SSL_free(), whose free callback says whether it failed). */
 typedef struct hs_watch {
-    http_listener_t *l;         /* its listener */
-    const char      *why;       /* OpenSSL's reason when an SSL_accept() failed (static), or
-                                   NULL */
-    char             peer[128]; /* the client's address */
+    http_listener_t *l;   /* its listener */
+    const char      *why; /* OpenSSL's reason when an SSL_accept() failed (static), or
+                             NULL */
+    char peer[128];       /* the client's address */
 } hs_watch_t;
 
 static int            s_hs_idx = -1;

@@ -43,13 +43,16 @@ typedef struct tls_slot {
     unsigned long  gen;   /* [lock] UPDATEs so far (rtr_tls_profile_gen) */
 } tls_slot_t;
 
+/* rtr_tls_watch's callback. */
+typedef void watch_fn_t(void *arg);
+
 struct rtr_tls {
     pthread_mutex_t lock; /* guards the slots; held only to look up, swap or copy (and take
                              a reference), never while a file is read or a context built */
     tls_slot_t *slots;    /* [lock] */
     size_t      n;        /* [lock] */
-    void (*watch)(void *arg); /* [lock] called after each UPDATE (rtr_tls_watch), or NULL */
-    void *watch_arg;          /* [lock] its argument */
+    watch_fn_t *watch;    /* [lock] called after each UPDATE (rtr_tls_watch), or NULL */
+    void       *warg;     /* [lock] its argument */
 };
 
 struct rtr_tls_conn {
@@ -453,7 +456,7 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
         tp = old;
         sl->gen++;
         if (tls->watch) /* under the lock: rtr_tls_watch(NULL) waits for it */
-            tls->watch(tls->watch_arg);
+            tls->watch(tls->warg);
     }
     pthread_mutex_unlock(&tls->lock);
     profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
@@ -536,7 +539,7 @@ void rtr_tls_watch(rtr_tls_t *tls, void (*fn)(void *arg), void *arg)
 {
     pthread_mutex_lock(&tls->lock);
     tls->watch = fn;
-    tls->watch_arg = arg;
+    tls->warg = arg;
     pthread_mutex_unlock(&tls->lock);
 }
 
