@@ -53,7 +53,7 @@ void rtr_http__tls_vhost_options(const cfg_listener_t *lc, struct lws_context_cr
     /* HTTP/1.1 only: lws would offer h2, whose requests come on streams of their own (without
      * the listener on them) and whose WebSockets the AMQP bridge does not know */
     vi->alpn = "http/1.1";
-    /* the end of each SSL_accept(), for counting the handshakes that failed */
+    /* each SSL_accept()'s start and end, for counting the handshakes that failed */
     vi->ssl_info_event_mask = SSL_CB_HANDSHAKE_START | SSL_CB_EXIT;
     if (!lc->require_ssl)
         vi->options |= LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
@@ -77,7 +77,7 @@ int rtr_http__tls_ctx_fill(struct lws_vhost *vh, void *ssl_ctx)
         return 0;
     const cfg_listener_t *lc = l->cfg;
     char                  err[512];
-    /* the generation first: an UPDATE between the two is copied again (rtr_http__tls_reload) */
+    /* the generation first: an UPDATE between the two is copied again */
     l->tls_gen = rtr_tls_profile_gen(l->srv->rtr->tls, lc->ssl_profile);
     if (rtr_tls_profile_copy(l->srv->rtr->tls, lc->ssl_profile, ctx, err, sizeof(err)) < 0) {
         LOG(CRITICAL, "Listener %s (https): %s", lc->port, err);
@@ -111,8 +111,8 @@ void rtr_http__tls_label(struct lws *wsi, char *buf, size_t len)
 /* ---- an UPDATE of the listener's sslProfile ---- */
 
 /* Before the server picks its certificate for a new session (OpenSSL's certificate callback,
- * after the ClientHello).  Only after an UPDATE changed the key's type (rtr_http__tls_reload): the
- * session has the context's current certificate alone. */
+ * after the ClientHello).  Only after an UPDATE changed the key's type (see
+ * rtr_http__tls_reload): the session gets the context's current certificate alone. */
 static int cert_cb(SSL *ssl, void *arg)
 {
     http_listener_t *l = arg;
@@ -242,10 +242,9 @@ void rtr_http__tls_failed(http_listener_t *l, const char *peer, const char *why)
 /* What the admin thread knows of an https session's handshake, in the session's ex_data
  * (from its first SSL_accept() to SSL_free(), whose free callback says whether it failed). */
 typedef struct hs_watch {
-    http_listener_t *l;   /* its listener */
-    const char      *why; /* OpenSSL's reason when an SSL_accept() failed (static), or
-                             NULL */
-    char peer[128];       /* the client's address */
+    http_listener_t *l;         /* its listener */
+    const char      *why;       /* why an SSL_accept() failed (OpenSSL's, static), or NULL */
+    char             peer[128]; /* the client's address */
 } hs_watch_t;
 
 static int            s_hs_idx = -1;

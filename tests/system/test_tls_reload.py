@@ -10,6 +10,7 @@ Certificates A and B (different subjects, one CA) are made by the tests with `op
 subject a client sees is read with Python's ssl module.
 """
 
+import http.client
 import json
 import os
 import shutil
@@ -414,12 +415,14 @@ def test_update_of_uid_format_names_new_external_clients(make_router, client_cer
 # ---- https listeners (the admin thread's libwebsockets) ------------------------------------
 
 HTTPS = "https-1"
+MIXED = "https-or-http"
 
 
 @pytest.fixture
 def https_router(make_router, certs, tmp_path):
     """Listeners: 0 https with requireSsl named HTTPS (profile "tls", certificate A), 1 plain
-    AMQP (qdmanage), 2 plain http (/metrics); a management socket (junctionctl)."""
+    AMQP (qdmanage), 2 plain http (/metrics), 3 https or plain HTTP named MIXED; a management
+    socket (junctionctl)."""
     sock = tmp_path / "j.sock"
     prof = {"name": "tls", "caCertFile": str(certs / "ca.pem")}
     prof.update(files(certs, "a"))
@@ -427,7 +430,9 @@ def https_router(make_router, certs, tmp_path):
         listeners=[{"name": HTTPS, "host": "127.0.0.1", "port": "0", "http": True,
                     "sslProfile": "tls", "requireSsl": True},
                    {"host": "127.0.0.1", "port": "0"},
-                   {"host": "127.0.0.1", "port": "0", "http": True}],
+                   {"host": "127.0.0.1", "port": "0", "http": True},
+                   {"name": MIXED, "host": "127.0.0.1", "port": "0", "http": True,
+                    "sslProfile": "tls"}],
         extra=[["sslProfile", prof], ["management", {"socket": str(sock)}]]))
     r.sock = sock
     return r
@@ -558,6 +563,17 @@ def test_https_handshake_failures_are_counted_and_logged(https_router, certs):
         assert len([l for l in r.stderr_lines() if "127.0.0.1:%d " % p in l]) == 1, line
     # the router goes on
     assert peer_cn(port, certs) == "Reload-A"
+    assert https_tls_failed(r) == (3, 3)
+    # plain HTTP where the listener serves it too is no failed handshake
+    c = http.client.HTTPConnection(*r.addresses[3], timeout=10)
+    try:
+        c.request("GET", "/healthz")
+        assert c.getresponse().status == 200
+    finally:
+        c.close()
+    text = lm.metrics_text(r.addresses[2])
+    assert lm.samples(text, "junction_listener_tls_handshakes_failed_total").get(
+        frozenset({("listener", MIXED)})) == 0
     assert https_tls_failed(r) == (3, 3), (ports, [l for l in r.stderr_lines() if "HTTP" in l])
 
 
