@@ -80,17 +80,16 @@ static void accept_cb(rtr_acceptor_t *a, int fd)
     ad.type = LWS_ADOPT_SOCKET | LWS_ADOPT_HTTP | LWS_ADOPT_ALLOW_SSL; /* TLS: https vhosts */
     ad.fd.sockfd = fd;
     ad.opaque = l;
+    if (l->cfg->ssl_profile)
+        rtr_http__tls_reload(l); /* the profile as it is now, if an UPDATE is not copied yet */
     /* lws closes the socket when adopting fails */
     errno = 0;
     if (lws_adopt_descriptor_vhost_via_info(&ad))
         return;
     int e = errno;
-    if (l->cfg->ssl_profile && e != EMFILE && e != ENFILE && e != ENOMEM && e != ENOBUFS)
-        /* an https listener: lws tries the handshake at once, and the client's first bytes
-         * may be there already and be no TLS (as a later failure, nothing for the operator) */
-        LOG(INFO, "HTTP: a connection to https listener %s closed: TLS handshake failed",
-            l->cfg->port);
-    else
+    /* an https listener: lws tries the handshake at once, and the client's first bytes may
+     * be there already and be no TLS: counted and logged as a later failure is (http_tls.c) */
+    if (!l->cfg->ssl_profile || e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS)
         rtr_http__warn_limited(l->srv, &l->srv->warn_adopt, "HTTP: could not take a connection", e);
 }
 
@@ -256,6 +255,7 @@ int rtr_http_start(rtr_http_t *srv, const mgmt_admin_http_t *http, size_t n)
     plain_stat(srv, "httpConsoleSessions", "Console live-feed (junction-mgmt) sessions opened",
                &srv->st_ws_mgmt);
     rtr_http__probe_init(srv);
+    rtr_http__tls_watch(srv);
 
     for (http_listener_t *l = srv->listeners; l; l = l->next)
         listener_poll(srv, l);
@@ -316,6 +316,7 @@ void rtr_http_stop(rtr_http_t *srv)
     lws_context_destroy(ctx);
     srv->stopping = true;
     rtr_http__probe_stop(srv);
+    rtr_http__tls_unwatch(srv);
     stats_shard_free(mgmt_admin_registry(srv->admin), srv->shard);
     srv->shard = NULL;
     /* a listener whose DELETE is closing it already has its close callback coming */

@@ -454,6 +454,8 @@ int rtr_http__cb_get(struct lws *wsi, enum lws_callback_reasons reason, void *us
         return 0;
     case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
         return rtr_http__tls_ctx_fill(in, user); /* an https vhost's context (http_tls.c) */
+    case LWS_CALLBACK_SSL_INFO:
+        return rtr_http__tls_info(wsi, in); /* a handshake's end (http_tls.c) */
     default:
         return lws_callback_http_dummy(wsi, reason, user, in, len);
     }

@@ -51,6 +51,9 @@ struct http_listener {
     char                 *root;     /* realpath of httpRootDir, or NULL (heap) */
     size_t                root_len; /* its length */
     http_lstate_t         state;    /* where its socket is */
+    void                 *ssl_ctx;  /* https: its vhost's server context (lws's), else NULL */
+    unsigned long         tls_gen;  /* https: the profile's generation copied into ssl_ctx */
+    bool                  one_cert; /* https: an UPDATE changed the key's type (http_tls.c) */
     http_listener_t      *next;     /* on srv->listeners */
 };
 
@@ -113,6 +116,8 @@ struct rtr_http {
     rtr_ratelimit_t     warn_file;   /* lines about httpRootDir files that could not be opened */
     rtr_ratelimit_t     warn_ws;     /* lines about WebSocket socketpairs that could not be made */
     rtr_ratelimit_t     warn_adopt;  /* lines about connections lws could not take */
+    uv_async_t          tls_async;   /* an sslProfile UPDATE -> here (http_tls.c) */
+    bool                tls_watch;   /* tls_async is live and watches the profiles */
 };
 
 /* The listener that accepted the connection (its lws opaque user data; a stream's is its
@@ -165,6 +170,17 @@ void rtr_http__tls_vhost_options(const cfg_listener_t *lc, struct lws_context_cr
  * fails the vhost). */
 int rtr_http__tls_ctx_fill(struct lws_vhost *vh, void *ssl_ctx);
 
+/* From start to stop: an sslProfile UPDATE reaches the https listeners that name it (their
+ * vhosts' contexts take the new profile on the admin loop). */
+void rtr_http__tls_watch(rtr_http_t *srv);
+void rtr_http__tls_unwatch(rtr_http_t *srv);
+/* https listener l: copy its sslProfile into its vhost's context again if an UPDATE changed
+ * it since the last copy (a look at the profile's generation otherwise).  Nothing for http. */
+void rtr_http__tls_reload(http_listener_t *l);
+/* LWS_CALLBACK_SSL_INFO on an https connection: count and log a handshake that failed. */
+int rtr_http__tls_info(struct lws *wsi, const struct lws_ssl_info *si);
+/* Count one failed handshake of a client `peer` on https listener l, and log it with why. */
+void rtr_http__tls_failed(http_listener_t *l, const char *peer, const char *why);
 /* The connection's TLS session as the connection rows' `tls` label ("TLSv1.3
  * TLS_AES_256_GCM_SHA384 256"), or "" when it is plain HTTP. */
 void rtr_http__tls_label(struct lws *wsi, char *buf, size_t len);

@@ -231,6 +231,26 @@ void rtr_lstats_tls_failed_WT(rtr_conn_t *c, const char *fmt, ...)
     LOGC(c, INFO, "Connection from %s closed: %s (listener %s)", c->peer, what, name);
 }
 
+void rtr_lstats_tls_failed_other(rtr_lstats_t *t, const cfg_listener_t *lc, stats_shard_t *shard,
+                                 char *name, size_t len)
+{
+    bool found = false;
+    if (t) {
+        pthread_mutex_lock(&t->lock);
+        for (lrec_t *r = t->recs; r && !found; r = r->next) {
+            if (r->lc != lc)
+                continue;
+            if (shard)
+                stats_obj_add(shard, r->obj, L_TLS_FAILED, 1);
+            snprintf(name, len, "%s", r->name);
+            found = true;
+        }
+        pthread_mutex_unlock(&t->lock);
+    }
+    if (!found)
+        snprintf(name, len, "%s", lc->name ? lc->name : lc->port);
+}
+
 static void auth_failed_va_WT(rtr_conn_t *c, rtr_auth_reason_t why, const char *mech,
                               const char *fmt, va_list ap)
 {

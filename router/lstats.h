@@ -94,6 +94,13 @@ void rtr_lstats_accepted_WT(struct rtr_conn *c);
 void rtr_lstats_tls_failed_WT(struct rtr_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The same for a client of listener lc that is no connection of a worker's (an https client
+ * of the admin thread's HTTP server): counted on the listener on `shard` (the router's own
+ * counter is the caller's); name[len] gets the listener's name for the caller's log line.
+ * Thread-safe; t NULL is fine. */
+void rtr_lstats_tls_failed_other(rtr_lstats_t *t, const cfg_listener_t *lc, stats_shard_t *shard,
+                                 char *name, size_t len);
+
 /* c's authentication failed for `why` with mechanism mech (NULL: none chosen): count and log
  * it, once per connection; fmt says what failed, never with what the client sent. */
 void rtr_lstats_auth_failed_WT(struct rtr_conn *c, rtr_auth_reason_t why, const char *mech,

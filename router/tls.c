@@ -40,13 +40,19 @@ typedef struct tls_profile {
 typedef struct tls_slot {
     tls_profile_t *cur;   /* [lock] the profile new sessions are made from */
     unsigned       users; /* [lock] listeners that name it (DELETE is refused while > 0) */
+    unsigned long  gen;   /* [lock] UPDATEs so far (rtr_tls_profile_gen) */
 } tls_slot_t;
+
+/* rtr_tls_watch's callback. */
+typedef void watch_fn_t(void *arg);
 
 struct rtr_tls {
     pthread_mutex_t lock; /* guards the slots; held only to look up, swap or copy (and take
                              a reference), never while a file is read or a context built */
     tls_slot_t *slots;    /* [lock] */
     size_t      n;        /* [lock] */
+    watch_fn_t *watch;    /* [lock] called after each UPDATE (rtr_tls_watch), or NULL */
+    void       *warg;     /* [lock] its argument */
 };
 
 struct rtr_tls_conn {
@@ -448,6 +454,9 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
         old = sl->cur;
         sl->cur = tp;
         tp = old;
+        sl->gen++;
+        if (tls->watch) /* under the lock: rtr_tls_watch(NULL) waits for it */
+            tls->watch(tls->warg);
     }
     pthread_mutex_unlock(&tls->lock);
     profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
@@ -514,6 +523,24 @@ cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n)
     *n = tls->n;
     pthread_mutex_unlock(&tls->lock);
     return v;
+}
+
+unsigned long rtr_tls_profile_gen(const rtr_tls_t *ctls, const char *name)
+{
+    rtr_tls_t *tls = (rtr_tls_t *)ctls; /* the lock is not part of the set's value */
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t   *sl = find_LH(tls, name);
+    unsigned long gen = sl ? sl->gen : 0;
+    pthread_mutex_unlock(&tls->lock);
+    return gen;
+}
+
+void rtr_tls_watch(rtr_tls_t *tls, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls->watch = fn;
+    tls->warg = arg;
+    pthread_mutex_unlock(&tls->lock);
 }
 
 void rtr_tls_profiles_list_free(cfg_ssl_profile_t *v, size_t n)

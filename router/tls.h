@@ -16,6 +16,9 @@
  *    builds a new one and swaps it in; every session keeps its own reference to the context
  *    it was made from (SSL_new), so the connections that have one go on untouched and the
  *    old context is freed with the last of them.
+ *  - An https listener's context is a copy (rtr_tls_profile_copy) that the HTTP server
+ *    copies again after an UPDATE: rtr_tls_watch calls its one watcher (under the lock)
+ *    after each, and rtr_tls_profile_gen says which listeners are behind.
  *  - An rtr_tls_conn_t is its connection's worker's only (_WT).
  */
 #ifndef JUNCTION_ROUTER_TLS_H
@@ -58,6 +61,14 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
  * rtr_tls_new counts the configured listeners itself. */
 int  rtr_tls_profile_hold(rtr_tls_t *tls, const char *name);
 void rtr_tls_profile_release(rtr_tls_t *tls, const char *name);
+/* How many UPDATEs profile `name` had (0 for none, or no such profile): a user of a copy of
+ * its context (rtr_tls_profile_copy) reads it before copying and copies again once it grew. */
+unsigned long rtr_tls_profile_gen(const rtr_tls_t *tls, const char *name);
+/* Call fn(arg) after each successful UPDATE (NULL: no more; one watcher at a time).  fn runs
+ * on the updating thread with the set's lock held, so it must only wake its owner (a
+ * uv_async_send); once rtr_tls_watch(tls, NULL, NULL) returned, fn is not running and is not
+ * called again. */
+void rtr_tls_watch(rtr_tls_t *tls, void (*fn)(void *arg), void *arg);
 /* Copies of every profile's attributes (as written: the password too), in order; *n of them.
  * Free with rtr_tls_profiles_list_free(). */
 cfg_ssl_profile_t *rtr_tls_profiles_list(rtr_tls_t *tls, size_t *n);
@@ -115,7 +126,8 @@ struct ssl_ctx_st;
  * listener), what profile `profile`'s checked context has: the certificate with its chain,
  * the key (already decrypted: no password is needed again), the trusted CAs, the cipher lists
  * and the protocol range.  Returns 0, or -1 with one line in err.  Thread-safe (the profile's
- * current context is read with a reference of its own; a later UPDATE does not reach dst). */
+ * current context is read with a reference of its own; a later UPDATE does not reach dst by
+ * itself: rtr_tls_watch says when to copy again). */
 int rtr_tls_profile_copy(const rtr_tls_t *tls, const char *profile, struct ssl_ctx_st *dst,
                          char *err, size_t errlen);
 

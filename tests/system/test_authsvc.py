@@ -403,6 +403,25 @@ def test_service_with_an_untrusted_certificate(make_router, service, certs):
     assert len(lines) == 1 and "TLS handshake failed" in lines[0], lines
 
 
+def test_update_of_the_plugins_profile_rebuilds_its_client_context(make_router, service, certs,
+                                                                   tmp_path):
+    """An sslProfile UPDATE (management) of the profile an authServicePlugin names: the next
+    authentication uses the new trusted CAs, the old ones no more."""
+    from test_management import junctionctl
+    svc = service(tls=tls_context(certs))
+    sock = tmp_path / "j.sock"
+    prof = ["sslProfile", {"name": "authtls", "caCertFile": str(certs / "otherca.pem")}]
+    r = plugin_router(make_router, svc.port, plugin={"sslProfile": "authtls"},
+                      extra=[prof, ["management", {"socket": str(sock)}]])
+    assert outcome_frames(r, USER, PASSWORD)[1] == AUTH  # the service's CA is not trusted
+    for ca, want in (("ca.pem", OK), ("otherca.pem", AUTH)):
+        res = junctionctl("-s", sock, "sslprofile", "update", "authtls",
+                          "caCertFile=%s" % (certs / ca))
+        assert res.returncode == 0, res.stderr
+        assert outcome_frames(r, USER, PASSWORD)[1] == want, ca
+    assert [s.get("outcome") for s in svc.seen].count("ok") == 1, svc.seen
+
+
 def test_connection_row_shows_the_services_identity(make_router, service):
     exe = PEER_BIN / "qdstat"
     if not exe.exists():

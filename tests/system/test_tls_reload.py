@@ -10,6 +10,7 @@ Certificates A and B (different subjects, one CA) are made by the tests with `op
 subject a client sees is read with Python's ssl module.
 """
 
+import http.client
 import json
 import os
 import shutil
@@ -23,7 +24,9 @@ import pytest
 from proton import Delivery, Message, SSLDomain
 
 from conftest import REPO_ROOT, free_port, router_entities
+import listener_metrics as lm
 import test_tls_clientcert as cc
+from wsamqp import WsAmqp
 from test_management import junctionctl
 from test_tls import make_ca, make_cert, ossl
 
@@ -34,12 +37,13 @@ PASSWORD = "r3load-pw"
 pytestmark = pytest.mark.skipif(OPENSSL is None, reason="the openssl command is not installed")
 
 
-def make_server_cert(d, name, ca, cn, encrypt=False):
+def make_server_cert(d, name, ca, cn, encrypt=False, rsa=False):
     """A certificate for 127.0.0.1 with subject CN=cn, signed by ca; the key is name.key
-    (encrypted with PASSWORD when encrypt)."""
+    (encrypted with PASSWORD when encrypt; EC, or RSA when rsa)."""
     enc = ["-aes256", "-pass", "pass:" + PASSWORD] if encrypt else []
-    ossl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-out", name + ".key", *enc, cwd=d)
+    alg = (["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"] if rsa else
+           ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+    ossl("genpkey", *alg, "-out", name + ".key", *enc, cwd=d)
     pw = ["-passin", "pass:" + PASSWORD] if encrypt else []
     ossl("req", "-new", "-key", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn,
          *pw, cwd=d)
@@ -56,6 +60,8 @@ def certs(tmp_path_factory):
     make_server_cert(d, "a", "ca", "Reload-A")
     make_server_cert(d, "b", "ca", "Reload-B")
     make_server_cert(d, "locked", "ca", "Reload-Locked", encrypt=True)
+    make_server_cert(d, "rsa", "ca", "Reload-RSA", rsa=True)
+    make_ca(d, "otherca")  # a CA that signed nothing of the router's
     return d
 
 
@@ -404,3 +410,227 @@ def test_update_of_uid_format_names_new_external_clients(make_router, client_cer
     assert ok, err
     client.connect("amqps://%s:%d" % r.addresses[0], ssl_domain=dom, allowed_mechs="EXTERNAL")
     assert sorted(row["user"] for row in cc.tls_rows(r)) == sorted([cc.ALICE_DN, "alice"])
+
+
+# ---- https listeners (the admin thread's libwebsockets) ------------------------------------
+
+HTTPS = "https-1"
+MIXED = "https-or-http"
+
+
+@pytest.fixture
+def https_router(make_router, certs, tmp_path):
+    """Listeners: 0 https with requireSsl named HTTPS (profile "tls", certificate A), 1 plain
+    AMQP (qdmanage), 2 plain http (/metrics), 3 https or plain HTTP named MIXED; a management
+    socket (junctionctl)."""
+    sock = tmp_path / "j.sock"
+    prof = {"name": "tls", "caCertFile": str(certs / "ca.pem")}
+    prof.update(files(certs, "a"))
+    r = make_router(router_entities(
+        listeners=[{"name": HTTPS, "host": "127.0.0.1", "port": "0", "http": True,
+                    "sslProfile": "tls", "requireSsl": True},
+                   {"host": "127.0.0.1", "port": "0"},
+                   {"host": "127.0.0.1", "port": "0", "http": True},
+                   {"name": MIXED, "host": "127.0.0.1", "port": "0", "http": True,
+                    "sslProfile": "tls"}],
+        extra=[["sslProfile", prof], ["management", {"socket": str(sock)}]]))
+    r.sock = sock
+    return r
+
+
+def https_tls_failed(r):
+    """(the https listener's tlsHandshakesFailed, the router's) from /metrics."""
+    text = lm.metrics_text(r.addresses[2])
+    mine = lm.samples(text, "junction_listener_tls_handshakes_failed_total")
+    total = [int(float(line.split()[1])) for line in text.splitlines()
+             if line.startswith("junction_tls_handshakes_failed_total ")]
+    return mine.get(frozenset({("listener", HTTPS)})), total[0]
+
+
+def wss_flows(ws, addr):
+    """A message from the wss AMQP connection ws to itself: received, accepted."""
+    rcv = ws.receiver(addr, credit=5)
+    snd = ws.sender(addr)
+    dlv = ws.send(snd, Message(body="over wss " + addr))
+    assert ws.get(rcv).body == "over wss " + addr
+    assert ws.wait_outcome(dlv) == Delivery.ACCEPTED
+
+
+def test_update_reaches_https_listeners_and_an_open_wss_connection_goes_on(
+        https_router, certs, tool):
+    r = https_router
+    m = tool(r)
+    port = r.addresses[0][1]
+    assert peer_cn(port, certs) == "Reload-A"
+    ws = WsAmqp("localhost", port, sslopt={"ca_certs": str(certs / "ca.pem")},
+                container="wss-before").wait_open()
+    # accepted before the UPDATE, its handshake after: its session was made with A
+    early = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        wss_flows(ws, "q.wss-before")
+        ok, _, err = m.update("tls", **files(certs, "b"))
+        assert ok, err
+        assert peer_cn(port, certs) == "Reload-B"  # at once: no waiting for the admin thread
+        assert r.wait_log(r"Listener \d+ \(https\): new connections use the updated "
+                          r"sslProfile 'tls'")
+        # the wss connection made with A goes on
+        wss_flows(ws, "q.wss-after")
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+        ctx.check_hostname = False
+        with ctx.wrap_socket(early) as t:
+            assert dict(x[0] for x in t.getpeercert()["subject"])["commonName"] == "Reload-A"
+        # a new wss client gets B and works
+        ws2 = WsAmqp("localhost", port, sslopt={"ca_certs": str(certs / "ca.pem")},
+                     container="wss-after").wait_open()
+        try:
+            cert = ws2.ws.sock.getpeercert()
+            assert dict(x[0] for x in cert["subject"])["commonName"] == "Reload-B"
+            wss_flows(ws2, "q.wss-new")
+        finally:
+            ws2.close()
+        # and back to A
+        ok, _, err = m.update("tls", **files(certs, "a"))
+        assert ok, err
+        assert peer_cn(port, certs) == "Reload-A"
+        wss_flows(ws, "q.wss-last")
+    finally:
+        ws.close()
+        early.close()
+    assert https_tls_failed(r) == (0, 0)
+
+
+def test_bad_update_leaves_https_on_the_old_certificate(https_router, certs, tool):
+    r = https_router
+    m = tool(r)
+    port = r.addresses[0][1]
+    missing = certs / "missing.pem"
+    ok, _, err = m.update("tls", certFile=missing, privateKeyFile=certs / "b.key")
+    assert not ok and str(missing) in err, err
+    ok, _, err = m.update("tls", **files(certs, "locked"))  # no password
+    assert not ok, err
+    assert peer_cn(port, certs) == "Reload-A"
+    assert not [l for l in r.stderr_lines() if "use the updated sslProfile" in l]
+    ok, _, err = m.update("tls", **files(certs, "b"))
+    assert ok, err
+    assert peer_cn(port, certs) == "Reload-B"
+
+
+def test_update_to_another_key_type_leaves_no_old_certificate(https_router, certs):
+    """A context holds a certificate per key type: an RSA certificate after the EC one must
+    not leave the EC one to clients that prefer ECDSA (Python's default client does)."""
+    r = https_router
+    port = r.addresses[0][1]
+    for which, cn in (("rsa", "Reload-RSA"), ("b", "Reload-B"), ("rsa", "Reload-RSA")):
+        res = junctionctl("-s", r.sock, "sslprofile", "update", "tls",
+                          *Qdmanage.kv(files(certs, which)))
+        assert res.returncode == 0, res.stderr
+        for _ in range(3):
+            assert peer_cn(port, certs) == cn
+
+
+def test_https_handshake_failures_are_counted_and_logged(https_router, certs):
+    r = https_router
+    port = r.addresses[0][1]
+    assert https_tls_failed(r) == (0, 0)
+    ports = []
+    # a client that does not trust the router's certificate (it aborts with an alert)
+    ctx = ssl.create_default_context(cafile=str(certs / "otherca.pem"))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        ports.append(s.getsockname()[1])
+        with pytest.raises(ssl.SSLError):
+            ctx.wrap_socket(s, server_hostname="localhost")
+    # plain HTTP to the requireSsl port, and half a ClientHello then the end of the stream
+    for junk in (b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                 b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            ports.append(s.getsockname()[1])
+            try:
+                s.sendall(junk)
+                s.shutdown(socket.SHUT_WR)
+                while s.recv(4096):
+                    pass
+            except OSError:  # the router closed first
+                pass
+    # a client that closes before its first byte started no handshake: not counted
+    socket.create_connection(("127.0.0.1", port), timeout=10).close()
+    deadline = time.monotonic() + 5
+    while https_tls_failed(r) != (3, 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert https_tls_failed(r) == (3, 3), (ports, [l for l in r.stderr_lines() if "HTTP" in l])
+    for p in ports:
+        line = r.wait_log(r"connection from 127\.0\.0\.1:%d closed: TLS handshake failed: .* "
+                          r"\(listener %s\)" % (p, HTTPS)).group(0)
+        assert len([l for l in r.stderr_lines() if "127.0.0.1:%d " % p in l]) == 1, line
+    # the router goes on
+    assert peer_cn(port, certs) == "Reload-A"
+    assert https_tls_failed(r) == (3, 3)
+    # plain HTTP where the listener serves it too is no failed handshake
+    c = http.client.HTTPConnection(*r.addresses[3], timeout=10)
+    try:
+        c.request("GET", "/healthz")
+        assert c.getresponse().status == 200
+    finally:
+        c.close()
+    text = lm.metrics_text(r.addresses[2])
+    assert lm.samples(text, "junction_listener_tls_handshakes_failed_total").get(
+        frozenset({("listener", MIXED)})) == 0
+    assert https_tls_failed(r) == (3, 3), (ports, [l for l in r.stderr_lines() if "HTTP" in l])
+
+
+def test_no_session_made_before_an_update_resumes_after_it(https_router, certs):
+    """The https listener's session-ticket keys change with the profile: a client cannot
+    resume a session of the old certificate (or of the old CAs' verdict) after the UPDATE."""
+    r = https_router
+    port = r.addresses[0][1]
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    ctx.check_hostname = False
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # the session is the client's at once
+
+    def connect(session=None):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            with ctx.wrap_socket(s, session=session) as t:
+                cn = dict(x[0] for x in t.getpeercert()["subject"])["commonName"]
+                return t.session, t.session_reused, cn
+
+    sess, _, cn = connect()
+    assert cn == "Reload-A"
+    assert connect(sess)[1:] == (True, "Reload-A")  # resumption works
+    res = junctionctl("-s", r.sock, "sslprofile", "update", "tls", *Qdmanage.kv(files(certs, "b")))
+    assert res.returncode == 0, res.stderr
+    _, reused, cn = connect(sess)
+    assert (reused, cn) == (False, "Reload-B")
+
+
+def test_https_clients_while_the_agent_thread_updates(https_router, certs):
+    """https handshakes on the admin thread while `$management` UPDATEs (the agent thread)
+    flip the profile between A and B: every client gets one whole certificate, none fails,
+    and the last UPDATE is what a new client sees (the watch path under ThreadSanitizer)."""
+    r = https_router
+    m = Qdmanage(r)
+    port = r.addresses[0][1]
+    seen, errors = [], []
+    stop = threading.Event()
+
+    def connect_loop():
+        while not stop.is_set():
+            try:
+                seen.append(peer_cn(port, certs))
+            except Exception as e:  # noqa: BLE001 - every failure is reported below
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=connect_loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(6):
+            ok, _, err = m.update("tls", **files(certs, "ba"[i % 2]))
+            assert ok, err
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors[:5]
+    assert set(seen) == {"Reload-A", "Reload-B"}, set(seen)
+    assert peer_cn(port, certs) == "Reload-A"
+    assert https_tls_failed(r) == (0, 0)
