@@ -317,6 +317,7 @@ class ProtonBroker(Broker):
         with cls._build_lock:
             if cls._binary is not None and cls._binary.exists():
                 return cls._binary
+            Path(outdir).mkdir(parents=True, exist_ok=True)
             out = Path(outdir) / "proton-broker"
             flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libqpid-proton"],
                                    check=True, capture_output=True, text=True).stdout.split()
@@ -454,3 +455,40 @@ def pytest_runtest_makereport(item, call):
             lines = b.output()
             rep.sections.append(("%s output (last 30 of %d lines)" % (b.name, len(lines)),
                                  "\n".join(lines[-30:])))
+
+
+def main(argv):
+    """`brokers.py serve rabbitmq|proton DIR`: start one broker under DIR (scripts/bench uses
+    it), print `URL amqp://127.0.0.1:PORT` and `STARTED SECONDS` on stdout, and stop it
+    (cleanly, with its epmd) at end of input or on SIGTERM/SIGINT."""
+    import sys
+    if len(argv) != 3 or argv[0] != "serve" or argv[1] not in ("rabbitmq", "proton"):
+        print("usage: brokers.py serve rabbitmq|proton DIR", file=sys.stderr)
+        return 2
+    why = rabbitmq_missing() if argv[1] == "rabbitmq" else proton_broker_missing()
+    if why:
+        print("cannot start: " + why, file=sys.stderr)
+        return 1
+    d = Path(argv[2])
+    b = RabbitMQ(d) if argv[1] == "rabbitmq" else ProtonBroker(d, ProtonBroker.build(d))
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        b.start()
+        print("URL %s" % b.url, flush=True)
+        print("STARTED %.2f" % b.start_seconds[-1], flush=True)
+        sys.stdin.read()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        b.close()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))
