@@ -460,7 +460,7 @@ def pytest_runtest_makereport(item, call):
 def main(argv):
     """`brokers.py serve rabbitmq|proton DIR`: start one broker under DIR (scripts/bench uses
     it), print `URL amqp://127.0.0.1:PORT` and `STARTED SECONDS` on stdout, and stop it
-    (cleanly, with its epmd) at end of input or on SIGTERM/SIGINT."""
+    (cleanly, with its epmd) on SIGTERM or SIGINT."""
     import sys
     if len(argv) != 3 or argv[0] != "serve" or argv[1] not in ("rabbitmq", "proton"):
         print("usage: brokers.py serve rabbitmq|proton DIR", file=sys.stderr)
@@ -481,7 +481,10 @@ def main(argv):
         b.start()
         print("URL %s" % b.url, flush=True)
         print("STARTED %.2f" % b.start_seconds[-1], flush=True)
-        sys.stdin.read()
+        while b.is_running():
+            time.sleep(0.5)
+        print("broker exited with status %s" % b.proc.returncode, file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         pass
     finally:
