@@ -462,8 +462,15 @@ def main(argv):
     it), print `URL amqp://127.0.0.1:PORT` and `STARTED SECONDS` on stdout, and stop it
     (cleanly, with its epmd) on SIGTERM or SIGINT."""
     import sys
+    usage = ("usage: brokers.py serve rabbitmq|proton DIR\n"
+             "Starts one broker on 127.0.0.1 with its files under DIR, as the system tests do;\n"
+             "prints 'URL amqp://127.0.0.1:PORT' and 'STARTED SECONDS', and stops it cleanly\n"
+             "on SIGTERM or SIGINT.\n")
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(usage)
+        return 0
     if len(argv) != 3 or argv[0] != "serve" or argv[1] not in ("rabbitmq", "proton"):
-        print("usage: brokers.py serve rabbitmq|proton DIR", file=sys.stderr)
+        sys.stderr.write(usage)
         return 2
     why = rabbitmq_missing() if argv[1] == "rabbitmq" else proton_broker_missing()
     if why:
