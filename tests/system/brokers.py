@@ -114,6 +114,17 @@ def _probe_amqp(url, address, timeout):
         c.close(timeout=2.0)
 
 
+def _die_with_parent(sig):
+    """A preexec_fn: the child gets `sig` when the test process dies (even by SIGKILL), so that
+    no broker outlives an aborted run.  SIGTERM lets RabbitMQ's start script stop the VM."""
+    import ctypes
+
+    def preexec():
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    return preexec
+
+
 class BrokerError(AssertionError):
     pass
 
@@ -157,7 +168,8 @@ class Broker:
         self._log = open(self.workdir / ("%s.out" % self.name), "a")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=_die_with_parent(signal.SIGTERM))
         t = threading.Thread(target=self._reader, args=(self.proc.stdout,), daemon=True)
         t.start()
         self._reader_thread = t
@@ -282,7 +294,7 @@ class RabbitMQ(Broker):
             self.epmd = subprocess.Popen(
                 [EPMD, "-port", str(self.epmd_port), "-address", "127.0.0.1"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_die_with_parent(signal.SIGTERM))
         self._spawn([str(RABBITMQ_SERVER)], env=self.env(), cwd=str(self.workdir))
         self.wait_ready(t0)
 
