@@ -11,8 +11,17 @@ import socket
 import pytest
 from proton import Delivery, Endpoint, Link, Message, Transport, symbol
 
+from proton.reactor import AtMostOnce, LinkOption
+
 from brokers import unique_name
 from clients import Client
+
+
+class RcvSettleSecond(LinkOption):
+    """Ask for rcv-settle-mode second (the receiver settles after the sender)."""
+
+    def apply(self, link):
+        link.rcv_settle_mode = Link.RCV_SECOND
 
 # RabbitMQ ends the whole session (not just the link) when it refuses an attach: each probe
 # below uses a connection of its own.
@@ -228,6 +237,34 @@ def test_rabbitmq_detach_answered_without_closed(rabbitmq, client):
     assert not rcv.pn.state & Endpoint.REMOTE_CLOSED
 
 
+def test_rabbitmq_presettled_both_ways(rabbitmq, client):
+    """A presettled sender is answered snd-settle-mode settled; a receiver that asks for
+    settled deliveries gets them settled."""
+    q = "/queue/" + unique_name()
+    conn = client.connect(rabbitmq.url)
+    snd = conn.sender(q, presettled=True)
+    assert snd.pn.remote_snd_settle_mode == Link.SND_SETTLED
+    snd.send(Message(body="p"))
+    rcv = conn.receiver(q, credit=1, options=[AtMostOnce()])
+    assert rcv.pn.remote_snd_settle_mode == Link.SND_SETTLED
+    got = rcv.get()
+    assert got.body == "p" and got.delivery.settled
+
+
+@pytest.mark.parametrize("kind", ["snd", "rcv"])
+def test_rabbitmq_rcv_settle_second_ends_session(rabbitmq, client, kind):
+    """rcv-settle-mode second is refused, by ending the session with amqp:not-implemented."""
+    q = "/queue/" + unique_name()
+    conn = client.connect(rabbitmq.url)
+    link = (conn.sender(q, wait=False, options=[RcvSettleSecond()]) if kind == "snd" else
+            conn.receiver(q, credit=1, wait=False, options=[RcvSettleSecond()]))
+    attach_answer(client, conn, link)
+    ssn = link.pn.session
+    assert ssn.state & Endpoint.REMOTE_CLOSED
+    assert ssn.remote_condition.name == "amqp:not-implemented"
+    assert "rcv-settle-mode second" in ssn.remote_condition.description
+
+
 def _four_deliveries(client, url, q):
     conn = client.connect(url)
     snd = conn.sender(q)
@@ -422,6 +459,22 @@ def test_proton_broker_sends_presettled(proton_broker, client):
     assert [g.message.id for g in rcv.queue] == [2]
 
 
+def test_proton_broker_settlement_modes(proton_broker, client):
+    """Whatever a link asks, the broker answers snd-settle-mode mixed and rcv-settle-mode first
+    (rcv-settle-mode second is taken and ignored: the broker settles at once)."""
+    q = unique_name()
+    conn = client.connect(proton_broker.url)
+    snd = conn.sender(q, presettled=True)
+    assert snd.pn.remote_snd_settle_mode == Link.SND_MIXED
+    second = conn.sender(q, options=[RcvSettleSecond()])
+    assert second.pn.remote_rcv_settle_mode == Link.RCV_FIRST
+    dlv = second.send(Message(body="s"))
+    assert second.wait_outcome(dlv) == Delivery.ACCEPTED
+    rcv = conn.receiver(q, credit=1, options=[AtMostOnce()])
+    assert rcv.pn.remote_snd_settle_mode == Link.SND_MIXED
+    assert rcv.get().delivery.settled
+
+
 def test_proton_broker_drain_never_answered(proton_broker, client):
     """A drain on an empty queue is never answered: no flow comes back, the credit stays."""
     q = unique_name()
@@ -489,3 +542,22 @@ def test_proton_broker_receiver_without_address_crashes_it(make_proton_broker, c
     client.wait(lambda: conn.is_gone(), msg="the broker to drop the connection")
     b.proc.wait(5)
     assert b.proc.returncode < 0  # killed by a signal (SIGSEGV)
+
+
+# ---- both ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("broker", ["rabbitmq", "proton_broker"])
+def test_small_max_frame_honoured(request, client, broker):
+    """Both brokers announce no frame size limit of their own, and both keep to the client's
+    (512 bytes): a 20 KB message goes each way in many frames."""
+    b = request.getfixturevalue(broker)
+    q = ("/queue/" if broker == "rabbitmq" else "") + unique_name()
+    conn, frames = traced(client, b.url, max_frame_size=512)
+    snd = conn.sender(q)
+    body = "m" * 20000
+    assert snd.wait_outcome(snd.send(Message(body=body))) == Delivery.ACCEPTED
+    del frames[:]
+    got = conn.receiver(q, credit=1, settle="accept").get()
+    assert got.body == body
+    transfers = incoming(frames, "transfer")
+    assert len(transfers) >= 20000 // 512
