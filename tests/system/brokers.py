@@ -278,6 +278,7 @@ class RabbitMQ(Broker):
             "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port),
             "RABBITMQ_CONFIG_FILE": str(self.config),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(w / "advanced.config"),  # none
             "RABBITMQ_MNESIA_BASE": str(w / "mnesia"),
             "RABBITMQ_LOG_BASE": str(w / "log"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(w / "enabled_plugins"),
