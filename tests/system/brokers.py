@@ -30,12 +30,14 @@ compiled once per session with `cc` against Debian's libqpid-proton-dev; it take
 A test skips (with the reason) when a package is missing; scripts/test installs them.
 """
 
+import glob
 import itertools
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -70,7 +72,6 @@ def free_port():
 
 def rabbitmq_missing():
     """Why RabbitMQ cannot run here, or None."""
-    import glob
     if not RABBITMQ_SERVER.exists():
         return "rabbitmq-server is not installed (%s missing; scripts/test installs it)" % (
             RABBITMQ_SERVER)
@@ -474,7 +475,6 @@ def main(argv):
     """`brokers.py serve rabbitmq|proton DIR`: start one broker under DIR (scripts/bench uses
     it), print `URL amqp://127.0.0.1:PORT` and `STARTED SECONDS` on stdout, and stop it
     (cleanly, with its epmd) on SIGTERM or SIGINT."""
-    import sys
     usage = ("usage: brokers.py serve rabbitmq|proton DIR\n"
              "Starts one broker on 127.0.0.1 with its files under DIR, as the system tests do;\n"
              "prints 'URL amqp://127.0.0.1:PORT' and 'STARTED SECONDS', and stops it cleanly\n"
@@ -513,5 +513,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    import sys
     sys.exit(main(sys.argv[1:]))
