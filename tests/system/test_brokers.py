@@ -17,6 +17,17 @@ from brokers import unique_name
 from clients import Client
 
 
+class DurableTerminus(LinkOption):
+    """A target (sender) or source (receiver) with durability `durable` (0 none, 1
+    configuration, 2 unsettled-state)."""
+
+    def __init__(self, durable):
+        self.durable = durable
+
+    def apply(self, link):
+        (link.target if link.is_sender else link.source).durability = self.durable
+
+
 class RcvSettleSecond(LinkOption):
     """Ask for rcv-settle-mode second (the receiver settles after the sender)."""
 
@@ -371,6 +382,34 @@ def test_rabbitmq_delivery_annotations_close_connection(rabbitmq, client, with_h
     assert any("unexpected_trailing_sections" in line for line in rabbitmq.output())
 
 
+def test_rabbitmq_queue_durability_across_restart(rabbitmq, client):
+    """/queue/NAME declares a non-durable queue unless the attaching terminus is durable
+    (configuration or more): after the broker is killed and started again, a non-durable
+    queue is gone with its messages, durable or not; a durable queue keeps its durable
+    messages and loses the others.  Also checks the fixture: same port after a restart."""
+    names = {}
+    conn = client.connect(rabbitmq.url)
+    for durable in (0, 1):
+        names[durable] = unique_name()
+        snd = conn.sender("/queue/" + names[durable], options=[DurableTerminus(durable)])
+        assert snd.pn.remote_target.durability == durable
+        for i, d in enumerate([True, False]):
+            assert snd.wait_outcome(snd.send(Message(id=i, durable=d, body=i))) == \
+                Delivery.ACCEPTED
+    port = rabbitmq.port
+    rabbitmq.kill()
+    client.wait(conn.is_gone, msg="the connection to drop")
+    rabbitmq.start()
+    assert rabbitmq.port == port
+    _, ssn, _ = refused_by_session_end(client, rabbitmq.url, "rcv", "/amq/queue/" + names[0])
+    assert ssn.state & Endpoint.REMOTE_CLOSED
+    assert ssn.remote_condition.name == "amqp:not-found"
+    rcv = client.connect(rabbitmq.url).receiver("/amq/queue/" + names[1], credit=10,
+                                                settle="accept")
+    client.run_for(0.5)
+    assert [g.message.id for g in rcv.queue] == [0]
+
+
 def full_message():
     m = Message(id="mid-1", user_id=b"guest", address="to-x", subject="subj", reply_to="rt",
                 correlation_id="cid", content_type="text/plain", content_encoding="enc",
@@ -531,6 +570,23 @@ def test_proton_broker_message_bytes_kept(proton_broker, client):
     snd.wait_outcome(snd.send(m))
     got = conn.receiver(q, credit=1).get()
     assert got.raw == m.encode()
+
+
+def test_proton_broker_restart_loses_everything(proton_broker, client):
+    """Queues live in memory only: a killed and restarted broker has none (a receiver on the
+    old queue gets nothing); it listens on the same port again."""
+    q = unique_name()
+    conn = client.connect(proton_broker.url)
+    snd = conn.sender(q)
+    snd.wait_outcome(snd.send(Message(body="before", durable=True)))
+    port = proton_broker.port
+    proton_broker.kill()
+    client.wait(conn.is_gone, msg="the connection to drop")
+    proton_broker.start()
+    assert proton_broker.port == port
+    rcv = client.connect(proton_broker.url).receiver(q, credit=1)
+    client.run_for(0.5)
+    assert rcv.count == 0
 
 
 def test_proton_broker_receiver_without_address_crashes_it(make_proton_broker, client):
