@@ -271,6 +271,45 @@ const attr_def_t cfg__auth_plugin_attrs[AP_N] = {
                                .deprecated = true},
 };
 
+const attr_def_t cfg__connector_attrs[CN_N] = {
+    [CN_NAME]                 = {"name", AT_STRING},
+    [CN_IDENTITY]             = {"identity", AT_STRING, .ignored = true},
+    [CN_TYPE]                 = {"type", AT_STRING},
+    [CN_HOST]                 = {"host", AT_STRING},
+    [CN_ADDR]                 = {"addr", AT_STRING, .alias_of = CN_HOST, .deprecated = true},
+    [CN_PORT]                 = {"port", AT_STRING},
+    [CN_PROTOCOL_FAMILY]      = {"protocolFamily", AT_ENUM, family_tags},
+    [CN_ROLE]                 = {"role", AT_ENUM, cfg__role_tags},
+    [CN_COST]                 = {"cost", AT_INT}, /* inter-router only: kept, not used */
+    [CN_SSL_PROFILE]          = {"sslProfile", AT_STRING}, /* refused: see connector_fill */
+    [CN_SASL_MECHANISMS]      = {"saslMechanisms", AT_STRING},
+    [CN_ALLOW_REDIRECT]       = {"allowRedirect", AT_BOOL, .ignored = true},
+    [CN_MAX_FRAME_SIZE]       = {"maxFrameSize", AT_INT},
+    [CN_MAX_SESSIONS]         = {"maxSessions", AT_INT},
+    [CN_MAX_SESSION_FRAMES]   = {"maxSessionFrames", AT_INT},
+    [CN_IDLE_TIMEOUT]         = {"idleTimeoutSeconds", AT_INT},
+    [CN_STRIP_ANNOTATIONS]    = {"stripAnnotations", AT_ENUM, cfg__strip_tags},
+    [CN_LINK_CAPACITY]        = {"linkCapacity", AT_INT},
+    [CN_VERIFY_HOSTNAME]      = {"verifyHostname", AT_BOOL}, /* with sslProfile only */
+    [CN_OLD_VERIFY_HOST_NAME] = {"verifyHostName", AT_BOOL, .alias_of = CN_VERIFY_HOSTNAME,
+                                 .deprecated = true},
+    [CN_SASL_USERNAME]        = {"saslUsername", AT_STRING},
+    [CN_SASL_PASSWORD]        = {"saslPassword", AT_STRING},
+    [CN_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING}, /* "none" only */
+    [CN_OLD_LOG_MESSAGE]      = {"logMessage", AT_STRING, .alias_of = CN_MESSAGE_LOGGING_COMPONENTS,
+                                 .deprecated = true},
+    [CN_FAILOVER_URLS]        = {"failoverUrls", AT_STRING}, /* refused: see connector_fill */
+    [CN_OLD_FAILOVER_LIST]    = {"failoverList", AT_STRING, .alias_of = CN_FAILOVER_URLS,
+                                 .deprecated = true},
+    /* qdrouterd's run-time columns: refused in a file (see connector_fill) */
+    [CN_CONNECTION_STATUS]    = {"connectionStatus", AT_STRING},
+    [CN_CONNECTION_MSG]       = {"connectionMsg", AT_STRING},
+    [CN_POLICY_VHOST]         = {"policyVhost", AT_STRING, .ignored = true},
+    [CN_OPEN_PROPERTIES]      = {"openProperties", AT_MAP},
+};
+
+_Static_assert(CN_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
                G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS &&
                C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS,
@@ -278,7 +317,7 @@ _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_AT
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
-    "connector", "linkRoute", "autoLink", "exchange", "binding",
+    "linkRoute", "autoLink", "exchange", "binding",
     "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
@@ -564,6 +603,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_SSL_PROFILE;
     if (strcmp(c, "authServicePlugin") == 0)
         return TK_AUTH_PLUGIN;
+    if (strcmp(c, "connector") == 0)
+        return TK_CONNECTOR;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))
         return TK_UNSUPPORTED;
     free(c);

@@ -19,6 +19,7 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/connector.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
@@ -216,6 +217,8 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_put_symbol(props, pn_bytes(7, "version"));
     pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
     pn_data_exit(props);
+    if (c->connector)
+        pn_connection_open(pc); /* the router's outgoing connection speaks first */
 }
 
 /* policy maxConnections: count the connection, or refuse it (open, then close at once with
@@ -277,7 +280,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         c->handshake_due = 0; /* the handshake is done */
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
-        if (!c->counted && !conn_admit_WT(c))
+        if (!c->connector && !c->counted && !conn_admit_WT(c))
             break;
         if (stats_obj_is_none(c->stats)) {
             char id[24];
@@ -291,11 +294,20 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
             char tls[160];
             rtr_transport_tls_label_WT(c, tls, sizeof(tls));
-            const char *labels[] = {id, c->peer, container ? container : "", "in",
+            const char *labels[] = {id, c->peer, container ? container : "",
+                                    c->connector ? "out" : "in",
                                     user ? user : "", mech ? mech : "", tls};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+        }
+        if (c->connector) {
+            c->peer_opened = true;
+            rtr_connector_opened(c->connector, c->id, pn_connection_remote_container(pc));
+            LOGC(c, INFO, "Connection to %s opened (connector %s, container %s)", c->peer,
+                 c->listener->name ? c->listener->name : "",
+                 pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
+            break;
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
@@ -369,6 +381,18 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        if (c->connector) {
+            /* one line per new reason: a peer that keeps failing is not logged per attempt */
+            char msg[300];
+            snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s %s",
+                     c->listener->host, c->listener->port,
+                     pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
+                     pn_condition_get_description(cond) ? pn_condition_get_description(cond)
+                                                        : "");
+            if (rtr_connector_note(c->connector, msg))
+                LOGC(c, INFO, "%s", msg);
+            break;
+        }
         if (rtr_lstats_transport_error_WT(c, cond))
             break; /* a TLS or authentication failure: its one line is out */
         LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
@@ -457,6 +481,38 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     rtr_conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);
     pn_connection_driver_write_close(&c->driver);
+    rtr_conn_process_WT(c);
+}
+
+void rtr_conn_connect_WT(rtr_worker_t *w, int fd, struct rtr_connector *ct)
+{
+    if (w->stopping) {
+        close(fd);
+        rtr_connector_closed(ct, NULL);
+        return;
+    }
+    const cfg_listener_t *l = &rtr_connector_cfg(ct)->conn;
+    rtr_conn_t           *c = base_calloc(1, sizeof(*c));
+    c->worker = w;
+    c->listener = l;
+    c->connector = ct;
+    c->id = atomic_fetch_add(&w->ctx->next_conn_id, 1) + 1;
+    c->strip_in = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_IN;
+    c->strip_out = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_OUT;
+    struct sockaddr_storage ss;
+    socklen_t               sl = sizeof(ss);
+    snprintf(c->peer, sizeof(c->peer), "%s:%s", l->host, l->port);
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
+    BASE_DLIST_PUSH(w->conns, c, prev, next);
+    w->n_conns++;
+    if (!rtr_transport_open_WT(c, fd, false)) {
+        rtr_transport_close_WT(c);
+        return;
+    }
+    if (l->handshake_timeout_seconds)
+        c->handshake_due = uv_now(&w->loop) + l->handshake_timeout_seconds * 1000ull;
+    LOGC(c, DEBUG, "Connected to %s (connector %s)", c->peer, l->name ? l->name : "");
     rtr_conn_process_WT(c);
 }
 

@@ -1,0 +1,323 @@
+/* router/connector.c: the connectors (connector.h) - each one's attempts, on the main loop,
+ * and the state its connection reports from its worker.
+ *
+ * Threads: every static function below runs on the main thread (its loop's timers, name
+ * lookups and connects); rtr_connector_opened/_closed and rtr_connectors_status run on any
+ * thread.  No _CT/_WT functions here.
+ *
+ * DESIGN: a record's attempt is a chain of main-loop callbacks: the timer fires, the host is
+ * looked up (uv_getaddrinfo), the socket connects (uv_tcp_connect on the record's own handle),
+ * and the connected descriptor is duplicated and handed to a worker while the main loop's
+ * handle closes.  From then on the worker owns the connection; it reports the open and the
+ * end under `lock`, and the end wakes the main loop (`wake`), which arms the timer again.
+ * `lock` guards each record's state, message and `ended` flag; it is taken alone and never
+ * held across a libuv call.
+ */
+#include "router/connector.h"
+
+#include "core/base/base.h"
+#include "core/base/log.h"
+#include "router/ctx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_SERVER, BASE_LOG_##lvl, __VA_ARGS__)
+
+/* rtr_connector_t: one configured connector.  Owner: the main thread (its handles); the
+ * [lock] fields are also written by the worker that holds its connection. */
+struct rtr_connector {
+    rtr_connectors_t      *cs;        /* immutable: back pointer */
+    const cfg_connector_t *cfg;       /* immutable: borrowed */
+    uv_timer_t             timer;     /* main: the next attempt */
+    uv_getaddrinfo_t       gai;       /* main: the lookup under way */
+    uv_tcp_t               tcp;       /* main: the connect under way */
+    uv_connect_t           creq;      /* main: its request */
+    bool                   tcp_open;  /* main: tcp initialised and not closed */
+    bool                   busy;      /* main: an attempt is under way or its connection lives */
+    rtr_connector_state_t  state;     /* [lock] connectionStatus */
+    char                   msg[300];  /* [lock] connectionMsg: the last failure, or "" */
+    char                   logged[300]; /* [lock] the failure last logged (one line per change) */
+    bool                   was_open;  /* [lock] the current connection opened */
+    bool                   ended;     /* [lock] its connection ended: the main loop retries */
+};
+
+struct rtr_connectors {
+    uv_loop_t          *loop;       /* immutable: the main loop */
+    struct rtr_worker  *workers;    /* immutable: where connections go */
+    int                 n_workers;  /* immutable */
+    int                 next_worker; /* main: round-robin */
+    uv_async_t          wake;       /* workers -> main: a connection ended */
+    bool                started;    /* [lock] wake and the timers are initialised */
+    bool                stopping;   /* main: no attempt any more */
+    pthread_mutex_t     lock;       /* guards the records' [lock] fields */
+    rtr_connector_t    *recs;       /* immutable array */
+    size_t              n;          /* its length */
+};
+
+static const char *const state_names[] = {"INITIALIZING", "CONNECTING", "SUCCESS", "FAILED"};
+
+const char *rtr_connector_state_name(rtr_connector_state_t st)
+{
+    return (unsigned)st <= RTR_CONNECTOR_FAILED ? state_names[st] : "UNKNOWN";
+}
+
+static const char *port_service(const char *port)
+{
+    if (strcmp(port, "amqp") == 0)
+        return "5672";
+    if (strcmp(port, "amqps") == 0)
+        return "5671";
+    return port;
+}
+
+static void set_state(rtr_connector_t *ct, rtr_connector_state_t st, const char *msg)
+{
+    pthread_mutex_lock(&ct->cs->lock);
+    ct->state = st;
+    if (msg)
+        snprintf(ct->msg, sizeof(ct->msg), "%s", msg);
+    pthread_mutex_unlock(&ct->cs->lock);
+}
+
+static void timer_cb(uv_timer_t *t);
+
+static void schedule(rtr_connector_t *ct, uint64_t ms)
+{
+    if (ct->cs->stopping)
+        return;
+    uv_timer_start(&ct->timer, timer_cb, ms, 0);
+}
+
+/* An attempt failed before any connection existed: FAILED, one line when the reason is new,
+ * and the next attempt after the delay. */
+static void attempt_failed(rtr_connector_t *ct, const char *why)
+{
+    const cfg_listener_t *l = &ct->cfg->conn;
+    char                  msg[300];
+    snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s", l->host, l->port, why);
+    set_state(ct, RTR_CONNECTOR_FAILED, NULL);
+    if (rtr_connector_note(ct, msg))
+        LOG(INFO, "%s (retrying every %d seconds, logged again when this changes)", msg,
+            RTR_CONNECTOR_DELAY_FAILED_MS / 1000);
+    ct->busy = false;
+    schedule(ct, RTR_CONNECTOR_DELAY_FAILED_MS);
+}
+
+static void tcp_closed_cb(uv_handle_t *h)
+{
+    rtr_connector_t *ct = h->data;
+    ct->tcp_open = false;
+}
+
+static void connect_cb(uv_connect_t *req, int status)
+{
+    rtr_connector_t  *ct = req->data;
+    rtr_connectors_t *cs = ct->cs;
+    int               fd = -1;
+    if (status == 0 && !cs->stopping) {
+        uv_os_fd_t ofd;
+        if (uv_fileno((uv_handle_t *)&ct->tcp, &ofd) == 0)
+            fd = fcntl(ofd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            status = uv_translate_sys_error(errno);
+    }
+    uv_close((uv_handle_t *)&ct->tcp, tcp_closed_cb);
+    if (cs->stopping) {
+        if (fd >= 0)
+            close(fd);
+        ct->busy = false;
+        return;
+    }
+    if (status != 0) {
+        attempt_failed(ct, uv_strerror(status));
+        return;
+    }
+    /* the worker owns the connection now; it reports the open and the end */
+    pthread_mutex_lock(&cs->lock);
+    ct->was_open = false;
+    ct->ended = false;
+    pthread_mutex_unlock(&cs->lock);
+    rtr_worker_t *w = &cs->workers[cs->next_worker];
+    cs->next_worker = (cs->next_worker + 1) % cs->n_workers;
+    rtr_worker_post_ext(w, RTR_EXT_CONNECT, ct, fd);
+}
+
+static void resolved_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    rtr_connector_t *ct = req->data;
+    if (ct->cs->stopping) {
+        uv_freeaddrinfo(res);
+        ct->busy = false;
+        return;
+    }
+    if (status != 0) {
+        attempt_failed(ct, uv_strerror(status));
+        return;
+    }
+    uv_tcp_init(ct->cs->loop, &ct->tcp);
+    ct->tcp.data = ct;
+    ct->tcp_open = true;
+    ct->creq.data = ct;
+    int rc = uv_tcp_connect(&ct->creq, &ct->tcp, res->ai_addr, connect_cb);
+    uv_freeaddrinfo(res);
+    if (rc != 0) {
+        uv_close((uv_handle_t *)&ct->tcp, tcp_closed_cb);
+        attempt_failed(ct, uv_strerror(rc));
+    }
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    rtr_connector_t *ct = t->data;
+    if (ct->cs->stopping || ct->busy || ct->tcp_open)
+        return;
+    const cfg_listener_t *l = &ct->cfg->conn;
+    ct->busy = true;
+    pthread_mutex_lock(&ct->cs->lock);
+    if (ct->state == RTR_CONNECTOR_INITIALIZING || ct->state == RTR_CONNECTOR_SUCCESS)
+        ct->state = RTR_CONNECTOR_CONNECTING;
+    pthread_mutex_unlock(&ct->cs->lock);
+    struct addrinfo hints = {0};
+    hints.ai_family = l->family == CFG_FAMILY_IPV4   ? AF_INET
+                      : l->family == CFG_FAMILY_IPV6 ? AF_INET6
+                                                     : AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    ct->gai.data = ct;
+    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, l->host, port_service(l->port),
+                            &hints);
+    if (rc != 0)
+        attempt_failed(ct, uv_strerror(rc));
+}
+
+/* Connections that ended: each connector's next attempt after its delay. */
+static void wake_cb(uv_async_t *h)
+{
+    rtr_connectors_t *cs = h->data;
+    for (size_t i = 0; i < cs->n; i++) {
+        rtr_connector_t *ct = &cs->recs[i];
+        pthread_mutex_lock(&cs->lock);
+        bool ended = ct->ended, was_open = ct->was_open;
+        ct->ended = false;
+        pthread_mutex_unlock(&cs->lock);
+        if (!ended)
+            continue;
+        ct->busy = false;
+        schedule(ct, was_open ? RTR_CONNECTOR_DELAY_OPENED_MS : RTR_CONNECTOR_DELAY_FAILED_MS);
+    }
+}
+
+rtr_connectors_t *rtr_connectors_new(const cfg_t *cfg, uv_loop_t *loop, struct rtr_worker *workers,
+                                     int n_workers)
+{
+    rtr_connectors_t *cs = base_calloc(1, sizeof(*cs));
+    cs->loop = loop;
+    cs->workers = workers;
+    cs->n_workers = n_workers;
+    pthread_mutex_init(&cs->lock, NULL);
+    cs->n = cfg->n_connectors;
+    cs->recs = base_calloc(cs->n ? cs->n : 1, sizeof(*cs->recs));
+    for (size_t i = 0; i < cs->n; i++) {
+        cs->recs[i].cs = cs;
+        cs->recs[i].cfg = &cfg->connectors[i];
+    }
+    return cs;
+}
+
+int rtr_connectors_start(rtr_connectors_t *cs)
+{
+    int rc = uv_async_init(cs->loop, &cs->wake, wake_cb);
+    if (rc)
+        return rc;
+    cs->wake.data = cs;
+    for (size_t i = 0; i < cs->n; i++) {
+        rtr_connector_t *ct = &cs->recs[i];
+        uv_timer_init(cs->loop, &ct->timer);
+        ct->timer.data = ct;
+        uv_timer_start(&ct->timer, timer_cb, 0, 0);
+    }
+    pthread_mutex_lock(&cs->lock);
+    cs->started = true;
+    pthread_mutex_unlock(&cs->lock);
+    return 0;
+}
+
+void rtr_connectors_stop(rtr_connectors_t *cs)
+{
+    if (!cs || cs->stopping)
+        return;
+    cs->stopping = true;
+    if (!cs->started)
+        return;
+    for (size_t i = 0; i < cs->n; i++)
+        uv_timer_stop(&cs->recs[i].timer);
+}
+
+void rtr_connectors_free(rtr_connectors_t *cs)
+{
+    if (!cs)
+        return;
+    pthread_mutex_destroy(&cs->lock);
+    free(cs->recs);
+    free(cs);
+}
+
+const cfg_connector_t *rtr_connector_cfg(const rtr_connector_t *ct)
+{
+    return ct->cfg;
+}
+
+void rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container)
+{
+    rtr_connectors_t *cs = ct->cs;
+    pthread_mutex_lock(&cs->lock);
+    ct->state = RTR_CONNECTOR_SUCCESS;
+    ct->was_open = true;
+    ct->msg[0] = '\0';
+    ct->logged[0] = '\0'; /* a failure after an open is news again */
+    pthread_mutex_unlock(&cs->lock);
+    (void)conn_id;
+    (void)container; /* the connection logs its open (router/conn.c) */
+}
+
+void rtr_connector_closed(rtr_connector_t *ct, const char *why)
+{
+    rtr_connectors_t *cs = ct->cs;
+    pthread_mutex_lock(&cs->lock);
+    ct->state = ct->was_open ? RTR_CONNECTOR_CONNECTING : RTR_CONNECTOR_FAILED;
+    if (why)
+        snprintf(ct->msg, sizeof(ct->msg), "%s", why);
+    ct->ended = true;
+    bool started = cs->started;
+    pthread_mutex_unlock(&cs->lock);
+    if (started)
+        uv_async_send(&cs->wake);
+}
+
+bool rtr_connector_note(rtr_connector_t *ct, const char *msg)
+{
+    pthread_mutex_lock(&ct->cs->lock);
+    snprintf(ct->msg, sizeof(ct->msg), "%s", msg);
+    bool news = strcmp(msg, ct->logged) != 0;
+    if (news)
+        snprintf(ct->logged, sizeof(ct->logged), "%s", msg);
+    pthread_mutex_unlock(&ct->cs->lock);
+    return news;
+}
+
+bool rtr_connectors_status(rtr_connectors_t *cs, size_t i, rtr_connector_state_t *state, char *msg,
+                           size_t len)
+{
+    if (!cs || i >= cs->n)
+        return false;
+    pthread_mutex_lock(&cs->lock);
+    *state = cs->recs[i].state;
+    snprintf(msg, len, "%s", cs->recs[i].msg);
+    pthread_mutex_unlock(&cs->lock);
+    return true;
+}

@@ -1,0 +1,223 @@
+"""Connectors: the router's own outgoing AMQP connections (qdrouterd 1.19's `connector`).
+
+The peers are real: a Proton-Python container listening in a child process
+(connector_peer.py), which attaches a consumer and a producer over the connection the router
+made, and a second junctiond that authenticates the router with SASL PLAIN against a sasldb
+(test_sasl.py's fixtures).  Messages go both ways through the router; the connection shows
+in management with dir "out"; the router reconnects after the peer restarts (qdrouterd's
+delays: 2 s after an open connection, 5 s after a failed attempt) and logs one line per
+state change, not one per attempt."""
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from proton import Delivery, Message
+
+from clients import Client
+from conftest import REPO_ROOT, free_port, run_junctiond, write_config
+from mgmt_tool import Node
+from test_sasl import PASSWORD, REALM, USER, sasl_dir, auth_router  # noqa: F401
+
+PEER = Path(__file__).resolve().parent / "connector_peer.py"
+QDSTAT = REPO_ROOT.parent / "shared" / "peer" / "bin" / "qdstat"
+IN_ADDR = "closest.to-peer"    # the peer's consumer
+OUT_ADDR = "closest.from-peer"  # the peer's producer
+
+
+class Peer:
+    """connector_peer.py on 127.0.0.1:port; its stdout lines in self.lines."""
+
+    def __init__(self, port):
+        self.port = port
+        self.proc = None
+        self.lines = []
+        self.cv = threading.Condition()
+
+    def start(self):
+        self.proc = subprocess.Popen(["/usr/bin/python3", str(PEER), str(self.port), IN_ADDR,
+                                      OUT_ADDR], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        self.wait_line("LISTENING", start=len(self.lines))
+        return self
+
+    def _read(self, proc):
+        for line in proc.stdout:
+            with self.cv:
+                self.lines.append(line.strip())
+                self.cv.notify_all()
+
+    def wait_line(self, prefix, timeout=15.0, start=0):
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                for line in self.lines[start:]:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("peer: no %r line in %r" % (prefix, self.lines))
+                self.cv.wait(left)
+
+    def send(self):
+        self.proc.stdin.write("SEND\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def peer():
+    p = Peer(free_port())
+    yield p
+    p.stop()
+
+
+def connector(port, **kw):
+    c = {"name": "to-peer", "host": "127.0.0.1", "port": str(port), "role": "normal"}
+    c.update(kw)
+    return ["connector", c]
+
+
+def test_messages_flow_both_ways_through_a_connector(make_router, peer):
+    peer.start()
+    r = make_router(extra=[connector(peer.port, idleTimeoutSeconds=8, maxFrameSize=4096)])
+    assert peer.wait_line("OPENED").split()[1] == "JTest"
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector to-peer" % peer.port)
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        rcv = conn.receiver(OUT_ADDR, settle="accept")
+        snd = conn.sender(IN_ADDR)
+        # client on the router -> the peer's consumer, accepted end to end
+        dlv = snd.send(Message(body="to-the-peer"))
+        assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+        assert peer.wait_line("RECEIVED") == "RECEIVED to-the-peer"
+        # the peer's producer -> client on the router
+        peer.send()
+        assert rcv.get().body == "from-peer-1"
+        # the client's accept reaches the peer through the router
+        c.wait(lambda: "SENT 1 ACCEPTED" in peer.lines, 10, "the peer's outcome")
+    finally:
+        c.close()
+
+
+def test_the_outgoing_connection_shows_with_dir_out(make_router, peer):
+    peer.start()
+    r = make_router(extra=[connector(peer.port)])
+    peer.wait_line("OPENED")
+    n = Node(r.url)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            rows = [x for x in n.query_dicts("connection") if x.get("dir") == "out"]
+            if rows or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert len(rows) == 1, rows
+        assert rows[0]["host"] == "127.0.0.1:%d" % peer.port
+        assert rows[0]["opened"] is True
+    finally:
+        n.close()
+    if QDSTAT.exists():
+        out = subprocess.run([str(QDSTAT), "-c", "-b", r.url], capture_output=True, text=True,
+                             timeout=30, env=dict(os.environ, PYTHONPATH=""))
+        assert out.returncode == 0, out.stderr
+        line = [x for x in out.stdout.splitlines() if "127.0.0.1:%d" % peer.port in x]
+        assert len(line) == 1 and " out " in line[0], out.stdout
+
+
+@pytest.mark.deadline(90)
+def test_a_connector_to_nowhere_retries_quietly_then_connects_and_reconnects(make_router, peer):
+    # nothing listens yet: attempts at 0 s, 5 s, 10 s... and one line
+    r = make_router(extra=[connector(peer.port)])
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d failed" % peer.port)
+    time.sleep(11)
+    failed = [x for x in r.stderr_lines() if "Connection to 127.0.0.1:%d failed" % peer.port in x]
+    assert len(failed) == 1, failed
+    # the peer comes: the next attempt opens the connection
+    peer.start()
+    peer.wait_line("OPENED", timeout=10)
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % peer.port, timeout=10)
+    # the peer goes and comes back: the router connects again, with the links on it
+    mark = len(peer.lines)
+    peer.stop()
+    time.sleep(1)
+    peer.start()
+    peer.wait_line("OPENED", timeout=15, start=mark)
+    deadline = time.monotonic() + 5
+    while True:
+        opened = [x for x in r.stderr_lines()
+                  if "Connection to 127.0.0.1:%d opened" % peer.port in x]
+        if len(opened) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(opened) == 2, opened
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender(IN_ADDR)
+        dlv = snd.send(Message(body="after-restart"))
+        assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+        assert peer.wait_line("RECEIVED", start=mark) == "RECEIVED after-restart"
+    finally:
+        c.close()
+
+
+def test_sasl_plain_to_a_junction_with_a_sasldb(make_router, sasl_dir):  # noqa: F811
+    far = auth_router(make_router, sasl_dir)
+    near = make_router(name="near", extra=[connector(
+        far.port, saslMechanisms="PLAIN", saslUsername=USER, saslPassword="env:CONN_TEST_PW")],
+        env=dict(os.environ, CONN_TEST_PW=PASSWORD))
+    near.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % far.port, timeout=10)
+    n = Node(far.url_of(1))
+    try:
+        rows = [x for x in n.query_dicts("connection") if x.get("container") == "JTest"]
+        assert len(rows) == 1, rows
+        assert rows[0]["user"] == USER and rows[0]["sasl"] == "PLAIN", rows[0]
+    finally:
+        n.close()
+
+
+def test_a_wrong_password_fails_once_in_the_log(make_router, sasl_dir):  # noqa: F811
+    far = auth_router(make_router, sasl_dir)
+    near = make_router(name="near", extra=[connector(
+        far.port, saslMechanisms="PLAIN", saslUsername=USER, saslPassword="pass:wrong")])
+    near.wait_log(r"Connection to 127\.0\.0\.1:%d failed" % far.port, timeout=10)
+    time.sleep(6)  # a second attempt fails the same way: no second line
+    failed = [x for x in near.stderr_lines()
+              if "Connection to 127.0.0.1:%d failed" % far.port in x]
+    assert len(failed) == 1, failed
+    assert "wrong" not in near.stderr_text()
+
+
+@pytest.mark.parametrize("attrs,want", [
+    ({"role": "inter-router"}, "Junction does not support role \"inter-router\""),
+    ({"role": "edge"}, "Junction does not support role \"edge\""),
+    ({"sslProfile": "p"}, "Junction does not support sslProfile on a connector"),
+    ({"failoverUrls": "amqp://127.0.0.1:1"}, "Junction does not support failoverUrls"),
+    ({"saslPassword": "x"}, "without a saslUsername"),
+    ({"saslMechanisms": "SCRAM-SHA-256"}, "other than ANONYMOUS, PLAIN and EXTERNAL"),
+    ({"port": "0"}, "attribute 'port'"),
+    ({"connectionStatus": "SUCCESS"}, "connectionStatus in a file"),
+    ({"saslUsername": "u", "saslPassword": "env:JUNCTION_NO_SUCH_VAR"}, "saslPassword"),
+])
+def test_bad_connectors_are_refused_with_one_line(tmp_path, attrs, want):
+    c = {"host": "127.0.0.1", "port": "5999"}
+    c.update(attrs)
+    cfg = write_config(tmp_path / "c.json", [["router", {"id": "R"}], ["connector", c]])
+    p = run_junctiond(["-c", cfg, "--check"] if False else ["-c", cfg])
+    assert p.returncode != 0
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and want in lines[0], p.stderr
