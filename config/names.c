@@ -332,9 +332,6 @@ static const char *const operational_types[] = {
 // clang-format on
 /* -- entities Junction refuses for now: qdrouterd 1.19's attributes and deprecated names -- */
 
-static const char *const connector_protocolFamily_tags[] = {"IPv4", "IPv6", NULL};
-static const char *const connector_role_tags[] = {"normal", "inter-router", "route-container", "edge", NULL};
-static const char *const connector_stripAnnotations_tags[] = {"in", "out", "both", "no", NULL};
 static const char *const linkRoute_distribution_tags[] = {"linkBalanced", NULL};
 static const char *const linkRoute_direction_tags[] = {"in", "out", NULL};
 static const char *const linkRoute_dir_tags[] = {"in", "out", NULL};
@@ -344,39 +341,6 @@ static const char *const autoLink_dir_tags[] = {"in", "out", NULL};
 static const char *const autoLink_operStatus_tags[] = {"inactive", "attaching", "failed", "active", "quiescing", "idle", NULL};
 static const char *const exchange_matchMethod_tags[] = {"amqp", "mqtt", NULL};
 
-
-static const attr_def_t connector_attrs[] = {
-    {.name = "name", .type = AT_STRING},
-    {.name = "identity", .type = AT_STRING},
-    {.name = "type", .type = AT_STRING},
-    {.name = "host", .type = AT_STRING},
-    {.name = "port", .type = AT_STRING},
-    {.name = "protocolFamily", .type = AT_ENUM, .tags = connector_protocolFamily_tags},
-    {.name = "role", .type = AT_ENUM, .tags = connector_role_tags},
-    {.name = "cost", .type = AT_INT},
-    {.name = "sslProfile", .type = AT_STRING},
-    {.name = "saslMechanisms", .type = AT_STRING},
-    {.name = "allowRedirect", .type = AT_BOOL},
-    {.name = "maxFrameSize", .type = AT_INT},
-    {.name = "maxSessions", .type = AT_INT},
-    {.name = "maxSessionFrames", .type = AT_INT},
-    {.name = "idleTimeoutSeconds", .type = AT_INT},
-    {.name = "stripAnnotations", .type = AT_ENUM, .tags = connector_stripAnnotations_tags},
-    {.name = "linkCapacity", .type = AT_INT},
-    {.name = "verifyHostname", .type = AT_BOOL},
-    {.name = "verifyHostName", .type = AT_BOOL, .alias_of = 17 /* verifyHostname */, .deprecated = true},
-    {.name = "saslUsername", .type = AT_STRING},
-    {.name = "saslPassword", .type = AT_STRING},
-    {.name = "messageLoggingComponents", .type = AT_STRING},
-    {.name = "logMessage", .type = AT_STRING, .alias_of = 21 /* messageLoggingComponents */, .deprecated = true},
-    {.name = "failoverUrls", .type = AT_STRING},
-    {.name = "failoverList", .type = AT_STRING, .alias_of = 23 /* failoverUrls */, .deprecated = true},
-    {.name = "connectionStatus", .type = AT_STRING},
-    {.name = "connectionMsg", .type = AT_STRING},
-    {.name = "policyVhost", .type = AT_STRING},
-    {.name = "openProperties", .type = AT_MAP},
-    {.name = "addr", .type = AT_STRING, .alias_of = 3 /* host */, .deprecated = true},
-};
 
 static const attr_def_t linkRoute_attrs[] = {
     {.name = "name", .type = AT_STRING},
@@ -486,7 +450,6 @@ static const attr_def_t vhostUserGroupSettings_attrs[] = {
 /* Every table above, by canonical type. */
 #define TABLE(t, d) {t, d, BASE_ARRAY_LEN(d), NULL}
 static const cfg__type_table_t unsupported_tables[] = {
-    TABLE("connector", connector_attrs),
     TABLE("linkRoute", linkRoute_attrs),
     TABLE("autoLink", autoLink_attrs),
     TABLE("exchange", exchange_attrs),
