@@ -9,6 +9,9 @@
  * it).  An accepted AMQP socket goes to the owner's callback (the server's round-robin to
  * the workers): the connection manager never holds a connection.
  *
+ * The connectors (router/connector.h, configured ones: their connections and reconnects) are
+ * its too: made by _start, first attempts at _listen, no attempt after _stop, freed by _free.
+ *
  * Threads:
  *  - rtr_connmgr_new/_start/_listen/_stop/_free: main thread, in that order (see each).
  *  - The entries' sockets and acceptors: main thread (its loop runs the acceptors).
@@ -64,6 +67,8 @@ typedef struct rtr_connmgr_env {
     void                   *accept_ctx; /* its first argument */
     struct rtr_lstats      *lstats;     /* each listener's stats are made when it starts and
                                            retired when deleted (router/lstats.h); NULL: none */
+    struct rtr_worker      *workers;    /* where the connectors' connections go (round-robin) */
+    int                     n_workers;  /* their count (0: no connector connects) */
 } rtr_connmgr_env_t;
 
 /* One entry as rtr_connmgr_find() reports it (a copy: the entry may go once the lock is
@@ -118,6 +123,12 @@ void rtr_connmgr_listener_del(rtr_connmgr_t *m, long id);
 /* The id of the configured listener at `index` in cfg->listeners (ids of listeners added
  * at run time follow them). */
 long rtr_connmgr_listener_id(size_t index);
+
+/* Connector i of the configuration (cfg->connectors[i]): its connectionStatus (qdrouterd's
+ * text: INITIALIZING, CONNECTING, SUCCESS, FAILED) into status[slen] and its connectionMsg
+ * into msg[mlen]; false when there is no connector i.  Thread-safe. */
+bool rtr_connmgr_connector_status(rtr_connmgr_t *m, size_t i, char *status, size_t slen, char *msg,
+                                  size_t mlen);
 
 /* Look entry `id` up: true with a copy in *out, false when there is none (never made, or
  * deleted).  Thread-safe. */

@@ -15,7 +15,6 @@
 #include "core/base/pool.h"
 #include "router/accept.h"
 #include "router/connmgr.h"
-#include "router/connector.h"
 #include "router/tls.h"
 #include "router/http.h"
 #include "router/mgmt/admin.h"
@@ -48,8 +47,7 @@ struct rtr_server {
     bool              loop_ready;      /* `loop` initialised (start) */
     rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
     mgmt_tls_t        tls_mgmt;        /* management's view of them (the admin thread's) */
-    rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
-    rtr_connectors_t *connectors;      /* the connectors (after the workers .. free) */
+    rtr_connmgr_t    *connmgr;         /* the listeners and connectors (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
     rtr_ctx_t         ctx;             /* what the workers share (filled at start) */
@@ -168,7 +166,6 @@ static void server_stop(rtr_server_t *s)
             strerror(-rc));
     /* stop accepting: a client that connects now is refused, not left in the backlog */
     rtr_connmgr_stop(s->connmgr);
-    rtr_connectors_stop(s->connectors); /* no new attempt; the workers close the connections */
     uv_stop(&s->loop);
 }
 
@@ -311,6 +308,8 @@ int rtr_server_start(rtr_server_t *s)
                              .web = &s->web,
                              .accept = accept_amqp,
                              .accept_ctx = s,
+                             .workers = s->workers,
+                             .n_workers = n,
                              .lstats = s->ctx.lstats};
     rc = rtr_connmgr_start(s->connmgr, &env);
     if (rc)
@@ -336,11 +335,6 @@ int rtr_server_start(rtr_server_t *s)
      * starts now with the management socket (it hands WebSocket AMQP connections to the
      * workers and probes the core, so it starts after them) */
     rc = rtr_connmgr_listen(s->connmgr);
-    if (rc)
-        return rc;
-    /* the outgoing connections, once the workers and the core take them */
-    s->connectors = rtr_connectors_new(cfg, &s->loop, s->workers, n);
-    rc = rtr_connectors_start(s->connectors);
     if (rc)
         return rc;
 
@@ -406,7 +400,6 @@ void rtr_server_free(rtr_server_t *s)
     if (s->core)
         core_free(s->core);
     rtr_connmgr_free(s->connmgr); /* after the agent: the last to add a listener */
-    rtr_connectors_free(s->connectors); /* after the workers: connections point at them */
     if (s->statm_fd >= 0)
         close(s->statm_fd);
     rtr_fd_reserve_fini();

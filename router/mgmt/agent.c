@@ -302,6 +302,13 @@ static void agent_main(void *arg)
     uv_run(&a->loop, UV_RUN_DEFAULT);
 }
 
+static bool hook_connector_status(void *ctx, size_t i, char *status, size_t slen, char *msg,
+                                  size_t mlen)
+{
+    mgmt_agent_t *a = ctx;
+    return rtr_connmgr_connector_status(a->connmgr, i, status, slen, msg, mlen);
+}
+
 /* ---- main thread ---- */
 
 int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
@@ -336,6 +343,7 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .address_add = hook_address_add,
                           .address_del = hook_address_del,
                           .conn_close = hook_conn_close,
+                          .connector_status = hook_connector_status,
                           .tls = ctx->tls ? &a->tls : NULL};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);

@@ -105,6 +105,10 @@ typedef struct mgmt_hooks {
     void (*conn_close)(void *ctx, uint64_t id);
     /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */
     const mgmt_tls_t *tls;
+    /* Configured connector i's connectionStatus and connectionMsg (router/connector.h);
+     * false when it has none (NULL hook: INITIALIZING, no message). */
+    bool (*connector_status)(void *ctx, size_t i, char *status, size_t slen, char *msg,
+                             size_t mlen);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -387,6 +387,11 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
                     full);
     }
+    if (t->kind == MGMT_K_CONNECTOR) {
+        cJSON_Delete(attrs);
+        return fail(q, 501, "Not Implemented: CREATE of %s at run time is not supported by "
+                            "Junction yet (configure it in the file)", full);
+    }
     if (t->kind == MGMT_K_SSL_PROFILE) {
         char        err[512];
         char       *name = bn ? base_strdup(bn->valuestring) : NULL;
@@ -512,6 +517,9 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
         return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
                     q->name ? "name" : "identity", want ? want : "");
     }
+    if (t->kind == MGMT_K_CONNECTOR)
+        return fail(q, 501, "Not Implemented: DELETE of %s at run time is not supported by "
+                            "Junction yet", full);
     if (t->kind == MGMT_K_SSL_PROFILE) {
         const char *name = ssl_target(q);
         char        err[512];

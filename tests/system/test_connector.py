@@ -128,6 +128,21 @@ def test_the_outgoing_connection_shows_with_dir_out(make_router, peer):
         assert len(rows) == 1, rows
         assert rows[0]["host"] == "127.0.0.1:%d" % peer.port
         assert rows[0]["opened"] is True
+        # the connector entity, with qdrouterd 1.19's live columns
+        cts = n.query_dicts("connector")
+        assert len(cts) == 1, cts
+        assert cts[0]["name"] == "to-peer" and cts[0]["port"] == str(peer.port)
+        assert cts[0]["connectionStatus"] == "SUCCESS" and cts[0]["connectionMsg"] == ""
+        assert "saslPassword" not in cts[0]
+        one = n.read(type="connector", name="to-peer")
+        assert one["connectionStatus"] == "SUCCESS"
+        # not at run time yet: refused, and the connector stays
+        for op in (lambda: n.create({"host": "127.0.0.1", "port": "1"}, "connector", "x"),
+                   lambda: n.delete(type="connector", name="to-peer")):
+            with pytest.raises(Exception) as ei:
+                op()
+            assert "501" in str(ei.value) or "Not Implemented" in str(ei.value)
+        assert len(n.query_dicts("connector")) == 1
     finally:
         n.close()
     if QDSTAT.exists():
@@ -146,6 +161,13 @@ def test_a_connector_to_nowhere_retries_quietly_then_connects_and_reconnects(mak
     time.sleep(11)
     failed = [x for x in r.stderr_lines() if "Connection to 127.0.0.1:%d failed" % peer.port in x]
     assert len(failed) == 1, failed
+    n = Node(r.url)
+    try:
+        ct = n.query_dicts("connector")[0]
+        assert ct["connectionStatus"] == "FAILED", ct
+        assert "connection refused" in ct["connectionMsg"], ct
+    finally:
+        n.close()
     # the peer comes: the next attempt opens the connection
     peer.start()
     peer.wait_line("OPENED", timeout=10)
