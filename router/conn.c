@@ -19,6 +19,7 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/conn_watch.h"
 #include "router/connector.h"
 #include "router/lstats.h"
 
@@ -300,6 +301,16 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+        }
+        if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER) {
+            /* a connection to a container: autoLinks and link routes find it there */
+            const char     *rc = pn_connection_remote_container(pc);
+            rtr_conn_info_t ci = {.id = c->id, .worker = c->worker->index,
+                                  .role = c->listener->role};
+            snprintf(ci.connector, sizeof(ci.connector), "%s",
+                     c->connector && c->listener->name ? c->listener->name : "");
+            snprintf(ci.container, sizeof(ci.container), "%s", rc ? rc : "");
+            rtr_conn_watch_opened_WT(c->worker->ctx->conn_watch, &ci);
         }
         if (c->connector) {
             c->peer_opened = true;

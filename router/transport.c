@@ -21,6 +21,7 @@
 #include "router/tls.h"
 
 #include "router/authsvc.h"
+#include "router/conn_watch.h"
 #include "router/connector.h"
 #include "router/sasl.h"
 
@@ -104,6 +105,8 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
     free(c->ws_tls);
+    if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
+        rtr_conn_watch_closed_WT(w->ctx->conn_watch, c->id); /* before its connector retries */
     if (c->connector)
         rtr_connector_closed(c->connector, NULL);
     free(c);
