@@ -953,8 +953,8 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
     if (i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) {
-        char what[96];
-        snprintf(what, sizeof(what), "role \"%s\" (router networks)", cfg__role_tags[i]);
+        char what[64];
+        snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, CN_ROLE, what);
     }
     l->role = (cfg_role_t)i;

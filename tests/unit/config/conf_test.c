@@ -654,7 +654,7 @@ static void test_unsupported_entity_tables(void **state)
     /* the entities are still refused with one line naming the feature */
     conf_err("connector {\n addr: a\n port: 5672\n role: inter-router\n}\n",
              "t.conf: line 4: entity 0 (connector): attribute 'role': Junction does not support "
-             "role \"inter-router\" (router networks) yet");
+             "role \"inter-router\" yet");
     conf_err("linkRoute {\n prefix: q\n dir: in\n}\n",
              "t.conf: line 1: entity 0 (linkRoute): Junction does not support the 'linkRoute' "
              "entity yet");
