@@ -11,8 +11,8 @@
  * one to closed and freed (after its acceptor's handles closed, when it had one).  Entries
  * are freed on the main thread only, so the main thread may keep a pointer to one across an
  * unlock; the lock is never held while a socket, an acceptor or the admin thread is called.
- * Connectors will be entries of another kind, walked the same way (their reconnect timers on
- * the main loop).
+ * The connectors are router/connector.c's records, made by _start, started by _listen and
+ * stopped by _stop (their timers, lookups and connects on the main loop too).
  */
 #include "router/connmgr.h"
 

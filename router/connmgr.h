@@ -1,6 +1,7 @@
 /* router/connmgr.h: the connection manager - every listener of the router, configured or
- * made by management CREATE, and the place for the connectors (outgoing connections and
- * their reconnect state) to come: qdrouterd's connection_manager.c, with Junction's threads.
+ * made by management CREATE, and the configured connectors (outgoing connections and their
+ * reconnect state, router/connector.h): qdrouterd's connection_manager.c, with Junction's
+ * threads.
  *
  * It binds the configured listeners at start-up (`Listening on HOST:PORT`; one that cannot
  * be bound stops start-up), hands each listening socket to the main loop's acceptor, or, for
@@ -39,7 +40,8 @@
 
 typedef struct rtr_connmgr rtr_connmgr_t;
 
-/* What an entry is.  Connectors will be a second kind, with their own configuration. */
+/* What an entry is.  The connectors are records of their own (router/connector.h), kept
+ * beside the table. */
 typedef enum rtr_connmgr_kind {
     RTR_CONNMGR_LISTENER = 0, /* accepts connections (cfg_listener_t) */
 } rtr_connmgr_kind_t;
