@@ -270,6 +270,81 @@ static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
     }
 }
 
+/* A string or symbol's bytes, or {0, NULL}. */
+static pn_bytes_t data_text(pn_data_t *d)
+{
+    if (pn_data_type(d) == PN_STRING)
+        return pn_data_get_string(d);
+    if (pn_data_type(d) == PN_SYMBOL)
+        return pn_data_get_symbol(d);
+    return pn_bytes(0, NULL);
+}
+
+/* A connector's peer announced qdrouterd's failover-server-list in its open (a list of maps
+ * with network-host and port): its addresses go to the connector (qdrouterd's
+ * router_node.c).  A peer whose open has no such property changes nothing; entries without a
+ * host are skipped, a missing port is 5672. */
+static void connector_failover_WT(rtr_conn_t *c, pn_connection_t *pc)
+{
+    static const char key[] = "failover-server-list";
+    pn_data_t        *d = pn_connection_remote_properties(pc);
+    pn_data_rewind(d);
+    if (!pn_data_next(d) || pn_data_type(d) != PN_MAP)
+        return;
+    size_t n = pn_data_get_map(d);
+    pn_data_enter(d);
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        pn_data_next(d);
+        pn_bytes_t k = data_text(d);
+        pn_data_next(d);
+        if (k.size != sizeof(key) - 1 || memcmp(k.start, key, k.size) != 0 ||
+            pn_data_type(d) != PN_LIST)
+            continue;
+        rtr_connector_addr_t list[RTR_CONNECTOR_FAILOVER_MAX];
+        size_t               got = 0, items = pn_data_get_list(d);
+        pn_data_enter(d);
+        for (size_t j = 0; j < items && pn_data_next(d); j++) {
+            if (pn_data_type(d) != PN_MAP || got == RTR_CONNECTOR_FAILOVER_MAX)
+                continue;
+            rtr_connector_addr_t a = {.host = "", .port = "5672"};
+            size_t               m = pn_data_get_map(d);
+            pn_data_enter(d);
+            for (size_t f = 0; f + 1 < m; f += 2) {
+                pn_data_next(d);
+                pn_bytes_t fk = data_text(d);
+                pn_data_next(d);
+                pn_bytes_t fv = data_text(d);
+                char       num[16];
+                if (!fv.start && (pn_data_type(d) == PN_INT || pn_data_type(d) == PN_UINT ||
+                                  pn_data_type(d) == PN_USHORT)) {
+                    long long v = pn_data_type(d) == PN_INT    ? (long long)pn_data_get_int(d)
+                                  : pn_data_type(d) == PN_UINT ? (long long)pn_data_get_uint(d)
+                                                               : (long long)pn_data_get_ushort(d);
+                    snprintf(num, sizeof(num), "%lld", v);
+                    fv = pn_bytes(strlen(num), num);
+                }
+                if (!fv.start)
+                    continue;
+                if (fk.size == 12 && memcmp(fk.start, "network-host", 12) == 0 &&
+                    fv.size < sizeof(a.host))
+                    snprintf(a.host, sizeof(a.host), "%.*s", (int)fv.size, fv.start);
+                else if (fk.size == 4 && memcmp(fk.start, "port", 4) == 0 &&
+                         fv.size < sizeof(a.port))
+                    snprintf(a.port, sizeof(a.port), "%.*s", (int)fv.size, fv.start);
+            }
+            pn_data_exit(d);
+            if (a.host[0])
+                list[got++] = a;
+        }
+        pn_data_exit(d);
+        rtr_connector_failover_set(c->connector, list, got);
+        LOGC(c, DEBUG, "Failover list of connector %s: %zu address(es) from the peer",
+             c->listener->name ? c->listener->name : "", got);
+        break;
+    }
+    pn_data_exit(d);
+}
+
 static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
     switch (pn_event_type(e)) {
@@ -314,6 +389,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         if (c->connector) {
             c->peer_opened = true;
+            connector_failover_WT(c, pc);
             rtr_connector_opened(c->connector, c->id, pn_connection_remote_container(pc));
             LOGC(c, INFO, "Connection to %s opened (connector %s, container %s)", c->peer,
                  c->listener->name ? c->listener->name : "",
@@ -395,8 +471,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         if (c->connector) {
             /* one line per new reason: a peer that keeps failing is not logged per attempt */
             char msg[300];
-            snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s %s",
-                     c->listener->host, c->listener->port,
+            const rtr_connector_addr_t *to = rtr_connector_target(c->connector);
+            snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s %s", to->host, to->port,
                      pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
                      pn_condition_get_description(cond) ? pn_condition_get_description(cond)
                                                         : "");
@@ -512,7 +588,8 @@ void rtr_conn_connect_WT(rtr_worker_t *w, int fd, struct rtr_connector *ct)
     c->strip_out = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_OUT;
     struct sockaddr_storage ss;
     socklen_t               sl = sizeof(ss);
-    snprintf(c->peer, sizeof(c->peer), "%s:%s", l->host, l->port);
+    const rtr_connector_addr_t *to = rtr_connector_target(ct);
+    snprintf(c->peer, sizeof(c->peer), "%.40s:%s", to->host, to->port); /* until getpeername */
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
     BASE_DLIST_PUSH(w->conns, c, prev, next);

@@ -44,6 +44,12 @@ struct rtr_connector {
     char                   msg[300];  /* [lock] connectionMsg: the last failure, or "" */
     char                   logged[300]; /* [lock] the failure last logged (one line per change) */
     bool                   was_open;  /* [lock] the current connection opened */
+    rtr_connector_addr_t   addrs[RTR_CONNECTOR_FAILOVER_MAX + 2]; /* [lock] the failover
+                                         list: [0] the configured address, then a peer's */
+    size_t                 n_addrs;   /* [lock] its length (>= 1) */
+    size_t                 cur;       /* [lock] the address of the current attempt */
+    rtr_connector_addr_t   target;    /* main (see rtr_connector_target): addrs[cur] copied
+                                         when an attempt starts */
     bool                   ended;     /* [lock] its connection ended: the main loop retries */
 };
 
@@ -76,15 +82,6 @@ static const char *port_service(const char *port)
     return port;
 }
 
-static void set_state(rtr_connector_t *ct, rtr_connector_state_t st, const char *msg)
-{
-    pthread_mutex_lock(&ct->cs->lock);
-    ct->state = st;
-    if (msg)
-        snprintf(ct->msg, sizeof(ct->msg), "%s", msg);
-    pthread_mutex_unlock(&ct->cs->lock);
-}
-
 static void timer_cb(uv_timer_t *t);
 
 static void schedule(rtr_connector_t *ct, uint64_t ms)
@@ -96,17 +93,30 @@ static void schedule(rtr_connector_t *ct, uint64_t ms)
 
 /* An attempt failed before any connection existed: FAILED, one line when the reason is new,
  * and the next attempt after the delay. */
+/* The next address of the failover list after a failure; returns the delay before trying
+ * it.  [lock] */
+static uint64_t advance_LH(rtr_connector_t *ct, uint64_t dflt)
+{
+    if (ct->n_addrs <= 1)
+        return dflt;
+    ct->cur = (ct->cur + 1) % ct->n_addrs;
+    return RTR_CONNECTOR_DELAY_FAILOVER_MS;
+}
+
 static void attempt_failed(rtr_connector_t *ct, const char *why)
 {
-    const cfg_listener_t *l = &ct->cfg->conn;
-    char                  msg[300];
-    snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s", l->host, l->port, why);
-    set_state(ct, RTR_CONNECTOR_FAILED, NULL);
+    char msg[300];
+    snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s", ct->target.host,
+             ct->target.port, why);
+    pthread_mutex_lock(&ct->cs->lock);
+    ct->state = RTR_CONNECTOR_FAILED;
+    uint64_t delay = advance_LH(ct, RTR_CONNECTOR_DELAY_FAILED_MS);
+    pthread_mutex_unlock(&ct->cs->lock);
     if (rtr_connector_note(ct, msg))
         LOG(INFO, "%s (retrying every %d seconds, logged again when this changes)", msg,
-            RTR_CONNECTOR_DELAY_FAILED_MS / 1000);
+            (int)(delay / 1000));
     ct->busy = false;
-    schedule(ct, RTR_CONNECTOR_DELAY_FAILED_MS);
+    schedule(ct, delay);
 }
 
 static void tcp_closed_cb(uv_handle_t *h)
@@ -182,6 +192,7 @@ static void timer_cb(uv_timer_t *t)
     pthread_mutex_lock(&ct->cs->lock);
     if (ct->state == RTR_CONNECTOR_INITIALIZING || ct->state == RTR_CONNECTOR_SUCCESS)
         ct->state = RTR_CONNECTOR_CONNECTING;
+    ct->target = ct->addrs[ct->cur];
     pthread_mutex_unlock(&ct->cs->lock);
     struct addrinfo hints = {0};
     hints.ai_family = l->family == CFG_FAMILY_IPV4   ? AF_INET
@@ -189,8 +200,8 @@ static void timer_cb(uv_timer_t *t)
                                                      : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     ct->gai.data = ct;
-    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, l->host, port_service(l->port),
-                            &hints);
+    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, ct->target.host,
+                            port_service(ct->target.port), &hints);
     if (rc != 0)
         attempt_failed(ct, uv_strerror(rc));
 }
@@ -202,13 +213,17 @@ static void wake_cb(uv_async_t *h)
     for (size_t i = 0; i < cs->n; i++) {
         rtr_connector_t *ct = &cs->recs[i];
         pthread_mutex_lock(&cs->lock);
-        bool ended = ct->ended, was_open = ct->was_open;
+        bool     ended = ct->ended, was_open = ct->was_open;
+        uint64_t delay = 0;
+        if (ended) /* qdrouterd moves on through the failover list after every end */
+            delay = advance_LH(ct, was_open ? RTR_CONNECTOR_DELAY_OPENED_MS
+                                            : RTR_CONNECTOR_DELAY_FAILED_MS);
         ct->ended = false;
         pthread_mutex_unlock(&cs->lock);
         if (!ended)
             continue;
         ct->busy = false;
-        schedule(ct, was_open ? RTR_CONNECTOR_DELAY_OPENED_MS : RTR_CONNECTOR_DELAY_FAILED_MS);
+        schedule(ct, delay);
     }
 }
 
@@ -223,8 +238,13 @@ rtr_connectors_t *rtr_connectors_new(const cfg_t *cfg, uv_loop_t *loop, struct r
     cs->n = cfg->n_connectors;
     cs->recs = base_calloc(cs->n ? cs->n : 1, sizeof(*cs->recs));
     for (size_t i = 0; i < cs->n; i++) {
-        cs->recs[i].cs = cs;
-        cs->recs[i].cfg = &cfg->connectors[i];
+        rtr_connector_t *ct = &cs->recs[i];
+        ct->cs = cs;
+        ct->cfg = &cfg->connectors[i];
+        snprintf(ct->addrs[0].host, sizeof(ct->addrs[0].host), "%s", ct->cfg->conn.host);
+        snprintf(ct->addrs[0].port, sizeof(ct->addrs[0].port), "%s", ct->cfg->conn.port);
+        ct->n_addrs = 1;
+        ct->target = ct->addrs[0];
     }
     return cs;
 }
@@ -297,6 +317,55 @@ void rtr_connector_closed(rtr_connector_t *ct, const char *why)
     pthread_mutex_unlock(&cs->lock);
     if (started)
         uv_async_send(&cs->wake);
+}
+
+const rtr_connector_addr_t *rtr_connector_target(const rtr_connector_t *ct)
+{
+    return &ct->target;
+}
+
+static bool addr_in_LH(const rtr_connector_t *ct, const rtr_connector_addr_t *a)
+{
+    for (size_t i = 0; i < ct->n_addrs; i++)
+        if (strcmp(ct->addrs[i].host, a->host) == 0 && strcmp(ct->addrs[i].port, a->port) == 0)
+            return true;
+    return false;
+}
+
+void rtr_connector_failover_set(rtr_connector_t *ct, const rtr_connector_addr_t *list, size_t n)
+{
+    pthread_mutex_lock(&ct->cs->lock);
+    /* the configured address, the one connected to, then the peer's new ones */
+    rtr_connector_addr_t now = ct->addrs[ct->cur];
+    ct->n_addrs = 1;
+    ct->cur = 0;
+    if (!addr_in_LH(ct, &now)) {
+        ct->addrs[ct->n_addrs] = now;
+        ct->cur = ct->n_addrs++;
+    }
+    for (size_t i = 0; i < n && ct->n_addrs < BASE_ARRAY_LEN(ct->addrs); i++)
+        if (!addr_in_LH(ct, &list[i]))
+            ct->addrs[ct->n_addrs++] = list[i];
+    pthread_mutex_unlock(&ct->cs->lock);
+}
+
+bool rtr_connectors_failover_urls(rtr_connectors_t *cs, size_t i, char *buf, size_t len)
+{
+    if (!cs || i >= cs->n || len == 0)
+        return false;
+    rtr_connector_t *ct = &cs->recs[i];
+    size_t           o = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&cs->lock);
+    for (size_t k = 0; ct->n_addrs > 1 && k < ct->n_addrs && o < len; k++) {
+        const rtr_connector_addr_t *a = &ct->addrs[(ct->cur + k) % ct->n_addrs];
+        int w = snprintf(buf + o, len - o, "%samqp://%s:%s", k ? ", " : "", a->host, a->port);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+    pthread_mutex_unlock(&cs->lock);
+    return true;
 }
 
 bool rtr_connector_note(rtr_connector_t *ct, const char *msg)

@@ -38,6 +38,19 @@ struct rtr_worker;
 #define RTR_CONNECTOR_DELAY_OPENED_MS 2000
 #define RTR_CONNECTOR_DELAY_FAILED_MS 5000
 
+/* After a connection or attempt fails, with a failover list of more than one address, the
+ * next address is tried after this (qdrouterd's "cycle through the failover urls every
+ * second"). */
+#define RTR_CONNECTOR_DELAY_FAILOVER_MS 1000
+/* Addresses kept from a peer's failover-server-list (besides the configured one). */
+#define RTR_CONNECTOR_FAILOVER_MAX 8
+
+/* One address of a failover list. */
+typedef struct rtr_connector_addr {
+    char host[256]; /* network-host */
+    char port[16];  /* port */
+} rtr_connector_addr_t;
+
 /* A connector's state as management shows it (qdrouterd's connectionStatus). */
 typedef enum rtr_connector_state {
     RTR_CONNECTOR_INITIALIZING = 0, /* no attempt yet */
@@ -70,6 +83,18 @@ const cfg_connector_t *rtr_connector_cfg(const rtr_connector_t *ct);
  * Thread-safe. */
 void rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container);
 
+/* The address the current attempt goes to (its connection's peer): the configured host and
+ * port, or one of the failover list.  Written by the main thread only while no connection
+ * of ct lives; read by that connection's worker. */
+const rtr_connector_addr_t *rtr_connector_target(const rtr_connector_t *ct);
+
+/* A peer's open carried qdrouterd's failover-server-list (`list` of n addresses, n may be 0):
+ * the list becomes the configured address, the one connected to, and those of `list` not
+ * already in it (qdrouterd's router_node.c); an empty list keeps only the first two.  A peer
+ * whose open has no such property leaves the list as it was (the caller does not call).
+ * Thread-safe. */
+void rtr_connector_failover_set(rtr_connector_t *ct, const rtr_connector_addr_t *list, size_t n);
+
 /* ct's connection ended (its record is being freed); `why` is the reason to show, or NULL.
  * The main thread tries again after the delay.  Thread-safe. */
 void rtr_connector_closed(rtr_connector_t *ct, const char *why);
@@ -82,6 +107,10 @@ bool rtr_connector_note(rtr_connector_t *ct, const char *msg);
  * connector i.  Thread-safe. */
 bool rtr_connectors_status(rtr_connectors_t *cs, size_t i, rtr_connector_state_t *state,
                            char *msg, size_t len);
+
+/* Connector i's failover list as qdrouterd's failoverUrls column shows it ("amqp://h:p, ..."
+ * from the current address on), or "" without a list of more than one.  Thread-safe. */
+bool rtr_connectors_failover_urls(rtr_connectors_t *cs, size_t i, char *buf, size_t len);
 
 /* qdrouterd's connectionStatus text of a state. */
 const char *rtr_connector_state_name(rtr_connector_state_t st);

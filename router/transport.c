@@ -576,7 +576,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     pn_connection_t *pc = pn_connection();
     if (c->connector) { /* before the transport is bound: Proton's SASL client reads them */
         const cfg_connector_t *cn = rtr_connector_cfg(c->connector);
-        pn_connection_set_hostname(pc, l->host);
+        pn_connection_set_hostname(pc, rtr_connector_target(c->connector)->host);
         if (cn->sasl_username)
             pn_connection_set_user(pc, cn->sasl_username);
         if (cn->sasl_password)

@@ -7,12 +7,14 @@ producer at the router).  It prints one line per event on stdout, flushed:
   SASL <mech> <user>      what the router authenticated with (with --sasl-plain)
   RECEIVED <body>         a message on IN_ADDR (accepted)
   SENT <n> ACCEPTED       the n-th message sent on OUT_ADDR was accepted
-It sends a message "from-peer-<n>" each time a line "SEND" arrives on stdin."""
+It sends a message "from-peer-<n>" each time a line "SEND" arrives on stdin.  With a fourth
+argument FAILOVER_PORT its open announces qdrouterd's failover-server-list with
+127.0.0.1:FAILOVER_PORT."""
 
 import sys
 import threading
 
-from proton import Message
+from proton import Message, symbol
 from proton.handlers import MessagingHandler
 from proton.reactor import Container, EventInjector, ApplicationEvent
 
@@ -23,8 +25,9 @@ def out(*words):
 
 
 class Peer(MessagingHandler):
-    def __init__(self, port, in_addr, out_addr, injector):
+    def __init__(self, port, in_addr, out_addr, injector, failover=None):
         super().__init__()
+        self.failover = failover
         self.port, self.in_addr, self.out_addr = port, in_addr, out_addr
         self.injector = injector
         self.sender = None
@@ -35,6 +38,11 @@ class Peer(MessagingHandler):
         event.container.selectable(self.injector)
         self.acceptor = event.container.listen("127.0.0.1:%d" % self.port)
         out("LISTENING", self.port)
+
+    def on_connection_init(self, event):
+        if self.failover:
+            event.connection.properties = {symbol("failover-server-list"): [
+                {symbol("network-host"): "127.0.0.1", symbol("port"): str(self.failover)}]}
 
     def on_connection_opened(self, event):
         c = event.connection
@@ -77,7 +85,8 @@ class Peer(MessagingHandler):
 def main():
     port, in_addr, out_addr = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     injector = EventInjector()
-    peer = Peer(port, in_addr, out_addr, injector)
+    failover = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    peer = Peer(port, in_addr, out_addr, injector, failover)
 
     def stdin_reader():
         for line in sys.stdin:

@@ -35,15 +35,18 @@ OUT_ADDR = "closest.from-peer"  # the peer's producer
 class Peer:
     """connector_peer.py on 127.0.0.1:port; its stdout lines in self.lines."""
 
-    def __init__(self, port):
+    def __init__(self, port, failover=None):
         self.port = port
+        self.failover = failover
         self.proc = None
         self.lines = []
         self.cv = threading.Condition()
 
     def start(self):
-        self.proc = subprocess.Popen(["/usr/bin/python3", str(PEER), str(self.port), IN_ADDR,
-                                      OUT_ADDR], stdin=subprocess.PIPE,
+        args = [str(self.port), IN_ADDR, OUT_ADDR] + ([str(self.failover)] if self.failover
+                                                      else [])
+        self.proc = subprocess.Popen(["/usr/bin/python3", str(PEER)] + args,
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         self.wait_line("LISTENING", start=len(self.lines))
@@ -195,6 +198,35 @@ def test_a_connector_to_nowhere_retries_quietly_then_connects_and_reconnects(mak
         assert peer.wait_line("RECEIVED", start=mark) == "RECEIVED after-restart"
     finally:
         c.close()
+
+
+@pytest.mark.deadline(60)
+def test_failover_to_the_address_the_peer_announced(make_router):
+    # peer A announces B in its open (qdrouterd's failover-server-list); A goes, B comes
+    b = Peer(free_port())
+    a = Peer(free_port(), failover=b.port)
+    try:
+        a.start()
+        r = make_router(extra=[connector(a.port)])
+        a.wait_line("OPENED")
+        r.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % a.port, timeout=10)
+        a.stop()
+        b.start()
+        assert b.wait_line("OPENED", timeout=15).split()[1] == "JTest"
+        r.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % b.port, timeout=10)
+        # messages flow over the failover connection
+        c = Client()
+        try:
+            conn = c.connect(r.url)
+            snd = conn.sender(IN_ADDR)
+            dlv = snd.send(Message(body="via-failover"))
+            assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+            assert b.wait_line("RECEIVED") == "RECEIVED via-failover"
+        finally:
+            c.close()
+    finally:
+        a.stop()
+        b.stop()
 
 
 def test_sasl_plain_to_a_junction_with_a_sasldb(make_router, sasl_dir):  # noqa: F811
