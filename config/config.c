@@ -925,8 +925,8 @@ static void connector_fini(cfg_connector_t *cn)
 
 /* connector: what the connection manager needs to keep one outgoing connection (its
  * connection settings in the listener's struct, which the connection layers read).  What
- * Junction does not do yet on a connector is refused with one line: TLS (sslProfile), a
- * failover list of its own, extra open properties, roles other than normal and
+ * Junction does not do yet on a connector is refused with one line: a failover list of its
+ * own, extra open properties, roles other than normal and
  * route-container, message logging. */
 static int connector_fill(ent_t *e, cfg_connector_t *cn)
 {
@@ -959,16 +959,12 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     }
     l->role = (cfg_role_t)i;
 
-    if (e->vals[CN_SSL_PROFILE]) {
-        if (get_str(e, CN_SSL_PROFILE, NULL, &s) < 0)
-            return -1;
-        bool given = *s != '\0';
-        BASE_FREE(s);
-        if (given)
-            return unsupported(e, CN_SSL_PROFILE, "sslProfile on a connector (TLS to a peer)");
-    }
-    bool verify;
-    if (get_bool(e, CN_VERIFY_HOSTNAME, true, &verify) < 0)
+    /* TLS as a client: the profile is checked to exist once the file is read */
+    if (get_str(e, CN_SSL_PROFILE, NULL, &l->ssl_profile) < 0)
+        return -1;
+    if (l->ssl_profile && !*l->ssl_profile)
+        BASE_FREE(l->ssl_profile);
+    if (get_bool(e, CN_VERIFY_HOSTNAME, true, &cn->verify_hostname) < 0)
         return -1;
     if (e->vals[CN_FAILOVER_URLS]) {
         if (get_str(e, CN_FAILOVER_URLS, NULL, &s) < 0)
@@ -1875,6 +1871,14 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             fail(&ld, "listener '%s' (port %s): saslMechanisms EXTERNAL needs client certificates "
                       "checked against CAs: sslProfile '%s' has no caCertFile",
                  l->name ? l->name : "", l->port, l->ssl_profile);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ld.cfg->n_connectors; i++) {
+        const cfg_listener_t *l = &ld.cfg->connectors[i].conn;
+        if (l->ssl_profile && !cfg_ssl_profile_find(ld.cfg, l->ssl_profile)) {
+            fail(&ld, "connector '%s' (%s:%s): sslProfile '%s': no sslProfile entity has that name",
+                 l->name ? l->name : "", l->host, l->port, l->ssl_profile);
             goto out;
         }
     }

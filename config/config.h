@@ -177,11 +177,14 @@ typedef struct cfg_listener {
  * connector; router/connmgr.c makes it and reconnects).  `conn` holds what a connection
  * reads from its listener (the same layers serve both): host, port, name, role (normal or
  * route-container), cost, maxFrameSize, maxSessions, idleTimeoutSeconds, linkCapacity,
- * stripAnnotations, saslMechanisms. */
+ * stripAnnotations, saslMechanisms, sslProfile (TLS client; the load checks it names a
+ * profile). */
 typedef struct cfg_connector {
     cfg_listener_t conn;          /* the connection's settings, as a listener's */
     char          *sasl_username; /* `saslUsername`, or NULL: no PLAIN */
     char          *sasl_password; /* `saslPassword` as resolved (env:, pass:, file:), or NULL */
+    bool           verify_hostname; /* `verifyHostname` (default true): with conn.ssl_profile,
+                                       the peer's certificate must name the host connected to */
 } cfg_connector_t;
 
 /* `sslProfile`: TLS settings listeners name.  Files and the password are checked when the

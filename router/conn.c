@@ -468,6 +468,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        if (c->connector && c->end_logged)
+            break; /* the transport said why (a TLS failure): Proton's error would repeat it */
         if (c->connector) {
             /* one line per new reason: a peer that keeps failing is not logged per attempt */
             char msg[300];

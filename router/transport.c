@@ -285,6 +285,16 @@ static void tls_read_WT(rtr_conn_t *c)
         }
         if (k == 0 && c->tls_eof) {
             input_ended_WT(c); /* everything the client sent before its end is in Proton */
+        } else if (k == -2 && c->connector) {
+            /* one line per new reason, as the connector's other failures */
+            char msg[300];
+            const rtr_connector_addr_t *to = rtr_connector_target(c->connector);
+            snprintf(msg, sizeof(msg), "Connection to %.200s:%s failed: TLS %s: %s", to->host,
+                     to->port, rtr_tls_ready_WT(c->tls) ? "session" : "handshake", why);
+            if (rtr_connector_note(c->connector, msg))
+                LOGC(c, INFO, "%s", msg);
+            c->end_logged = true;
+            input_ended_WT(c);
         } else if (k == -2) {
             if (!rtr_tls_ready_WT(c->tls))
                 rtr_lstats_tls_failed_WT(c, "TLS handshake failed: %s", why);
@@ -601,6 +611,21 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
      * WebSocket, whose bytes lws decrypted (https) or that came plain */
     c->tls_detect = !websocket && !c->connector &&
                     (l->ssl_profile != NULL || l->require_encryption);
+    if (c->connector && l->ssl_profile) {
+        /* the router's TLS client: its ClientHello goes out with the first write */
+        const cfg_connector_t *cn = rtr_connector_cfg(c->connector);
+        c->tls = rtr_tls_connector_new_WT(w->ctx->tls, l->ssl_profile,
+                                          rtr_connector_target(c->connector)->host,
+                                          cn->verify_hostname);
+        if (!c->tls) {
+            rtr_connector_note(c->connector, "Connection failed: cannot start a TLS session");
+            LOGC(c, WARNING, "Connection to %s: cannot start a TLS session (sslProfile %s)",
+                 c->peer, l->ssl_profile);
+            pn_connection_driver_read_close(&c->driver);
+            pn_connection_driver_write_close(&c->driver);
+            return true; /* it ends at once, through the usual path */
+        }
+    }
     rtr_lstats_accepted_WT(c);
     return true;
 }

@@ -25,6 +25,7 @@ from clients import Client
 from conftest import REPO_ROOT, free_port, run_junctiond, write_config
 from mgmt_tool import Node
 from test_sasl import PASSWORD, REALM, USER, sasl_dir, auth_router  # noqa: F401
+from test_tls import certs, make_ca, ossl, profile  # noqa: F401
 
 PEER = Path(__file__).resolve().parent / "connector_peer.py"
 QDSTAT = REPO_ROOT.parent / "shared" / "peer" / "bin" / "qdstat"
@@ -256,10 +257,69 @@ def test_a_wrong_password_fails_once_in_the_log(make_router, sasl_dir):  # noqa:
     assert "wrong" not in near.stderr_text()
 
 
+def make_named_cert(d, name, ca, san):
+    """A server certificate of `ca` whose only name is `san` (an openssl subjectAltName)."""
+    ossl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-out", name + ".key", cwd=d)
+    ossl("req", "-new", "-key", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name,
+         cwd=d)
+    (d / (name + ".ext")).write_text("subjectAltName=%s\n" % san)
+    ossl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+         "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile", name + ".ext",
+         cwd=d)
+
+
+def tls_far(make_router, certs, server="server"):  # noqa: F811
+    """A junctiond whose listener 0 requires TLS with certificate `server`, 1 is plain."""
+    return make_router(name="far", listeners=[
+        {"host": "127.0.0.1", "port": "0", "sslProfile": "srv", "requireSsl": True},
+        {"host": "127.0.0.1", "port": "0"}],
+        extra=[["sslProfile", {"name": "srv", "certFile": str(certs / (server + ".pem")),
+                               "privateKeyFile": str(certs / (server + ".key"))}]])
+
+
+def client_profile(certs):  # noqa: F811
+    return ["sslProfile", {"name": "cli", "caCertFile": str(certs / "ca.pem")}]
+
+
+def far_tls_connections(far):
+    n = Node(far.url_of(1))
+    try:
+        return [x for x in n.query_dicts("connection") if x.get("container") == "JTest"]
+    finally:
+        n.close()
+
+
+def test_tls_with_verify_hostname(make_router, certs):  # noqa: F811
+    far = tls_far(make_router, certs)
+    near = make_router(name="near", extra=[client_profile(certs), connector(
+        far.port, host="localhost", sslProfile="cli", verifyHostname=True)])
+    near.wait_log(r"Connection to [^ ]+ opened \(connector to-peer", timeout=10)
+    rows = far_tls_connections(far)
+    assert len(rows) == 1 and rows[0]["isEncrypted"] is True, rows
+    assert rows[0]["sslProto"].startswith("TLS"), rows[0]
+
+
+def test_tls_refused_when_the_certificate_names_another_host(make_router, certs, tmp_path):  # noqa: F811,E501
+    make_named_cert(certs, "elsewhere", "ca", "DNS:elsewhere.example")
+    far = tls_far(make_router, certs, server="elsewhere")
+    near = make_router(name="near", extra=[client_profile(certs), connector(
+        far.port, sslProfile="cli")])
+    near.wait_log(r"Connection to 127\.0\.0\.1:%d failed: TLS handshake" % far.port, timeout=10)
+    time.sleep(6)  # the next attempt fails the same way: still one line
+    failed = [x for x in near.stderr_lines() if "Connection to 127.0.0.1:%d failed" % far.port in x]
+    assert len(failed) == 1, failed
+    assert far_tls_connections(far) == []
+    # verifyHostname: false takes the certificate (its CA still checked)
+    other = make_router(name="other", extra=[client_profile(certs), connector(
+        far.port, sslProfile="cli", verifyHostname=False)])
+    other.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % far.port, timeout=10)
+
+
 @pytest.mark.parametrize("attrs,want", [
     ({"role": "inter-router"}, "Junction does not support role \"inter-router\""),
     ({"role": "edge"}, "Junction does not support role \"edge\""),
-    ({"sslProfile": "p"}, "Junction does not support sslProfile on a connector"),
+    ({"sslProfile": "p"}, "sslProfile 'p': no sslProfile entity has that name"),
     ({"failoverUrls": "amqp://127.0.0.1:1"}, "Junction does not support failoverUrls"),
     ({"saslPassword": "x"}, "without a saslUsername"),
     ({"saslMechanisms": "SCRAM-SHA-256"}, "other than ANONYMOUS, PLAIN and EXTERNAL"),
