@@ -390,7 +390,12 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         if (c->connector) {
             c->peer_opened = true;
             connector_failover_WT(c, pc);
-            rtr_connector_opened(c->connector, c->id, pn_connection_remote_container(pc));
+            if (!rtr_connector_opened(c->connector, c->id, pn_connection_remote_container(pc))) {
+                /* management deleted the connector while this connection was being made */
+                rtr_pn_conn_close_error_WT(pc, "amqp:connection:forced", "connector deleted");
+                LOGC(c, INFO, "Connection to %s closed: its connector was deleted", c->peer);
+                break;
+            }
             LOGC(c, INFO, "Connection to %s opened (connector %s, container %s)", c->peer,
                  c->listener->name ? c->listener->name : "",
                  pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");

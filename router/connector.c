@@ -51,6 +51,12 @@ struct rtr_connector {
     rtr_connector_addr_t   target;    /* main (see rtr_connector_target): addrs[cur] copied
                                          when an attempt starts */
     bool                   ended;     /* [lock] its connection ended: the main loop retries */
+    long                   id;        /* immutable once entered: > 0 (management) */
+    bool                   deleted;   /* [lock] DELETE asked: no attempt any more, its
+                                         connection closed; the record stays until _free */
+    bool                   timer_on;  /* main: timer initialised */
+    bool                   del_done;  /* main: the deletion was carried out */
+    uint64_t               conn_id;   /* [lock] its open connection, 0: none */
 };
 
 struct rtr_connectors {
@@ -62,8 +68,10 @@ struct rtr_connectors {
     bool                started;    /* [lock] wake and the timers are initialised */
     bool                stopping;   /* main: no attempt any more */
     pthread_mutex_t     lock;       /* guards the records' [lock] fields */
-    rtr_connector_t    *recs;       /* immutable array */
-    size_t              n;          /* its length */
+    rtr_connector_t   **recs;       /* [lock] every record, deleted ones too (freed by _free) */
+    size_t              n;          /* [lock] its length */
+    size_t              cap;        /* [lock] its room */
+    long                next_id;    /* [lock] ids given so far */
 };
 
 static const char *const state_names[] = {"INITIALIZING", "CONNECTING", "SUCCESS", "FAILED"};
@@ -138,7 +146,10 @@ static void connect_cb(uv_connect_t *req, int status)
             status = uv_translate_sys_error(errno);
     }
     uv_close((uv_handle_t *)&ct->tcp, tcp_closed_cb);
-    if (cs->stopping) {
+    pthread_mutex_lock(&cs->lock);
+    bool deleted = ct->deleted;
+    pthread_mutex_unlock(&cs->lock);
+    if (cs->stopping || deleted) {
         if (fd >= 0)
             close(fd);
         ct->busy = false;
@@ -185,7 +196,10 @@ static void resolved_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 static void timer_cb(uv_timer_t *t)
 {
     rtr_connector_t *ct = t->data;
-    if (ct->cs->stopping || ct->busy || ct->tcp_open)
+    pthread_mutex_lock(&ct->cs->lock);
+    bool deleted = ct->deleted;
+    pthread_mutex_unlock(&ct->cs->lock);
+    if (ct->cs->stopping || ct->busy || ct->tcp_open || deleted)
         return;
     const cfg_listener_t *l = &ct->cfg->conn;
     ct->busy = true;
@@ -206,12 +220,61 @@ static void timer_cb(uv_timer_t *t)
         attempt_failed(ct, uv_strerror(rc));
 }
 
-/* Connections that ended: each connector's next attempt after its delay. */
+/* Record i, or NULL past the end (the table may grow meanwhile). */
+static rtr_connector_t *rec_at(rtr_connectors_t *cs, size_t i)
+{
+    pthread_mutex_lock(&cs->lock);
+    rtr_connector_t *ct = i < cs->n ? cs->recs[i] : NULL;
+    pthread_mutex_unlock(&cs->lock);
+    return ct;
+}
+
+/* A deleted record: no attempt any more, and its open connection closed by its worker
+ * (RTR_EXT_CLOSE_CONN to every worker; the owner closes it).  One still being made is
+ * closed when its open comes (rtr_connector_opened). */
+static void rec_delete(rtr_connectors_t *cs, rtr_connector_t *ct)
+{
+    ct->del_done = true;
+    if (ct->timer_on)
+        uv_timer_stop(&ct->timer);
+    pthread_mutex_lock(&cs->lock);
+    uint64_t conn = ct->conn_id;
+    pthread_mutex_unlock(&cs->lock);
+    if (conn)
+        for (int w = 0; w < cs->n_workers; w++)
+            rtr_worker_post_ext(&cs->workers[w], RTR_EXT_CLOSE_CONN, NULL, (long)conn);
+    const cfg_listener_t *l = &ct->cfg->conn;
+    LOG(INFO, "Connector %s (%s:%s) deleted", l->name ? l->name : "", l->host, l->port);
+}
+
+/* A record's first attempt, now. */
+static void rec_start(rtr_connectors_t *cs, rtr_connector_t *ct)
+{
+    uv_timer_init(cs->loop, &ct->timer);
+    ct->timer.data = ct;
+    ct->timer_on = true;
+    uv_timer_start(&ct->timer, timer_cb, 0, 0);
+}
+
+/* Connections that ended: each connector's next attempt after its delay; records added or
+ * deleted at run time started or ended. */
 static void wake_cb(uv_async_t *h)
 {
     rtr_connectors_t *cs = h->data;
-    for (size_t i = 0; i < cs->n; i++) {
-        rtr_connector_t *ct = &cs->recs[i];
+    rtr_connector_t  *ct;
+    for (size_t i = 0; (ct = rec_at(cs, i)) != NULL; i++) {
+        pthread_mutex_lock(&cs->lock);
+        bool deleted = ct->deleted;
+        pthread_mutex_unlock(&cs->lock);
+        if (deleted) {
+            if (!ct->del_done)
+                rec_delete(cs, ct);
+            continue;
+        }
+        if (!ct->timer_on && !cs->stopping) {
+            rec_start(cs, ct);
+            continue;
+        }
         pthread_mutex_lock(&cs->lock);
         bool     ended = ct->ended, was_open = ct->was_open;
         uint64_t delay = 0;
@@ -235,18 +298,52 @@ rtr_connectors_t *rtr_connectors_new(const cfg_t *cfg, uv_loop_t *loop, struct r
     cs->workers = workers;
     cs->n_workers = n_workers;
     pthread_mutex_init(&cs->lock, NULL);
-    cs->n = cfg->n_connectors;
-    cs->recs = base_calloc(cs->n ? cs->n : 1, sizeof(*cs->recs));
-    for (size_t i = 0; i < cs->n; i++) {
-        rtr_connector_t *ct = &cs->recs[i];
-        ct->cs = cs;
-        ct->cfg = &cfg->connectors[i];
-        snprintf(ct->addrs[0].host, sizeof(ct->addrs[0].host), "%s", ct->cfg->conn.host);
-        snprintf(ct->addrs[0].port, sizeof(ct->addrs[0].port), "%s", ct->cfg->conn.port);
-        ct->n_addrs = 1;
-        ct->target = ct->addrs[0];
+    for (size_t i = 0; i < cfg->n_connectors; i++) {
+        long id = rtr_connectors_add(cs, &cfg->connectors[i]);
+        BASE_BUG_ON(id != (long)i + 1);
     }
     return cs;
+}
+
+long rtr_connectors_add(rtr_connectors_t *cs, const cfg_connector_t *cn)
+{
+    rtr_connector_t *ct = base_calloc(1, sizeof(*ct));
+    ct->cs = cs;
+    ct->cfg = cn;
+    snprintf(ct->addrs[0].host, sizeof(ct->addrs[0].host), "%s", cn->conn.host);
+    snprintf(ct->addrs[0].port, sizeof(ct->addrs[0].port), "%s", cn->conn.port);
+    ct->n_addrs = 1;
+    ct->target = ct->addrs[0];
+    pthread_mutex_lock(&cs->lock);
+    if (cs->n == cs->cap) {
+        cs->cap = cs->cap ? 2 * cs->cap : 8;
+        cs->recs = base_realloc(cs->recs, cs->cap * sizeof(*cs->recs));
+    }
+    cs->recs[cs->n++] = ct;
+    ct->id = ++cs->next_id;
+    long id = ct->id;
+    bool started = cs->started;
+    pthread_mutex_unlock(&cs->lock);
+    if (started)
+        uv_async_send(&cs->wake); /* the main loop starts it */
+    return id;
+}
+
+bool rtr_connectors_del(rtr_connectors_t *cs, long id)
+{
+    bool found = false;
+    pthread_mutex_lock(&cs->lock);
+    for (size_t i = 0; i < cs->n && !found; i++) {
+        if (cs->recs[i]->id == id && !cs->recs[i]->deleted) {
+            cs->recs[i]->deleted = true;
+            found = true;
+        }
+    }
+    bool started = cs->started;
+    pthread_mutex_unlock(&cs->lock);
+    if (found && started)
+        uv_async_send(&cs->wake);
+    return found;
 }
 
 int rtr_connectors_start(rtr_connectors_t *cs)
@@ -255,15 +352,10 @@ int rtr_connectors_start(rtr_connectors_t *cs)
     if (rc)
         return rc;
     cs->wake.data = cs;
-    for (size_t i = 0; i < cs->n; i++) {
-        rtr_connector_t *ct = &cs->recs[i];
-        uv_timer_init(cs->loop, &ct->timer);
-        ct->timer.data = ct;
-        uv_timer_start(&ct->timer, timer_cb, 0, 0);
-    }
     pthread_mutex_lock(&cs->lock);
     cs->started = true;
     pthread_mutex_unlock(&cs->lock);
+    wake_cb(&cs->wake); /* every record so far: started (or deleted already) */
     return 0;
 }
 
@@ -272,10 +364,10 @@ void rtr_connectors_stop(rtr_connectors_t *cs)
     if (!cs || cs->stopping)
         return;
     cs->stopping = true;
-    if (!cs->started)
-        return;
-    for (size_t i = 0; i < cs->n; i++)
-        uv_timer_stop(&cs->recs[i].timer);
+    rtr_connector_t *ct;
+    for (size_t i = 0; (ct = rec_at(cs, i)) != NULL; i++)
+        if (ct->timer_on)
+            uv_timer_stop(&ct->timer);
 }
 
 void rtr_connectors_free(rtr_connectors_t *cs)
@@ -283,6 +375,8 @@ void rtr_connectors_free(rtr_connectors_t *cs)
     if (!cs)
         return;
     pthread_mutex_destroy(&cs->lock);
+    for (size_t i = 0; i < cs->n; i++)
+        free(cs->recs[i]);
     free(cs->recs);
     free(cs);
 }
@@ -292,17 +386,22 @@ const cfg_connector_t *rtr_connector_cfg(const rtr_connector_t *ct)
     return ct->cfg;
 }
 
-void rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container)
+bool rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container)
 {
     rtr_connectors_t *cs = ct->cs;
     pthread_mutex_lock(&cs->lock);
+    if (ct->deleted) {
+        pthread_mutex_unlock(&cs->lock);
+        return false;
+    }
+    ct->conn_id = conn_id;
     ct->state = RTR_CONNECTOR_SUCCESS;
     ct->was_open = true;
     ct->msg[0] = '\0';
     ct->logged[0] = '\0'; /* a failure after an open is news again */
     pthread_mutex_unlock(&cs->lock);
-    (void)conn_id;
     (void)container; /* the connection logs its open (router/conn.c) */
+    return true;
 }
 
 void rtr_connector_closed(rtr_connector_t *ct, const char *why)
@@ -310,6 +409,7 @@ void rtr_connector_closed(rtr_connector_t *ct, const char *why)
     rtr_connectors_t *cs = ct->cs;
     pthread_mutex_lock(&cs->lock);
     ct->state = ct->was_open ? RTR_CONNECTOR_CONNECTING : RTR_CONNECTOR_FAILED;
+    ct->conn_id = 0;
     if (why)
         snprintf(ct->msg, sizeof(ct->msg), "%s", why);
     ct->ended = true;
@@ -349,14 +449,27 @@ void rtr_connector_failover_set(rtr_connector_t *ct, const rtr_connector_addr_t 
     pthread_mutex_unlock(&ct->cs->lock);
 }
 
-bool rtr_connectors_failover_urls(rtr_connectors_t *cs, size_t i, char *buf, size_t len)
+/* The live record of id, or NULL.  [lock] */
+static rtr_connector_t *find_LH(rtr_connectors_t *cs, long id)
 {
-    if (!cs || i >= cs->n || len == 0)
+    for (size_t i = 0; i < cs->n; i++)
+        if (cs->recs[i]->id == id && !cs->recs[i]->deleted)
+            return cs->recs[i];
+    return NULL;
+}
+
+bool rtr_connectors_failover_urls(rtr_connectors_t *cs, long id, char *buf, size_t len)
+{
+    if (!cs || len == 0)
         return false;
-    rtr_connector_t *ct = &cs->recs[i];
-    size_t           o = 0;
+    size_t o = 0;
     buf[0] = '\0';
     pthread_mutex_lock(&cs->lock);
+    rtr_connector_t *ct = find_LH(cs, id);
+    if (!ct) {
+        pthread_mutex_unlock(&cs->lock);
+        return false;
+    }
     for (size_t k = 0; ct->n_addrs > 1 && k < ct->n_addrs && o < len; k++) {
         const rtr_connector_addr_t *a = &ct->addrs[(ct->cur + k) % ct->n_addrs];
         int w = snprintf(buf + o, len - o, "%samqp://%s:%s", k ? ", " : "", a->host, a->port);
@@ -379,14 +492,17 @@ bool rtr_connector_note(rtr_connector_t *ct, const char *msg)
     return news;
 }
 
-bool rtr_connectors_status(rtr_connectors_t *cs, size_t i, rtr_connector_state_t *state, char *msg,
+bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t *state, char *msg,
                            size_t len)
 {
-    if (!cs || i >= cs->n)
+    if (!cs)
         return false;
     pthread_mutex_lock(&cs->lock);
-    *state = cs->recs[i].state;
-    snprintf(msg, len, "%s", cs->recs[i].msg);
+    rtr_connector_t *ct = find_LH(cs, id);
+    if (ct) {
+        *state = ct->state;
+        snprintf(msg, len, "%s", ct->msg);
+    }
     pthread_mutex_unlock(&cs->lock);
-    return true;
+    return ct != NULL;
 }

@@ -17,7 +17,8 @@
  *  - rtr_connector_cfg: any thread (immutable).
  *  - rtr_connector_opened/_closed: thread-safe (a worker calls them for its connection);
  *    they take the connectors' one lock and wake the main loop.
- *  - rtr_connectors_status: thread-safe (management reads it).
+ *  - rtr_connectors_add/_del/_status/_failover_urls: thread-safe (management); a record is
+ *    started or ended by the main loop, woken by them.
  */
 #ifndef JUNCTION_ROUTER_CONNECTOR_H
 #define JUNCTION_ROUTER_CONNECTOR_H
@@ -79,9 +80,9 @@ void rtr_connectors_free(rtr_connectors_t *cs);
 /* The connection settings of ct's connections (immutable).  Any thread. */
 const cfg_connector_t *rtr_connector_cfg(const rtr_connector_t *ct);
 
-/* Connection conn_id of ct opened (the peer's open came): state SUCCESS, logged once.
- * Thread-safe. */
-void rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container);
+/* Connection conn_id of ct opened (the peer's open came): state SUCCESS.  Returns false when
+ * ct was deleted meanwhile: the caller closes the connection.  Thread-safe. */
+bool rtr_connector_opened(rtr_connector_t *ct, uint64_t conn_id, const char *container);
 
 /* The address the current attempt goes to (its connection's peer): the configured host and
  * port, or one of the failover list.  Written by the main thread only while no connection
@@ -103,14 +104,24 @@ void rtr_connector_closed(rtr_connector_t *ct, const char *why);
  * reason than the one last logged), so the caller logs its one line.  Thread-safe. */
 bool rtr_connector_note(rtr_connector_t *ct, const char *msg);
 
-/* Connector i's state and last message (copied into msg[len]); false when there is no
- * connector i.  Thread-safe. */
-bool rtr_connectors_status(rtr_connectors_t *cs, size_t i, rtr_connector_state_t *state,
+/* A connector at run time (management CREATE): cn is borrowed and must outlive the records
+ * (connections point at it); its first attempt starts on the main loop at once (or at
+ * _start).  Returns its id (> 0; configured connector i has id i + 1).  Thread-safe. */
+long rtr_connectors_add(rtr_connectors_t *cs, const cfg_connector_t *cn);
+
+/* Delete connector `id` (management DELETE): no attempt any more, its connection closed (one
+ * still being made is closed when it opens).  Its record stays, hidden, until _free (a
+ * connection may still point at it).  False when there is no such connector.  Thread-safe. */
+bool rtr_connectors_del(rtr_connectors_t *cs, long id);
+
+/* Connector `id`'s state and last message (copied into msg[len]); false when there is none.
+ * Thread-safe. */
+bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t *state,
                            char *msg, size_t len);
 
-/* Connector i's failover list as qdrouterd's failoverUrls column shows it ("amqp://h:p, ..."
- * from the current address on), or "" without a list of more than one.  Thread-safe. */
-bool rtr_connectors_failover_urls(rtr_connectors_t *cs, size_t i, char *buf, size_t len);
+/* Connector `id`'s failover list as qdrouterd's failoverUrls column shows it ("amqp://h:p,
+ * ..." from the current address on), or "" without a list of more than one.  Thread-safe. */
+bool rtr_connectors_failover_urls(rtr_connectors_t *cs, long id, char *buf, size_t len);
 
 /* qdrouterd's connectionStatus text of a state. */
 const char *rtr_connector_state_name(rtr_connector_state_t st);

@@ -478,11 +478,30 @@ bool rtr_connmgr_find(rtr_connmgr_t *m, long id, rtr_connmgr_info_t *out)
     return found;
 }
 
-bool rtr_connmgr_connector_status(rtr_connmgr_t *m, size_t i, char *status, size_t slen, char *msg,
+long rtr_connmgr_connector_add(rtr_connmgr_t *m, const cfg_connector_t *cn, char *err,
+                               size_t errlen)
+{
+    pthread_mutex_lock(&m->lock);
+    bool started = m->started;
+    pthread_mutex_unlock(&m->lock);
+    if (!started || !m->connectors || m->env.n_workers <= 0) {
+        snprintf(err, errlen, "The router is not running");
+        return -1;
+    }
+    return rtr_connectors_add(m->connectors, cn);
+}
+
+void rtr_connmgr_connector_del(rtr_connmgr_t *m, long id)
+{
+    if (m->connectors)
+        rtr_connectors_del(m->connectors, id);
+}
+
+bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_t slen, char *msg,
                                   size_t mlen)
 {
     rtr_connector_state_t st;
-    if (!rtr_connectors_status(m->connectors, i, &st, msg, mlen))
+    if (!rtr_connectors_status(m->connectors, id, &st, msg, mlen))
         return false;
     snprintf(status, slen, "%s", rtr_connector_state_name(st));
     return true;

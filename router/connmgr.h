@@ -126,11 +126,21 @@ void rtr_connmgr_listener_del(rtr_connmgr_t *m, long id);
  * at run time follow them). */
 long rtr_connmgr_listener_id(size_t index);
 
-/* Connector i of the configuration (cfg->connectors[i]): its connectionStatus (qdrouterd's
- * text: INITIALIZING, CONNECTING, SUCCESS, FAILED) into status[slen] and its connectionMsg
- * into msg[mlen]; false when there is no connector i.  Thread-safe. */
-bool rtr_connmgr_connector_status(rtr_connmgr_t *m, size_t i, char *status, size_t slen, char *msg,
+/* Connector `id` (configured connector i: i + 1; then those added): its connectionStatus
+ * (qdrouterd's text: INITIALIZING, CONNECTING, SUCCESS, FAILED) into status[slen] and its
+ * connectionMsg into msg[mlen]; false when there is no such connector.  Thread-safe. */
+bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_t slen, char *msg,
                                   size_t mlen);
+
+/* Add a connector at run time (management CREATE): cn is borrowed and must stay valid until
+ * the manager is freed; its first attempt starts at once.  Returns its id (> 0), or -1 with
+ * a one-line reason in err.  Thread-safe. */
+long rtr_connmgr_connector_add(rtr_connmgr_t *m, const cfg_connector_t *cn, char *err,
+                               size_t errlen);
+
+/* Delete connector `id` (management DELETE): no attempt any more, its connection closed.
+ * An unknown id is ignored.  Thread-safe. */
+void rtr_connmgr_connector_del(rtr_connmgr_t *m, long id);
 
 /* Look entry `id` up: true with a copy in *out, false when there is none (never made, or
  * deleted).  Thread-safe. */

@@ -502,31 +502,30 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
 
 /* A configured connector: its attributes (never the password) and its live status
  * (router/connector.h, through the node's hook). */
-static void connector_row(fill_t *f, size_t i)
+static void connector_row(fill_t *f, const mgmt_rec_t *rec)
 {
     mgmt_rows_t           *r = f->r;
-    const cfg_connector_t *cn = &r->node->cfg->connectors[i];
+    const cfg_connector_t *cn = rec->cfg;
     const cfg_listener_t  *l = &cn->conn;
-    char                  *id = r->sbuf[SBUF_ID];
-    snprintf(id, sizeof(r->sbuf[0]), "connector/%s:%s", l->host, l->port);
-    put_base(f, l->name ? l->name : id, id);
+    put_base(f, rec->name, rec->identity);
     put_str(f, l->host);
     put_str(f, l->port);
     put_str(f, cfg_role_name(l->role));
     put_int(f, l->cost);
-    put_null(f); /* sslProfile: refused on a connector for now */
+    put_str(f, l->ssl_profile); /* NULL: null */
     put_str(f, l->sasl_mechanisms);
     put_int(f, l->max_frame_size);
     put_int(f, l->idle_timeout_seconds);
     put_str(f, cfg_strip_name(l->strip_annotations));
     put_int(f, l->link_capacity);
-    put_bool(f, true); /* verifyHostname: with an sslProfile only */
+    put_bool(f, cn->verify_hostname);
     /* the status and message live in the row's string buffers until the next row */
     char               *status = r->sbuf[SBUF_ENABLE], *msg = r->sbuf[SBUF_MSG];
     const mgmt_hooks_t *h = &r->node->hooks;
     msg[0] = '\0';
     if (!h->connector_status ||
-        !h->connector_status(h->ctx, i, status, sizeof(r->sbuf[0]), msg, sizeof(r->sbuf[0])))
+        !h->connector_status(h->ctx, rec->id, status, sizeof(r->sbuf[0]), msg,
+                             sizeof(r->sbuf[0])))
         snprintf(status, sizeof(r->sbuf[0]), "INITIALIZING");
     put_str(f, status);
     put_str(f, msg);
@@ -659,7 +658,7 @@ static size_t cfg_rows(const mgmt_rows_t *r)
     case MGMT_K_SSL_PROFILE:
         return r->n_ssl;
     case MGMT_K_CONNECTOR:
-        return r->node->cfg->n_connectors;
+        return r->node->connectors.n;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:
         break;
@@ -696,7 +695,7 @@ static bool cfg_next(mgmt_rows_t *r)
         ssl_profile_row(&f, &r->ssl[i]);
         break;
     case MGMT_K_CONNECTOR:
-        connector_row(&f, i);
+        connector_row(&f, &r->node->connectors.v[i]);
         break;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:
