@@ -18,10 +18,10 @@ typedef struct entry {
 } entry_t;
 
 struct rtr_conn_watch {
-    pthread_mutex_t   lock;    /* guards head */
-    entry_t          *head;    /* [lock] open connections, oldest first */
-    rtr_conn_watch_fn fn;      /* immutable once the workers run */
-    void             *fn_arg;  /* its first argument */
+    pthread_mutex_t   lock;   /* guards head */
+    entry_t          *head;   /* [lock] open connections, oldest first */
+    rtr_conn_watch_fn fn;     /* immutable once the workers run */
+    void             *fn_arg; /* its first argument */
 };
 
 rtr_conn_watch_t *rtr_conn_watch_new(void)
@@ -71,8 +71,7 @@ bool rtr_conn_watch_find_connector(rtr_conn_watch_t *w, const char *name, rtr_co
     return w && name && *name && find(w, name, NULL, out);
 }
 
-bool rtr_conn_watch_find_container(rtr_conn_watch_t *w, const char *container,
-                                   rtr_conn_info_t *out)
+bool rtr_conn_watch_find_container(rtr_conn_watch_t *w, const char *container, rtr_conn_info_t *out)
 {
     return w && container && *container && find(w, NULL, container, out);
 }

@@ -32,46 +32,46 @@
 /* rtr_connector_t: one configured connector.  Owner: the main thread (its handles); the
  * [lock] fields are also written by the worker that holds its connection. */
 struct rtr_connector {
-    rtr_connectors_t      *cs;        /* immutable: back pointer */
-    const cfg_connector_t *cfg;       /* immutable: borrowed */
-    uv_timer_t             timer;     /* main: the next attempt */
-    uv_getaddrinfo_t       gai;       /* main: the lookup under way */
-    uv_tcp_t               tcp;       /* main: the connect under way */
-    uv_connect_t           creq;      /* main: its request */
-    bool                   tcp_open;  /* main: tcp initialised and not closed */
-    bool                   busy;      /* main: an attempt is under way or its connection lives */
-    rtr_connector_state_t  state;     /* [lock] connectionStatus */
-    char                   msg[300];  /* [lock] connectionMsg: the last failure, or "" */
+    rtr_connectors_t      *cs;          /* immutable: back pointer */
+    const cfg_connector_t *cfg;         /* immutable: borrowed */
+    uv_timer_t             timer;       /* main: the next attempt */
+    uv_getaddrinfo_t       gai;         /* main: the lookup under way */
+    uv_tcp_t               tcp;         /* main: the connect under way */
+    uv_connect_t           creq;        /* main: its request */
+    bool                   tcp_open;    /* main: tcp initialised and not closed */
+    bool                   busy;        /* main: an attempt is under way or its connection lives */
+    rtr_connector_state_t  state;       /* [lock] connectionStatus */
+    char                   msg[300];    /* [lock] connectionMsg: the last failure, or "" */
     char                   logged[300]; /* [lock] the failure last logged (one line per change) */
-    bool                   was_open;  /* [lock] the current connection opened */
+    bool                   was_open;    /* [lock] the current connection opened */
     rtr_connector_addr_t   addrs[RTR_CONNECTOR_FAILOVER_MAX + 2]; /* [lock] the failover
                                          list: [0] the configured address, then a peer's */
-    size_t                 n_addrs;   /* [lock] its length (>= 1) */
-    size_t                 cur;       /* [lock] the address of the current attempt */
-    rtr_connector_addr_t   target;    /* main (see rtr_connector_target): addrs[cur] copied
-                                         when an attempt starts */
-    bool                   ended;     /* [lock] its connection ended: the main loop retries */
-    long                   id;        /* immutable once entered: > 0 (management) */
-    bool                   deleted;   /* [lock] DELETE asked: no attempt any more, its
-                                         connection closed; the record stays until _free */
-    bool                   timer_on;  /* main: timer initialised */
-    bool                   del_done;  /* main: the deletion was carried out */
-    uint64_t               conn_id;   /* [lock] its open connection, 0: none */
+    size_t               n_addrs;                                 /* [lock] its length (>= 1) */
+    size_t               cur;    /* [lock] the address of the current attempt */
+    rtr_connector_addr_t target; /* main (see rtr_connector_target): addrs[cur] copied
+                                    when an attempt starts */
+    bool ended;                  /* [lock] its connection ended: the main loop retries */
+    long id;                     /* immutable once entered: > 0 (management) */
+    bool deleted;                /* [lock] DELETE asked: no attempt any more, its
+                                    connection closed; the record stays until _free */
+    bool     timer_on;           /* main: timer initialised */
+    bool     del_done;           /* main: the deletion was carried out */
+    uint64_t conn_id;            /* [lock] its open connection, 0: none */
 };
 
 struct rtr_connectors {
-    uv_loop_t          *loop;       /* immutable: the main loop */
-    struct rtr_worker  *workers;    /* immutable: where connections go */
-    int                 n_workers;  /* immutable */
-    int                 next_worker; /* main: round-robin */
-    uv_async_t          wake;       /* workers -> main: a connection ended */
-    bool                started;    /* [lock] wake and the timers are initialised */
-    bool                stopping;   /* main: no attempt any more */
-    pthread_mutex_t     lock;       /* guards the records' [lock] fields */
-    rtr_connector_t   **recs;       /* [lock] every record, deleted ones too (freed by _free) */
-    size_t              n;          /* [lock] its length */
-    size_t              cap;        /* [lock] its room */
-    long                next_id;    /* [lock] ids given so far */
+    uv_loop_t         *loop;        /* immutable: the main loop */
+    struct rtr_worker *workers;     /* immutable: where connections go */
+    int                n_workers;   /* immutable */
+    int                next_worker; /* main: round-robin */
+    uv_async_t         wake;        /* workers -> main: a connection ended */
+    bool               started;     /* [lock] wake and the timers are initialised */
+    bool               stopping;    /* main: no attempt any more */
+    pthread_mutex_t    lock;        /* guards the records' [lock] fields */
+    rtr_connector_t  **recs;        /* [lock] every record, deleted ones too (freed by _free) */
+    size_t             n;           /* [lock] its length */
+    size_t             cap;         /* [lock] its room */
+    long               next_id;     /* [lock] ids given so far */
 };
 
 static const char *const state_names[] = {"INITIALIZING", "CONNECTING", "SUCCESS", "FAILED"};
@@ -114,8 +114,8 @@ static uint64_t advance_LH(rtr_connector_t *ct, uint64_t dflt)
 static void attempt_failed(rtr_connector_t *ct, const char *why)
 {
     char msg[300];
-    snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s", ct->target.host,
-             ct->target.port, why);
+    snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s", ct->target.host, ct->target.port,
+             why);
     pthread_mutex_lock(&ct->cs->lock);
     ct->state = RTR_CONNECTOR_FAILED;
     uint64_t delay = advance_LH(ct, RTR_CONNECTOR_DELAY_FAILED_MS);

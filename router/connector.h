@@ -44,7 +44,7 @@ struct rtr_worker;
  * second"). */
 #define RTR_CONNECTOR_DELAY_FAILOVER_MS 1000
 /* Addresses kept from a peer's failover-server-list (besides the configured one). */
-#define RTR_CONNECTOR_FAILOVER_MAX 8
+#define RTR_CONNECTOR_FAILOVER_MAX      8
 
 /* One address of a failover list. */
 typedef struct rtr_connector_addr {
@@ -116,8 +116,8 @@ bool rtr_connectors_del(rtr_connectors_t *cs, long id);
 
 /* Connector `id`'s state and last message (copied into msg[len]); false when there is none.
  * Thread-safe. */
-bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t *state,
-                           char *msg, size_t len);
+bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t *state, char *msg,
+                           size_t len);
 
 /* Connector `id`'s failover list as qdrouterd's failoverUrls column shows it ("amqp://h:p,
  * ..." from the current address on), or "" without a list of more than one.  Thread-safe. */
