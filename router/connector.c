@@ -145,7 +145,9 @@ static void connect_cb(uv_connect_t *req, int status)
         if (fd < 0)
             status = uv_translate_sys_error(errno);
     }
-    uv_close((uv_handle_t *)&ct->tcp, tcp_closed_cb);
+    /* at shutdown the loop's handles are closed for it (the connect is then cancelled) */
+    if (!uv_is_closing((uv_handle_t *)&ct->tcp))
+        uv_close((uv_handle_t *)&ct->tcp, tcp_closed_cb);
     pthread_mutex_lock(&cs->lock);
     bool deleted = ct->deleted;
     pthread_mutex_unlock(&cs->lock);
