@@ -239,7 +239,32 @@ rtr_ctx_t *rtr_server_ctx(rtr_server_t *s)
     return &s->ctx;
 }
 
+/* The signals that stop the router (and SIGUSR1, which reopens the logs). */
+static void stop_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaddset(set, sigs[i]);
+}
+
+static int server_start(rtr_server_t *s);
+
+/* The threads started here (log writer, core, workers, agent, admin) inherit a mask that
+ * blocks the stop signals, so that only the main thread takes them: at the end of shutdown
+ * it can then hold them back while libuv gives them their default action again (see
+ * rtr_server_run). */
 int rtr_server_start(rtr_server_t *s)
+{
+    sigset_t set;
+    stop_signal_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    int rc = server_start(s);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    return rc;
+}
+
+static int server_start(rtr_server_t *s)
 {
     const cfg_t *cfg = s->cfg;
     int          rc = uv_loop_init(&s->loop);
@@ -373,13 +398,19 @@ int rtr_server_run(rtr_server_t *s)
     mgmt_agent_stop(s->agent); /* after the core: it may send the agent work until it stops */
     s->started = false;
     rtr_connmgr_stop(s->connmgr); /* (done at the signal already) */
-    rtr_loop_close_all(&s->loop);
-    /* closing the watchers gave the signals their default action back: a second SIGTERM
+    /* closing the watchers gives the signals their default action back: a second SIGTERM
      * (a service manager's, an impatient operator's) would kill a router that is only
-     * finishing its exit, so the rest of shutdown ignores them */
+     * finishing its exit, so the rest of shutdown ignores them.  The other threads block
+     * them (rtr_server_start), and the main thread holds them back until they are ignored:
+     * one arriving in between is then discarded, not acted on. */
+    sigset_t set;
+    stop_signal_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    rtr_loop_close_all(&s->loop);
     int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1};
     for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
         signal(stop_signals[i], SIG_IGN);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     LOG(NOTICE, "Stopped");
     /* what is queued is written before the process exits (an output that never drains is
