@@ -19,6 +19,7 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/link_auto.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
@@ -169,6 +170,9 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
         break;
     case CORE_W_EXTERNAL: /* the worker's own: worker.c handles it */
         break;
+    case CORE_W_AUTOLINK:
+        rtr_autolink_attach_WT(w, work);
+        break;
     }
 }
 
@@ -299,6 +303,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
+        rtr_autolink_conn_opened_WT(c);
         break;
     }
     case PN_SESSION_REMOTE_OPEN: {
@@ -315,6 +320,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_link_t *pl = pn_event_link(e);
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
+        rtr_link_t *own = pn_link_get_context(pl);
+        if (own && own->al_id) {
+            rtr_autolink_remote_open_WT(own); /* the router attached it (link_auto.c) */
+            break;
+        }
         if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
             link_admit_WT(c, pl))
             link_attach_WT(c, pl);
@@ -343,6 +353,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_LINK_REMOTE_DETACH: {
         pn_link_t *pl = pn_event_link(e);
         rtr_link_t *k = pn_link_get_context(pl);
+        if (k && k->al_id)
+            rtr_autolink_remote_close_WT(k);
         if (k) {
             LOGL(k, INFO, "Link detached by the peer");
             rtr_link_cleanup_WT(k);

@@ -17,6 +17,7 @@
 #define JUNCTION_ROUTER_MGMT_H
 
 #include "config/config.h"
+#include "core/core.h" /* core_autolink_row_t (the type only) */
 #include "stats/stats.h"
 
 #include <stdbool.h>
@@ -105,6 +106,10 @@ typedef struct mgmt_hooks {
     void (*conn_close)(void *ctx, uint64_t id);
     /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */
     const mgmt_tls_t *tls;
+    /* A copy of every autoLink with its state (core_autolink_rows()), *n of them; NULL when
+     * none; free with autolink_rows_free.  NULL hook: no autoLinks. */
+    core_autolink_row_t *(*autolink_rows)(void *ctx, size_t *n);
+    void (*autolink_rows_free)(core_autolink_row_t *rows, size_t n);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

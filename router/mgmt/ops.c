@@ -382,7 +382,7 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     if (q->name && !bn)
         cJSON_AddStringToObject(attrs, "name", q->name);
     bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
-    if (t->kind == MGMT_K_EMPTY) {
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
         cJSON_Delete(attrs);
         return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
                     full);
@@ -507,7 +507,7 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
                         : "");
     if (!mgmt_type_has_op(t, "DELETE"))
         return fail(q, 501, "Not Implemented: operation DELETE is not implemented for %s", full);
-    if (t->kind == MGMT_K_EMPTY) {
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
         const char *want = q->name ? q->name : q->identity;
         return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
                     q->name ? "name" : "identity", want ? want : "");
