@@ -19,13 +19,17 @@
  * open (qdrouterd's intervals); a closed connection makes it inactive until a matching one
  * opens.  Each activation has a generation: a report about an older one is ignored.
  *
- * The list and the states change on the core thread under `lock`, which the agent thread
- * takes only to copy the rows.
+ * The list is guarded by `lock`: the core thread walks and changes it under the lock, the
+ * agent thread copies the rows and adds or removes autoLinks (management CREATE, DELETE)
+ * under it; what follows an addition or a removal (attaching, detaching) runs on the core
+ * thread through core_call().
  */
 #include "core/core_int.h"
 
 #include "core/base/log.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,6 +165,7 @@ static void al_activate_CT(core_t *core, core_al_t *al, const core_al_conn_t *c)
     w->u.autolink.address = base_strdup(al->cfg.address);
     w->u.autolink.peer =
         base_strdup(al->cfg.external_address ? al->cfg.external_address : al->cfg.address);
+    w->u.autolink.detach = false;
     LOG(INFO, "[C%llu] Auto Link Activated '%s' (%s %s, phase %d)", (unsigned long long)c->id,
         al_label(al), al->cfg.dir == CFG_AUTOLINK_OUT ? "out" : "in", al->cfg.address,
         al->cfg.phase);
@@ -242,14 +247,15 @@ static void report_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
     char *err = a->u.autolink.error;
+    pthread_mutex_lock(&t->lock);
     core_al_t *al = t->head;
     while (al && al->id != a->u.autolink.id)
         al = al->next;
     if (!al || al->gen != a->u.autolink.gen || !al->conn_id) {
+        pthread_mutex_unlock(&t->lock);
         free(err); /* an older activation's, or a deleted autoLink's */
         return;
     }
-    pthread_mutex_lock(&t->lock);
     if (a->u.autolink.state == CORE_AUTOLINK_ACTIVE) {
         al->state = CORE_AUTOLINK_ACTIVE;
         al->link_id = a->link_id;
@@ -288,17 +294,99 @@ void core_autolink_action_CT(core_t *core, core_action_t *a)
 
 int core_autolink_phase_CT(core_t *core, uint64_t link_id)
 {
-    for (core_al_t *al = core->autolinks->head; al; al = al->next)
+    struct core_autolinks *t = core->autolinks;
+    int phase = -1;
+    pthread_mutex_lock(&t->lock);
+    for (core_al_t *al = t->head; al && phase < 0; al = al->next)
         if (al->link_id == link_id)
-            return al->cfg.phase;
-    return -1;
+            phase = al->cfg.phase;
+    pthread_mutex_unlock(&t->lock);
+    return phase;
 }
 
 void core_autolink_link_gone_CT(core_t *core, uint64_t link_id)
 {
-    for (core_al_t *al = core->autolinks->head; al; al = al->next)
+    struct core_autolinks *t = core->autolinks;
+    pthread_mutex_lock(&t->lock);
+    for (core_al_t *al = t->head; al; al = al->next)
         if (al->link_id == link_id)
             al->link_id = 0; /* its state comes with the worker's report */
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* A created autoLink: attach it when an open connection matches it. */
+static void added_CT(core_t *core, void *arg)
+{
+    struct core_autolinks *t = core->autolinks;
+    uint32_t id = (uint32_t)(uintptr_t)arg;
+    pthread_mutex_lock(&t->lock);
+    core_al_t *al = t->head;
+    while (al && al->id != id)
+        al = al->next;
+    for (const core_al_conn_t *c = t->conns; al && !al->conn_id && c; c = c->next)
+        if (al_matches(al, c))
+            al_activate_CT(core, al, c);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* A deleted autoLink (off the list already): detach its link, free it. */
+static void deleted_CT(core_t *core, void *arg)
+{
+    core_al_t *al = arg;
+    if (al->conn_id) {
+        core_work_t *w = base_mpsc_batch_add(&core->out[al->worker], sizeof(core_work_t));
+        w->type = CORE_W_AUTOLINK;
+        w->handle = NULL;
+        w->u.autolink.conn_id = al->conn_id;
+        w->u.autolink.id = al->id;
+        w->u.autolink.gen = al->gen;
+        w->u.autolink.dir = al->cfg.dir == CFG_AUTOLINK_OUT ? CORE_LINK_OUT : CORE_LINK_IN;
+        w->u.autolink.address = NULL;
+        w->u.autolink.peer = NULL;
+        w->u.autolink.detach = true;
+    }
+    LOG(INFO, "Auto Link '%s' deleted", al_label(al));
+    cfg_autolink_fini(&al->cfg);
+    free(al->last_error);
+    free(al);
+}
+
+uint32_t core_autolink_add(core_t *core, const cfg_autolink_t *cfg)
+{
+    struct core_autolinks *t = core->autolinks;
+    pthread_mutex_lock(&t->lock);
+    al_add(t, cfg);
+    uint32_t id = t->tail->id;
+    pthread_mutex_unlock(&t->lock);
+    (void)core_call(core, added_CT, (void *)(uintptr_t)id);
+    return id;
+}
+
+int core_autolink_del(core_t *core, uint32_t id)
+{
+    struct core_autolinks *t = core->autolinks;
+    pthread_mutex_lock(&t->lock);
+    core_al_t **pp = &t->head, *prev = NULL;
+    while (*pp && (*pp)->id != id) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    core_al_t *al = *pp;
+    if (al) {
+        *pp = al->next;
+        if (t->tail == al)
+            t->tail = prev;
+        t->n--;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (!al)
+        return -ENOENT;
+    if (core_call(core, deleted_CT, al) != 0) {
+        cfg_autolink_fini(&al->cfg);
+        free(al->last_error);
+        free(al);
+    }
+    return 0;
 }
 
 void core_autolink_tick_CT(core_t *core)

@@ -317,6 +317,8 @@ typedef struct core_work {
             uint8_t  dir;     /* core_link_dir_t: OUT = the router sends to the peer */
             char    *address; /* the router's address (heap, the worker frees it) */
             char    *peer;    /* the peer's node: externalAddress or address (heap, likewise) */
+            bool     detach;  /* instead: detach the link of that activation (the autoLink
+                                 was deleted); address and peer are NULL */
         } autolink;
     } u;
 } core_work_t;
@@ -378,6 +380,12 @@ typedef struct core_autolink_row {
  * (a short lock the core thread takes to change a state). */
 core_autolink_row_t *core_autolink_rows(core_t *core, size_t *n);
 void core_autolink_rows_free(core_autolink_row_t *rows, size_t n);
+/* Management CREATE: a new autoLink (cfg is copied); the core attaches it on an open
+ * connection it matches.  Returns its id.  Thread-safe (not the core thread). */
+uint32_t core_autolink_add(core_t *core, const cfg_autolink_t *cfg);
+/* Management DELETE of autoLink `id`: forgotten at once, its link detached.  Returns 0, or
+ * -ENOENT.  Thread-safe (not the core thread). */
+int core_autolink_del(core_t *core, uint32_t id);
 
 /* Address helpers (pure, thread-safe). */
 

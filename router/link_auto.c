@@ -103,11 +103,31 @@ static void report_WT(rtr_worker_t *w, uint32_t id, uint32_t gen, uint64_t link_
     a->u.autolink.error = error;
 }
 
+/* A deleted autoLink: its link of that activation, if any, is detached (the peer sees a
+ * plain detach; deliveries in flight on it come back as on any detach). */
+static void detach_WT(rtr_conn_t *c, uint32_t id, uint32_t gen)
+{
+    for (rtr_link_t *k = c->links; k; k = k->next) {
+        if (k->al_id == id && k->al_gen == gen && k->pn) {
+            LOGL(k, INFO, "Auto link detached: its autoLink was deleted");
+            pn_link_close(k->pn);
+            rtr_link_cleanup_WT(k); /* may free k: stop here */
+            rtr_conn_mark_dirty_WT(c);
+            return;
+        }
+    }
+}
+
 void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
 {
     char *address = work->u.autolink.address;
     char *peer = work->u.autolink.peer;
     rtr_conn_t *c = conn_find_WT(w, work->u.autolink.conn_id);
+    if (work->u.autolink.detach) {
+        if (c && !c->closing)
+            detach_WT(c, work->u.autolink.id, work->u.autolink.gen);
+        return;
+    }
     pn_session_t *ssn = NULL;
     /* a connection that is gone or ending: the core hears of its end and forgets it */
     if (!c || c->closing || w->stopping ||

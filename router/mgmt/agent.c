@@ -90,6 +90,18 @@ static core_autolink_row_t *hook_autolink_rows(void *ctx, size_t *n)
     return core_autolink_rows(a->core, n);
 }
 
+static uint32_t hook_autolink_add(void *ctx, const cfg_autolink_t *al)
+{
+    mgmt_agent_t *a = ctx;
+    return core_autolink_add(a->core, al);
+}
+
+static int hook_autolink_del(void *ctx, uint32_t id)
+{
+    mgmt_agent_t *a = ctx;
+    return core_autolink_del(a->core, id);
+}
+
 static void addr_add_CT(core_t *core, void *arg)
 {
     const cfg_address_t *ac = arg;
@@ -345,7 +357,9 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .conn_close = hook_conn_close,
                           .tls = ctx->tls ? &a->tls : NULL,
                           .autolink_rows = hook_autolink_rows,
-                          .autolink_rows_free = core_autolink_rows_free};
+                          .autolink_rows_free = core_autolink_rows_free,
+                          .autolink_add = hook_autolink_add,
+                          .autolink_del = hook_autolink_del};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);

@@ -110,6 +110,11 @@ typedef struct mgmt_hooks {
      * none; free with autolink_rows_free.  NULL hook: no autoLinks. */
     core_autolink_row_t *(*autolink_rows)(void *ctx, size_t *n);
     void (*autolink_rows_free)(core_autolink_row_t *rows, size_t n);
+    /* CREATE: a new autoLink (al is copied); returns its id.  NULL: autoLinks cannot be
+     * made. */
+    uint32_t (*autolink_add)(void *ctx, const cfg_autolink_t *al);
+    /* DELETE of autoLink `id`: 0, or -ENOENT. */
+    int (*autolink_del)(void *ctx, uint32_t id);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -15,7 +15,7 @@ detach carrying the error), as a broker does for a queue it does not have.
 
 It prints lines on its standard output, flushed at once:
     "open" once the connection is open; "attached <in|out> <queue>" for each link it took,
-    "refused <queue>" for each it refused; "stored <queue> <body>" and "settled <body>
+    "refused <queue>" for each it refused, "detached <queue>" when the router detaches one; "stored <queue> <body>" and "settled <body>
     <outcome>" where it received; "sent <queue> <body>" and "outcome <body> <outcome>" where it
     sent.
 """
@@ -133,6 +133,8 @@ class Broker(MessagingHandler):
 
     def on_link_closing(self, event):
         self.senders.pop(event.link, None)
+        link = event.link
+        say("detached", (link.remote_target if link.is_receiver else link.remote_source).address)
 
     def on_transport_error(self, event):
         say("transport-error", event.transport.condition)

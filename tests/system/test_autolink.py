@@ -296,3 +296,63 @@ def test_qdstat_autolinks(make_router, brokers, node_of):
     print(out.stdout)
     assert out.stdout.count("failed") == 2, out.stdout
     assert out.stdout.count("amqp:not-found queue queue refused") == 2, out.stdout
+
+
+def test_create_and_delete_at_run_time(make_router, node_of, brokers):
+    # nothing configured but the listeners: the address and both autoLinks come by management
+    r = autolink_router(make_router, extra=[])
+    node = node_of(r)
+    b = brokers(r.url_of(1))
+    b.wait_line("open")
+    node.create({"prefix": "rq", "waypoint": True}, "address", name="rq")
+    qdmanage = PEER_BIN / "qdmanage"
+    if qdmanage.exists():  # the real tool, as an operator would
+        h, p = r.addresses[0]
+        out = subprocess.run([str(qdmanage), "-b", "%s:%d" % (h, p), "create", "--type",
+                              "autoLink", "--name", "rq-out", "address=rq", "direction=out",
+                              "containerId=broker"], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        assert '"operStatus": "' in out.stdout, out.stdout
+    else:
+        node.create({"address": "rq", "direction": "out", "containerId": "broker"}, "autoLink",
+                    name="rq-out")
+    row = node.create({"address": "rq", "direction": "in", "connection": "brokers"},
+                      "autoLink", name="rq-in")
+    assert row["phase"] == 1 and row["connection"] == "brokers", row
+    wait_states(node, {"rq-out": "active", "rq-in": "active"})
+    b.wait_line("attached out rq")
+    b.wait_line("attached in rq")
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender("rq")
+        d = snd.send(Message(body="made"))
+        assert snd.wait_outcome(d) == d.ACCEPTED
+        b.wait_line("stored rq made", client=c)
+        rcv = conn.receiver("rq", credit=5, settle="accept")
+        assert rcv.get(timeout=10).body == "made"
+        b.wait_line("outcome made accepted", client=c)
+        # a second autoLink of the same name is refused
+        try:
+            node.create({"address": "rq", "direction": "out", "containerId": "broker"},
+                        "autoLink", name="rq-out")
+            raise AssertionError("a duplicate name was accepted")
+        except Exception as e:
+            assert "duplicate name" in str(e), e
+        # DELETE: the link is detached at the broker and the row is gone
+        node.delete("autoLink", name="rq-out")
+        b.wait_line("detached rq", client=c)
+        assert set(states(node)) == {"rq-in"}
+        node.delete("autoLink", identity=str(node.query_dicts("autoLink")[0]["identity"]))
+        end = time.monotonic() + 10
+        while b.lines.count("detached rq") < 2 and time.monotonic() < end:
+            c.run_for(0.05)
+        assert b.lines.count("detached rq") == 2, b.lines
+        assert states(node) == {}
+        # with nothing taking phase 0 any more, a new message is not accepted by anyone
+        d = snd.send(Message(body="after"))
+        c.run_for(0.5)
+        assert "stored rq after" not in b.lines
+    finally:
+        c.close()
