@@ -62,8 +62,8 @@ typedef struct core_al_conn {
 } core_al_conn_t;
 
 struct core_autolinks {
-    pthread_mutex_t lock;    /* the list's shape and the states (rows copy them) */
-    core_al_t      *head;    /* in creation order */
+    pthread_mutex_t lock; /* the list's shape and the states (rows copy them) */
+    core_al_t      *head; /* in creation order */
     core_al_t      *tail;
     size_t          n;       /* their count */
     uint32_t        next_id; /* the last id given */
@@ -174,8 +174,7 @@ static void al_activate_CT(core_t *core, core_al_t *al, const core_al_conn_t *c)
 /* Make al inactive (its connection went).  Caller holds the lock. */
 static void al_deactivate_CT(core_al_t *al)
 {
-    LOG(INFO, "[C%llu] Auto Link Deactivated '%s'", (unsigned long long)al->conn_id,
-        al_label(al));
+    LOG(INFO, "[C%llu] Auto Link Deactivated '%s'", (unsigned long long)al->conn_id, al_label(al));
     al->state = CORE_AUTOLINK_INACTIVE;
     al->conn_id = 0;
     al->link_id = 0;
@@ -210,7 +209,7 @@ static void activate_inactive_CT(core_t *core, const core_al_conn_t *only)
 static void conn_opened_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
-    core_al_conn_t *c = base_calloc(1, sizeof(*c));
+    core_al_conn_t        *c = base_calloc(1, sizeof(*c));
     c->id = a->u.conn.id;
     c->worker = a->worker;
     c->container = a->u.conn.container;
@@ -225,7 +224,7 @@ static void conn_opened_CT(core_t *core, core_action_t *a)
 static void conn_closed_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
-    core_al_conn_t **pp = &t->conns;
+    core_al_conn_t       **pp = &t->conns;
     while (*pp && (*pp)->id != a->u.conn.id)
         pp = &(*pp)->next;
     core_al_conn_t *c = *pp;
@@ -246,7 +245,7 @@ static void conn_closed_CT(core_t *core, core_action_t *a)
 static void report_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
-    char *err = a->u.autolink.error;
+    char                  *err = a->u.autolink.error;
     pthread_mutex_lock(&t->lock);
     core_al_t *al = t->head;
     while (al && al->id != a->u.autolink.id)
@@ -295,7 +294,7 @@ void core_autolink_action_CT(core_t *core, core_action_t *a)
 int core_autolink_phase_CT(core_t *core, uint64_t link_id)
 {
     struct core_autolinks *t = core->autolinks;
-    int phase = -1;
+    int                    phase = -1;
     pthread_mutex_lock(&t->lock);
     for (core_al_t *al = t->head; al && phase < 0; al = al->next)
         if (al->link_id == link_id)
@@ -318,7 +317,7 @@ void core_autolink_link_gone_CT(core_t *core, uint64_t link_id)
 static void added_CT(core_t *core, void *arg)
 {
     struct core_autolinks *t = core->autolinks;
-    uint32_t id = (uint32_t)(uintptr_t)arg;
+    uint32_t               id = (uint32_t)(uintptr_t)arg;
     pthread_mutex_lock(&t->lock);
     core_al_t *al = t->head;
     while (al && al->id != id)
@@ -416,8 +415,8 @@ void core_autolink_action_discard(core_action_t *a)
 core_autolink_row_t *core_autolink_rows(core_t *core, size_t *n)
 {
     struct core_autolinks *t = core->autolinks;
-    core_autolink_row_t *rows = NULL;
-    size_t k = 0;
+    core_autolink_row_t   *rows = NULL;
+    size_t                 k = 0;
     pthread_mutex_lock(&t->lock);
     if (t->n)
         rows = base_calloc(t->n, sizeof(*rows));

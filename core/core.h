@@ -264,7 +264,8 @@ typedef struct core_action {
             uint32_t gen;   /* its activation (stale reports are ignored) */
             uint8_t  state; /* core_autolink_state_t: ACTIVE (link_id is the link, announced
                                with CORE_A_LINK_ATTACH right after) or FAILED */
-            char    *error; /* FAILED: "<condition> <description>" (heap), or NULL */
+            char    *error; /* FAILED: the peer's error description (its condition name
+                               when it has none; heap), or NULL */
         } autolink;
     } u;
 } core_action_t;

@@ -25,7 +25,6 @@
 #include <proton/link.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
-
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +35,7 @@ void rtr_autolink_conn_opened_WT(rtr_conn_t *c)
 {
     if (c->listener->role != CFG_ROLE_ROUTE_CONTAINER || c->route_announced)
         return;
-    const char *container = pn_connection_remote_container(c->driver.connection);
+    const char    *container = pn_connection_remote_container(c->driver.connection);
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_CONN_OPENED;
     a->link_id = 0;
@@ -120,8 +119,8 @@ static void detach_WT(rtr_conn_t *c, uint32_t id, uint32_t gen)
 
 void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
 {
-    char *address = work->u.autolink.address;
-    char *peer = work->u.autolink.peer;
+    char       *address = work->u.autolink.address;
+    char       *peer = work->u.autolink.peer;
     rtr_conn_t *c = conn_find_WT(w, work->u.autolink.conn_id);
     if (work->u.autolink.detach) {
         if (c && !c->closing)
@@ -163,8 +162,8 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
     w->n_links++;
     pn_link_set_context(pl, k);
     pn_link_open(pl);
-    LOGL(k, INFO, "Auto link attaching: %s %s (%s at the peer)", out ? "outgoing from" : "incoming to",
-         address, peer);
+    LOGL(k, INFO, "Auto link attaching: %s %s (%s at the peer)",
+         out ? "outgoing from" : "incoming to", address, peer);
     free(address);
     free(peer);
     rtr_conn_mark_dirty_WT(c);
@@ -176,14 +175,14 @@ void rtr_autolink_remote_open_WT(rtr_link_t *k)
         return;
     pn_link_t *pl = k->pn;
     /* the peer names the node it attached to; a refusal names none (and detaches) */
-    const char *node = pn_terminus_get_address(k->out ? pn_link_remote_target(pl)
-                                                      : pn_link_remote_source(pl));
+    const char *node =
+        pn_terminus_get_address(k->out ? pn_link_remote_target(pl) : pn_link_remote_source(pl));
     if (!node)
         return;
-    rtr_conn_t *c = k->conn;
-    rtr_worker_t *w = c->worker;
+    rtr_conn_t    *c = k->conn;
+    rtr_worker_t  *w = c->worker;
     pn_terminus_t *own = k->out ? pn_link_source(pl) : pn_link_target(pl);
-    const char *address = pn_terminus_get_address(own);
+    const char    *address = pn_terminus_get_address(own);
     report_WT(w, k->al_id, k->al_gen, k->id, CORE_AUTOLINK_ACTIVE, NULL);
     core_action_t *a = rtr_worker_action_WT(w);
     a->type = CORE_A_LINK_ATTACH;
@@ -206,13 +205,10 @@ void rtr_autolink_remote_close_WT(rtr_link_t *k)
     if (!k->pn || c->worker->stopping)
         return;
     pn_condition_t *cond = pn_link_remote_condition(k->pn);
-    const char *cn = pn_condition_get_name(cond), *cd = pn_condition_get_description(cond);
-    char *err = NULL;
-    if (cn || cd) {
-        size_t n = (cn ? strlen(cn) : 0) + (cd ? strlen(cd) : 0) + 2;
-        err = base_malloc(n);
-        snprintf(err, n, "%s%s%s", cn ? cn : "", cn && cd ? " " : "", cd ? cd : "");
-    }
-    LOGL(k, INFO, "Auto link detached by the peer%s%s", err ? ": " : "", err ? err : "");
+    const char     *cn = pn_condition_get_name(cond), *cd = pn_condition_get_description(cond);
+    /* lastError is the error's description, as qdrouterd's (its name when it has none) */
+    char *err = cd && *cd ? base_strdup(cd) : cn && *cn ? base_strdup(cn) : NULL;
+    LOGL(k, INFO, "Auto link detached by the peer%s%s%s%s", cn || cd ? ": " : "", cn ? cn : "",
+         cn && cd ? " " : "", cd ? cd : "");
     report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, err);
 }
