@@ -1398,6 +1398,14 @@ static void test_examples_load(void **state)
     assert_false(cfg->listeners[2].websockets);
     assert_true(cfg->management.enabled);
     cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/broker.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_int_equal(cfg->listeners[1].role, CFG_ROLE_ROUTE_CONTAINER);
+    assert_int_equal(cfg->addresses[0].egress_phase, 1);
+    assert_int_equal(cfg->n_autolinks, 2);
+    assert_string_equal(cfg->autolinks[1].external_address, "queue.orders");
+    cfg_free(cfg);
 }
 
 static char *write_temp(const char *content, size_t len)
