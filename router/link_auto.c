@@ -31,9 +31,9 @@
 /* The context of the session the router opens for its own links: its address tags it. */
 static const char session_tag = 0;
 
-void rtr_autolink_conn_opened_WT(rtr_conn_t *c)
+void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name)
 {
-    if (c->listener->role != CFG_ROLE_ROUTE_CONTAINER || c->route_announced)
+    if (c->route_announced)
         return;
     const char    *container = pn_connection_remote_container(c->driver.connection);
     core_action_t *a = rtr_worker_action_WT(c->worker);
@@ -41,8 +41,15 @@ void rtr_autolink_conn_opened_WT(rtr_conn_t *c)
     a->link_id = 0;
     a->u.conn.id = c->id;
     a->u.conn.container = container && *container ? base_strdup(container) : NULL;
-    a->u.conn.name = c->listener->name ? base_strdup(c->listener->name) : NULL;
+    a->u.conn.name = name ? base_strdup(name) : NULL;
     c->route_announced = true;
+}
+
+void rtr_autolink_conn_opened_WT(rtr_conn_t *c)
+{
+    /* as qdrouterd: only route containers' connections get autoLinks */
+    if (c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
+        rtr_autolink_conn_announce_WT(c, c->listener->name);
 }
 
 void rtr_autolink_conn_freed_WT(rtr_conn_t *c)

@@ -9,9 +9,15 @@
 
 #include "router/link_in.h"
 
-/* c (a route container's) opened: tell the core (CORE_A_CONN_OPENED).  Any other
- * connection: nothing.  A connector's connection calls it as well once it is open. */
+/* c, accepted on a listener, opened: when the listener's role is route-container, tell the
+ * core (rtr_autolink_conn_announce_WT with the listener's name); else nothing. */
 void rtr_autolink_conn_opened_WT(rtr_conn_t *c);
+/* Tell the core that route container connection c is open (CORE_A_CONN_OPENED), as the
+ * entity named `name` made it (a listener's or a connector's name, or NULL); its autoLinks
+ * (containerId = the peer's container id, or connection = name) are attached on it.  A
+ * connector's outgoing connection of role route-container calls this once its open arrived;
+ * rtr_autolink_conn_freed_WT() then reports its end.  Once per connection. */
+void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name);
 /* c is being freed: tell the core when it was told of c's open. */
 void rtr_autolink_conn_freed_WT(rtr_conn_t *c);
 /* CORE_W_AUTOLINK: attach an autoLink's link on its connection (when still open). */

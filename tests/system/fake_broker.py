@@ -7,7 +7,8 @@ would.
 
 Links the router attaches where it sends (the router's out autoLink) store each message in
 the queue named by the link's target and settle it by its body: "reject..." REJECTED
-(amqp:precondition-failed), "release..." RELEASED, anything else ACCEPTED.  Links where the
+(amqp:precondition-failed), "release..." RELEASED, "hold..." never ("held <body>"), anything
+else ACCEPTED.  Links where the
 router receives (its in autoLink) send the queue named by the link's source, one message per
 credit; a message the router gives back RELEASED or MODIFIED goes back to the queue's head.
 With --refuse every attach is refused with that condition (attach without the node, then a
@@ -85,6 +86,8 @@ class Broker(MessagingHandler):
             event.delivery.local.condition = Condition("amqp:precondition-failed", "no " + body)
             self.reject(event.delivery)
             say("settled", body, "rejected")
+        elif body.startswith("hold"):
+            say("held", body)  # never settled: the test kills the broker
         elif body.startswith("release"):
             self.release(event.delivery, delivered=False)
             say("settled", body, "released")

@@ -212,6 +212,30 @@ def test_autolinks_follow_the_broker_connection(make_router, node_of, brokers):
         c.close()
 
 
+def test_broker_lost_with_deliveries_in_flight(make_router, node_of, brokers):
+    # the broker holds two messages unsettled and goes away: their producer gets them back
+    # (RELEASED or MODIFIED, never ACCEPTED), and one sent again once it returns is stored
+    r = autolink_router(make_router)
+    node = node_of(r)
+    b = brokers(r.url_of(1))
+    wait_states(node, {"q-out": "active", "q-in": "active"})
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender("queue")
+        held = [snd.send(Message(body="hold-%d" % i)) for i in range(2)]
+        b.wait_line("held hold-1", client=c)
+        b.stop()
+        for d in held:
+            assert snd.wait_outcome(d) in (d.RELEASED, d.MODIFIED)
+        b = brokers(r.url_of(1))
+        wait_states(node, {"q-out": "active", "q-in": "active"})
+        snd.send(Message(body="hold-0 again"))
+        c.wait(lambda: "held hold-0 again" in b.lines, 10, "the message sent again")
+    finally:
+        c.close()
+
+
 def test_refused_attach_is_failed_with_last_error(make_router, node_of, brokers):
     r = autolink_router(make_router)
     node = node_of(r)
