@@ -378,3 +378,23 @@ def test_create_and_delete_at_run_time(make_router, node_of, brokers):
         c.wait(lambda: snd.pn.credit == 0, 10, "the producer's credit drained")
     finally:
         c.close()
+
+
+def test_a_second_connection_takes_over(make_router, node_of, brokers):
+    # two connections of container "broker": the autoLinks attach on the first, and move to
+    # the second when the first goes
+    r = autolink_router(make_router)
+    node = node_of(r)
+    b1 = brokers(r.url_of(1))
+    wait_states(node, {"q-out": "active", "q-in": "active"})
+    b2 = brokers(r.url_of(1))
+    b2.wait_line("open")
+    time.sleep(0.3)
+    assert not [x for x in b2.lines if x.startswith("attached")], b2.lines
+    row = node.read("autoLink", name="q-out")
+    assert row["operStatus"] == "active" and row["linkRef"], row
+    b1.stop()
+    b2.wait_line("attached out queue")
+    b2.wait_line("attached in queue")
+    wait_states(node, {"q-out": "active", "q-in": "active"})
+    assert node.read("autoLink", name="q-out")["linkRef"] != row["linkRef"]
