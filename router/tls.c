@@ -279,6 +279,11 @@ static bool client_wanted(const cfg_t *cfg, const cfg_ssl_profile_t *p)
         if (cfg->auth_plugins[i].ssl_profile &&
             strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0)
             return true;
+    /* a connector's too (router/connector.h: the router's own TLS connections) */
+    for (size_t i = 0; i < cfg->n_connectors; i++)
+        if (cfg->connectors[i].conn.ssl_profile &&
+            strcmp(cfg->connectors[i].conn.ssl_profile, p->name) == 0)
+            return true;
     return false;
 }
 
@@ -743,11 +748,28 @@ static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, 
     return 0;
 }
 
+/* A client session; check_name: -1 the profile's rule (authsvc), else whether the server's
+ * certificate must name `host`. */
+static rtr_tls_conn_t *client_new(const rtr_tls_t *tls, const char *profile, const char *host,
+                                  int check);
+
 rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile, const char *host)
+{
+    return client_new(tls, profile, host, -1);
+}
+
+rtr_tls_conn_t *rtr_tls_connector_new_WT(const rtr_tls_t *tls, const char *profile,
+                                         const char *host, bool verify_host)
+{
+    return client_new(tls, profile, host, verify_host);
+}
+
+static rtr_tls_conn_t *client_new(const rtr_tls_t *tls, const char *profile, const char *host,
+                                  int check)
 {
     tls_profile_t *prof = profile_get(tls, profile);
     SSL_CTX       *ctx = prof ? prof->client : NULL;
-    bool           check_name = prof && prof->client_name;
+    bool           check_name = check < 0 ? prof && prof->client_name : check > 0;
     if (!ctx) {
         profile_unref(prof);
         return NULL;

@@ -115,6 +115,15 @@ typedef struct mgmt_hooks {
     uint32_t (*autolink_add)(void *ctx, const cfg_autolink_t *al);
     /* DELETE of autoLink `id`: 0, or -ENOENT. */
     int (*autolink_del)(void *ctx, uint32_t id);
+    /* Start a connector (cn stays valid until mgmt_node_free()): its id (> 0), or -1 with
+     * a one-line reason in err. */
+    long (*connector_add)(void *ctx, const cfg_connector_t *cn, char *err, size_t errlen);
+    /* Delete connector `id`: no attempt any more, its connection closed. */
+    void (*connector_del)(void *ctx, long id);
+    /* Connector `id`'s connectionStatus and connectionMsg (router/connector.h); false when
+     * it has none (NULL hook: INITIALIZING, no message). */
+    bool (*connector_status)(void *ctx, long id, char *status, size_t slen, char *msg,
+                             size_t mlen);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its
