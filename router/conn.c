@@ -407,7 +407,6 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
-        rtr_autolink_conn_opened_WT(c);
         break;
     }
     case PN_SESSION_REMOTE_OPEN: {

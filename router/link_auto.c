@@ -45,12 +45,6 @@ void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name)
     c->route_announced = true;
 }
 
-void rtr_autolink_conn_opened_WT(rtr_conn_t *c)
-{
-    /* as qdrouterd: only route containers' connections get autoLinks */
-    if (c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
-        rtr_autolink_conn_announce_WT(c, c->listener->name);
-}
 
 void rtr_autolink_conn_freed_WT(rtr_conn_t *c)
 {
@@ -71,6 +65,17 @@ static rtr_conn_t *conn_find_WT(rtr_worker_t *w, uint64_t id)
         if (c->id == id)
             return c;
     return NULL;
+}
+
+void rtr_autolink_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open)
+{
+    rtr_ctx_t *ctx = arg;
+    /* as qdrouterd: only route containers' connections get autoLinks */
+    if (!open || ci->role != CFG_ROLE_ROUTE_CONTAINER || ci->worker >= ctx->n_workers)
+        return;
+    rtr_conn_t *c = conn_find_WT(&ctx->workers[ci->worker], ci->id);
+    if (c) /* a connector's conn cfg carries the connector's name */
+        rtr_autolink_conn_announce_WT(c, c->listener->name);
 }
 
 /* The router's own session on c, opened on first use. */

@@ -7,15 +7,18 @@
 #ifndef JUNCTION_ROUTER_LINK_AUTO_H
 #define JUNCTION_ROUTER_LINK_AUTO_H
 
+#include "router/conn_watch.h"
 #include "router/link_in.h"
 
-/* c, accepted on a listener, opened: when the listener's role is route-container, tell the
- * core (rtr_autolink_conn_announce_WT with the listener's name); else nothing. */
-void rtr_autolink_conn_opened_WT(rtr_conn_t *c);
+/* The conn_watch callback (router/conn_watch.h; arg: the rtr_ctx_t), set by rtr_ctx_init:
+ * a connection of role route-container that opened - accepted on a listener or made by a
+ * connector - is announced to the core with the listener's or connector's name (as in
+ * qdrouterd, other roles get no autoLinks).  Its end is reported by
+ * rtr_autolink_conn_freed_WT(). */
+void rtr_autolink_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open);
 /* Tell the core that route container connection c is open (CORE_A_CONN_OPENED), as the
  * entity named `name` made it (a listener's or a connector's name, or NULL); its autoLinks
- * (containerId = the peer's container id, or connection = name) are attached on it.  A
- * connector's outgoing connection of role route-container calls this once its open arrived;
+ * (containerId = the peer's container id, or connection = name) are attached on it;
  * rtr_autolink_conn_freed_WT() then reports its end.  Once per connection. */
 void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name);
 /* c is being freed: tell the core when it was told of c's open. */
