@@ -45,7 +45,6 @@ void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name)
     c->route_announced = true;
 }
 
-
 void rtr_autolink_conn_freed_WT(rtr_conn_t *c)
 {
     if (!c->route_announced)
