@@ -471,6 +471,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_SESSION_REMOTE_CLOSE: {
         pn_session_t *s = pn_event_session(e);
+        rtr_autolink_session_end_WT(c, s);
         links_cleanup_session_WT(c, s);
         pn_session_close(s);
         pn_session_free(s);

@@ -210,6 +210,24 @@ void rtr_autolink_remote_open_WT(rtr_link_t *k)
          address ? address : "");
 }
 
+void rtr_autolink_session_end_WT(rtr_conn_t *c, pn_session_t *s)
+{
+    if (c->worker->stopping)
+        return;
+    pn_condition_t *cond = pn_session_remote_condition(s);
+    const char     *cn = pn_condition_get_name(cond), *cd = pn_condition_get_description(cond);
+    for (rtr_link_t *k = c->links; k; k = k->next) {
+        if (!k->al_id || !k->pn || pn_link_session(k->pn) != s)
+            continue;
+        char *err = cd && *cd   ? base_strdup(cd)
+                    : cn && *cn ? base_strdup(cn)
+                                : base_strdup("session ended by the peer");
+        LOGL(k, INFO, "Auto link's session ended by the peer%s%s%s%s", cn || cd ? ": " : "",
+             cn ? cn : "", cn && cd ? " " : "", cd ? cd : "");
+        report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, err);
+    }
+}
+
 void rtr_autolink_remote_close_WT(rtr_link_t *k)
 {
     rtr_conn_t *c = k->conn;

@@ -120,3 +120,30 @@ def test_normal_role_connector_gets_no_autolinks(proton_broker, make_router):
             {"out": "inactive"}
     finally:
         node.close()
+
+
+def test_rabbitmq_session_end_fails_the_autolink_and_it_comes_back(rabbitmq, make_router):
+    # a consumer's MODIFIED makes RabbitMQ end the in autoLink's session without a detach
+    # (docs/brokers.md R9): the autoLink is failed with the broker's error, attached again,
+    # and the message RabbitMQ re-queued reaches the consumer
+    q = unique_name("wp")
+    r = broker_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_states(node, ACTIVE, timeout=30)
+        conn = c.connect(r.url)
+        snd = conn.sender(q)
+        d = snd.send(Message(body="m"))
+        assert snd.wait_outcome(d) == d.ACCEPTED
+        rcv = conn.receiver(q, credit=2)
+        rcv.get(timeout=15).modify(failed=True)
+        c.wait(lambda: {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")}
+               ["in"] == "failed", 10, "the in autoLink failed")
+        err = [x["lastError"] for x in node.query_dicts("autoLink") if x["name"] == "in"][0]
+        assert err and "Unrecognised state" in err, err
+        assert rcv.get(timeout=15).body == "m"
+        wait_states(node, ACTIVE)
+    finally:
+        c.close()
+        node.close()
