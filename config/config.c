@@ -779,12 +779,12 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
 
     if (get_enum(e, L_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    if (i != CFG_ROLE_NORMAL) {
+    if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);
     }
-    l->role = CFG_ROLE_NORMAL;
+    l->role = (cfg_role_t)i;
 
     if (listener_tls_fill(e, l) < 0)
         return -1;
@@ -1287,22 +1287,24 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
     if (get_enum(e, A_DISTRIBUTION, CFG_DIST_BALANCED, &i) < 0)
         return -1;
     ad->distribution = (cfg_distribution_t)i;
-    /* waypoints and phases change where messages go (through a broker's queue): refused
-     * until Junction routes them; the defaults (false, 0, 0) are what it does */
+    /* qdrouterd's phasing: phases given are used; else a waypoint is ingress 0, egress 1 */
     if (get_bool(e, A_WAYPOINT, false, &ad->waypoint) < 0)
         return -1;
-    if (ad->waypoint)
-        return unsupported(e, A_WAYPOINT, "waypoint: true (waypoints)");
-    if (get_int(e, A_INGRESS_PHASE, 0, 9, 0, &x) < 0)
+    if (get_int(e, A_INGRESS_PHASE, 0, 9, -1, &x) < 0)
         return -1;
-    if (x != 0)
-        return unsupported(e, A_INGRESS_PHASE, "ingressPhase other than 0 (address phases)");
     ad->ingress_phase = (int)x;
-    if (get_int(e, A_EGRESS_PHASE, 0, 9, 0, &x) < 0)
+    if (get_int(e, A_EGRESS_PHASE, 0, 9, -1, &x) < 0)
         return -1;
-    if (x != 0)
-        return unsupported(e, A_EGRESS_PHASE, "egressPhase other than 0 (address phases)");
     ad->egress_phase = (int)x;
+    if (ad->ingress_phase < 0 && ad->egress_phase < 0) {
+        ad->ingress_phase = 0;
+        ad->egress_phase = ad->waypoint ? 1 : 0;
+    } else {
+        if (ad->ingress_phase < 0)
+            ad->ingress_phase = 0;
+        if (ad->egress_phase < 0)
+            ad->egress_phase = 0;
+    }
     if (get_int(e, A_PRIORITY, 0, 9, -1, &x) < 0)
         return -1;
     ad->priority = (int)x;
@@ -1324,6 +1326,66 @@ static int build_address(ent_t *e)
     }
     cfg->addresses = base_realloc(cfg->addresses, (cfg->n_addresses + 1) * sizeof(a));
     cfg->addresses[cfg->n_addresses++] = a;
+    return 0;
+}
+
+void cfg_autolink_fini(cfg_autolink_t *a)
+{
+    BASE_FREE(a->name);
+    BASE_FREE(a->address);
+    BASE_FREE(a->container_id);
+    BASE_FREE(a->connection);
+    BASE_FREE(a->external_address);
+}
+
+static int autolink_fill(ent_t *e, cfg_autolink_t *al)
+{
+    long long x;
+    bool      b;
+    int       i;
+
+    if (check_common(e, AL_TYPE, AL_NAME, &al->name) < 0)
+        return -1;
+    if (!e->vals[AL_ADDRESS])
+        return ent_fail(e, "attribute 'address': required");
+    if (get_str(e, AL_ADDRESS, NULL, &al->address) < 0)
+        return -1;
+    if (!al->address[0])
+        return expect(e, AL_ADDRESS, "an address");
+    if (!e->vals[AL_DIRECTION])
+        return ent_fail(e, "attribute 'direction': required (in or out)");
+    if (get_enum(e, AL_DIRECTION, 0, &i) < 0)
+        return -1;
+    al->dir = i == 0 ? CFG_AUTOLINK_IN : CFG_AUTOLINK_OUT;
+    /* qdrouterd: phase 0 for outgoing links, 1 for incoming ones */
+    if (get_int(e, AL_PHASE, 0, 9, al->dir == CFG_AUTOLINK_OUT ? 0 : 1, &x) < 0)
+        return -1;
+    al->phase = (int)x;
+    if (get_str(e, AL_CONTAINER_ID, NULL, &al->container_id) < 0 ||
+        get_str(e, AL_CONNECTION, NULL, &al->connection) < 0 ||
+        get_str(e, AL_EXTERNAL_ADDRESS, NULL, &al->external_address) < 0)
+        return -1;
+    if (!al->container_id && !al->connection)
+        return ent_fail(e, "attributes 'containerId' and 'connection': expected at least one "
+                           "of them, got neither");
+    if (get_bool(e, AL_FALLBACK, false, &b) < 0)
+        return -1;
+    if (b)
+        return unsupported(e, AL_FALLBACK, "fallback: true (fallback destinations)");
+    return 0;
+}
+
+static int build_autolink(ent_t *e)
+{
+    cfg_t         *cfg = e->ld->cfg;
+    cfg_autolink_t a = {0};
+
+    if (autolink_fill(e, &a) < 0) {
+        cfg_autolink_fini(&a);
+        return -1;
+    }
+    cfg->autolinks = base_realloc(cfg->autolinks, (cfg->n_autolinks + 1) * sizeof(a));
+    cfg->autolinks[cfg->n_autolinks++] = a;
     return 0;
 }
 
@@ -1678,6 +1740,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__auth_plugin_attrs;
         e.n_defs = AP_N;
         break;
+    case TK_AUTOLINK:
+        e.defs = cfg__autolink_attrs;
+        e.n_defs = AL_N;
+        break;
     case TK_CONNECTOR:
         e.defs = cfg__connector_attrs;
         e.n_defs = CN_N;
@@ -1709,6 +1775,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_ssl_profile(&e);
     case TK_AUTH_PLUGIN:
         return build_auth_plugin(&e);
+    case TK_AUTOLINK:
+        return build_autolink(&e);
     case TK_CONNECTOR:
         return build_connector(&e);
     default:
@@ -1976,6 +2044,9 @@ void cfg_free(cfg_t *cfg)
     free(cfg->connectors);
     for (size_t i = 0; i < cfg->n_addresses; i++)
         address_fini(&cfg->addresses[i]);
+    for (size_t i = 0; i < cfg->n_autolinks; i++)
+        cfg_autolink_fini(&cfg->autolinks[i]);
+    free(cfg->autolinks);
     free(cfg->addresses);
     for (size_t i = 0; i < cfg->n_logs; i++)
         log_fini(&cfg->logs[i]);

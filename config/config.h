@@ -107,7 +107,8 @@ typedef struct cfg_listener {
     char       *host;                 /* default "" (all interfaces, like qdrouterd) */
     char       *port;                 /* default "amqp" (= 5672); "0" = ephemeral */
     cfg_family_t family;              /* `socketAddressFamily`, default CFG_FAMILY_ANY */
-    cfg_role_t  role;                 /* only normal accepted for now */
+    cfg_role_t  role;                 /* normal or route-container (autoLinks attach on
+                                         the latter); the others are refused for now */
     int64_t     cost;                 /* `cost`, default 1: inter-router only, so it changes
                                          nothing on a normal listener; kept for management */
     bool        authenticate_peer;    /* `authenticatePeer`: no client gets past SASL
@@ -225,12 +226,32 @@ typedef struct cfg_address {
     char              *prefix;        /* as written, e.g. "closest" */
     char              *pattern;       /* as written, e.g. "a.*.b.#" */
     cfg_distribution_t distribution;  /* default CFG_DIST_BALANCED */
-    bool               waypoint;      /* false: waypoints are refused for now */
-    int                ingress_phase; /* 0: other phases are refused for now */
-    int                egress_phase;  /* 0: likewise */
+    bool               waypoint;      /* `waypoint`, as written */
+    int                ingress_phase; /* phase of what producers send (0-9); default 0 */
+    int                egress_phase;  /* phase consumers receive from (0-9); default 1 for a
+                                         waypoint, else 0 */
     int                priority;      /* -1 when unset, else 0-9 (qdrouterd uses it between
                                          routers only, so nothing differs standalone) */
 } cfg_address_t;
+
+/* `autoLink` (router.config.autoLink): a link the router attaches to a route container
+ * (a broker) while a connection to it is open.  At least one of container_id / connection. */
+typedef enum cfg_autolink_dir {
+    CFG_AUTOLINK_IN = 0, /* the container sends to the router (its queue -> consumers) */
+    CFG_AUTOLINK_OUT,    /* the router sends to the container (producers -> its queue) */
+} cfg_autolink_dir_t;
+
+typedef struct cfg_autolink {
+    char              *name;             /* `name`, or NULL */
+    char              *address;          /* `address` (old: addr), required */
+    cfg_autolink_dir_t dir;              /* `direction` (old: dir), required */
+    int                phase;            /* 0-9; default 0 for out, 1 for in */
+    char              *container_id;     /* `containerId`: the peer's container id, or NULL */
+    char              *connection;       /* `connection`: a listener's (next: a connector's)
+                                            name, or NULL */
+    char              *external_address; /* `externalAddress` (old: externalAddr): the
+                                            broker's name for the node, or NULL: `address` */
+} cfg_autolink_t;
 
 /* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */
 typedef struct cfg_log {
@@ -286,6 +307,8 @@ typedef struct cfg {
     size_t          n_connectors;
     cfg_address_t  *addresses;   /* array, in file order */
     size_t          n_addresses;
+    cfg_autolink_t *autolinks;   /* array, in file order */
+    size_t          n_autolinks;
     cfg_ssl_profile_t *ssl_profiles; /* array, in file order */
     size_t          n_ssl_profiles;
     cfg_auth_plugin_t *auth_plugins; /* array, in file order */
@@ -313,6 +336,8 @@ void cfg_ssl_profile_fini(cfg_ssl_profile_t *p);
 /* The authServicePlugin of that name, or NULL.  Thread-safe (cfg is read-only). */
 const cfg_auth_plugin_t *cfg_auth_plugin_find(const cfg_t *cfg, const char *name);
 void cfg_free(cfg_t *cfg);
+/* Free what an autoLink record holds (not the record). */
+void cfg_autolink_fini(cfg_autolink_t *a);
 
 /* qdrouterd's names for the enums ("balanced", "both", "inter-router"); "?" when out of range.
  * Thread-safe. */

@@ -75,6 +75,12 @@ enum {
 };
 
 enum {
+    AL_NAME = 0, AL_IDENTITY, AL_TYPE, AL_ADDRESS, AL_DIRECTION, AL_PHASE, AL_CONTAINER_ID,
+    AL_CONNECTION, AL_EXTERNAL_ADDRESS, AL_FALLBACK, AL_OLD_ADDR, AL_OLD_DIR,
+    AL_OLD_EXTERNAL_ADDR, AL_N
+};
+
+enum {
     G_NAME = 0, G_IDENTITY, G_TYPE, G_MODULE, G_ENABLE, G_INCLUDE_TIMESTAMP, G_INCLUDE_SOURCE,
     G_OUTPUT_FILE, G_OLD_TIMESTAMP, G_OLD_SOURCE, G_OLD_OUTPUT, G_N
 };
@@ -121,6 +127,7 @@ extern const attr_def_t cfg__router_attrs[R_N];
 extern const attr_def_t cfg__listener_attrs[L_N];
 extern const attr_def_t cfg__address_attrs[A_N];
 extern const attr_def_t cfg__log_attrs[G_N];
+extern const attr_def_t cfg__autolink_attrs[AL_N];
 extern const attr_def_t cfg__management_attrs[M_N];
 extern const attr_def_t cfg__policy_attrs[P_N];
 extern const attr_def_t cfg__container_attrs[C_N];
@@ -143,6 +150,7 @@ typedef enum type_kind {
     TK_FIXED_ADDRESS, /* qdrouterd 0.x: an `address` with fanout/bias for distribution */
     TK_SSL_PROFILE,   /* TLS settings a listener names */
     TK_AUTH_PLUGIN,   /* authServicePlugin: a remote authentication service */
+    TK_AUTOLINK,      /* autoLink: a link the router attaches to a route container */
     TK_CONNECTOR,     /* an outgoing connection */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */

@@ -164,6 +164,26 @@ const attr_def_t cfg__address_attrs[A_N] = {
     [A_ENABLE_FALLBACK] = {"enableFallback", AT_BOOL},
 };
 
+static const char *const autolink_dir_tags[] = {"in", "out", NULL};
+
+const attr_def_t cfg__autolink_attrs[AL_N] = {
+    [AL_NAME]             = {"name", AT_STRING},
+    [AL_IDENTITY]         = {"identity", AT_STRING, .ignored = true},
+    [AL_TYPE]             = {"type", AT_STRING},
+    [AL_ADDRESS]          = {"address", AT_STRING},
+    [AL_DIRECTION]        = {"direction", AT_ENUM, autolink_dir_tags},
+    [AL_PHASE]            = {"phase", AT_INT},
+    [AL_CONTAINER_ID]     = {"containerId", AT_STRING},
+    [AL_CONNECTION]       = {"connection", AT_STRING},
+    [AL_EXTERNAL_ADDRESS] = {"externalAddress", AT_STRING},
+    [AL_FALLBACK]         = {"fallback", AT_BOOL},
+    [AL_OLD_ADDR]         = {"addr", AT_STRING, .alias_of = AL_ADDRESS, .deprecated = true},
+    [AL_OLD_DIR]          = {"dir", AT_ENUM, autolink_dir_tags, .alias_of = AL_DIRECTION,
+                             .deprecated = true},
+    [AL_OLD_EXTERNAL_ADDR] = {"externalAddr", AT_STRING, .alias_of = AL_EXTERNAL_ADDRESS,
+                              .deprecated = true},
+};
+
 const attr_def_t cfg__log_attrs[G_N] = {
     [G_NAME]              = {"name", AT_STRING, .ignored = true},
     [G_IDENTITY]          = {"identity", AT_STRING, .ignored = true},
@@ -312,12 +332,13 @@ _Static_assert(CN_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
 
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
                G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS &&
-               C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS,
+               C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS &&
+               AL_N <= CFG_MAX_ATTRS,
                "CFG_MAX_ATTRS");
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
-    "linkRoute", "autoLink", "exchange", "binding",
+    "linkRoute", "exchange", "binding",
     "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
@@ -566,6 +587,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_SSL_PROFILE;
     if (strcmp(c, "authServicePlugin") == 0)
         return TK_AUTH_PLUGIN;
+    if (strcmp(c, "autoLink") == 0)
+        return TK_AUTOLINK;
     if (strcmp(c, "connector") == 0)
         return TK_CONNECTOR;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))

@@ -152,12 +152,31 @@ static cfg_distribution_t addr_dist_CT(core_t *core, const char *a, size_t n, bo
     return ac ? ac->distribution : core->cfg->router.default_distribution;
 }
 
+/* Which phase of a mobile address a link or delivery uses: PHASE_INGRESS (what producers
+ * send), PHASE_EGRESS (what consumers receive), or an autoLink's own phase (0-9). */
+enum { PHASE_INGRESS = -1, PHASE_EGRESS = -2 };
+
+/* The phase digit of mobile address a (normalized) for `phase`: the address configuration's
+ * ingressPhase / egressPhase (qdrouterd's waypoints), 0 when none is configured. */
+static char addr_phase_CT(core_t *core, const char *a, size_t n, int phase)
+{
+    if (phase >= 0)
+        return (char)('0' + phase);
+    if (core->n_phased == 0 || node_reserved_CT(core, a, n))
+        return '0';
+    const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
+    if (!ac)
+        return '0';
+    return (char)('0' + (phase == PHASE_INGRESS ? ac->ingress_phase : ac->egress_phase));
+}
+
 /* The hash key of a terminus/`to` string: in `stack` (cap bytes) when it fits, else on the
  * heap (the caller frees *key when it is not `stack`).  Returns the key length, 0 when it
- * cannot be keyed; *norm / *norm_len get the normalized address and *mobile its class. */
+ * cannot be keyed; *norm / *norm_len get the normalized address and *mobile its class.  A
+ * mobile key gets the digit of `phase` (above). */
 static size_t addr_key_make_CT(core_t *core, const char *text, size_t len, char *stack,
                                size_t cap, char **key, const char **norm, size_t *norm_len,
-                               bool *mobile)
+                               bool *mobile, int phase)
 {
     size_t n;
     const char *a = core_addr_normalize(text, len, &n);
@@ -165,20 +184,24 @@ static size_t addr_key_make_CT(core_t *core, const char *text, size_t len, char 
     *key = buf;
     *norm = a;
     *norm_len = n;
-    return addr_key_CT(core, a, n, buf, n + 2, mobile);
+    size_t klen = addr_key_CT(core, a, n, buf, n + 2, mobile);
+    if (klen && *mobile)
+        buf[1] = addr_phase_CT(core, a, n, phase);
+    return klen;
 }
 
 /* Find the address for a terminus/`to` string, creating it when `create`.  Returns NULL when
  * it does not exist (and !create) or the address is too long to key. */
 static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, bool create,
-                                   cfg_distribution_t *dist_out)
+                                   cfg_distribution_t *dist_out, int phase)
 {
     char stack[512];
     char *buf;
     const char *a;
     size_t n;
     bool mobile;
-    size_t klen = addr_key_make_CT(core, text, len, stack, sizeof(stack), &buf, &a, &n, &mobile);
+    size_t klen = addr_key_make_CT(core, text, len, stack, sizeof(stack), &buf, &a, &n, &mobile,
+                                   phase);
     core_addr_t *addr = klen ? base_map_get(&core->addrs, buf, klen) : NULL;
 
     if (!addr && klen) {
@@ -214,7 +237,7 @@ static bool receiver_admit_CT(core_t *core, const char *address, const char **co
     size_t n;
     bool mobile;
     size_t klen = addr_key_make_CT(core, address, strlen(address), stack, sizeof(stack), &buf,
-                                   &a, &n, &mobile);
+                                   &a, &n, &mobile, PHASE_EGRESS);
     addr_owner_t owner = klen ? addr_owner_CT(core, buf, klen) : OWNER_CLIENTS;
     if (buf != stack)
         free(buf);
@@ -391,6 +414,7 @@ static void tick_CT(core_t *core)
         }
         l = next;
     }
+    core_autolink_tick_CT(core);
 }
 
 static uint64_t clock_ms(void)
@@ -462,7 +486,11 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
     }
     if (address && *address) {
         cfg_distribution_t dist = CFG_DIST_BALANCED;
-        core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist);
+        /* an autoLink's link uses its own phase; a client's the address's */
+        int phase = core_autolink_phase_CT(core, l->id);
+        if (phase < 0)
+            phase = l->dir == CORE_LINK_OUT ? PHASE_EGRESS : PHASE_INGRESS;
+        core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist, phase);
         if (!addr && dist == CFG_DIST_UNAVAILABLE) {
             w->u.attached.cond_name = "amqp:not-found";
             char msg[300];
@@ -475,7 +503,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
             return; /* the record stays until the worker detaches it */
         }
         if (!addr)
-            addr = addr_lookup_CT(core, address, strlen(address), true, NULL);
+            addr = addr_lookup_CT(core, address, strlen(address), true, NULL, phase);
         l->addr = addr;
         if (l->dir == CORE_LINK_OUT) {
             set_add(&addr->consumers, l);
@@ -559,6 +587,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     }
     if (l->rate_on)
         BASE_DLIST_REMOVE(core->rate_links, l, rate_prev, rate_next);
+    core_autolink_link_gone_CT(core, l->id);
     work_add_CT(core, l->worker, CORE_W_LINK_DETACHED, l->handle);
     LOG(DEBUG, "[C%llu][L%llu] Link detached", (unsigned long long)l->conn_id,
         (unsigned long long)l->id);
@@ -643,7 +672,7 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
                          "Routing failure: no address present");
             return 0;
         }
-        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist);
+        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist, PHASE_INGRESS);
     }
     if (dist == CFG_DIST_UNAVAILABLE) {
         reject_in_CT(core, owner, dlv, "amqp:not-found",
@@ -773,6 +802,11 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_CALL:
         a->u.call.fn(core, a->u.call.arg);
         break;
+    case CORE_A_CONN_OPENED:
+    case CORE_A_CONN_CLOSED:
+    case CORE_A_AUTOLINK:
+        core_autolink_action_CT(core, a);
+        break;
     }
 }
 
@@ -836,6 +870,10 @@ core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
             LOG(WARNING, "Address configuration %s '%s' duplicates an earlier one; ignored",
                 prefix ? "prefix" : "pattern", text);
     }
+    for (size_t i = 0; i < cfg->n_addresses; i++)
+        if (cfg->addresses[i].ingress_phase || cfg->addresses[i].egress_phase)
+            core->n_phased++;
+    core_autolink_init(core);
     if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
         core->temp_salt = base_now_ns();
     return core;
@@ -870,6 +908,8 @@ static void free_late_action_cb(void *ctx, void *item)
         free(a->u.attach.name);
     } else if (a->type == CORE_A_DISPOSITION) {
         free_disp_strings(&a->u.disposition.disp);
+    } else {
+        core_autolink_action_discard(a);
     }
 }
 
@@ -889,6 +929,7 @@ void core_free(core_t *core)
     base_map_fini(&core->links);
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);
+    core_autolink_fini(core);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);
@@ -916,6 +957,8 @@ int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac)
         return -EINVAL;
     int rc = prefix ? base_pattern_add_prefix(core->patterns, text, (void *)ac)
                     : base_pattern_add(core->patterns, text, (void *)ac);
+    if (rc == 0 && (ac->ingress_phase || ac->egress_phase))
+        core->n_phased++;
     if (rc == 0)
         LOG(INFO, "Address configuration %s '%s' added (%s)", prefix ? "prefix" : "pattern", text,
             cfg_distribution_name(ac->distribution));
@@ -937,6 +980,8 @@ const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_
     }
     base_pattern_remove(core->patterns, norm);
     free(norm);
+    if (old->ingress_phase || old->egress_phase)
+        core->n_phased--;
     LOG(INFO, "Address configuration %s '%s' removed", prefix ? "prefix" : "pattern", text);
     return old;
 }

@@ -209,7 +209,18 @@ typedef enum core_action_type {
     CORE_A_DELIVER,         /* dlv */
     CORE_A_DISPOSITION,     /* an outgoing copy of dlv was settled by its receiver */
     CORE_A_CALL,            /* run call.fn(core, call.arg) on the core thread */
+    CORE_A_CONN_OPENED,     /* conn: a route container's connection opened (autolink.c) */
+    CORE_A_CONN_CLOSED,     /* conn.id: that connection is gone */
+    CORE_A_AUTOLINK,        /* autolink: what became of an autoLink's link (link_id) */
 } core_action_type_t;
+
+/* States of an autoLink (qdrouterd's operStatus). */
+typedef enum core_autolink_state {
+    CORE_AUTOLINK_INACTIVE = 0, /* no connection to attach it on */
+    CORE_AUTOLINK_ATTACHING,    /* attach sent, the peer has not answered */
+    CORE_AUTOLINK_FAILED,       /* the peer refused or detached it (lastError); retried */
+    CORE_AUTOLINK_ACTIVE,       /* attached: messages flow */
+} core_autolink_state_t;
 
 /* A function another thread (the admin thread: /healthz, management) runs on the core
  * thread through CORE_A_CALL.  It must not block; it answers its caller by its own means
@@ -241,6 +252,21 @@ typedef struct core_action {
             core_call_fn *fn;  /* CORE_A_CALL: run on the core thread */
             void         *arg; /* its argument */
         } call;
+        struct {
+            uint64_t id;        /* the connection */
+            char    *container; /* CONN_OPENED: the peer's container id (heap; the core
+                                   frees it), or NULL */
+            char    *name;      /* CONN_OPENED: its listener's (connector's) name (heap), or
+                                   NULL */
+        } conn;
+        struct {
+            uint32_t id;    /* the autoLink (core_work_t u.autolink.id) */
+            uint32_t gen;   /* its activation (stale reports are ignored) */
+            uint8_t  state; /* core_autolink_state_t: ACTIVE (link_id is the link, announced
+                               with CORE_A_LINK_ATTACH right after) or FAILED */
+            char    *error; /* FAILED: the peer's error description (its condition name
+                               when it has none; heap), or NULL */
+        } autolink;
     } u;
 } core_action_t;
 
@@ -253,6 +279,7 @@ typedef enum core_work_type {
     CORE_W_SETTLE,            /* final outcome for an incoming delivery; core is done with it */
     CORE_W_RELEASE,           /* core is done with an incoming delivery (nothing to report) */
     CORE_W_EXTERNAL,          /* posted by another thread of the router (see `ext`) */
+    CORE_W_AUTOLINK,          /* attach an autoLink's link on connection autolink.conn_id */
 } core_work_type_t;
 
 typedef struct core_work {
@@ -284,6 +311,16 @@ typedef struct core_work {
             void *ptr;   /* router-defined */
             long  arg;   /* router-defined */
         } ext;
+        struct {
+            uint64_t conn_id; /* the connection (it may be gone: then nothing happens) */
+            uint32_t id;      /* the autoLink, echoed in CORE_A_AUTOLINK */
+            uint32_t gen;     /* its activation, likewise */
+            uint8_t  dir;     /* core_link_dir_t: OUT = the router sends to the peer */
+            char    *address; /* the router's address (heap, the worker frees it) */
+            char    *peer;    /* the peer's node: externalAddress or address (heap, likewise) */
+            bool     detach;  /* instead: detach the link of that activation (the autoLink
+                                 was deleted); address and peer are NULL */
+        } autolink;
     } u;
 } core_work_t;
 
@@ -328,6 +365,28 @@ void core_node_reserve(core_t *core, const char *name);
  * there. */
 int core_addr_config_add_CT(core_t *core, const cfg_address_t *ac);
 const cfg_address_t *core_addr_config_remove_CT(core_t *core, const cfg_address_t *ac);
+
+/* autoLinks (core/autolink.c).  The configured ones are made by core_new(). */
+
+/* One autoLink as management shows it (strings heap, freed by core_autolink_rows_free). */
+typedef struct core_autolink_row {
+    cfg_autolink_t cfg;        /* its configuration (a copy) */
+    uint32_t       id;         /* "autoLink/<id>" when it has no name */
+    uint8_t        state;      /* core_autolink_state_t */
+    char          *last_error; /* or NULL */
+    uint64_t       link_id;    /* the attached link, or 0 */
+} core_autolink_row_t;
+
+/* A copy of every autoLink, in creation order (*n of them; NULL when none).  Thread-safe
+ * (a short lock the core thread takes to change a state). */
+core_autolink_row_t *core_autolink_rows(core_t *core, size_t *n);
+void core_autolink_rows_free(core_autolink_row_t *rows, size_t n);
+/* Management CREATE: a new autoLink (cfg is copied); the core attaches it on an open
+ * connection it matches.  Returns its id.  Thread-safe (not the core thread). */
+uint32_t core_autolink_add(core_t *core, const cfg_autolink_t *cfg);
+/* Management DELETE of autoLink `id`: forgotten at once, its link detached.  Returns 0, or
+ * -ENOENT.  Thread-safe (not the core thread). */
+int core_autolink_del(core_t *core, uint32_t id);
 
 /* Address helpers (pure, thread-safe). */
 

@@ -77,9 +77,28 @@ struct core {
     core_delivery_t   *inflight;   /* _CT: unsettled deliveries with copies out, oldest first */
     core_delivery_t   *inflight_tail;
     core_link_t       *rate_links; /* _CT: links whose settleRate is not 0 */
+    struct core_autolinks *autolinks; /* autoLinks and route containers (autolink.c) */
+    uint32_t           n_phased;   /* _CT: address configurations with a phase other than 0
+                                      (none: every mobile key is phase 0, no lookup) */
     char             **nodes;      /* names reserved for in-process nodes (core_node_reserve,
                                       main thread before start; read-only afterwards) */
     size_t             n_nodes;    /* their count */
 };
+
+/* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
+
+/* Made by core_new() from cfg's autoLinks; freed by core_free() (main thread). */
+void core_autolink_init(core_t *core);
+void core_autolink_fini(core_t *core);
+/* CORE_A_CONN_OPENED, CORE_A_CONN_CLOSED, CORE_A_AUTOLINK. */
+void core_autolink_action_CT(core_t *core, core_action_t *a);
+/* The phase of link_id when it is an autoLink's link, else -1. */
+int core_autolink_phase_CT(core_t *core, uint64_t link_id);
+/* link_id detached (whatever it was). */
+void core_autolink_link_gone_CT(core_t *core, uint64_t link_id);
+/* Once a second: re-attach the autoLinks whose retry time came. */
+void core_autolink_tick_CT(core_t *core);
+/* Free the strings of an action posted after the core stopped (autoLink types only). */
+void core_autolink_action_discard(core_action_t *a);
 
 #endif

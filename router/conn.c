@@ -19,6 +19,7 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/link_auto.h"
 #include "router/conn_watch.h"
 #include "router/connector.h"
 #include "router/lstats.h"
@@ -170,6 +171,9 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
         rtr_on_release_WT(w, work);
         break;
     case CORE_W_EXTERNAL: /* the worker's own: worker.c handles it */
+        break;
+    case CORE_W_AUTOLINK:
+        rtr_autolink_attach_WT(w, work);
         break;
     }
 }
@@ -419,6 +423,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_link_t *pl = pn_event_link(e);
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
+        rtr_link_t *own = pn_link_get_context(pl);
+        if (own && own->al_id) {
+            rtr_autolink_remote_open_WT(own); /* the router attached it (link_auto.c) */
+            break;
+        }
         if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
             link_admit_WT(c, pl))
             link_attach_WT(c, pl);
@@ -447,6 +456,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_LINK_REMOTE_DETACH: {
         pn_link_t *pl = pn_event_link(e);
         rtr_link_t *k = pn_link_get_context(pl);
+        if (k && k->al_id)
+            rtr_autolink_remote_close_WT(k);
         if (k) {
             LOGL(k, INFO, "Link detached by the peer");
             rtr_link_cleanup_WT(k);
@@ -460,6 +471,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_SESSION_REMOTE_CLOSE: {
         pn_session_t *s = pn_event_session(e);
+        rtr_autolink_session_end_WT(c, s);
         links_cleanup_session_WT(c, s);
         pn_session_close(s);
         pn_session_free(s);

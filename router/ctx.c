@@ -9,6 +9,7 @@
 
 #include "router/accept.h"
 #include "router/conn_watch.h"
+#include "router/link_auto.h"
 #include "router/lstats.h"
 
 #include <stdio.h>
@@ -47,6 +48,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
         memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
     ctx->lstats = rtr_lstats_new(stats);
     ctx->conn_watch = rtr_conn_watch_new();
+    rtr_conn_watch_set(ctx->conn_watch, rtr_autolink_watch_WT, ctx);
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }

@@ -112,6 +112,15 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
         a->type = CORE_A_LINK_DETACH;
         a->link_id = k->id;
     } else {
+        /* never announced (an autoLink's link the peer refused, link_auto.c): freed now, so
+         * off the pump list a flow from the peer may have put it on */
+        if (k->in_pump) {
+            rtr_link_t **pp = &k->conn->pump;
+            while (*pp != k)
+                pp = &(*pp)->pump_next;
+            *pp = k->pump_next;
+            k->in_pump = false;
+        }
         rtr_link_unlink_WT(k);
     }
 }

@@ -17,6 +17,7 @@
  * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
 #include "router/transport.h"
+#include "router/link_auto.h"
 #include "router/lstats.h"
 #include "router/tls.h"
 
@@ -89,6 +90,7 @@ void rtr_conn_mark_dirty_WT(rtr_conn_t *c)
 void rtr_conn_free_WT(rtr_conn_t *c)
 {
     rtr_worker_t *w = c->worker;
+    rtr_autolink_conn_freed_WT(c);
     if (c->dirty) {
         rtr_conn_t **pp = &w->dirty;
         while (*pp != c)

@@ -64,6 +64,8 @@ struct rtr_link {
     stats_obj_t  stats;      /* its `link` stats object (made and retired by the core) */
     uint64_t     zero_since; /* uv_now() when its credit was first seen at zero; 0: credit */
     bool         reported_blocked; /* counted in the router's linksBlocked */
+    uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
+    uint32_t     al_gen;     /* its activation */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
@@ -136,6 +138,7 @@ struct rtr_conn {
                                           Proton's own line for that end would repeat it */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
+    bool                   route_announced; /* told the core it opened (link_auto.c) */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

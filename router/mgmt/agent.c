@@ -84,6 +84,24 @@ static void hook_listener_del(void *ctx, long id)
     rtr_connmgr_listener_del(a->connmgr, id);
 }
 
+static core_autolink_row_t *hook_autolink_rows(void *ctx, size_t *n)
+{
+    mgmt_agent_t *a = ctx;
+    return core_autolink_rows(a->core, n);
+}
+
+static uint32_t hook_autolink_add(void *ctx, const cfg_autolink_t *al)
+{
+    mgmt_agent_t *a = ctx;
+    return core_autolink_add(a->core, al);
+}
+
+static int hook_autolink_del(void *ctx, uint32_t id)
+{
+    mgmt_agent_t *a = ctx;
+    return core_autolink_del(a->core, id);
+}
+
 static void addr_add_CT(core_t *core, void *arg)
 {
     const cfg_address_t *ac = arg;
@@ -247,6 +265,7 @@ static void on_work(mgmt_agent_t *a, core_work_t *w)
         dlv_free(a, (agent_dlv_t *)w->u.release);
         break;
     case CORE_W_EXTERNAL:
+    case CORE_W_AUTOLINK: /* not expected: the agent has no connections */
         break;
     }
 }
@@ -358,7 +377,11 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .connector_status = hook_connector_status,
                           .connector_add = hook_connector_add,
                           .connector_del = hook_connector_del,
-                          .tls = ctx->tls ? &a->tls : NULL};
+                          .tls = ctx->tls ? &a->tls : NULL,
+                          .autolink_rows = hook_autolink_rows,
+                          .autolink_rows_free = core_autolink_rows_free,
+                          .autolink_add = hook_autolink_add,
+                          .autolink_del = hook_autolink_del};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);

@@ -17,6 +17,7 @@
 #define JUNCTION_ROUTER_MGMT_H
 
 #include "config/config.h"
+#include "core/core.h" /* core_autolink_row_t (the type only) */
 #include "stats/stats.h"
 
 #include <stdbool.h>
@@ -105,6 +106,15 @@ typedef struct mgmt_hooks {
     void (*conn_close)(void *ctx, uint64_t id);
     /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */
     const mgmt_tls_t *tls;
+    /* A copy of every autoLink with its state (core_autolink_rows()), *n of them; NULL when
+     * none; free with autolink_rows_free.  NULL hook: no autoLinks. */
+    core_autolink_row_t *(*autolink_rows)(void *ctx, size_t *n);
+    void (*autolink_rows_free)(core_autolink_row_t *rows, size_t n);
+    /* CREATE: a new autoLink (al is copied); returns its id.  NULL: autoLinks cannot be
+     * made. */
+    uint32_t (*autolink_add)(void *ctx, const cfg_autolink_t *al);
+    /* DELETE of autoLink `id`: 0, or -ENOENT. */
+    int (*autolink_del)(void *ctx, uint32_t id);
     /* Start a connector (cn stays valid until mgmt_node_free()): its id (> 0), or -1 with
      * a one-line reason in err. */
     long (*connector_add)(void *ctx, const cfg_connector_t *cn, char *err, size_t errlen);

@@ -36,6 +36,7 @@ typedef enum mgmt_kind {
     MGMT_K_POLICY,   /* the one policy of the configuration */
     MGMT_K_EMPTY,    /* a known type with no entities in a standalone Junction */
     MGMT_K_SSL_PROFILE, /* the router's sslProfiles (mgmt_tls_t, ssl.c) */
+    MGMT_K_AUTOLINK, /* the core's autoLinks with their state (hooks.autolink_rows) */
     MGMT_K_CONNECTOR, /* the configured connectors, with their live connectionStatus */
 } mgmt_kind_t;
 

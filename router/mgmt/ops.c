@@ -355,6 +355,55 @@ static bool name_taken(const mgmt_rec_list_t *l, const char *name)
     return false;
 }
 
+/* The current row's identity as a number (an autoLink's), or -1. */
+static long long row_identity(mgmt_rows_t *r)
+{
+    mgmt_val_t v = {.t = MGMT_V_NULL};
+    int col = mgmt_rows_col_find(r, "identity");
+    if (col >= 0)
+        mgmt_rows_get(r, (unsigned)col, &v);
+    return v.t == MGMT_V_STR ? strtoll(v.s, NULL, 10) : -1;
+}
+
+/* CREATE of an autoLink: parsed as the file's entity is, handed to the core (which attaches
+ * it on a matching open connection); the reply is its row. */
+static int create_autolink(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
+                           const mgmt_enc_t *e, const cJSON *attrs)
+{
+    const cJSON *bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
+    if (bn && cJSON_IsString(bn)) {
+        mgmt_rows_t *r = rows_new(m, t);
+        int col = mgmt_rows_col_find(r, "name");
+        bool taken = false;
+        while (!taken && mgmt_rows_next(r)) {
+            mgmt_val_t v = {.t = MGMT_V_NULL};
+            mgmt_rows_get(r, (unsigned)col, &v);
+            taken = v.t == MGMT_V_STR && strcmp(v.s, bn->valuestring) == 0;
+        }
+        mgmt_rows_free(r);
+        if (taken)
+            return fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring,
+                        t->full);
+    }
+    cfg_t *cfg = parse_entity(q, "autoLink", attrs);
+    if (!cfg)
+        return -1;
+    if (cfg->n_autolinks != 1) {
+        cfg_free(cfg);
+        return fail(q, 400, "Bad Request: not an autoLink");
+    }
+    log_create_warnings(cfg, t->full, cfg->autolinks[0].name);
+    uint32_t id = m->hooks.autolink_add(m->hooks.ctx, &cfg->autolinks[0]);
+    cfg_free(cfg);
+    mgmt_rows_t *r = rows_new(m, t);
+    while (mgmt_rows_next(r) && row_identity(r) != (long long)id)
+        ;
+    ok(q, 201, true);
+    write_row_map(e, r, NULL, 0);
+    mgmt_rows_free(r);
+    return 0;
+}
+
 static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
 {
     const mgmt_type_t *t = target_type(q, true);
@@ -382,7 +431,12 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     if (q->name && !bn)
         cJSON_AddStringToObject(attrs, "name", q->name);
     bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
-    if (t->kind == MGMT_K_EMPTY) {
+    if (t->kind == MGMT_K_AUTOLINK && m->hooks.autolink_add) {
+        int rc = create_autolink(m, q, t, e, attrs);
+        cJSON_Delete(attrs);
+        return rc;
+    }
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
         cJSON_Delete(attrs);
         return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
                     full);
@@ -538,7 +592,17 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
                         : "");
     if (!mgmt_type_has_op(t, "DELETE"))
         return fail(q, 501, "Not Implemented: operation DELETE is not implemented for %s", full);
-    if (t->kind == MGMT_K_EMPTY) {
+    if (t->kind == MGMT_K_AUTOLINK && m->hooks.autolink_del) {
+        mgmt_rows_t *r = rows_new(m, t);
+        long long id = find_row(q, t, r) ? row_identity(r) : -1;
+        mgmt_rows_free(r);
+        if (id < 0)
+            return -1; /* find_row() answered */
+        if (m->hooks.autolink_del(m->hooks.ctx, (uint32_t)id) != 0)
+            return fail(q, 404, "Not Found: no %s with identity '%lld'", full, id);
+        return ok(q, 204, false);
+    }
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
         const char *want = q->name ? q->name : q->identity;
         return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
                     q->name ? "name" : "identity", want ? want : "");

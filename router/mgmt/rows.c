@@ -60,6 +60,9 @@ struct mgmt_rows {
     cfg_ssl_profile_t *ssl;        /* NULL when there are none (or no mgmt_tls_t) */
     size_t             n_ssl;      /* their count */
     const mgmt_tls_t  *ssl_src;    /* where they came from (frees them) */
+    /* autoLink: a copy of the core's, taken when the producer is made */
+    core_autolink_row_t *al;       /* NULL when there are none */
+    size_t               n_al;     /* their count */
 };
 
 /* ---- columns ---- */
@@ -156,6 +159,8 @@ mgmt_rows_t *mgmt_rows_new(const mgmt_type_t *t, stats_registry_t *reg, const mg
             r->ssl_src = n->hooks.tls;
             r->ssl = r->ssl_src->copy(r->ssl_src->ctx, &r->n_ssl);
         }
+        if (t->kind == MGMT_K_AUTOLINK && n && n->hooks.autolink_rows)
+            r->al = n->hooks.autolink_rows(n->hooks.ctx, &r->n_al);
         return r;
     }
     stats_family_t *f = reg ? stats_family_find(reg, t->family) : NULL;
@@ -190,6 +195,8 @@ void mgmt_rows_free(mgmt_rows_t *r)
     free(r->cur);
     if (r->ssl_src)
         r->ssl_src->copy_free(r->ssl, r->n_ssl);
+    if (r->al)
+        r->node->hooks.autolink_rows_free(r->al, r->n_al);
     free(r);
 }
 
@@ -568,6 +575,31 @@ static void ssl_profile_row(fill_t *f, const cfg_ssl_profile_t *p)
     put_str(f, p->uid_name_mapping_file);
 }
 
+/* An autoLink: its configuration, then its state (qdrouterd's columns). */
+static void autolink_row(fill_t *f, const core_autolink_row_t *al)
+{
+    char *id = f->r->sbuf[SBUF_ID], *link = f->r->sbuf[SBUF_ENABLE];
+    snprintf(id, sizeof(f->r->sbuf[0]), "%u", al->id);
+    char name[64];
+    snprintf(name, sizeof(name), "autoLink/%u", al->id);
+    put_base(f, al->cfg.name ? al->cfg.name : name, id);
+    put_str(f, al->cfg.address);
+    put_str(f, al->cfg.dir == CFG_AUTOLINK_OUT ? "out" : "in");
+    put_int(f, al->cfg.phase);
+    put_str(f, al->cfg.container_id);
+    put_str(f, al->cfg.connection);
+    put_str(f, al->cfg.external_address);
+    put_bool(f, false); /* fallback: true is refused */
+    snprintf(link, sizeof(f->r->sbuf[0]), "%llu", (unsigned long long)al->link_id);
+    if (al->link_id)
+        put_str(f, link);
+    else
+        put_null(f);
+    static const char *const states[] = {"inactive", "attaching", "failed", "active"};
+    put_str(f, al->state < 4 ? states[al->state] : NULL);
+    put_str(f, al->last_error);
+}
+
 /* The configured `log` entity of a module, or NULL. */
 static const cfg_log_t *log_cfg(const cfg_t *cfg, int mod)
 {
@@ -657,6 +689,8 @@ static size_t cfg_rows(const mgmt_rows_t *r)
         return 1;
     case MGMT_K_SSL_PROFILE:
         return r->n_ssl;
+    case MGMT_K_AUTOLINK:
+        return r->n_al;
     case MGMT_K_CONNECTOR:
         return r->node->connectors.n;
     case MGMT_K_STATS:
@@ -693,6 +727,9 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_SSL_PROFILE:
         ssl_profile_row(&f, &r->ssl[i]);
+        break;
+    case MGMT_K_AUTOLINK:
+        autolink_row(&f, &r->al[i]);
         break;
     case MGMT_K_CONNECTOR:
         connector_row(&f, &r->node->connectors.v[i]);

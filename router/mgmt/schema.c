@@ -286,7 +286,7 @@ const mgmt_type_t mgmt_types[] = {
      N(connector_attrs), false},
     {"router.config.address", "address", MGMT_PREFIX ".router.config.address", MGMT_K_ADDRESS,
      CE, CDRQ, NULL, N(address_attrs), false},
-    {"router.config.autoLink", "autoLink", MGMT_PREFIX ".router.config.autoLink", MGMT_K_EMPTY,
+    {"router.config.autoLink", "autoLink", MGMT_PREFIX ".router.config.autoLink", MGMT_K_AUTOLINK,
      CE, CDRQ, NULL, N(autolink_attrs), false},
     {"router.config.linkRoute", "linkRoute", MGMT_PREFIX ".router.config.linkRoute",
      MGMT_K_EMPTY, CE, CDRQ, NULL, N(linkroute_attrs), false},

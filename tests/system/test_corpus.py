@@ -56,8 +56,7 @@ NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity h
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
 LINKROUTE = refused("Junction does not support the 'linkRoute' entity yet")
-AUTOLINK = refused("Junction does not support the 'autoLink' entity yet")
-WAYPOINT = refused("Junction does not support waypoint: true (waypoints) yet")
+AUTOLINK_FALLBACK = refused("Junction does not support fallback: true (fallback destinations) yet")
 FALLBACK = refused("Junction does not support enableFallback: true (fallback destinations)")
 VHOST = refused("Junction does not support the 'vhost' entity yet")
 VHOST_POLICY = refused("Junction does not support enableVhostPolicy: true (vhost policies) yet")
@@ -98,8 +97,8 @@ EXPECTED = {
     'docs/enabling-vhost-policies-L36.conf': VHOST_POLICY,
     'docs/exploring-default-router-configuration-file-L49.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L50.conf': FALLBACK,
-    'docs/handling-undeliverable-messages-for-address-L63.conf': AUTOLINK,
-    'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK,
+    'docs/handling-undeliverable-messages-for-address-L63.conf': AUTOLINK_FALLBACK,
+    'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK_FALLBACK,
     'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
     'docs/integrating-with-kerberos-L83.conf': SERVES,
     'docs/link-route-example-L50.conf': LINKROUTE,
@@ -109,11 +108,11 @@ EXPECTED = {
     'docs/reliability-L254.conf': MODE_INTERIOR,
     'docs/reliability-L303.conf': MODE_INTERIOR,
     'docs/reliability-L53.conf': MODE_INTERIOR,
-    'docs/reliability-L583.conf': WAYPOINT,
+    'docs/reliability-L583.conf': SERVES,
     'docs/reliability-L85.conf': MODE_INTERIOR,
-    'docs/routing-messages-through-broker-queues-L102.conf': AUTOLINK,
-    'docs/routing-messages-through-broker-queues-L40.conf': WAYPOINT,
-    'docs/routing-messages-through-broker-queues-L77.conf': AUTOLINK,
+    'docs/routing-messages-through-broker-queues-L102.conf': SERVES,
+    'docs/routing-messages-through-broker-queues-L40.conf': SERVES,
+    'docs/routing-messages-through-broker-queues-L77.conf': SERVES,
     'docs/securing-connections-between-routers-L115.conf': INTER_ROUTER_ROLE,
     'docs/securing-connections-between-routers-L56.conf': SERVES,
     'docs/securing-connections-between-routers-L93.conf': INTER_ROUTER_ROLE,

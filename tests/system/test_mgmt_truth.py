@@ -264,9 +264,6 @@ def test_delete_created_http_listener_closes_its_socket(make_router, node_of):
 # ---- accepted but not acted on: refused --------------------------------------------------
 
 UNSUPPORTED = [
-    ("address", {"prefix": "q", "waypoint": True}, "waypoint"),
-    ("address", {"prefix": "q", "ingressPhase": 3}, "ingressPhase"),
-    ("address", {"prefix": "q", "egressPhase": 2}, "egressPhase"),
     ("listener", {"host": "127.0.0.1", "port": "0", "failoverUrls": "amqp://b:5672"},
      "failoverUrls"),
     ("listener", {"host": "127.0.0.1", "port": "0", "messageLoggingComponents": "all"},

@@ -426,8 +426,6 @@ static void test_unsupported_types(void **state)
         {"linkRoute", "linkRoute"},
         {"link-route", "linkRoute"},
         {"router.config.linkRoute", "linkRoute"},
-        {"org.apache.qpid.dispatch.router.config.autoLink", "autoLink"},
-        {"autoLink", "autoLink"},
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
@@ -899,8 +897,6 @@ static void test_listener_unsupported(void **state)
     (void)state;
     listener_err("'role': 'inter-router'",
                  "attribute 'role': Junction does not support role \"inter-router\" yet");
-    listener_err("'role': 'route-container'",
-                 "attribute 'role': Junction does not support role \"route-container\" yet");
     listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");
@@ -1078,6 +1074,49 @@ static void test_listener_http(void **state)
     listener_err("'httpRootDir': true", "attribute 'httpRootDir': expected a string, got true");
 }
 
+/* -- autoLink -- */
+
+static void test_autolink(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok("[['autoLink', {'name': 'a', 'address': 'q', 'direction': 'out', "
+                         "'containerId': 'broker', 'externalAddress': 'ext.q'}],"
+                         " ['autoLink', {'addr': 'q', 'dir': 'in', 'connection': 'c1'}],"
+                         " ['autoLink', {'address': 'q', 'direction': 'in', 'phase': 4, "
+                         "'containerId': 'b', 'fallback': false}]]");
+    assert_int_equal(cfg->n_autolinks, 3);
+    const cfg_autolink_t *a = cfg->autolinks;
+    assert_string_equal(a[0].name, "a");
+    assert_string_equal(a[0].address, "q");
+    assert_int_equal(a[0].dir, CFG_AUTOLINK_OUT);
+    assert_int_equal(a[0].phase, 0); /* out: phase 0 */
+    assert_string_equal(a[0].container_id, "broker");
+    assert_null(a[0].connection);
+    assert_string_equal(a[0].external_address, "ext.q");
+    assert_int_equal(a[1].dir, CFG_AUTOLINK_IN);
+    assert_int_equal(a[1].phase, 1); /* in: phase 1 */
+    assert_string_equal(a[1].connection, "c1");
+    assert_null(a[1].external_address);
+    assert_int_equal(a[2].phase, 4);
+    cfg_free(cfg);
+
+    load_err("[['autoLink', {'direction': 'in', 'containerId': 'b'}]]",
+             "t.json: entity 0 (autoLink): attribute 'address': required");
+    load_err("[['autoLink', {'address': 'q', 'containerId': 'b'}]]",
+             "t.json: entity 0 (autoLink): attribute 'direction': required (in or out)");
+    load_err("[['autoLink', {'address': 'q', 'direction': 'in'}]]",
+             "t.json: entity 0 (autoLink): attributes 'containerId' and 'connection': expected "
+             "at least one of them, got neither");
+    load_err("[['autoLink', {'address': 'q', 'direction': 'in', 'containerId': 'b', "
+             "'phase': 10}]]",
+             "t.json: entity 0 (autoLink): attribute 'phase': expected an integer from 0 to 9, "
+             "got 10");
+    load_err("[['autoLink', {'address': 'q', 'direction': 'in', 'containerId': 'b', "
+             "'fallback': true}]]",
+             "t.json: entity 0 (autoLink): attribute 'fallback': Junction does not support "
+             "fallback: true (fallback destinations) yet");
+}
+
 /* -- address -- */
 
 static void test_address(void **state)
@@ -1096,15 +1135,20 @@ static void test_address(void **state)
     assert_int_equal(a->priority, 5);
     cfg_free(cfg);
 
-    /* waypoints and phases change where messages go: refused until Junction routes them */
-    address_err("'prefix': 'a', 'waypoint': true",
-                "attribute 'waypoint': Junction does not support waypoint: true (waypoints) yet");
-    address_err("'pattern': 'a.b', 'egressPhase': 2",
-                "attribute 'egressPhase': Junction does not support egressPhase other than 0 "
-                "(address phases) yet");
-    address_err("'prefix': 'a', 'ingressPhase': '3'",
-                "attribute 'ingressPhase': Junction does not support ingressPhase other than 0 "
-                "(address phases) yet");
+    /* qdrouterd's phasing: a waypoint is ingress 0, egress 1 unless phases are given */
+    cfg = load_ok("[['address', {'prefix': 'a', 'waypoint': true}],"
+                  " ['address', {'pattern': 'a.b', 'egressPhase': 2}],"
+                  " ['address', {'prefix': 'b', 'waypoint': true, 'ingressPhase': '3'}]]");
+    assert_true(cfg->addresses[0].waypoint);
+    assert_int_equal(cfg->addresses[0].ingress_phase, 0);
+    assert_int_equal(cfg->addresses[0].egress_phase, 1);
+    assert_int_equal(cfg->addresses[1].ingress_phase, 0);
+    assert_int_equal(cfg->addresses[1].egress_phase, 2);
+    assert_int_equal(cfg->addresses[2].ingress_phase, 3);
+    assert_int_equal(cfg->addresses[2].egress_phase, 0);
+    cfg_free(cfg);
+    address_err("'prefix': 'a', 'egressPhase': 10",
+                "attribute 'egressPhase': expected an integer from 0 to 9, got 10");
 
     address_err("'prefix': 'a', 'pattern': 'b'",
                 "attributes 'prefix' and 'pattern': expected one of them, got both");
@@ -1353,6 +1397,14 @@ static void test_examples_load(void **state)
     assert_false(cfg->listeners[2].websockets);
     assert_true(cfg->management.enabled);
     cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/broker.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_int_equal(cfg->listeners[1].role, CFG_ROLE_ROUTE_CONTAINER);
+    assert_int_equal(cfg->addresses[0].egress_phase, 1);
+    assert_int_equal(cfg->n_autolinks, 2);
+    assert_string_equal(cfg->autolinks[1].external_address, "queue.orders");
+    cfg_free(cfg);
 }
 
 static char *write_temp(const char *content, size_t len)
@@ -1522,6 +1574,7 @@ int main(void)
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_listener_http),
         cmocka_unit_test(test_address),
+        cmocka_unit_test(test_autolink),
         cmocka_unit_test(test_address_duplicates),
         cmocka_unit_test(test_log),
         cmocka_unit_test(test_management),

@@ -259,13 +259,13 @@ static void fill_worker_threads(pn_data_t *b)
     pn_data_exit(b);
 }
 
-static void fill_create_waypoint(pn_data_t *b)
+static void fill_create_fallback(pn_data_t *b)
 {
     pn_data_put_map(b);
     pn_data_enter(b);
     pn_data_put_string(b, pn_bytes(6, "prefix"));
-    pn_data_put_string(b, pn_bytes(2, "wp"));
-    pn_data_put_string(b, pn_bytes(8, "waypoint"));
+    pn_data_put_string(b, pn_bytes(2, "fb"));
+    pn_data_put_string(b, pn_bytes(14, "enableFallback"));
     pn_data_put_bool(b, true);
     pn_data_exit(b);
 }
@@ -870,7 +870,7 @@ static void test_rows_are_the_live_configuration(void **state)
     assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "router", NULL), 200);
 
     /* an attribute Junction would not act on: 400, and nothing reaches the core */
-    assert_int_equal(call(f, fill_create_waypoint, "operation", "CREATE", "type",
+    assert_int_equal(call(f, fill_create_fallback, "operation", "CREATE", "type",
                           "org.apache.qpid.dispatch.router.config.address", NULL),
                      400);
     assert_int_equal(n_addr_add, 0);

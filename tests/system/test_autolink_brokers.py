@@ -1,0 +1,149 @@
+"""autoLinks over a connector, against the real brokers (brokers.py: RabbitMQ and the Proton C
+example broker; their quirks are in docs/brokers.md).
+
+The router connects to the broker with a route-container connector; a waypoint address and an
+out and an in autoLink naming the connector (`connection`) take producers' messages to the
+broker's queue and bring them back to consumers through the router, outcomes end to end.  The
+autoLinks go inactive when the broker is killed and active again once it is back and the
+connector has reconnected.  The external address is `/queue/NAME` (RabbitMQ declares the
+queue with it; the Proton broker takes it as a plain queue name).
+"""
+
+import time
+
+import pytest
+from proton import Message
+
+from brokers import unique_name
+from clients import Client
+from mgmt_tool import Node
+
+# the connector retries 5 s after a failed attempt; RabbitMQ takes seconds to start
+BACK_TIMEOUT = 60.0
+
+
+def broker_router(make_router, broker, q):
+    return make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
+                       "role": "route-container"}],
+        ["address", {"prefix": q, "waypoint": True}],
+        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
+                      "externalAddress": "/queue/" + q}],
+        ["autoLink", {"name": "in", "address": q, "direction": "in", "connection": "broker",
+                      "externalAddress": "/queue/" + q}],
+    ])
+
+
+def wait_states(node, want, timeout=20.0):
+    end = time.monotonic() + timeout
+    got = None
+    while time.monotonic() < end:
+        got = {r["name"]: r["operStatus"] for r in node.query_dicts("autoLink")}
+        if got == want:
+            return
+        time.sleep(0.2)
+    raise AssertionError("autoLinks never became %r; last %r" % (want, got))
+
+
+ACTIVE = {"out": "active", "in": "active"}
+INACTIVE = {"out": "inactive", "in": "inactive"}
+
+
+def round_trip(c, conn, q, bodies, settled_by_broker):
+    """Send `bodies` to waypoint q (each ACCEPTED by the broker), receive them back."""
+    snd = conn.sender(q)
+    for body in bodies:
+        d = snd.send(Message(body=body, durable=True))
+        assert snd.wait_outcome(d) == d.ACCEPTED, body
+    rcv = conn.receiver(q, credit=len(bodies) + 1)
+    got = [rcv.get(timeout=15) for _ in bodies]
+    assert sorted(m.body for m in got) == sorted(bodies)
+    if settled_by_broker:
+        return rcv, got
+    # RabbitMQ waits for the consumer's outcome: a released message comes again, through
+    # the router, and an accepted one is gone from the queue
+    again = got[0]
+    again.release()
+    m = rcv.get(timeout=15)
+    assert m.body == again.body
+    for x in got[1:] + [m]:
+        x.accept()
+    c.run_for(0.5)
+    with pytest.raises(Exception):
+        rcv.get(timeout=1)
+    return rcv, got
+
+
+@pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
+def test_autolinks_through_a_connector_to_a_real_broker(kind, request, make_router):
+    broker = request.getfixturevalue(kind)
+    q = unique_name("wp")
+    r = broker_router(make_router, broker, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_states(node, ACTIVE, timeout=30)
+        conn = c.connect(r.url)
+        # the Proton broker sends its deliveries settled (docs/brokers.md P2)
+        round_trip(c, conn, q, ["a-1", "a-2", "a-3"], kind == "proton_broker")
+        conn.close()  # its consumer would take a share of what comes later
+
+        # the broker dies: both autoLinks go inactive; it comes back: active again
+        broker.kill()
+        wait_states(node, INACTIVE)
+        broker.restart()
+        wait_states(node, ACTIVE, timeout=BACK_TIMEOUT)
+        conn2 = c.connect(r.url)
+        round_trip(c, conn2, q, ["b-1", "b-2"], kind == "proton_broker")
+        rows = {x["name"]: x for x in node.query_dicts("autoLink")}
+        assert rows["in"]["connection"] == "broker" and rows["in"]["phase"] == 1
+        assert rows["out"]["externalAddress"] == "/queue/" + q
+    finally:
+        c.close()
+        node.close()
+
+
+def test_normal_role_connector_gets_no_autolinks(proton_broker, make_router):
+    # as qdrouterd's route_control.c: only route-container connections get autoLinks
+    q = unique_name("wp")
+    r = make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(proton_broker.port),
+                       "role": "normal"}],
+        ["address", {"prefix": q, "waypoint": True}],
+        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker"}],
+    ])
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % proton_broker.port)
+    node = Node(r.url)
+    try:
+        time.sleep(0.5)
+        assert {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")} == \
+            {"out": "inactive"}
+    finally:
+        node.close()
+
+
+def test_rabbitmq_session_end_fails_the_autolink_and_it_comes_back(rabbitmq, make_router):
+    # a consumer's MODIFIED makes RabbitMQ end the in autoLink's session without a detach
+    # (docs/brokers.md R9): the autoLink is failed with the broker's error, attached again,
+    # and the message RabbitMQ re-queued reaches the consumer
+    q = unique_name("wp")
+    r = broker_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_states(node, ACTIVE, timeout=30)
+        conn = c.connect(r.url)
+        snd = conn.sender(q)
+        d = snd.send(Message(body="m"))
+        assert snd.wait_outcome(d) == d.ACCEPTED
+        rcv = conn.receiver(q, credit=2)
+        rcv.get(timeout=15).modify(failed=True)
+        c.wait(lambda: {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")}
+               ["in"] == "failed", 10, "the in autoLink failed")
+        err = [x["lastError"] for x in node.query_dicts("autoLink") if x["name"] == "in"][0]
+        assert err and "Unrecognised state" in err, err
+        assert rcv.get(timeout=15).body == "m"
+        wait_states(node, ACTIVE)
+    finally:
+        c.close()
+        node.close()
