@@ -103,6 +103,12 @@ enum {
     AP_SASL_INIT_HOSTNAME, AP_SSL_PROFILE, AP_AUTH_SSL_PROFILE, AP_N
 };
 
+enum {
+    LR_NAME = 0, LR_IDENTITY, LR_TYPE, LR_PREFIX, LR_PATTERN, LR_ADD_EXTERNAL_PREFIX,
+    LR_DEL_EXTERNAL_PREFIX, LR_CONTAINER_ID, LR_CONNECTION, LR_DISTRIBUTION, LR_DIRECTION,
+    LR_DIR, LR_N
+};
+
 /* qdrouterd 0.x's `fixedAddress` (replaced by `address` in 0.7, gone in 1.0) */
 enum { F_NAME = 0, F_IDENTITY, F_TYPE, F_PREFIX, F_PHASE, F_FANOUT, F_BIAS, F_N };
 // clang-format on
@@ -117,6 +123,7 @@ extern const attr_def_t cfg__container_attrs[C_N];
 extern const attr_def_t cfg__fixed_address_attrs[F_N];
 extern const attr_def_t cfg__ssl_profile_attrs[S_N];
 extern const attr_def_t cfg__auth_plugin_attrs[AP_N];
+extern const attr_def_t cfg__link_route_attrs[LR_N];
 /* container slot -> the router slot it fills (0: none, as for containerName) */
 extern const int cfg__container_to_router[C_N];
 
@@ -132,6 +139,7 @@ typedef enum type_kind {
     TK_FIXED_ADDRESS, /* qdrouterd 0.x: an `address` with fanout/bias for distribution */
     TK_SSL_PROFILE,   /* TLS settings a listener names */
     TK_AUTH_PLUGIN,   /* authServicePlugin: a remote authentication service */
+    TK_LINK_ROUTE,    /* linkRoute: links proxied to a route container */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */
 } type_kind_t;

@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/linkroute.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -448,6 +449,11 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         w->u.attached.address = base_strdup(dyn);
     }
 
+    if (a->u.attach.lr_side || core_lr_route_attach_CT(core, a, w)) {
+        l->addr = NULL; /* link-routed: the record stays until the worker detaches it */
+        free(address);
+        return;
+    }
     const char *cond = NULL;
     char *desc = NULL;
     if (address && *address && l->conn_id != 0 && l->dir == CORE_LINK_OUT &&
@@ -773,6 +779,10 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_CALL:
         a->u.call.fn(core, a->u.call.arg);
         break;
+    case CORE_A_CONN_OPENED:
+    case CORE_A_CONN_CLOSED:
+        core_lr_conn_action_CT(core, a);
+        break;
     }
 }
 
@@ -836,6 +846,7 @@ core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
             LOG(WARNING, "Address configuration %s '%s' duplicates an earlier one; ignored",
                 prefix ? "prefix" : "pattern", text);
     }
+    core->lr = core_lr_table_load(cfg);
     if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
         core->temp_salt = base_now_ns();
     return core;
@@ -870,6 +881,9 @@ static void free_late_action_cb(void *ctx, void *item)
         free(a->u.attach.name);
     } else if (a->type == CORE_A_DISPOSITION) {
         free_disp_strings(&a->u.disposition.disp);
+    } else if (a->type == CORE_A_CONN_OPENED) {
+        free(a->u.conn.container_id);
+        free(a->u.conn.name);
     }
 }
 
@@ -889,6 +903,7 @@ void core_free(core_t *core)
     base_map_fini(&core->links);
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);
+    core_lr_table_free(core->lr);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);

@@ -209,6 +209,8 @@ typedef enum core_action_type {
     CORE_A_DELIVER,         /* dlv */
     CORE_A_DISPOSITION,     /* an outgoing copy of dlv was settled by its receiver */
     CORE_A_CALL,            /* run call.fn(core, call.arg) on the core thread */
+    CORE_A_CONN_OPENED,     /* conn: a connection's open was seen (link routes, linkroute.h) */
+    CORE_A_CONN_CLOSED,     /* conn.conn_id: a connection that posted CONN_OPENED is gone */
 } core_action_type_t;
 
 /* A function another thread (the admin thread: /healthz, management) runs on the core
@@ -231,6 +233,8 @@ typedef struct core_action {
             uint32_t capacity;  /* linkCapacity of the connection's listener */
             uint8_t  dir;       /* core_link_dir_t */
             bool     dynamic;   /* dynamic source: the core makes an address */
+            bool     lr_side;   /* the router's own link toward a route container (the far
+                                   end of a link-routed link): recorded, never routed */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {
@@ -241,8 +245,19 @@ typedef struct core_action {
             core_call_fn *fn;  /* CORE_A_CALL: run on the core thread */
             void         *arg; /* its argument */
         } call;
+        struct {
+            uint64_t conn_id;         /* the connection */
+            char    *container_id;    /* OPENED: the peer's container id (heap; the core
+                                         frees it), or NULL */
+            char    *name;            /* OPENED: its listener's or connector's name (heap; the
+                                         core frees it), or NULL */
+            bool     route_container; /* OPENED: its role is route-container */
+        } conn;
     } u;
 } core_action_t;
+
+/* Where a link-routed attach goes (core/linkroute.h defines it). */
+typedef struct core_lr_target core_lr_target_t;
 
 /* -- core -> worker -- */
 typedef enum core_work_type {
@@ -264,6 +279,9 @@ typedef struct core_work {
             char *address;   /* dynamic address given (heap, the worker frees), or NULL */
             char *cond_name; /* refused: static condition name, or NULL when accepted */
             char *cond_desc; /* refused: description (heap, the worker frees) */
+            core_lr_target_t *routed; /* link-routed: where the link goes (heap, the worker
+                                         frees it with core_lr_target_free()); the core
+                                         neither routes nor credits the link */
         } attached;
         struct {
             bool grant; /* true: top the credit up to capacity; false: drain */

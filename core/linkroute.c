@@ -12,10 +12,15 @@
  */
 #include "core/linkroute.h"
 
+#include "core/core_int.h"
+
 #include "core/base/base.h"
+#include "core/base/log.h"
 #include "core/base/pattern.h"
 
 #include <string.h>
+
+#define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
 struct core_lr {
     uint64_t        identity;     /* unique in the table, from 1 */
@@ -29,6 +34,7 @@ struct core_lr {
     char           *key;          /* the normalized pattern (its slot's key) */
     core_link_dir_t dir;          /* CORE_LINK_IN: client senders */
     uint64_t       *conns;        /* the connections that serve it (heap array) */
+    int            *workers;      /* the worker of each (heap array) */
     size_t          n_conns;      /* their count */
     core_lr_t      *next;         /* the table's list, in the order routes were added */
 };
@@ -43,6 +49,7 @@ typedef struct lr_slot {
 /* An open route-container connection. */
 typedef struct lr_conn {
     uint64_t        id;           /* connection id */
+    int             worker;       /* its worker */
     char           *container_id; /* its peer's container id, or NULL (heap) */
     char           *name;         /* its listener's or connector's name, or NULL (heap) */
     struct lr_conn *next;
@@ -88,6 +95,7 @@ static void route_free(core_lr_t *lr)
     free(lr->del_prefix);
     free(lr->key);
     free(lr->conns);
+    free(lr->workers);
     free(lr);
 }
 
@@ -158,9 +166,11 @@ static bool conn_serves(const lr_conn_t *c, const core_lr_t *lr)
     return lr->connection && str_eq(lr->connection, c->name);
 }
 
-static void route_conn_add(core_lr_t *lr, uint64_t id)
+static void route_conn_add(core_lr_t *lr, uint64_t id, int worker)
 {
     lr->conns = base_realloc(lr->conns, (lr->n_conns + 1) * sizeof(*lr->conns));
+    lr->workers = base_realloc(lr->workers, (lr->n_conns + 1) * sizeof(*lr->workers));
+    lr->workers[lr->n_conns] = worker;
     lr->conns[lr->n_conns++] = id;
 }
 
@@ -169,6 +179,8 @@ static bool route_conn_del(core_lr_t *lr, uint64_t id)
     for (size_t i = 0; i < lr->n_conns; i++) {
         if (lr->conns[i] == id) {
             memmove(&lr->conns[i], &lr->conns[i + 1], (lr->n_conns - i - 1) * sizeof(*lr->conns));
+            memmove(&lr->workers[i], &lr->workers[i + 1],
+                    (lr->n_conns - i - 1) * sizeof(*lr->workers));
             lr->n_conns--;
             return true;
         }
@@ -216,7 +228,7 @@ uint64_t core_lr_add(core_lr_table_t *t, const core_lr_spec_t *spec, const char 
 
     for (const lr_conn_t *c = t->conns; c; c = c->next)
         if (conn_serves(c, lr))
-            route_conn_add(lr, c->id);
+            route_conn_add(lr, c->id, c->worker);
     *t->tail = lr;
     t->tail = &lr->next;
     t->n++;
@@ -256,13 +268,15 @@ bool core_lr_remove(core_lr_table_t *t, const char *name, uint64_t identity)
     return true;
 }
 
-size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, bool route_container,
-                           const char *container_id, const char *conn_name)
+size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, int worker,
+                           bool route_container, const char *container_id,
+                           const char *conn_name)
 {
     if (!route_container)
         return 0;
     lr_conn_t *c = base_calloc(1, sizeof(*c));
     c->id = conn_id;
+    c->worker = worker;
     c->container_id = dup_or_null(container_id);
     if (conn_name && strncmp(conn_name, "listener/", 9) != 0 &&
         strncmp(conn_name, "connector/", 10) != 0)
@@ -272,7 +286,7 @@ size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, bool route_cont
     size_t n = 0;
     for (core_lr_t *lr = t->head; lr; lr = lr->next) {
         if (conn_serves(c, lr)) {
-            route_conn_add(lr, conn_id);
+            route_conn_add(lr, conn_id, worker);
             n++;
         }
     }
@@ -304,6 +318,14 @@ void core_lr_target_fini(core_lr_target_t *target)
     BASE_FREE(target->insert);
 }
 
+void core_lr_target_free(core_lr_target_t *target)
+{
+    if (!target)
+        return;
+    core_lr_target_fini(target);
+    free(target);
+}
+
 bool core_lr_attach(core_lr_table_t *t, core_link_dir_t dir, const char *addr, size_t len,
                     core_lr_target_t *out)
 {
@@ -325,6 +347,7 @@ bool core_lr_attach(core_lr_table_t *t, core_link_dir_t dir, const char *addr, s
             if (k < slot->routes[i]->n_conns) {
                 lr = slot->routes[i];
                 out->conn_id = lr->conns[k];
+                out->worker = lr->workers[k];
                 break;
             }
             k -= slot->routes[i]->n_conns;
@@ -398,4 +421,81 @@ bool core_lr_info(const core_lr_table_t *t, size_t i, core_lr_info_t *out)
         .active = lr->n_conns > 0,
     };
     return true;
+}
+
+/* ---- the core's hooks (core.c calls them on the core thread) ---- */
+
+core_lr_table_t *core_lr_table_load(const cfg_t *cfg)
+{
+    core_lr_table_t *t = core_lr_table_new();
+    for (size_t i = 0; i < cfg->n_link_routes; i++) {
+        const cfg_link_route_t *c = &cfg->link_routes[i];
+        core_lr_spec_t spec = {
+            .name = c->name,
+            .prefix = c->prefix,
+            .pattern = c->pattern,
+            .direction = c->direction,
+            .connection = c->connection,
+            .container_id = c->container_id,
+            .add_prefix = c->add_prefix,
+            .del_prefix = c->del_prefix,
+        };
+        const char *err = NULL;
+        /* the load checked each entity as CREATE does (core_lr_spec_check()) */
+        if (!core_lr_add(t, &spec, &err))
+            LOG(ERROR, "Error configuring linkRoute: %s", err);
+    }
+    return t;
+}
+
+core_lr_table_t *core_lr_table_CT(core_t *core)
+{
+    return core->lr;
+}
+
+bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *w)
+{
+    const char *address = a->u.attach.address;
+    if (!address || !*address || a->u.attach.dynamic || a->u.attach.conn_id == 0)
+        return false;
+    core_lr_target_t *tg = base_calloc(1, sizeof(*tg));
+    if (!core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address),
+                        tg)) {
+        free(tg);
+        return false;
+    }
+    if (tg->conn_id == 0) {
+        /* qdrouterd's words for a link route no route container serves */
+        w->u.attached.cond_name = "qd:no-route-to-dest";
+        w->u.attached.cond_desc = base_strdup("No route to the destination node");
+        LOG(INFO, "[C%llu][L%llu] Link route attach failed: no route to %s",
+            (unsigned long long)a->u.attach.conn_id, (unsigned long long)a->link_id, address);
+        core_lr_target_free(tg);
+        return true;
+    }
+    LOG(DEBUG, "[C%llu][L%llu] Link routed to connection %llu as %s",
+        (unsigned long long)a->u.attach.conn_id, (unsigned long long)a->link_id,
+        (unsigned long long)tg->conn_id, tg->address);
+    w->u.attached.routed = tg;
+    return true;
+}
+
+void core_lr_conn_action_CT(core_t *core, core_action_t *a)
+{
+    if (a->type == CORE_A_CONN_OPENED) {
+        size_t n = core_lr_conn_opened(core->lr, a->u.conn.conn_id, a->worker,
+                                       a->u.conn.route_container, a->u.conn.container_id,
+                                       a->u.conn.name);
+        if (n)
+            LOG(INFO, "[C%llu] Link routes activated: %zu (container %s)",
+                (unsigned long long)a->u.conn.conn_id, n,
+                a->u.conn.container_id ? a->u.conn.container_id : "");
+        BASE_FREE(a->u.conn.container_id);
+        BASE_FREE(a->u.conn.name);
+    } else {
+        size_t n = core_lr_conn_closed(core->lr, a->u.conn.conn_id);
+        if (n)
+            LOG(INFO, "[C%llu] Link routes deactivated: %zu", (unsigned long long)a->u.conn.conn_id,
+                n);
+    }
 }

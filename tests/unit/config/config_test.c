@@ -424,9 +424,6 @@ static void test_unsupported_types(void **state)
         const char *canon;
     } types[] = {
         {"connector", "connector"},
-        {"linkRoute", "linkRoute"},
-        {"link-route", "linkRoute"},
-        {"router.config.linkRoute", "linkRoute"},
         {"org.apache.qpid.dispatch.router.config.autoLink", "autoLink"},
         {"autoLink", "autoLink"},
         {"vhost", "vhost"},
@@ -900,8 +897,6 @@ static void test_listener_unsupported(void **state)
     (void)state;
     listener_err("'role': 'inter-router'",
                  "attribute 'role': Junction does not support role \"inter-router\" yet");
-    listener_err("'role': 'route-container'",
-                 "attribute 'role': Junction does not support role \"route-container\" yet");
     listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");

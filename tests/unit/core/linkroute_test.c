@@ -87,7 +87,7 @@ static void test_direction_and_match(void **state)
     core_lr_table_t *t = core_lr_table_new();
     add_ok(t, (core_lr_spec_t){.prefix = "org.apache", .direction = "in", .container_id = "b"});
     add_ok(t, (core_lr_spec_t){.pattern = "*.q.#", .direction = "out", .container_id = "b"});
-    assert_int_equal(core_lr_conn_opened(t, 7, true, "b", NULL), 2);
+    assert_int_equal(core_lr_conn_opened(t, 7, 0, true, "b", NULL), 2);
 
     assert_int_equal(route(t, CORE_LINK_IN, "org.apache", NULL), 7);
     assert_int_equal(route(t, CORE_LINK_IN, "org.apache/x.y", NULL), 7);
@@ -117,17 +117,17 @@ static void test_serving(void **state)
                                .connection = "listener/0.0.0.0:5672"});
 
     /* A normal connection with the right container id serves nothing. */
-    assert_int_equal(core_lr_conn_opened(t, 1, false, "broker", "toBroker"), 0);
+    assert_int_equal(core_lr_conn_opened(t, 1, 0, false, "broker", "toBroker"), 0);
     assert_int_equal(route(t, CORE_LINK_IN, "c.q", NULL), 0);
     assert_int_equal(route(t, CORE_LINK_IN, "x", NULL), 0);
     core_lr_info_t info;
     assert_true(core_lr_info(t, 0, &info));
     assert_false(info.active);
 
-    assert_int_equal(core_lr_conn_opened(t, 2, true, "broker", "listener/0.0.0.0:5672"), 1);
+    assert_int_equal(core_lr_conn_opened(t, 2, 0, true, "broker", "listener/0.0.0.0:5672"), 1);
     assert_int_equal(route(t, CORE_LINK_IN, "c.q", NULL), 2);
     assert_int_equal(route(t, CORE_LINK_IN, "g.q", NULL), 0);
-    assert_int_equal(core_lr_conn_opened(t, 3, true, "other", "toBroker"), 1);
+    assert_int_equal(core_lr_conn_opened(t, 3, 0, true, "other", "toBroker"), 1);
     assert_int_equal(route(t, CORE_LINK_IN, "n", NULL), 3);
     assert_int_equal(route(t, CORE_LINK_IN, "x", NULL), 0);
 
@@ -163,8 +163,8 @@ static void test_balanced(void **state)
                                .container_id = "b1"});
     add_ok(t, (core_lr_spec_t){.name = "b", .prefix = "q", .direction = "out",
                                .container_id = "b2"});
-    core_lr_conn_opened(t, 10, true, "b1", NULL);
-    core_lr_conn_opened(t, 20, true, "b2", NULL);
+    core_lr_conn_opened(t, 10, 0, true, "b1", NULL);
+    core_lr_conn_opened(t, 20, 0, true, "b2", NULL);
     int n10 = 0, n20 = 0;
     for (int i = 0; i < 6; i++) {
         int64_t c = route(t, CORE_LINK_OUT, "q.x", NULL);
@@ -197,7 +197,7 @@ static void test_rewrite(void **state)
     add_ok(t, (core_lr_spec_t){.prefix = "ext.", .direction = "in", .container_id = "b",
                                .del_prefix = "ext.", .add_prefix = "queue://"});
     add_ok(t, (core_lr_spec_t){.prefix = "plain", .direction = "in", .container_id = "b"});
-    core_lr_conn_opened(t, 5, true, "b", NULL);
+    core_lr_conn_opened(t, 5, 0, true, "b", NULL);
 
     core_lr_target_t tg;
     assert_true(core_lr_attach(t, CORE_LINK_IN, "ext.orders", 10, &tg));
