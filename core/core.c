@@ -449,7 +449,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         w->u.attached.address = base_strdup(dyn);
     }
 
-    if (a->u.attach.lr_side || core_lr_route_attach_CT(core, a, w)) {
+    if (core_lr_route_attach_CT(core, a, w)) {
         l->addr = NULL; /* link-routed: the record stays until the worker detaches it */
         free(address);
         return;

@@ -233,8 +233,6 @@ typedef struct core_action {
             uint32_t capacity;  /* linkCapacity of the connection's listener */
             uint8_t  dir;       /* core_link_dir_t */
             bool     dynamic;   /* dynamic source: the core makes an address */
-            bool     lr_side;   /* the router's own link toward a route container (the far
-                                   end of a link-routed link): recorded, never routed */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {

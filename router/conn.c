@@ -19,10 +19,12 @@
 #include "router/conn.h"
 
 #include "router/accept.h"
+#include "router/linkroute.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
+#include "core/linkroute.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -124,7 +126,13 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
     char *addr = work->u.attached.address;
     char *desc = work->u.attached.cond_desc;
     k->stats = work->u.attached.stats;
-    if (k->pn) {
+    if (work->u.attached.routed) {
+        /* link-routed: the route container answers the attach (router/linkroute.c) */
+        if (k->pn)
+            rtr_lr_start_WT(k, work->u.attached.routed);
+        else
+            core_lr_target_free(work->u.attached.routed);
+    } else if (k->pn) {
         if (addr)
             pn_terminus_set_address(pn_link_source(k->pn), addr);
         pn_link_open(k->pn);
@@ -299,6 +307,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
+        rtr_lr_conn_opened_WT(c, c->listener->name,
+                              c->listener->role == CFG_ROLE_ROUTE_CONTAINER);
         break;
     }
     case PN_SESSION_REMOTE_OPEN: {
@@ -315,14 +325,18 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_link_t *pl = pn_event_link(e);
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
-        if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
-            link_admit_WT(c, pl))
+        rtr_link_t *k = pn_link_get_context(pl);
+        if (k && k->lr)
+            rtr_lr_remote_open_WT(k); /* a route container answered the router's attach */
+        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k && link_admit_WT(c, pl))
             link_attach_WT(c, pl);
         break;
     }
     case PN_LINK_FLOW: {
         rtr_link_t *k = pn_link_get_context(pn_event_link(e));
-        if (k && k->out)
+        if (k && k->lr)
+            rtr_lr_flow_WT(k);
+        else if (k && k->out)
             rtr_link_schedule_pump_WT(k);
         else if (k)
             rtr_link_flow_in_WT(k);
@@ -333,7 +347,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         rtr_link_t *k = pn_link_get_context(pn_delivery_link(d));
         if (!k)
             break;
-        if (k->out)
+        if (k->lr)
+            rtr_lr_delivery_WT(k, d);
+        else if (k->out)
             rtr_out_update_WT(k, d);
         else
             rtr_in_delivery_WT(k, d);
@@ -357,6 +373,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_SESSION_REMOTE_CLOSE: {
         pn_session_t *s = pn_event_session(e);
         links_cleanup_session_WT(c, s);
+        if (s == c->lr_ssn)
+            c->lr_ssn = NULL;
         pn_session_close(s);
         pn_session_free(s);
         break;
@@ -389,6 +407,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 void rtr_conn_closed_WT(rtr_conn_t *c)
 {
     links_cleanup_session_WT(c, NULL);
+    rtr_lr_conn_closed_WT(c);
 }
 
 void rtr_conn_process_WT(rtr_conn_t *c)

@@ -64,6 +64,7 @@ struct rtr_link {
     stats_obj_t  stats;      /* its `link` stats object (made and retired by the core) */
     uint64_t     zero_since; /* uv_now() when its credit was first seen at zero; 0: credit */
     bool         reported_blocked; /* counted in the router's linksBlocked */
+    struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
@@ -131,6 +132,9 @@ struct rtr_conn {
                                           Proton saw a byte; a TLS or authentication failure
                                           or a bad protocol header, router/lstats.h):
                                           Proton's own line for that end would repeat it */
+    pn_session_t          *lr_ssn;     /* the session of the router's links toward a route
+                                          container (router/linkroute.c), or NULL */
+    bool                   lr_announced; /* told the core it opened (CORE_A_CONN_OPENED) */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
 };

@@ -18,6 +18,7 @@
 #include "router/worker.h"
 
 #include "router/accept.h"
+#include "router/linkroute.h"
 #include "router/conn.h"
 
 #include <pthread.h>
@@ -113,6 +114,9 @@ static void ext_work_WT(rtr_worker_t *w, core_work_t *work)
         break;
     case RTR_EXT_SHUTDOWN:
         shutdown_WT(w, (uint64_t)work->u.ext.arg);
+        break;
+    case RTR_EXT_LR:
+        rtr_lr_msg_WT(w, work->u.ext.ptr);
         break;
     }
 }
