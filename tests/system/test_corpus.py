@@ -53,7 +53,6 @@ CONNECTOR = refused("Junction does not support the 'connector' entity yet")
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
-LINKROUTE = refused("Junction does not support the 'linkRoute' entity yet")
 AUTOLINK = refused("Junction does not support the 'autoLink' entity yet")
 WAYPOINT = refused("Junction does not support waypoint: true (waypoints) yet")
 FALLBACK = refused("Junction does not support enableFallback: true (fallback destinations)")
@@ -81,9 +80,9 @@ EXPECTED = {
     'docs/connecting-using-one-way-ssl-tls-authentication-L38.conf': SERVES,
     'docs/connecting-using-one-way-ssl-tls-authentication-L56.conf': CONNECTOR,
     'docs/connecting-using-username-password-authentication-L49.conf': CONNECTOR,
-    'docs/creating-link-route-L49.conf': LINKROUTE,
-    'docs/creating-link-route-L65.conf': LINKROUTE,
-    'docs/creating-link-route-L93.conf': LINKROUTE,
+    'docs/creating-link-route-L49.conf': SERVES,
+    'docs/creating-link-route-L65.conf': SERVES,
+    'docs/creating-link-route-L93.conf': SERVES,
     'docs/creating-vhost-policies-L42.conf': VHOST,
     'docs/creating-vhost-policies-L92.conf': GROUPS_NOT_JSON,
     'docs/creating-vhost-policies-json-L40.conf': POLICY_DIR,
