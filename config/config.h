@@ -230,6 +230,9 @@ typedef struct cfg_link_route {
     char *container_id; /* the route container's container id, or NULL */
     char *add_prefix;   /* addExternalPrefix, or NULL */
     char *del_prefix;   /* delExternalPrefix, or NULL */
+    uint32_t serving;   /* run time: connections that serve it (operStatus active when not
+                           0); the core writes it, management reads it, both with
+                           __atomic_load_n/__atomic_store_n (the rest is read-only) */
 } cfg_link_route_t;
 
 typedef struct cfg_log {

@@ -37,6 +37,8 @@ struct core_lr {
     int            *workers;      /* the worker of each (heap array) */
     size_t          n_conns;      /* their count */
     core_lr_t      *next;         /* the table's list, in the order routes were added */
+    const void     *owner;        /* core_lr_spec_t.owner */
+    uint32_t       *serving;      /* core_lr_spec_t.serving */
 };
 
 /* The routes of one pattern and direction. */
@@ -166,12 +168,19 @@ static bool conn_serves(const lr_conn_t *c, const core_lr_t *lr)
     return lr->connection && str_eq(lr->connection, c->name);
 }
 
+static void serving_set(core_lr_t *lr)
+{
+    if (lr->serving)
+        __atomic_store_n(lr->serving, (uint32_t)lr->n_conns, __ATOMIC_RELAXED);
+}
+
 static void route_conn_add(core_lr_t *lr, uint64_t id, int worker)
 {
     lr->conns = base_realloc(lr->conns, (lr->n_conns + 1) * sizeof(*lr->conns));
     lr->workers = base_realloc(lr->workers, (lr->n_conns + 1) * sizeof(*lr->workers));
     lr->workers[lr->n_conns] = worker;
     lr->conns[lr->n_conns++] = id;
+    serving_set(lr);
 }
 
 static bool route_conn_del(core_lr_t *lr, uint64_t id)
@@ -182,6 +191,7 @@ static bool route_conn_del(core_lr_t *lr, uint64_t id)
             memmove(&lr->workers[i], &lr->workers[i + 1],
                     (lr->n_conns - i - 1) * sizeof(*lr->workers));
             lr->n_conns--;
+            serving_set(lr);
             return true;
         }
     }
@@ -215,6 +225,8 @@ uint64_t core_lr_add(core_lr_table_t *t, const core_lr_spec_t *spec, const char 
     lr->add_prefix = dup_or_null(spec->add_prefix);
     lr->del_prefix = dup_or_null(spec->del_prefix);
     lr->dir = strcmp(spec->direction, "in") == 0 ? CORE_LINK_IN : CORE_LINK_OUT;
+    lr->owner = spec->owner;
+    lr->serving = spec->serving;
     lr->key = base_pattern_normalize(spec->prefix ? spec->prefix : spec->pattern, !!spec->prefix);
     BASE_BUG_ON(!lr->key); /* core_lr_spec_check() passed */
 
@@ -235,12 +247,27 @@ uint64_t core_lr_add(core_lr_table_t *t, const core_lr_spec_t *spec, const char 
     return lr->identity;
 }
 
+static bool remove_at(core_lr_table_t *t, core_lr_t **pp);
+
 bool core_lr_remove(core_lr_table_t *t, const char *name, uint64_t identity)
 {
     core_lr_t **pp = &t->head;
     for (; *pp; pp = &(*pp)->next)
         if (name ? str_eq((*pp)->name, name) : (*pp)->identity == identity)
             break;
+    return remove_at(t, pp);
+}
+
+bool core_lr_remove_owner(core_lr_table_t *t, const void *owner)
+{
+    core_lr_t **pp = &t->head;
+    while (*pp && (*pp)->owner != owner)
+        pp = &(*pp)->next;
+    return owner && remove_at(t, pp);
+}
+
+static bool remove_at(core_lr_table_t *t, core_lr_t **pp)
+{
     core_lr_t *lr = *pp;
     if (!lr)
         return false;
@@ -264,6 +291,8 @@ bool core_lr_remove(core_lr_table_t *t, const char *name, uint64_t identity)
         free(slot->routes);
         free(slot);
     }
+    if (lr->serving)
+        __atomic_store_n(lr->serving, 0, __ATOMIC_RELAXED);
     route_free(lr);
     return true;
 }
@@ -425,24 +454,30 @@ bool core_lr_info(const core_lr_table_t *t, size_t i, core_lr_info_t *out)
 
 /* ---- the core's hooks (core.c calls them on the core thread) ---- */
 
+uint64_t core_lr_add_cfg(core_lr_table_t *t, const cfg_link_route_t *c, const char **err)
+{
+    core_lr_spec_t spec = {
+        .name = c->name,
+        .prefix = c->prefix,
+        .pattern = c->pattern,
+        .direction = c->direction,
+        .connection = c->connection,
+        .container_id = c->container_id,
+        .add_prefix = c->add_prefix,
+        .del_prefix = c->del_prefix,
+        .owner = c,
+        .serving = (uint32_t *)&c->serving, /* the one run-time field of the config */
+    };
+    return core_lr_add(t, &spec, err);
+}
+
 core_lr_table_t *core_lr_table_load(const cfg_t *cfg)
 {
     core_lr_table_t *t = core_lr_table_new();
     for (size_t i = 0; i < cfg->n_link_routes; i++) {
-        const cfg_link_route_t *c = &cfg->link_routes[i];
-        core_lr_spec_t spec = {
-            .name = c->name,
-            .prefix = c->prefix,
-            .pattern = c->pattern,
-            .direction = c->direction,
-            .connection = c->connection,
-            .container_id = c->container_id,
-            .add_prefix = c->add_prefix,
-            .del_prefix = c->del_prefix,
-        };
         const char *err = NULL;
         /* the load checked each entity as CREATE does (core_lr_spec_check()) */
-        if (!core_lr_add(t, &spec, &err))
+        if (!core_lr_add_cfg(t, &cfg->link_routes[i], &err))
             LOG(ERROR, "Error configuring linkRoute: %s", err);
     }
     return t;

@@ -49,6 +49,9 @@ typedef struct core_lr_spec {
     const char *add_prefix;   /* addExternalPrefix */
     const char *del_prefix;   /* delExternalPrefix */
     const char *distribution; /* "linkBalanced" or NULL */
+    const void *owner;        /* who added it (core_lr_remove_owner()), or NULL */
+    uint32_t   *serving;      /* where to store how many connections serve it (atomically:
+                                 another thread reads it), or NULL */
 } core_lr_spec_t;
 
 /* What management shows of a route (a view into the table: valid until the route is
@@ -110,9 +113,17 @@ const char *core_lr_spec_check(const core_lr_spec_t *spec);
  * already (core_lr_conn_opened() happened before) activates it at once. */
 uint64_t core_lr_add(core_lr_table_t *t, const core_lr_spec_t *spec, const char **err);
 
+/* Add a configured or CREATEd linkRoute: its owner is c, and c->serving its live count of
+ * serving connections.  As core_lr_add(). */
+uint64_t core_lr_add_cfg(core_lr_table_t *t, const cfg_link_route_t *c, const char **err);
+
 /* Remove the route with this name (when `name` is not NULL) or else this identity.  Returns
  * true when one was removed.  Attaches routed already stay where they went. */
 bool core_lr_remove(core_lr_table_t *t, const char *name, uint64_t identity);
+
+/* Remove the route added with this owner (core_lr_spec_t.owner).  Returns true when one
+ * was removed. */
+bool core_lr_remove_owner(core_lr_table_t *t, const void *owner);
 
 /* A connection opened (its open seen) on `worker`: `route_container` is its role, `container_id` the
  * container id of the peer's open, `conn_name` the name of the listener or connector it came

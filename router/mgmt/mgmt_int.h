@@ -36,6 +36,7 @@ typedef enum mgmt_kind {
     MGMT_K_POLICY,   /* the one policy of the configuration */
     MGMT_K_EMPTY,    /* a known type with no entities in a standalone Junction */
     MGMT_K_SSL_PROFILE, /* the router's sslProfiles (mgmt_tls_t, ssl.c) */
+    MGMT_K_LINK_ROUTE,  /* configuration records of the node, operStatus live */
 } mgmt_kind_t;
 
 /* Where an operational (MGMT_K_STATS) column gets its value. */
@@ -209,6 +210,8 @@ struct mgmt_node {
     mgmt_rec_list_t      listeners;   /* live listeners */
     mgmt_rec_list_t      addresses;   /* live address configurations */
     long                 addr_serial; /* identities given to addresses */
+    mgmt_rec_list_t      link_routes; /* live linkRoute configurations */
+    long                 lr_serial;   /* identities given to link routes */
     cfg_t              **owned;       /* configurations CREATE made (see mgmt_node_free) */
     size_t               n_owned;
     struct pn_message_t *req;         /* reused request and reply messages (amqp.c) */
@@ -219,6 +222,7 @@ void mgmt_rec_add(mgmt_rec_list_t *l, const char *name, const char *identity, lo
                   const void *cfg);
 void mgmt_rec_del(mgmt_rec_list_t *l, size_t i);
 void mgmt_node_address_rec(mgmt_node_t *n, const cfg_address_t *ac);
+void mgmt_node_link_route_rec(mgmt_node_t *n, const cfg_link_route_t *lr);
 void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg);
 
 /* Where an operation writes its reply body: the AMQP encoder (amqp.c) implements it. */

@@ -6,9 +6,12 @@ direction `in` routes client senders, `out` client receivers (qdrouterd 1.19's s
 """
 
 import collections
+import json
 import queue
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from proton import Condition, Delivery, Endpoint, Handler, Message
@@ -68,6 +71,8 @@ class Broker(threading.Thread):
     def stop(self):
         self.cmds.put(("stop",))
         self.join(10)
+        assert not self.is_alive(), "the broker did not stop"
+        assert self.error is None, self.error
 
     # ---- the broker's thread ----
     def run(self):
@@ -91,6 +96,14 @@ def _decode(raw):
 class _BrokerHandler(Handler):
     def __init__(self, broker):
         self.b = broker
+        self.stop_at = None
+
+    def close_socket(self, event):
+        t = self.b.conn.transport
+        if t is not None:
+            t.close_tail()
+            t.close_head()
+        event.container.stop()
 
     def on_reactor_init(self, event):
         self.b.conn = event.container.connect(self.b.url, reconnect=False, sasl_enabled=True,
@@ -113,16 +126,16 @@ class _BrokerHandler(Handler):
                         link.close()
                     link = link.next(Endpoint.LOCAL_ACTIVE)
             elif cmd[0] == "kill":
-                t = b.conn.transport
-                if t is not None:
-                    t.close_tail()
-                    t.close_head()
-                event.container.stop()
+                self.close_socket(event)
                 return
             elif cmd[0] == "stop":
+                # an AMQP close; the socket goes once the router answered (or after 2 s)
                 b.conn.close()
-                event.container.stop()
-                return
+                self.stop_at = time.monotonic() + 2
+        if self.stop_at and (b.conn.state & Endpoint.REMOTE_CLOSED or
+                             time.monotonic() > self.stop_at):
+            self.close_socket(event)
+            return
         for link in b.senders:
             self.pump(link)
         event.container.schedule(0.02, self)
@@ -397,3 +410,96 @@ def test_normal_listener_is_no_route_container(lr_router, client):
         assert snd.remote_condition.name == "qd:no-route-to-dest"
     finally:
         b.stop()
+
+
+# ---- management: qdstat --linkroutes, qdstat -l, qdmanage CREATE/DELETE -------------------
+
+PEER_BIN = Path(__file__).resolve().parents[2].parent / "shared" / "peer" / "bin"
+
+
+def peer(tool, router, *args):
+    exe = PEER_BIN / tool
+    if not exe.exists():
+        pytest.skip("the reference %s is not in ../shared/peer (%s)" % (tool, exe))
+    h, p = router.addresses[0]
+    out = subprocess.run([str(exe), "-b", "%s:%s" % (h, p)] + list(args),
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def linkroute_rows(router):
+    return {r["name"]: r for r in json.loads(peer("qdmanage", router, "query", "--type",
+                                                  "linkRoute"))}
+
+
+def test_qdstat_linkroutes_oper_status(lr_router, client):
+    rows = linkroute_rows(lr_router)
+    assert set(rows) == {"lrIn", "lrOut", "extIn", "rejIn", "none"}
+    assert rows["lrIn"]["prefix"] == "lr.in" and rows["lrIn"]["direction"] == "in"
+    assert rows["lrOut"]["direction"] == "out"
+    assert rows["extIn"]["addExternalPrefix"] == "queue."
+    assert rows["extIn"]["delExternalPrefix"] == "ext."
+    assert rows["lrIn"]["containerId"] == BROKER_ID
+    assert rows["lrIn"]["distribution"] == "linkBalanced"
+    assert {r["operStatus"] for r in rows.values()} == {"inactive"}
+    b = Broker(url_of(lr_router, 1))
+    b.start()
+    try:
+        assert b.opened.wait(10)
+        lr_router.wait_log(r"Link routes activated")
+        rows = linkroute_rows(lr_router)
+        assert rows["lrIn"]["operStatus"] == "active"
+        assert rows["none"]["operStatus"] == "inactive"
+        text = peer("qdstat", lr_router, "--linkroutes")
+        line = [ln for ln in text.splitlines() if ln.split()[:1] == ["lr.in"]]
+        assert line and "active" in line[0].split(), text
+        # a link-routed link is one of the router's links (qdstat -l)
+        conn = client.connect(url_of(lr_router, 0))
+        conn.sender("lr.in.stat")
+        links = json.loads(peer("qdmanage", lr_router, "query", "--type", "router.link"))
+        assert any(ln.get("linkName", "").startswith("snd-lr.in.stat") for ln in links), links
+    finally:
+        b.stop()
+    lr_router.wait_log(r"Link routes deactivated")
+    assert linkroute_rows(lr_router)["lrIn"]["operStatus"] == "inactive"
+
+
+def test_create_and_delete_at_run_time(lr_router, broker, client):
+    conn = client.connect(url_of(lr_router, 0))
+    snd = conn.sender("late.q")  # no route yet: message-routed (no consumer, no credit)
+    client.run_for(0.2)
+    assert not snd.is_remote_closed() and snd.credit == 0
+    row = json.loads(peer("qdmanage", lr_router, "create", "--type", "linkRoute", "--name",
+                          "late", "prefix=late", "direction=in", "containerId=" + BROKER_ID))
+    assert row["operStatus"] == "active" or row["operStatus"] == "inactive"
+    assert linkroute_rows(lr_router)["late"]["operStatus"] == "active"
+    snd2 = conn.sender("late.q2")
+    dlv = snd2.send(Message(body="late"))
+    assert snd2.wait_outcome(dlv) == Delivery.ACCEPTED
+    assert broker.messages("late.q2") == ["late"]
+    peer("qdmanage", lr_router, "delete", "--type", "linkRoute", "--name", "late")
+    assert "late" not in linkroute_rows(lr_router)
+    # the link routed already stays; a new attach is message-routed again
+    dlv = snd2.send(Message(body="still"))
+    assert snd2.wait_outcome(dlv) == Delivery.ACCEPTED
+    snd3 = conn.sender("late.q3")
+    client.run_for(0.2)
+    assert not snd3.is_remote_closed() and snd3.credit == 0
+    assert ("receiver", "late.q3") not in broker.attaches()
+
+
+def test_create_refused_like_qdrouterd(lr_router):
+    exe = PEER_BIN / "qdmanage"
+    if not exe.exists():
+        pytest.skip("the reference qdmanage is not in ../shared/peer (%s)" % exe)
+    h, p = lr_router.addresses[0]
+    for args in (["prefix=a"], ["prefix=a", "pattern=b", "direction=in"],
+                 ["prefix=a", "direction=in", "connection=c", "containerId=d"],
+                 ["--name", "lrIn", "prefix=zz", "direction=in"]):
+        out = subprocess.run([str(exe), "-b", "%s:%s" % (h, p), "create", "--type",
+                              "linkRoute"] + args, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=30)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0 and "BadRequestStatus" in text, (args, text)
+    assert set(linkroute_rows(lr_router)) == {"lrIn", "lrOut", "extIn", "rejIn", "none"}
