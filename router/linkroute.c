@@ -704,6 +704,14 @@ void rtr_lr_msg_WT(rtr_worker_t *w, void *ptr)
     msg_free(m);
 }
 
+void rtr_lr_msg_drop(void *ptr)
+{
+    lr_msg_t *m = ptr;
+    if (m->type == LR_ATTACH)
+        pair_unref(m->pair); /* end 1's reference: it never lived */
+    msg_free(m);
+}
+
 /* ---------------------------------------------------------------- route containers */
 
 void rtr_lr_conn_opened_WT(rtr_conn_t *c, const char *name, bool route_container)

@@ -29,8 +29,10 @@ void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d);
  * is detached with the peer's error, or qd:routed-link-lost when the connection went. */
 void rtr_lr_end_WT(rtr_link_t *k);
 
-/* A message from the other end of a pair (RTR_EXT_LR's ptr). */
+/* A message from the other end of a pair (RTR_EXT_LR's ptr).  _drop: free one that was
+ * never handled (its worker stopped first; any thread, once the workers are gone). */
 void rtr_lr_msg_WT(rtr_worker_t *w, void *msg);
+void rtr_lr_msg_drop(void *msg);
 
 /* A connection's open was seen / it is gone: tell the core, for route containers (a
  * listener or connector of role route-container).  A connector's connection calls the same
