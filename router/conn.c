@@ -433,6 +433,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             rtr_conn_credit_sync_WT(c);
         rtr_conn_write_WT(c);
+        bool again = c->lr_drain_due && rtr_lr_conn_written_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,
@@ -444,7 +445,6 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         /* Links stopped by the output budget go on once the socket took what Proton framed
          * (rtr_conn_write_WT() starts the budget again); while the socket is full, its write
          * callback comes back. */
-        bool again = false;
         if (c->n_blocked && c->out_queued < RTR_CONN_OUT_MAX) {
             for (rtr_link_t *k = c->links; k; k = k->next) {
                 if (k->blocked) {

@@ -66,6 +66,8 @@ typedef struct rtr_lr_end {
     int64_t        got;      /* R: credit granted to its peer, in all */
     int64_t        used;     /* R: deliveries its peer sent (and credit it drained) */
     bool           drain_asked; /* S: DRAIN sent, DRAINED not yet back */
+    bool           drained_due; /* S: the other peer drained: answer this peer's drain once
+                                   what is queued went out (rtr_lr_conn_written_WT) */
     bool           draining;    /* R: its peer was asked to drain */
 } rtr_lr_end_t;
 
@@ -591,6 +593,26 @@ static void on_disp_WT(rtr_lr_end_t *e, lr_msg_t *m)
     }
 }
 
+bool rtr_lr_conn_written_WT(rtr_conn_t *c)
+{
+    bool did = false;
+    c->lr_drain_due = false;
+    for (rtr_link_t *k = c->links; k; k = k->next) {
+        rtr_lr_end_t *e = k->lr;
+        if (!e || !e->drained_due || !k->pn)
+            continue;
+        if (pn_link_queued(k->pn) > 0 && pn_link_credit(k->pn) > 0) {
+            c->lr_drain_due = true; /* still going out */
+            continue;
+        }
+        e->drained_due = false;
+        if (pn_link_get_drain(k->pn) && pn_link_drained(k->pn) > 0)
+            did = true;
+        flow_s_WT(e);
+    }
+    return did;
+}
+
 /* ---------------------------------------------------------------- the end of a link */
 
 static void end_free_WT(rtr_lr_end_t *e)
@@ -684,11 +706,12 @@ void rtr_lr_msg_WT(rtr_worker_t *w, void *ptr)
         drain_check_r_WT(e);
         break;
     case LR_DRAINED:
+        /* the transfers R sent before are queued here: Proton's drained would zero the
+         * credit they need, so the answer waits until they went out */
         e->drain_asked = false;
         e->arrived += m->credit;
-        if (pn_link_get_drain(e->k->pn))
-            pn_link_drained(e->k->pn);
-        flow_s_WT(e);
+        e->drained_due = true;
+        c->lr_drain_due = true;
         break;
     case LR_XFER:
         on_xfer_WT(e, m);

@@ -29,6 +29,10 @@ void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d);
  * is detached with the peer's error, or qd:routed-link-lost when the connection went. */
 void rtr_lr_end_WT(rtr_link_t *k);
 
+/* After c's output was written: a drain waiting for its queued transfers to go out is
+ * answered.  Returns true when something new is to be written. */
+bool rtr_lr_conn_written_WT(rtr_conn_t *c);
+
 /* A message from the other end of a pair (RTR_EXT_LR's ptr).  _drop: free one that was
  * never handled (its worker stopped first; any thread, once the workers are gone). */
 void rtr_lr_msg_WT(rtr_worker_t *w, void *msg);

@@ -306,16 +306,23 @@ def test_receiver_through_link_route(lr_router, broker, client):
 
 
 def test_drain_through_link_route(lr_router, broker, client):
-    broker.put("lr.out.d", "only")
+    for i in range(3):
+        broker.put("lr.out.d", "d%d" % i)
     conn = client.connect(url_of(lr_router, 0))
     rcv = conn.receiver("lr.out.d", credit=0, auto_credit=False)
     rcv.pn.drain(10)
     client.flush()
-    got = rcv.get()
-    assert got.message.body == "only"
-    # the broker answered the drain: the client's credit is back to 0
+    # every message the broker had comes before the drain's answer, which takes the rest
+    assert [g.message.body for g in rcv.get_n(3)] == ["d0", "d1", "d2"]
     client.wait(lambda: rcv.pn.credit == 0 and not rcv.pn.draining(), msg="drain answered")
     assert any(d for (_, _, d) in broker.flow_log), "the drain did not reach the broker"
+    # a drain with nothing queued is answered at once, and credit works again after it
+    rcv.pn.drain(5)
+    client.flush()
+    client.wait(lambda: rcv.pn.credit == 0 and not rcv.pn.draining(), msg="second drain")
+    broker.put("lr.out.d", "after")
+    rcv.flow(1)
+    assert rcv.get().message.body == "after"
 
 
 def test_large_message_through_link_route(lr_router, broker, client):
