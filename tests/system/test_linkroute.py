@@ -526,3 +526,53 @@ def test_router_stops_with_link_routed_links(lr_router, broker, client):
     assert lr_router.stop() == 0
     assert lr_router.problems() == []
     client.wait(conn.is_gone, msg="the router's connection to end")
+
+
+def test_credit_lowered_by_the_receiver(lr_router, broker):
+    """A receiver that lowers its credit (a flow with less link-credit than before, which
+    AMQP allows at any time) gets no more than the new credit, although the broker was
+    granted the old one; raising it again delivers the rest (raw frames: Proton's API only
+    adds credit)."""
+    import socket
+    import struct
+    from test_conn_budget import (AMQP_HEADER, attach_receiver_frame, begin_frame, frame,
+                                  open_frame, performatives, uint)
+    from amqp_raw import _described, enc_list
+
+    def flow(count, credit):
+        return frame(_described(0x13, enc_list([uint(0), uint(0x7FFFFFFF), uint(0),
+                                                uint(0x7FFFFFFF), uint(0), uint(count),
+                                                uint(credit)])))
+
+    h, p = lr_router.addresses[0]
+    s = socket.create_connection((h, int(p)), timeout=5)
+    data = bytearray()
+
+    def read_for(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            s.settimeout(max(0.01, end - time.monotonic()))
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            data.extend(chunk)
+
+    try:
+        s.sendall(AMQP_HEADER + open_frame("lowering") + begin_frame(0) +
+                  attach_receiver_frame(0, "lr.out.low", "low") + flow(0, 10))
+        read_for(0.5)
+        assert performatives(bytes(data), 0x12) == 1  # the router's attach
+        s.sendall(flow(0, 2))  # credit lowered from 10 to 2, nothing received yet
+        read_for(0.3)
+        for i in range(10):
+            broker.put("lr.out.low", "low%d" % i)
+        read_for(1.0)
+        assert performatives(bytes(data), 0x14) == 2
+        s.sendall(flow(2, 5))  # 5 more
+        read_for(1.0)
+        assert performatives(bytes(data), 0x14) == 7
+    finally:
+        s.close()
