@@ -495,10 +495,11 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
             }
             m->aborted = aborted;
             m->more = more && !aborted;
-            m->settled = pn_delivery_settled(d);
-            if (m->settled)
+            bool settled = pn_delivery_settled(d);
+            m->settled = settled;
+            if (settled)
                 r->told_settled = true;
-            msg_post(m);
+            msg_post(m); /* the other worker owns m from here */
             if (aborted) {
                 dlv_settle_WT(e, d);
                 pn_link_advance(pl);
@@ -506,7 +507,7 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
             }
             if (!more) {
                 pn_link_advance(pl);
-                if (m->settled) {
+                if (settled) {
                     dlv_settle_WT(e, d); /* presettled: nothing more comes of it */
                     return;
                 }
