@@ -12,33 +12,32 @@
  */
 #include "core/linkroute.h"
 
-#include "core/core_int.h"
-
 #include "core/base/base.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/core_int.h"
 
 #include <string.h>
 
 #define LOG(lvl, ...) base_log(BASE_LOG_MOD_ROUTER_CORE, BASE_LOG_##lvl, __VA_ARGS__)
 
 struct core_lr {
-    uint64_t        identity;     /* unique in the table, from 1 */
-    char           *name;         /* heap copies of the spec's strings, or NULL */
+    uint64_t        identity; /* unique in the table, from 1 */
+    char           *name;     /* heap copies of the spec's strings, or NULL */
     char           *prefix;
     char           *pattern;
     char           *connection;
     char           *container_id;
     char           *add_prefix;
     char           *del_prefix;
-    char           *key;          /* the normalized pattern (its slot's key) */
-    core_link_dir_t dir;          /* CORE_LINK_IN: client senders */
-    uint64_t       *conns;        /* the connections that serve it (heap array) */
-    int            *workers;      /* the worker of each (heap array) */
-    size_t          n_conns;      /* their count */
-    core_lr_t      *next;         /* the table's list, in the order routes were added */
-    const void     *owner;        /* core_lr_spec_t.owner */
-    uint32_t       *serving;      /* core_lr_spec_t.serving */
+    char           *key;     /* the normalized pattern (its slot's key) */
+    core_link_dir_t dir;     /* CORE_LINK_IN: client senders */
+    uint64_t       *conns;   /* the connections that serve it (heap array) */
+    int            *workers; /* the worker of each (heap array) */
+    size_t          n_conns; /* their count */
+    core_lr_t      *next;    /* the table's list, in the order routes were added */
+    const void     *owner;   /* core_lr_spec_t.owner */
+    uint32_t       *serving; /* core_lr_spec_t.serving */
 };
 
 /* The routes of one pattern and direction. */
@@ -297,9 +296,8 @@ static bool remove_at(core_lr_table_t *t, core_lr_t **pp)
     return true;
 }
 
-size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, int worker,
-                           bool route_container, const char *container_id,
-                           const char *conn_name)
+size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, int worker, bool route_container,
+                           const char *container_id, const char *conn_name)
 {
     if (!route_container)
         return 0;
@@ -359,9 +357,9 @@ bool core_lr_attach(core_lr_table_t *t, core_link_dir_t dir, const char *addr, s
                     core_lr_target_t *out)
 {
     memset(out, 0, sizeof(*out));
-    size_t nlen;
+    size_t      nlen;
     const char *norm = core_addr_normalize(addr, len, &nlen);
-    lr_slot_t *slot = base_pattern_match(t->by_dir[dir], norm, nlen);
+    lr_slot_t  *slot = base_pattern_match(t->by_dir[dir], norm, nlen);
     if (!slot)
         return false;
 
@@ -386,7 +384,7 @@ bool core_lr_attach(core_lr_table_t *t, core_link_dir_t dir, const char *addr, s
     /* The rewrite (qdrouterd's forwarder.c): delExternalPrefix off, then addExternalPrefix
      * on; the answer undoes it. */
     const char *rest = addr;
-    size_t rest_len = len;
+    size_t      rest_len = len;
     if (lr->del_prefix) {
         size_t dl = strlen(lr->del_prefix);
         if (len > dl && memcmp(addr, lr->del_prefix, dl) == 0) {
@@ -417,7 +415,7 @@ char *core_lr_answer_address(const core_lr_target_t *target, const char *addr)
         }
     }
     size_t il = target->insert ? strlen(target->insert) : 0;
-    char *s = base_malloc(il + len + 1);
+    char  *s = base_malloc(il + len + 1);
     if (il)
         memcpy(s, target->insert, il);
     memcpy(s + il, addr, len);
@@ -494,8 +492,7 @@ bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *
     if (!address || !*address || a->u.attach.dynamic || a->u.attach.conn_id == 0)
         return false;
     core_lr_target_t *tg = base_calloc(1, sizeof(*tg));
-    if (!core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address),
-                        tg)) {
+    if (!core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address), tg)) {
         free(tg);
         return false;
     }
@@ -518,9 +515,9 @@ bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *
 void core_lr_conn_action_CT(core_t *core, core_action_t *a)
 {
     if (a->type == CORE_A_CONN_OPENED) {
-        size_t n = core_lr_conn_opened(core->lr, a->u.conn.conn_id, a->worker,
-                                       a->u.conn.route_container, a->u.conn.container_id,
-                                       a->u.conn.name);
+        size_t n =
+            core_lr_conn_opened(core->lr, a->u.conn.conn_id, a->worker, a->u.conn.route_container,
+                                a->u.conn.container_id, a->u.conn.name);
         if (n)
             LOG(INFO, "[C%llu] Link routes activated: %zu (container %s)",
                 (unsigned long long)a->u.conn.conn_id, n,

@@ -72,13 +72,13 @@ typedef struct core_lr_info {
 /* Where a client's attach goes (core_lr_attach()); core.h names it (the core hands it to
  * the client's worker with CORE_W_LINK_ATTACHED). */
 struct core_lr_target {
-    uint64_t    conn_id;    /* the route container's connection, or 0: none serves the route
-                               (the attach is refused with qd:no-route-to-dest) */
-    int         worker;     /* the worker that owns that connection */
-    char       *address;    /* the address for the route container (heap) */
-    char       *strip;      /* undo on the answer: the addExternalPrefix put on, or NULL (heap) */
-    char       *insert;     /* undo on the answer: the delExternalPrefix taken off, or NULL
-                               (heap) */
+    uint64_t conn_id; /* the route container's connection, or 0: none serves the route
+                         (the attach is refused with qd:no-route-to-dest) */
+    int   worker;     /* the worker that owns that connection */
+    char *address;    /* the address for the route container (heap) */
+    char *strip;      /* undo on the answer: the addExternalPrefix put on, or NULL (heap) */
+    char *insert;     /* undo on the answer: the delExternalPrefix taken off, or NULL
+                         (heap) */
 };
 
 /* Free what a target holds (core_lr_attach() filled it); harmless on a zeroed one.  _free:
@@ -92,8 +92,8 @@ void core_lr_target_free(core_lr_target_t *target);
  * carries where it goes (routed) or qd:no-route-to-dest, and the core neither routes nor
  * credits it.  _conn_action: CORE_A_CONN_OPENED and CORE_A_CONN_CLOSED. */
 core_lr_table_t *core_lr_table_load(const cfg_t *cfg);
-bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *w);
-void core_lr_conn_action_CT(core_t *core, core_action_t *a);
+bool             core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *w);
+void             core_lr_conn_action_CT(core_t *core, core_action_t *a);
 
 /* The core's table (core.c owns it).  Core thread only: management reaches it through
  * core_call(). */
@@ -101,7 +101,7 @@ core_lr_table_t *core_lr_table_CT(core_t *core);
 
 /* A new empty table / free it with its routes (NULL is fine).  Aborts on OOM. */
 core_lr_table_t *core_lr_table_new(void);
-void core_lr_table_free(core_lr_table_t *t);
+void             core_lr_table_free(core_lr_table_t *t);
 
 /* Check a spec as qdrouterd's CREATE does.  Returns NULL when it is good, else qdrouterd's
  * words for what is wrong (a static string).  Pure, thread-safe. */
@@ -125,16 +125,15 @@ bool core_lr_remove(core_lr_table_t *t, const char *name, uint64_t identity);
  * was removed. */
 bool core_lr_remove_owner(core_lr_table_t *t, const void *owner);
 
-/* A connection opened (its open seen) on `worker`: `route_container` is its role, `container_id` the
- * container id of the peer's open, `conn_name` the name of the listener or connector it came
+/* A connection opened (its open seen) on `worker`: `route_container` is its role, `container_id`
+ * the container id of the peer's open, `conn_name` the name of the listener or connector it came
  * through (NULL or a generated `listener/`/`connector/` name match nothing).  This is the one
  * call for incoming and outgoing connections alike (a connector's connection calls it once
  * its open is seen).  A route-container connection is remembered until it closes, so that
  * routes added later find it; any other connection is ignored.  Returns how many routes it
  * serves now. */
-size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, int worker,
-                           bool route_container, const char *container_id,
-                           const char *conn_name);
+size_t core_lr_conn_opened(core_lr_table_t *t, uint64_t conn_id, int worker, bool route_container,
+                           const char *container_id, const char *conn_name);
 /* The connection closed: it serves no route from now on.  Returns how many it served. */
 size_t core_lr_conn_closed(core_lr_table_t *t, uint64_t conn_id);
 
@@ -153,6 +152,6 @@ char *core_lr_answer_address(const core_lr_target_t *target, const char *addr);
 
 /* Management: the number of routes, and the i-th in the order they were added. */
 size_t core_lr_count(const core_lr_table_t *t);
-bool core_lr_info(const core_lr_table_t *t, size_t i, core_lr_info_t *out);
+bool   core_lr_info(const core_lr_table_t *t, size_t i, core_lr_info_t *out);
 
 #endif

@@ -21,11 +21,10 @@
  */
 #include "router/linkroute.h"
 
-#include "router/link_in.h"
-
 #include "core/base/list.h"
 #include "core/base/map.h"
 #include "core/linkroute.h"
+#include "router/link_in.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -34,7 +33,6 @@
 #include <proton/link.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
-
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,40 +40,40 @@
 /* The two ends of a link-routed link.  `refs`: one per end alive and one per message in
  * flight; the last drop frees it. */
 typedef struct rtr_lr_pair {
-    atomic_int    refs;     /* owners: ends and messages */
-    rtr_worker_t *w[2];     /* the worker of each end (immutable) */
-    uint64_t      conn[2];  /* the connection of each end (immutable) */
-    struct rtr_lr_end *e[2]; /* each end's state while it lives: e[i] is read and written
-                                by worker w[i] only (messages for end i run there) */
-    char         *strip;    /* the answer's address rewrite (core_lr_target_t's; end 0) */
-    char         *insert;
+    atomic_int         refs;    /* owners: ends and messages */
+    rtr_worker_t      *w[2];    /* the worker of each end (immutable) */
+    uint64_t           conn[2]; /* the connection of each end (immutable) */
+    struct rtr_lr_end *e[2];    /* each end's state while it lives: e[i] is read and written
+                                   by worker w[i] only (messages for end i run there) */
+    char *strip;                /* the answer's address rewrite (core_lr_target_t's; end 0) */
+    char *insert;
 } rtr_lr_pair_t;
 
 /* An end's state, owned by its worker (k->lr). */
 typedef struct rtr_lr_end {
-    rtr_lr_pair_t *pair;     /* its pair (one reference) */
-    int            side;     /* 0: the client's link, 1: the router's on the route container */
-    rtr_link_t    *k;        /* its link */
-    bool           open;     /* the other end's attach answer was applied (end 0), or the
-                                attach sent (end 1) */
-    bool           told;     /* the other end was told this end is gone (or it went first) */
-    base_map_t     dlv;      /* seq -> pn_delivery_t of this end not yet settled here */
-    uint64_t       next_seq; /* R: the last number given to a delivery */
-    int64_t        granted;  /* S: credit R was asked to grant, in all */
-    int64_t        arrived;  /* S: deliveries R sent (and credit its peer gave up draining) */
-    int64_t        got;      /* R: credit granted to its peer, in all */
-    int64_t        used;     /* R: deliveries its peer sent (and credit it drained) */
-    bool           drain_asked; /* S: DRAIN sent, DRAINED not yet back */
-    bool           drained_due; /* S: the other peer drained: answer this peer's drain once
-                                   what is queued went out (rtr_lr_conn_written_WT) */
-    bool           draining;    /* R: its peer was asked to drain */
+    rtr_lr_pair_t *pair;    /* its pair (one reference) */
+    int            side;    /* 0: the client's link, 1: the router's on the route container */
+    rtr_link_t    *k;       /* its link */
+    bool           open;    /* the other end's attach answer was applied (end 0), or the
+                               attach sent (end 1) */
+    bool       told;        /* the other end was told this end is gone (or it went first) */
+    base_map_t dlv;         /* seq -> pn_delivery_t of this end not yet settled here */
+    uint64_t   next_seq;    /* R: the last number given to a delivery */
+    int64_t    granted;     /* S: credit R was asked to grant, in all */
+    int64_t    arrived;     /* S: deliveries R sent (and credit its peer gave up draining) */
+    int64_t    got;         /* R: credit granted to its peer, in all */
+    int64_t    used;        /* R: deliveries its peer sent (and credit it drained) */
+    bool       drain_asked; /* S: DRAIN sent, DRAINED not yet back */
+    bool       drained_due; /* S: the other peer drained: answer this peer's drain once
+                               what is queued went out (rtr_lr_conn_written_WT) */
+    bool draining;          /* R: its peer was asked to drain */
 } rtr_lr_end_t;
 
 /* Per-delivery record (the Proton delivery's context). */
 typedef struct lr_dlv {
-    uint64_t seq;       /* its number */
-    uint64_t state;     /* the last remote state told to the other end */
-    bool     settled;   /* settled here */
+    uint64_t seq;          /* its number */
+    uint64_t state;        /* the last remote state told to the other end */
+    bool     settled;      /* settled here */
     bool     told_settled; /* the other end was told its peer settled it */
 } lr_dlv_t;
 
@@ -103,27 +101,27 @@ typedef struct lr_term {
 } lr_term_t;
 
 typedef struct lr_msg {
-    rtr_lr_pair_t *pair;  /* one reference */
-    int            to;    /* the end it is for */
-    int            type;  /* LR_* */
-    uint64_t       seq;   /* XFER, DISP */
+    rtr_lr_pair_t *pair;   /* one reference */
+    int            to;     /* the end it is for */
+    int            type;   /* LR_* */
+    uint64_t       seq;    /* XFER, DISP */
     int64_t        credit; /* FLOW, DRAINED */
     /* ATTACH, ATTACHED */
-    char          *name;
-    bool           sender;  /* ATTACH: end 1's link is a sender */
-    lr_term_t      source, target;
+    char                *name;
+    bool                 sender; /* ATTACH: end 1's link is a sender */
+    lr_term_t            source, target;
     pn_snd_settle_mode_t snd_mode;
     pn_rcv_settle_mode_t rcv_mode;
     /* XFER */
-    char          *bytes;
-    size_t         len;
-    bool           first, more, aborted;
+    char  *bytes;
+    size_t len;
+    bool   first, more, aborted;
     /* XFER (settled), DISP */
-    bool           settled;
-    uint64_t       state;
-    bool           failed, undeliverable;
+    bool     settled;
+    uint64_t state;
+    bool     failed, undeliverable;
     /* DISP (rejected), DETACH */
-    char          *cond_name, *cond_desc;
+    char *cond_name, *cond_desc;
 } lr_msg_t;
 
 static void pair_unref(rtr_lr_pair_t *p)
@@ -253,7 +251,7 @@ static void dlv_settle_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 
 void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
 {
-    rtr_ctx_t *ctx = k->conn->worker->ctx;
+    rtr_ctx_t     *ctx = k->conn->worker->ctx;
     rtr_lr_pair_t *p = base_calloc(1, sizeof(*p));
     atomic_init(&p->refs, 2); /* end 0, and end 1 (made by its worker, or refused there) */
     p->w[0] = k->conn->worker;
@@ -267,7 +265,7 @@ void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
     end_new(p, 0, k);
 
     pn_link_t *pl = k->pn;
-    lr_msg_t *m = msg_new(p, 1, LR_ATTACH);
+    lr_msg_t  *m = msg_new(p, 1, LR_ATTACH);
     m->name = base_strdup(pn_link_name(pl));
     m->sender = !k->out; /* the client sends: the router sends on to the container */
     term_take(&m->source, pn_link_remote_source(pl));
@@ -307,7 +305,7 @@ static void detach_msg(rtr_lr_pair_t *p, int to, const char *name, const char *d
 static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
 {
     rtr_lr_pair_t *p = m->pair;
-    rtr_conn_t *c = conn_find_WT(w, p->conn[1]);
+    rtr_conn_t    *c = conn_find_WT(w, p->conn[1]);
     if (!c) {
         detach_msg(p, 0, "qd:no-route-to-dest", "No route to the destination node");
         pair_unref(p); /* end 1's reference: it never lived */
@@ -353,7 +351,7 @@ void rtr_lr_remote_open_WT(rtr_link_t *k)
     if (e->side != 1)
         return;
     pn_link_t *pl = k->pn;
-    lr_msg_t *m = msg_new(e->pair, 0, LR_ATTACHED);
+    lr_msg_t  *m = msg_new(e->pair, 0, LR_ATTACHED);
     term_take(&m->source, pn_link_remote_source(pl));
     term_take(&m->target, pn_link_remote_target(pl));
     m->snd_mode = pn_link_remote_snd_settle_mode(pl);
@@ -368,10 +366,10 @@ static void flow_s_WT(rtr_lr_end_t *e);
 static void on_attached_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
     rtr_link_t *k = e->k;
-    pn_link_t *pl = k->pn;
+    pn_link_t  *pl = k->pn;
     /* the address the container gave back, with the rewrite undone */
     lr_term_t *t = k->out ? &m->source : &m->target;
-    char *addr = NULL;
+    char      *addr = NULL;
     if (t->address) {
         core_lr_target_t undo = {.strip = e->pair->strip, .insert = e->pair->insert};
         addr = core_lr_answer_address(&undo, t->address);
@@ -441,7 +439,7 @@ void rtr_lr_flow_WT(rtr_link_t *k)
 static void disp_out_WT(rtr_lr_end_t *e, pn_delivery_t *d, lr_dlv_t *r)
 {
     uint64_t state = pn_delivery_remote_state(d);
-    bool settled = pn_delivery_settled(d);
+    bool     settled = pn_delivery_settled(d);
     if (state == r->state && (!settled || r->told_settled))
         return;
     lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_DISP);
@@ -468,7 +466,7 @@ static void disp_out_WT(rtr_lr_end_t *e, pn_delivery_t *d, lr_dlv_t *r)
 static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 {
     pn_link_t *pl = e->k->pn;
-    lr_dlv_t *r = pn_delivery_get_context(d);
+    lr_dlv_t  *r = pn_delivery_get_context(d);
     if (!r && d != pn_link_current(pl))
         return;
     bool first = false;
@@ -482,8 +480,8 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
     }
     if (d == pn_link_current(pl)) {
         size_t avail = pn_delivery_pending(d);
-        bool aborted = pn_delivery_aborted(d);
-        bool more = pn_delivery_partial(d);
+        bool   aborted = pn_delivery_aborted(d);
+        bool   more = pn_delivery_partial(d);
         if (first || avail || aborted || !more) {
             lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_XFER);
             m->seq = r->seq;
@@ -538,7 +536,7 @@ void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 /* S: bytes of a delivery from R. */
 static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
-    pn_link_t *pl = e->k->pn;
+    pn_link_t     *pl = e->k->pn;
     pn_delivery_t *d;
     if (m->first) {
         e->arrived++;
@@ -638,7 +636,7 @@ void rtr_lr_end_WT(rtr_link_t *k)
         return;
     if (!e->told) {
         e->told = true;
-        pn_link_t *pl = k->pn;
+        pn_link_t      *pl = k->pn;
         pn_condition_t *cond = pl ? pn_link_remote_condition(pl) : NULL;
         if (pl && (pn_link_state(pl) & PN_REMOTE_CLOSED)) {
             /* its peer detached it: the other end's peer gets the same error (or none) */
@@ -657,8 +655,8 @@ static void on_detach_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
     rtr_link_t *k = e->k;
     e->told = true; /* the other end is gone: nothing goes back */
-    LOGL(k, INFO, "Link route detached by the other end: %s %s",
-         m->cond_name ? m->cond_name : "", m->cond_desc ? m->cond_desc : "");
+    LOGL(k, INFO, "Link route detached by the other end: %s %s", m->cond_name ? m->cond_name : "",
+         m->cond_desc ? m->cond_desc : "");
     if (!k->open) {
         /* never answered: answer now (a null terminus) and detach at once, as a refusal */
         pn_terminus_set_type(k->out ? pn_link_source(k->pn) : pn_link_target(k->pn),
@@ -742,7 +740,7 @@ void rtr_lr_conn_opened_WT(rtr_conn_t *c, const char *name, bool route_container
 {
     if (!route_container || c->lr_announced)
         return;
-    const char *container = pn_connection_remote_container(c->driver.connection);
+    const char    *container = pn_connection_remote_container(c->driver.connection);
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_CONN_OPENED;
     a->u.conn.conn_id = c->id;

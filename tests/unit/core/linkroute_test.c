@@ -19,7 +19,7 @@
 static uint64_t add_ok(core_lr_table_t *t, core_lr_spec_t spec)
 {
     const char *err = NULL;
-    uint64_t id = core_lr_add(t, &spec, &err);
+    uint64_t    id = core_lr_add(t, &spec, &err);
     if (!id)
         fail_msg("core_lr_add: %s", err);
     return id;
@@ -52,28 +52,30 @@ static void test_checks(void **state)
 {
     (void)state;
     core_lr_table_t *t = core_lr_table_new();
-    assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q", .direction = "in",
-                                                    .connection = "c", .container_id = "b"}),
+    assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q",
+                                                    .direction = "in",
+                                                    .connection = "c",
+                                                    .container_id = "b"}),
                         "Both connection and containerId cannot be specified. Specify only one");
     assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q"}),
                         "No 'direction' attribute provided - it is mandatory");
     assert_string_equal(add_err(t, (core_lr_spec_t){.direction = "in"}),
                         "Either a 'prefix' or 'pattern' attribute must be provided");
-    assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q", .pattern = "q.#",
-                                                    .direction = "in"}),
-                        "Cannot specify both a 'prefix' and a 'pattern' attribute");
+    assert_string_equal(
+        add_err(t, (core_lr_spec_t){.prefix = "q", .pattern = "q.#", .direction = "in"}),
+        "Cannot specify both a 'prefix' and a 'pattern' attribute");
     assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "", .direction = "in"}),
                         "Prefix must be a non-empty string type");
     assert_string_equal(add_err(t, (core_lr_spec_t){.pattern = "./", .direction = "in"}),
                         "Pattern invalid - no tokens");
     assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q", .direction = "both"}),
                         "Invalid value for 'direction'");
-    assert_string_equal(add_err(t, (core_lr_spec_t){.prefix = "q", .direction = "in",
-                                                    .distribution = "closest"}),
-                        "Invalid value for 'distribution'");
+    assert_string_equal(
+        add_err(t, (core_lr_spec_t){.prefix = "q", .direction = "in", .distribution = "closest"}),
+        "Invalid value for 'distribution'");
     assert_int_equal(core_lr_count(t), 0);
-    add_ok(t, (core_lr_spec_t){.name = "r", .prefix = "q", .direction = "in",
-                               .distribution = "linkBalanced"});
+    add_ok(t, (core_lr_spec_t){
+                  .name = "r", .prefix = "q", .direction = "in", .distribution = "linkBalanced"});
     assert_string_equal(add_err(t, (core_lr_spec_t){.name = "r", .prefix = "z", .direction = "in"}),
                         "Name conflicts with an existing entity");
     assert_int_equal(core_lr_count(t), 1);
@@ -108,12 +110,14 @@ static void test_serving(void **state)
 {
     (void)state;
     core_lr_table_t *t = core_lr_table_new();
-    add_ok(t, (core_lr_spec_t){.name = "byc", .prefix = "c", .direction = "in",
-                               .container_id = "broker"});
-    add_ok(t, (core_lr_spec_t){.name = "byn", .prefix = "n", .direction = "in",
-                               .connection = "toBroker"});
+    add_ok(t, (core_lr_spec_t){
+                  .name = "byc", .prefix = "c", .direction = "in", .container_id = "broker"});
+    add_ok(t, (core_lr_spec_t){
+                  .name = "byn", .prefix = "n", .direction = "in", .connection = "toBroker"});
     add_ok(t, (core_lr_spec_t){.name = "none", .prefix = "x", .direction = "in"});
-    add_ok(t, (core_lr_spec_t){.name = "gen", .prefix = "g", .direction = "in",
+    add_ok(t, (core_lr_spec_t){.name = "gen",
+                               .prefix = "g",
+                               .direction = "in",
                                .connection = "listener/0.0.0.0:5672"});
 
     /* A normal connection with the right container id serves nothing. */
@@ -142,8 +146,8 @@ static void test_serving(void **state)
     assert_false(core_lr_info(t, 4, &info));
 
     /* A route added later finds the connection that serves it; closing deactivates. */
-    add_ok(t, (core_lr_spec_t){.name = "late", .pattern = "l.*", .direction = "out",
-                               .container_id = "broker"});
+    add_ok(t, (core_lr_spec_t){
+                  .name = "late", .pattern = "l.*", .direction = "out", .container_id = "broker"});
     assert_int_equal(route(t, CORE_LINK_OUT, "l.1", NULL), 2);
     assert_int_equal(core_lr_conn_closed(t, 2), 2);
     assert_int_equal(core_lr_conn_closed(t, 2), 0);
@@ -159,10 +163,10 @@ static void test_balanced(void **state)
 {
     (void)state;
     core_lr_table_t *t = core_lr_table_new();
-    add_ok(t, (core_lr_spec_t){.name = "a", .prefix = "q", .direction = "out",
-                               .container_id = "b1"});
-    add_ok(t, (core_lr_spec_t){.name = "b", .prefix = "q", .direction = "out",
-                               .container_id = "b2"});
+    add_ok(t,
+           (core_lr_spec_t){.name = "a", .prefix = "q", .direction = "out", .container_id = "b1"});
+    add_ok(t,
+           (core_lr_spec_t){.name = "b", .prefix = "q", .direction = "out", .container_id = "b2"});
     core_lr_conn_opened(t, 10, 0, true, "b1", NULL);
     core_lr_conn_opened(t, 20, 0, true, "b2", NULL);
     int n10 = 0, n20 = 0;
@@ -183,8 +187,8 @@ static void test_balanced(void **state)
     assert_int_equal(route(t, CORE_LINK_OUT, "q.x", NULL), -1);
     assert_int_equal(core_lr_count(t), 0);
     /* The table still works after emptying (the tail was reset). */
-    add_ok(t, (core_lr_spec_t){.name = "c", .prefix = "q", .direction = "out",
-                               .container_id = "b1"});
+    add_ok(t,
+           (core_lr_spec_t){.name = "c", .prefix = "q", .direction = "out", .container_id = "b1"});
     assert_int_equal(route(t, CORE_LINK_OUT, "q", NULL), 10);
     core_lr_table_free(t);
 }
@@ -194,8 +198,11 @@ static void test_rewrite(void **state)
 {
     (void)state;
     core_lr_table_t *t = core_lr_table_new();
-    add_ok(t, (core_lr_spec_t){.prefix = "ext.", .direction = "in", .container_id = "b",
-                               .del_prefix = "ext.", .add_prefix = "queue://"});
+    add_ok(t, (core_lr_spec_t){.prefix = "ext.",
+                               .direction = "in",
+                               .container_id = "b",
+                               .del_prefix = "ext.",
+                               .add_prefix = "queue://"});
     add_ok(t, (core_lr_spec_t){.prefix = "plain", .direction = "in", .container_id = "b"});
     core_lr_conn_opened(t, 5, 0, true, "b", NULL);
 
@@ -227,10 +234,8 @@ static void test_rewrite(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checks),
-        cmocka_unit_test(test_direction_and_match),
-        cmocka_unit_test(test_serving),
-        cmocka_unit_test(test_balanced),
+        cmocka_unit_test(test_checks),  cmocka_unit_test(test_direction_and_match),
+        cmocka_unit_test(test_serving), cmocka_unit_test(test_balanced),
         cmocka_unit_test(test_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
