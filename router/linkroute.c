@@ -553,8 +553,8 @@ static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
             return;
     }
     if (m->aborted) {
-        pn_delivery_abort(d);
         dlv_forget_WT(e, d);
+        pn_delivery_abort(d); /* frees d */
         return;
     }
     if (m->len)

@@ -46,6 +46,7 @@ class Broker(threading.Thread):
         self.error = None
         self.conn = None
         self.senders = []
+        self.aborted = 0  # aborted transfers seen
 
     # ---- the test's side (any thread) ----
     def put(self, address, body):
@@ -206,6 +207,8 @@ class _BrokerHandler(Handler):
                 dlv.settle()
             return
         if dlv.aborted:
+            with self.b.lock:
+                self.b.aborted += 1
             dlv.settle()
             link.advance()
             return
@@ -576,3 +579,20 @@ def test_credit_lowered_by_the_receiver(lr_router, broker):
         assert performatives(bytes(data), 0x14) == 7
     finally:
         s.close()
+
+
+def test_aborted_transfer_through_link_route(lr_router, broker, client):
+    """A sender that aborts a message it has begun (frames already out): the broker sees the
+    abort, stores nothing, and the link goes on."""
+    conn = client.connect(url_of(lr_router, 0))
+    snd = conn.sender("lr.in.ab")
+    snd.wait_credit(1)
+    dlv = snd.pn.delivery("aborted-1")
+    snd.pn.stream(b"\x00Su\xb0\x00\x01\x00\x00" + b"y" * 60000)  # the start of a data section
+    client.run_for(0.3)
+    dlv.abort()
+    client.run_for(0.3)
+    d2 = snd.send(Message(body="after the abort"))
+    assert snd.wait_outcome(d2) == Delivery.ACCEPTED
+    assert broker.messages("lr.in.ab") == ["after the abort"]
+    assert broker.aborted == 1
