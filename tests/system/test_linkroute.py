@@ -47,6 +47,7 @@ class Broker(threading.Thread):
         self.conn = None
         self.senders = []
         self.aborted = 0  # aborted transfers seen
+        self.outcomes = []  # (address, body, outcome) the router gave for each sent message
 
     # ---- the test's side (any thread) ----
     def put(self, address, body):
@@ -194,6 +195,7 @@ class _BrokerHandler(Handler):
                     break
                 raw = q.popleft()
             dlv = link.delivery(str(time.monotonic_ns()))
+            dlv.jn_body = _decode(raw)
             link.send(raw)
             link.advance()
         if link.drain_mode and link.credit > 0:
@@ -203,7 +205,12 @@ class _BrokerHandler(Handler):
         dlv = event.delivery
         link = event.link
         if link.is_sender:
-            if dlv.remote_state and not dlv.settled:
+            if dlv.remote_state and not getattr(dlv, "jn_seen", False):
+                dlv.jn_seen = True
+                with self.b.lock:
+                    self.b.outcomes.append((link.source.address, dlv.jn_body, dlv.remote_state,
+                                            dlv.settled))
+            if dlv.settled and not dlv.local_state:
                 dlv.settle()
             return
         if dlv.aborted:
@@ -300,9 +307,14 @@ def test_receiver_through_link_route(lr_router, broker, client):
     assert [g.message.body for g in got] == ["r0", "r1", "r2"]
     client.run_for(0.3)
     assert len(rcv.queue) == 0  # the client's credit, not the broker's, limits it
-    for g in got:
-        g.delivery.update(Delivery.ACCEPTED)
+    # the client's outcomes reach the broker as given, settled
+    for g, outcome in zip(got, (Delivery.ACCEPTED, Delivery.RELEASED, Delivery.REJECTED)):
+        g.delivery.update(outcome)
         g.delivery.settle()
+    client.wait(lambda: len(broker.outcomes) == 3, msg="the outcomes at the broker")
+    assert sorted((b, o, st) for (_, b, o, st) in broker.outcomes) == [
+        ("r0", Delivery.ACCEPTED, True), ("r1", Delivery.RELEASED, True),
+        ("r2", Delivery.REJECTED, True)]
     rcv.flow(5)
     got = rcv.get_n(2)
     assert [g.message.body for g in got] == ["r3", "r4"]
