@@ -383,6 +383,14 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
         if (!p)
             return fail(g, "a performative's fields do not fill its list");
     }
+    if (g->layer == 1 && g->client) {
+        /* sasl-mechanisms, sasl-challenge, sasl-outcome */
+        if (code != 0x40 && code != 0x42 && code != 0x44)
+            return fail(g, "SASL frame is not sasl-mechanisms, sasl-challenge or sasl-outcome");
+        if (has_payload)
+            return fail(g, "SASL frame carries a payload");
+        return 0;
+    }
     if (g->layer == 1) {
         if (code != 0x41 && code != 0x43)
             return fail(g, "SASL frame is not sasl-init or sasl-response");

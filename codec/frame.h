@@ -47,6 +47,8 @@ typedef struct codec_guard {
     uint8_t     layer;        /* 0 AMQP, 1 SASL: the frame type expected */
     bool        passthrough;  /* an unknown protocol header: Proton handles the rest */
     bool        failed;       /* a bad byte was seen; every later feed fails too */
+    bool        client;       /* the router is the client (a connector's connection): the
+                                 SASL frames expected are a server's (set after init) */
     uint8_t     hdr[8];       /* protocol or frame header being gathered */
     uint32_t    hdr_len;      /* its bytes so far */
     uint32_t    frame_left;   /* bytes of the current frame body not yet seen */

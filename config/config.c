@@ -689,7 +689,7 @@ static void listener_fini(cfg_listener_t *l)
  * case letters, digits, '-' and '_', at most 20); kept upper-cased and blank-separated, as
  * Proton's allowed-mechanisms list wants it.  EXTERNAL makes a listener's TLS sessions ask for
  * client certificates (router/tls.c). */
-static int check_sasl(const ent_t *e, const char *mechs, char **out)
+static int check_sasl_at(const ent_t *e, int slot, const char *mechs, char **out)
 {
     const char *p = mechs;
     size_t      len = strlen(mechs);
@@ -707,7 +707,7 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
             ok = isalnum((unsigned char)p[k]) || p[k] == '-' || p[k] == '_';
         if (!ok) {
             free(list);
-            return expect(e, L_SASL_MECHANISMS,
+            return expect(e, slot,
                           "SASL mechanism names (letters, digits, '-', '_') separated by blanks");
         }
         /* a name given twice is offered once */
@@ -725,11 +725,16 @@ static int check_sasl(const ent_t *e, const char *mechs, char **out)
     }
     if (!o) {
         free(list);
-        return expect(e, L_SASL_MECHANISMS, "at least one SASL mechanism name");
+        return expect(e, slot, "at least one SASL mechanism name");
     }
     list[o] = '\0';
     *out = list;
     return 0;
+}
+
+static int check_sasl(const ent_t *e, const char *mechs, char **out)
+{
+    return check_sasl_at(e, L_SASL_MECHANISMS, mechs, out);
 }
 
 /* A listener's TLS: sslProfile (checked to name a profile once the file is read, since the
@@ -909,6 +914,159 @@ static int build_listener(ent_t *e)
     }
     cfg->listeners = base_realloc(cfg->listeners, (cfg->n_listeners + 1) * sizeof(l));
     cfg->listeners[cfg->n_listeners++] = l;
+    return 0;
+}
+
+static void connector_fini(cfg_connector_t *cn)
+{
+    listener_fini(&cn->conn);
+    BASE_FREE(cn->sasl_username);
+    BASE_FREE(cn->sasl_password);
+}
+
+/* connector: what the connection manager needs to keep one outgoing connection (its
+ * connection settings in the listener's struct, which the connection layers read).  What
+ * Junction does not do yet on a connector is refused with one line: a failover list of its
+ * own, extra open properties, roles other than normal and
+ * route-container, message logging. */
+static int connector_fill(ent_t *e, cfg_connector_t *cn)
+{
+    cfg_listener_t *l = &cn->conn;
+    int             i;
+    char           *s = NULL;
+
+    if (check_common(e, CN_TYPE, CN_NAME, &l->name) < 0)
+        return -1;
+    if (get_str(e, CN_HOST, "127.0.0.1", &l->host) < 0 ||
+        get_str(e, CN_PORT, "amqp", &l->port) < 0)
+        return -1;
+    if (!*l->host)
+        return expect(e, CN_HOST, "a host name or address to connect to");
+    if (cfg_port_number(l->port) <= 0)
+        return expect(e, CN_PORT, "a port number from 1 to 65535 or a service name");
+    if (get_enum(e, CN_PROTOCOL_FAMILY, -1, &i) < 0)
+        return -1;
+    l->family = i < 0 ? CFG_FAMILY_ANY : i == 0 ? CFG_FAMILY_IPV4 : CFG_FAMILY_IPV6;
+    long long cost;
+    if (get_int(e, CN_COST, LLONG_MIN, LLONG_MAX, 1, &cost) < 0)
+        return -1;
+    l->cost = (int64_t)cost;
+    if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
+        return -1;
+    if (i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) {
+        char what[64];
+        snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
+        return unsupported(e, CN_ROLE, what);
+    }
+    l->role = (cfg_role_t)i;
+
+    /* TLS as a client: the profile is checked to exist once the file is read */
+    if (get_str(e, CN_SSL_PROFILE, NULL, &l->ssl_profile) < 0)
+        return -1;
+    if (l->ssl_profile && !*l->ssl_profile)
+        BASE_FREE(l->ssl_profile);
+    if (get_bool(e, CN_VERIFY_HOSTNAME, true, &cn->verify_hostname) < 0)
+        return -1;
+    if (e->vals[CN_FAILOVER_URLS]) {
+        if (get_str(e, CN_FAILOVER_URLS, NULL, &s) < 0)
+            return -1;
+        bool given = *s != '\0';
+        BASE_FREE(s);
+        if (given)
+            return unsupported(e, CN_FAILOVER_URLS, "failoverUrls on a connector");
+    }
+    if (e->vals[CN_CONNECTION_STATUS])
+        return unsupported(e, CN_CONNECTION_STATUS, "connectionStatus in a file (it is a "
+                                                    "run-time column)");
+    if (e->vals[CN_CONNECTION_MSG])
+        return unsupported(e, CN_CONNECTION_MSG, "connectionMsg in a file (it is a run-time "
+                                                 "column)");
+    if (get_str(e, CN_MESSAGE_LOGGING_COMPONENTS, NULL, &s) < 0)
+        return -1;
+    if (s) {
+        bool none = strcmp(s, "none") == 0;
+        BASE_FREE(s);
+        if (!none)
+            return unsupported(e, CN_MESSAGE_LOGGING_COMPONENTS,
+                               "messageLoggingComponents other than \"none\" (message logging)");
+    }
+    if (e->vals[CN_OPEN_PROPERTIES]) {
+        const cJSON *op = e->vals[CN_OPEN_PROPERTIES];
+        if (!cJSON_IsObject(op))
+            return expect(e, CN_OPEN_PROPERTIES, "a map");
+        if (op->child)
+            return unsupported(e, CN_OPEN_PROPERTIES, "openProperties (extra open properties)");
+    }
+
+    /* SASL as a client: Proton's own mechanisms (ANONYMOUS, PLAIN, EXTERNAL) */
+    if (get_str(e, CN_SASL_MECHANISMS, NULL, &s) < 0)
+        return -1;
+    if (s) {
+        int rc = check_sasl_at(e, CN_SASL_MECHANISMS, s, &l->sasl_mechanisms);
+        BASE_FREE(s);
+        if (rc < 0)
+            return -1;
+        for (const char *p = l->sasl_mechanisms; *p;) {
+            size_t n = strcspn(p, " ");
+            if (!(n == 9 && strncmp(p, "ANONYMOUS", 9) == 0) &&
+                !(n == 5 && strncmp(p, "PLAIN", 5) == 0) &&
+                !(n == 8 && strncmp(p, "EXTERNAL", 8) == 0))
+                return unsupported(e, CN_SASL_MECHANISMS,
+                                   "SASL mechanisms other than ANONYMOUS, PLAIN and EXTERNAL on a "
+                                   "connector");
+            p += n;
+            while (*p == ' ')
+                p++;
+        }
+    }
+    if (get_str(e, CN_SASL_USERNAME, NULL, &cn->sasl_username) < 0 ||
+        get_str(e, CN_SASL_PASSWORD, NULL, &s) < 0)
+        return -1;
+    if (s) {
+        bool plain = false;
+        char why[256];
+        int  rc = cfg_password_resolve(s, false, &cn->sasl_password, &plain, why, sizeof(why));
+        BASE_FREE(s);
+        if (rc < 0)
+            return attr_fail(e, CN_SASL_PASSWORD, "attribute '%s': %s",
+                             attr_name(e, CN_SASL_PASSWORD), why);
+    }
+    if (cn->sasl_password && !cn->sasl_username)
+        return attr_fail(e, CN_SASL_PASSWORD, "attribute '%s' without a saslUsername",
+                         attr_name(e, CN_SASL_PASSWORD));
+
+    if (get_u32(e, CN_MAX_FRAME_SIZE, 512, CFG_MAX_FRAME_SIZE_MAX, 16384, &l->max_frame_size) < 0 ||
+        get_u32(e, CN_MAX_SESSIONS, 0, UINT32_MAX, 32768, &l->max_sessions) < 0 ||
+        get_u32(e, CN_MAX_SESSION_FRAMES, 0, CFG_SESSION_FRAMES_MAX, 0,
+                &l->max_session_frames) < 0 ||
+        get_u32(e, CN_IDLE_TIMEOUT, 0, UINT32_MAX / 1000, 16, &l->idle_timeout_seconds) < 0 ||
+        get_u32(e, CN_LINK_CAPACITY, 0, CFG_LINK_CAPACITY_MAX, 250, &l->link_capacity) < 0)
+        return -1;
+    if (l->max_sessions == 0 || l->max_sessions > 32768)
+        l->max_sessions = 32768;
+    if (l->link_capacity == 0)
+        l->link_capacity = 250;
+    l->max_unsettled = l->link_capacity;
+    l->max_senders = 32768;
+    l->max_receivers = 32768;
+    l->handshake_timeout_seconds = 10; /* the peer's open must come (as from a client) */
+    if (get_enum(e, CN_STRIP_ANNOTATIONS, 2 /* both */, &i) < 0)
+        return -1;
+    l->strip_annotations = cfg__strip_by_tag[i];
+    return 0;
+}
+
+static int build_connector(ent_t *e)
+{
+    cfg_t          *cfg = e->ld->cfg;
+    cfg_connector_t cn = {0};
+
+    if (connector_fill(e, &cn) < 0) {
+        connector_fini(&cn);
+        return -1;
+    }
+    cfg->connectors = base_realloc(cfg->connectors, (cfg->n_connectors + 1) * sizeof(cn));
+    cfg->connectors[cfg->n_connectors++] = cn;
     return 0;
 }
 
@@ -1591,6 +1749,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__link_route_attrs;
         e.n_defs = LR_N;
         break;
+    case TK_CONNECTOR:
+        e.defs = cfg__connector_attrs;
+        e.n_defs = CN_N;
+        break;
     }
     if (collect(&e, attrs) < 0)
         return -1;
@@ -1620,6 +1782,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_auth_plugin(&e);
     case TK_LINK_ROUTE:
         return build_link_route(&e);
+    case TK_CONNECTOR:
+        return build_connector(&e);
     default:
         BASE_BUG_ON(true);
     }
@@ -1783,6 +1947,14 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             goto out;
         }
     }
+    for (size_t i = 0; i < ld.cfg->n_connectors; i++) {
+        const cfg_listener_t *l = &ld.cfg->connectors[i].conn;
+        if (l->ssl_profile && !cfg_ssl_profile_find(ld.cfg, l->ssl_profile)) {
+            fail(&ld, "connector '%s' (%s:%s): sslProfile '%s': no sslProfile entity has that name",
+                 l->name ? l->name : "", l->host, l->port, l->ssl_profile);
+            goto out;
+        }
+    }
     for (size_t i = 0; i < ld.cfg->n_auth_plugins; i++) {
         const cfg_auth_plugin_t *p = &ld.cfg->auth_plugins[i];
         if (p->ssl_profile && !cfg_ssl_profile_find(ld.cfg, p->ssl_profile)) {
@@ -1872,6 +2044,9 @@ void cfg_free(cfg_t *cfg)
     for (size_t i = 0; i < cfg->n_listeners; i++)
         listener_fini(&cfg->listeners[i]);
     free(cfg->listeners);
+    for (size_t i = 0; i < cfg->n_connectors; i++)
+        connector_fini(&cfg->connectors[i]);
+    free(cfg->connectors);
     for (size_t i = 0; i < cfg->n_addresses; i++)
         address_fini(&cfg->addresses[i]);
     free(cfg->addresses);

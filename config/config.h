@@ -173,6 +173,20 @@ typedef struct cfg_listener {
                                          refused), as qdrouterd ignores it without them */
 } cfg_listener_t;
 
+/* `connector`: an outgoing AMQP connection the router keeps open (qdrouterd 1.19's
+ * connector; router/connmgr.c makes it and reconnects).  `conn` holds what a connection
+ * reads from its listener (the same layers serve both): host, port, name, role (normal or
+ * route-container), cost, maxFrameSize, maxSessions, idleTimeoutSeconds, linkCapacity,
+ * stripAnnotations, saslMechanisms, sslProfile (TLS client; the load checks it names a
+ * profile). */
+typedef struct cfg_connector {
+    cfg_listener_t conn;          /* the connection's settings, as a listener's */
+    char          *sasl_username; /* `saslUsername`, or NULL: no PLAIN */
+    char          *sasl_password; /* `saslPassword` as resolved (env:, pass:, file:), or NULL */
+    bool           verify_hostname; /* `verifyHostname` (default true): with conn.ssl_profile,
+                                       the peer's certificate must name the host connected to */
+} cfg_connector_t;
+
 /* `sslProfile`: TLS settings listeners name.  Files and the password are checked when the
  * router builds its TLS contexts at start-up (router/tls.c), not by the load. */
 typedef struct cfg_ssl_profile {
@@ -284,6 +298,8 @@ typedef struct cfg {
     cfg_policy_t    policy;      /* defaults without the entity */
     cfg_listener_t *listeners;   /* array */
     size_t          n_listeners;
+    cfg_connector_t *connectors; /* array, in file order */
+    size_t          n_connectors;
     cfg_address_t  *addresses;   /* array, in file order */
     size_t          n_addresses;
     cfg_link_route_t *link_routes; /* array, in file order */

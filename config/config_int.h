@@ -109,6 +109,16 @@ enum {
     LR_DIR, LR_N
 };
 
+enum {
+    CN_NAME = 0, CN_IDENTITY, CN_TYPE, CN_HOST, CN_ADDR, CN_PORT, CN_PROTOCOL_FAMILY, CN_ROLE,
+    CN_COST, CN_SSL_PROFILE, CN_SASL_MECHANISMS, CN_ALLOW_REDIRECT, CN_MAX_FRAME_SIZE,
+    CN_MAX_SESSIONS, CN_MAX_SESSION_FRAMES, CN_IDLE_TIMEOUT, CN_STRIP_ANNOTATIONS,
+    CN_LINK_CAPACITY, CN_VERIFY_HOSTNAME, CN_OLD_VERIFY_HOST_NAME, CN_SASL_USERNAME,
+    CN_SASL_PASSWORD, CN_MESSAGE_LOGGING_COMPONENTS, CN_OLD_LOG_MESSAGE, CN_FAILOVER_URLS,
+    CN_OLD_FAILOVER_LIST, CN_CONNECTION_STATUS, CN_CONNECTION_MSG, CN_POLICY_VHOST,
+    CN_OPEN_PROPERTIES, CN_N
+};
+
 /* qdrouterd 0.x's `fixedAddress` (replaced by `address` in 0.7, gone in 1.0) */
 enum { F_NAME = 0, F_IDENTITY, F_TYPE, F_PREFIX, F_PHASE, F_FANOUT, F_BIAS, F_N };
 // clang-format on
@@ -124,6 +134,7 @@ extern const attr_def_t cfg__fixed_address_attrs[F_N];
 extern const attr_def_t cfg__ssl_profile_attrs[S_N];
 extern const attr_def_t cfg__auth_plugin_attrs[AP_N];
 extern const attr_def_t cfg__link_route_attrs[LR_N];
+extern const attr_def_t cfg__connector_attrs[CN_N];
 /* container slot -> the router slot it fills (0: none, as for containerName) */
 extern const int cfg__container_to_router[C_N];
 
@@ -140,6 +151,7 @@ typedef enum type_kind {
     TK_SSL_PROFILE,   /* TLS settings a listener names */
     TK_AUTH_PLUGIN,   /* authServicePlugin: a remote authentication service */
     TK_LINK_ROUTE,    /* linkRoute: links proxied to a route container */
+    TK_CONNECTOR,     /* an outgoing connection */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */
 } type_kind_t;

@@ -290,6 +290,45 @@ const attr_def_t cfg__auth_plugin_attrs[AP_N] = {
                                .deprecated = true},
 };
 
+const attr_def_t cfg__connector_attrs[CN_N] = {
+    [CN_NAME]                 = {"name", AT_STRING},
+    [CN_IDENTITY]             = {"identity", AT_STRING, .ignored = true},
+    [CN_TYPE]                 = {"type", AT_STRING},
+    [CN_HOST]                 = {"host", AT_STRING},
+    [CN_ADDR]                 = {"addr", AT_STRING, .alias_of = CN_HOST, .deprecated = true},
+    [CN_PORT]                 = {"port", AT_STRING},
+    [CN_PROTOCOL_FAMILY]      = {"protocolFamily", AT_ENUM, family_tags},
+    [CN_ROLE]                 = {"role", AT_ENUM, cfg__role_tags},
+    [CN_COST]                 = {"cost", AT_INT}, /* inter-router only: kept, not used */
+    [CN_SSL_PROFILE]          = {"sslProfile", AT_STRING}, /* refused: see connector_fill */
+    [CN_SASL_MECHANISMS]      = {"saslMechanisms", AT_STRING},
+    [CN_ALLOW_REDIRECT]       = {"allowRedirect", AT_BOOL, .ignored = true},
+    [CN_MAX_FRAME_SIZE]       = {"maxFrameSize", AT_INT},
+    [CN_MAX_SESSIONS]         = {"maxSessions", AT_INT},
+    [CN_MAX_SESSION_FRAMES]   = {"maxSessionFrames", AT_INT},
+    [CN_IDLE_TIMEOUT]         = {"idleTimeoutSeconds", AT_INT},
+    [CN_STRIP_ANNOTATIONS]    = {"stripAnnotations", AT_ENUM, cfg__strip_tags},
+    [CN_LINK_CAPACITY]        = {"linkCapacity", AT_INT},
+    [CN_VERIFY_HOSTNAME]      = {"verifyHostname", AT_BOOL}, /* with sslProfile only */
+    [CN_OLD_VERIFY_HOST_NAME] = {"verifyHostName", AT_BOOL, .alias_of = CN_VERIFY_HOSTNAME,
+                                 .deprecated = true},
+    [CN_SASL_USERNAME]        = {"saslUsername", AT_STRING},
+    [CN_SASL_PASSWORD]        = {"saslPassword", AT_STRING},
+    [CN_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING}, /* "none" only */
+    [CN_OLD_LOG_MESSAGE]      = {"logMessage", AT_STRING, .alias_of = CN_MESSAGE_LOGGING_COMPONENTS,
+                                 .deprecated = true},
+    [CN_FAILOVER_URLS]        = {"failoverUrls", AT_STRING}, /* refused: see connector_fill */
+    [CN_OLD_FAILOVER_LIST]    = {"failoverList", AT_STRING, .alias_of = CN_FAILOVER_URLS,
+                                 .deprecated = true},
+    /* qdrouterd's run-time columns: refused in a file (see connector_fill) */
+    [CN_CONNECTION_STATUS]    = {"connectionStatus", AT_STRING},
+    [CN_CONNECTION_MSG]       = {"connectionMsg", AT_STRING},
+    [CN_POLICY_VHOST]         = {"policyVhost", AT_STRING, .ignored = true},
+    [CN_OPEN_PROPERTIES]      = {"openProperties", AT_MAP},
+};
+
+_Static_assert(CN_N <= CFG_MAX_ATTRS, "CFG_MAX_ATTRS");
+
 _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_ATTRS &&
                G_N <= CFG_MAX_ATTRS && M_N <= CFG_MAX_ATTRS && P_N <= CFG_MAX_ATTRS &&
                C_N <= CFG_MAX_ATTRS && F_N <= CFG_MAX_ATTRS && S_N <= CFG_MAX_ATTRS,
@@ -297,7 +336,7 @@ _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_AT
 
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
-    "connector", "linkRoute", "autoLink", "exchange", "binding",
+    "linkRoute", "autoLink", "exchange", "binding",
     "vhost", "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
@@ -312,9 +351,6 @@ static const char *const operational_types[] = {
 // clang-format on
 /* -- entities Junction refuses for now: qdrouterd 1.19's attributes and deprecated names -- */
 
-static const char *const connector_protocolFamily_tags[] = {"IPv4", "IPv6", NULL};
-static const char *const connector_role_tags[] = {"normal", "inter-router", "route-container", "edge", NULL};
-static const char *const connector_stripAnnotations_tags[] = {"in", "out", "both", "no", NULL};
 static const char *const linkRoute_distribution_tags[] = {"linkBalanced", NULL};
 static const char *const linkRoute_direction_tags[] = {"in", "out", NULL};
 static const char *const linkRoute_dir_tags[] = {"in", "out", NULL};
@@ -324,39 +360,6 @@ static const char *const autoLink_dir_tags[] = {"in", "out", NULL};
 static const char *const autoLink_operStatus_tags[] = {"inactive", "attaching", "failed", "active", "quiescing", "idle", NULL};
 static const char *const exchange_matchMethod_tags[] = {"amqp", "mqtt", NULL};
 
-
-static const attr_def_t connector_attrs[] = {
-    {.name = "name", .type = AT_STRING},
-    {.name = "identity", .type = AT_STRING},
-    {.name = "type", .type = AT_STRING},
-    {.name = "host", .type = AT_STRING},
-    {.name = "port", .type = AT_STRING},
-    {.name = "protocolFamily", .type = AT_ENUM, .tags = connector_protocolFamily_tags},
-    {.name = "role", .type = AT_ENUM, .tags = connector_role_tags},
-    {.name = "cost", .type = AT_INT},
-    {.name = "sslProfile", .type = AT_STRING},
-    {.name = "saslMechanisms", .type = AT_STRING},
-    {.name = "allowRedirect", .type = AT_BOOL},
-    {.name = "maxFrameSize", .type = AT_INT},
-    {.name = "maxSessions", .type = AT_INT},
-    {.name = "maxSessionFrames", .type = AT_INT},
-    {.name = "idleTimeoutSeconds", .type = AT_INT},
-    {.name = "stripAnnotations", .type = AT_ENUM, .tags = connector_stripAnnotations_tags},
-    {.name = "linkCapacity", .type = AT_INT},
-    {.name = "verifyHostname", .type = AT_BOOL},
-    {.name = "verifyHostName", .type = AT_BOOL, .alias_of = 17 /* verifyHostname */, .deprecated = true},
-    {.name = "saslUsername", .type = AT_STRING},
-    {.name = "saslPassword", .type = AT_STRING},
-    {.name = "messageLoggingComponents", .type = AT_STRING},
-    {.name = "logMessage", .type = AT_STRING, .alias_of = 21 /* messageLoggingComponents */, .deprecated = true},
-    {.name = "failoverUrls", .type = AT_STRING},
-    {.name = "failoverList", .type = AT_STRING, .alias_of = 23 /* failoverUrls */, .deprecated = true},
-    {.name = "connectionStatus", .type = AT_STRING},
-    {.name = "connectionMsg", .type = AT_STRING},
-    {.name = "policyVhost", .type = AT_STRING},
-    {.name = "openProperties", .type = AT_MAP},
-    {.name = "addr", .type = AT_STRING, .alias_of = 3 /* host */, .deprecated = true},
-};
 
 static const attr_def_t linkRoute_attrs[] = {
     {.name = "name", .type = AT_STRING},
@@ -466,7 +469,6 @@ static const attr_def_t vhostUserGroupSettings_attrs[] = {
 /* Every table above, by canonical type. */
 #define TABLE(t, d) {t, d, BASE_ARRAY_LEN(d), NULL}
 static const cfg__type_table_t unsupported_tables[] = {
-    TABLE("connector", connector_attrs),
     TABLE("linkRoute", linkRoute_attrs),
     TABLE("autoLink", autoLink_attrs),
     TABLE("exchange", exchange_attrs),
@@ -585,6 +587,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_AUTH_PLUGIN;
     if (strcmp(c, "linkRoute") == 0)
         return TK_LINK_ROUTE;
+    if (strcmp(c, "connector") == 0)
+        return TK_CONNECTOR;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))
         return TK_UNSUPPORTED;
     free(c);

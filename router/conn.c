@@ -20,6 +20,8 @@
 
 #include "router/accept.h"
 #include "router/linkroute.h"
+#include "router/conn_watch.h"
+#include "router/connector.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
@@ -224,6 +226,8 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_put_symbol(props, pn_bytes(7, "version"));
     pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
     pn_data_exit(props);
+    if (c->connector)
+        pn_connection_open(pc); /* the router's outgoing connection speaks first */
 }
 
 /* policy maxConnections: count the connection, or refuse it (open, then close at once with
@@ -274,6 +278,81 @@ static void links_cleanup_session_WT(rtr_conn_t *c, pn_session_t *s)
     }
 }
 
+/* A string or symbol's bytes, or {0, NULL}. */
+static pn_bytes_t data_text(pn_data_t *d)
+{
+    if (pn_data_type(d) == PN_STRING)
+        return pn_data_get_string(d);
+    if (pn_data_type(d) == PN_SYMBOL)
+        return pn_data_get_symbol(d);
+    return pn_bytes(0, NULL);
+}
+
+/* A connector's peer announced qdrouterd's failover-server-list in its open (a list of maps
+ * with network-host and port): its addresses go to the connector (qdrouterd's
+ * router_node.c).  A peer whose open has no such property changes nothing; entries without a
+ * host are skipped, a missing port is 5672. */
+static void connector_failover_WT(rtr_conn_t *c, pn_connection_t *pc)
+{
+    static const char key[] = "failover-server-list";
+    pn_data_t        *d = pn_connection_remote_properties(pc);
+    pn_data_rewind(d);
+    if (!pn_data_next(d) || pn_data_type(d) != PN_MAP)
+        return;
+    size_t n = pn_data_get_map(d);
+    pn_data_enter(d);
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        pn_data_next(d);
+        pn_bytes_t k = data_text(d);
+        pn_data_next(d);
+        if (k.size != sizeof(key) - 1 || memcmp(k.start, key, k.size) != 0 ||
+            pn_data_type(d) != PN_LIST)
+            continue;
+        rtr_connector_addr_t list[RTR_CONNECTOR_FAILOVER_MAX];
+        size_t               got = 0, items = pn_data_get_list(d);
+        pn_data_enter(d);
+        for (size_t j = 0; j < items && pn_data_next(d); j++) {
+            if (pn_data_type(d) != PN_MAP || got == RTR_CONNECTOR_FAILOVER_MAX)
+                continue;
+            rtr_connector_addr_t a = {.host = "", .port = "5672"};
+            size_t               m = pn_data_get_map(d);
+            pn_data_enter(d);
+            for (size_t f = 0; f + 1 < m; f += 2) {
+                pn_data_next(d);
+                pn_bytes_t fk = data_text(d);
+                pn_data_next(d);
+                pn_bytes_t fv = data_text(d);
+                char       num[16];
+                if (!fv.start && (pn_data_type(d) == PN_INT || pn_data_type(d) == PN_UINT ||
+                                  pn_data_type(d) == PN_USHORT)) {
+                    long long v = pn_data_type(d) == PN_INT    ? (long long)pn_data_get_int(d)
+                                  : pn_data_type(d) == PN_UINT ? (long long)pn_data_get_uint(d)
+                                                               : (long long)pn_data_get_ushort(d);
+                    snprintf(num, sizeof(num), "%lld", v);
+                    fv = pn_bytes(strlen(num), num);
+                }
+                if (!fv.start)
+                    continue;
+                if (fk.size == 12 && memcmp(fk.start, "network-host", 12) == 0 &&
+                    fv.size < sizeof(a.host))
+                    snprintf(a.host, sizeof(a.host), "%.*s", (int)fv.size, fv.start);
+                else if (fk.size == 4 && memcmp(fk.start, "port", 4) == 0 &&
+                         fv.size < sizeof(a.port))
+                    snprintf(a.port, sizeof(a.port), "%.*s", (int)fv.size, fv.start);
+            }
+            pn_data_exit(d);
+            if (a.host[0])
+                list[got++] = a;
+        }
+        pn_data_exit(d);
+        rtr_connector_failover_set(c->connector, list, got);
+        LOGC(c, DEBUG, "Failover list of connector %s: %zu address(es) from the peer",
+             c->listener->name ? c->listener->name : "", got);
+        break;
+    }
+    pn_data_exit(d);
+}
+
 static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
     switch (pn_event_type(e)) {
@@ -285,7 +364,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         c->handshake_due = 0; /* the handshake is done */
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
-        if (!c->counted && !conn_admit_WT(c))
+        if (!c->connector && !c->counted && !conn_admit_WT(c))
             break;
         if (stats_obj_is_none(c->stats)) {
             char id[24];
@@ -299,11 +378,36 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
             char tls[160];
             rtr_transport_tls_label_WT(c, tls, sizeof(tls));
-            const char *labels[] = {id, c->peer, container ? container : "", "in",
+            const char *labels[] = {id, c->peer, container ? container : "",
+                                    c->connector ? "out" : "in",
                                     user ? user : "", mech ? mech : "", tls};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
+        }
+        if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER) {
+            /* a connection to a container: autoLinks and link routes find it there */
+            const char     *rc = pn_connection_remote_container(pc);
+            rtr_conn_info_t ci = {.id = c->id, .worker = c->worker->index,
+                                  .role = c->listener->role};
+            snprintf(ci.connector, sizeof(ci.connector), "%s",
+                     c->connector && c->listener->name ? c->listener->name : "");
+            snprintf(ci.container, sizeof(ci.container), "%s", rc ? rc : "");
+            rtr_conn_watch_opened_WT(c->worker->ctx->conn_watch, &ci);
+        }
+        if (c->connector) {
+            c->peer_opened = true;
+            connector_failover_WT(c, pc);
+            if (!rtr_connector_opened(c->connector, c->id, pn_connection_remote_container(pc))) {
+                /* management deleted the connector while this connection was being made */
+                rtr_pn_conn_close_error_WT(pc, "amqp:connection:forced", "connector deleted");
+                LOGC(c, INFO, "Connection to %s closed: its connector was deleted", c->peer);
+                break;
+            }
+            LOGC(c, INFO, "Connection to %s opened (connector %s, container %s)", c->peer,
+                 c->listener->name ? c->listener->name : "",
+                 pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
+            break;
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
@@ -387,6 +491,20 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_TRANSPORT_ERROR: {
         pn_condition_t *cond = pn_transport_condition(pn_event_transport(e));
+        if (c->connector && c->end_logged)
+            break; /* the transport said why (a TLS failure): Proton's error would repeat it */
+        if (c->connector) {
+            /* one line per new reason: a peer that keeps failing is not logged per attempt */
+            char msg[300];
+            const rtr_connector_addr_t *to = rtr_connector_target(c->connector);
+            snprintf(msg, sizeof(msg), "Connection to %s:%s failed: %s %s", to->host, to->port,
+                     pn_condition_get_name(cond) ? pn_condition_get_name(cond) : "",
+                     pn_condition_get_description(cond) ? pn_condition_get_description(cond)
+                                                        : "");
+            if (rtr_connector_note(c->connector, msg))
+                LOGC(c, INFO, "%s", msg);
+            break;
+        }
         if (rtr_lstats_transport_error_WT(c, cond))
             break; /* a TLS or authentication failure: its one line is out */
         LOGC(c, INFO, "Connection from %s failed: %s %s", c->peer,
@@ -476,6 +594,39 @@ void rtr_conn_close_WT(rtr_conn_t *c)
     rtr_conn_process_WT(c);
     pn_connection_driver_read_close(&c->driver);
     pn_connection_driver_write_close(&c->driver);
+    rtr_conn_process_WT(c);
+}
+
+void rtr_conn_connect_WT(rtr_worker_t *w, int fd, struct rtr_connector *ct)
+{
+    if (w->stopping) {
+        close(fd);
+        rtr_connector_closed(ct, NULL);
+        return;
+    }
+    const cfg_listener_t *l = &rtr_connector_cfg(ct)->conn;
+    rtr_conn_t           *c = base_calloc(1, sizeof(*c));
+    c->worker = w;
+    c->listener = l;
+    c->connector = ct;
+    c->id = atomic_fetch_add(&w->ctx->next_conn_id, 1) + 1;
+    c->strip_in = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_IN;
+    c->strip_out = l->strip_annotations == CFG_STRIP_BOTH || l->strip_annotations == CFG_STRIP_OUT;
+    struct sockaddr_storage ss;
+    socklen_t               sl = sizeof(ss);
+    const rtr_connector_addr_t *to = rtr_connector_target(ct);
+    snprintf(c->peer, sizeof(c->peer), "%.40s:%s", to->host, to->port); /* until getpeername */
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rtr_sockaddr_format(&ss, c->peer, sizeof(c->peer));
+    BASE_DLIST_PUSH(w->conns, c, prev, next);
+    w->n_conns++;
+    if (!rtr_transport_open_WT(c, fd, false)) {
+        rtr_transport_close_WT(c);
+        return;
+    }
+    if (l->handshake_timeout_seconds)
+        c->handshake_due = uv_now(&w->loop) + l->handshake_timeout_seconds * 1000ull;
+    LOGC(c, DEBUG, "Connected to %s (connector %s)", c->peer, l->name ? l->name : "");
     rtr_conn_process_WT(c);
 }
 

@@ -14,6 +14,11 @@
  * WebSocket's socketpair with its client's "host:port" and TLS session (borrowed).  Takes fd
  * (closed on failure). */
 void rtr_conn_accept_WT(rtr_worker_t *w, int fd, const cfg_listener_t *l, const rtr_accept_t *ws);
+/* Serve connected socket fd as the outgoing connection of connector ct (Proton's client
+ * side: SASL client, the router's open first).  Takes fd (closed on failure; the connector
+ * hears of the end through rtr_connector_closed). */
+void rtr_conn_connect_WT(rtr_worker_t *w, int fd, struct rtr_connector *ct);
+
 /* Close c (with the condition set on it, else amqp:connection:forced "router shutting
  * down"); it is freed once its handles closed and its links are gone. */
 void rtr_conn_close_WT(rtr_conn_t *c);

@@ -11,12 +11,13 @@
  * one to closed and freed (after its acceptor's handles closed, when it had one).  Entries
  * are freed on the main thread only, so the main thread may keep a pointer to one across an
  * unlock; the lock is never held while a socket, an acceptor or the admin thread is called.
- * Connectors will be entries of another kind, walked the same way (their reconnect timers on
- * the main loop).
+ * The connectors are router/connector.c's records, made by _start, started by _listen and
+ * stopped by _stop (their timers, lookups and connects on the main loop too).
  */
 #include "router/connmgr.h"
 
 #include "router/accept.h"
+#include "router/connector.h"
 #include "router/http.h"
 #include "router/lstats.h"
 #include "router/mgmt/admin.h"
@@ -62,6 +63,8 @@ struct rtr_connmgr {
     rtr_connmgr_entry_t *head;      /* [lock] the table (first entry) */
     rtr_connmgr_entry_t *tail;      /* [lock] its last entry, where new ones go */
     long                 next_id;   /* [lock] ids given so far */
+    rtr_connectors_t    *connectors; /* the configured connectors (start .. free); their
+                                        calls are thread-safe where connector.h says so */
 };
 
 static const char *port_service(const char *port)
@@ -349,6 +352,7 @@ int rtr_connmgr_start(rtr_connmgr_t *m, const rtr_connmgr_env_t *env)
     if (rc)
         return rc;
     m->wake.data = m;
+    m->connectors = rtr_connectors_new(m->cfg, env->loop, env->workers, env->n_workers);
     /* the configured listeners' stats, before any thread may add or delete one */
     for (rtr_connmgr_entry_t *e = m->head; e; e = e->next)
         rtr_lstats_listener_add(env->lstats, e->cfg, e->id);
@@ -384,6 +388,9 @@ int rtr_connmgr_listen(rtr_connmgr_t *m)
     if (rc)
         return rc; /* it closed the sockets; start-up ends */
     entries_walk(m);
+    /* the outgoing connections, now that the workers and the core take them */
+    if (m->env.n_workers > 0)
+        return rtr_connectors_start(m->connectors);
     return 0;
 }
 
@@ -392,6 +399,7 @@ void rtr_connmgr_stop(rtr_connmgr_t *m)
     if (m->stopping)
         return;
     m->stopping = true;
+    rtr_connectors_stop(m->connectors); /* no new attempt; the workers close the connections */
     for (rtr_connmgr_entry_t *e = entry_next(m, NULL); e; e = entry_next(m, e))
         entry_stop(m, e);
 }
@@ -406,6 +414,7 @@ void rtr_connmgr_free(rtr_connmgr_t *m)
         close_fd(e);
         free(e);
     }
+    rtr_connectors_free(m->connectors); /* the workers are gone: nothing points at them */
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -467,4 +476,33 @@ bool rtr_connmgr_find(rtr_connmgr_t *m, long id, rtr_connmgr_info_t *out)
     }
     pthread_mutex_unlock(&m->lock);
     return found;
+}
+
+long rtr_connmgr_connector_add(rtr_connmgr_t *m, const cfg_connector_t *cn, char *err,
+                               size_t errlen)
+{
+    pthread_mutex_lock(&m->lock);
+    bool started = m->started;
+    pthread_mutex_unlock(&m->lock);
+    if (!started || !m->connectors || m->env.n_workers <= 0) {
+        snprintf(err, errlen, "The router is not running");
+        return -1;
+    }
+    return rtr_connectors_add(m->connectors, cn);
+}
+
+void rtr_connmgr_connector_del(rtr_connmgr_t *m, long id)
+{
+    if (m->connectors)
+        rtr_connectors_del(m->connectors, id);
+}
+
+bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_t slen, char *msg,
+                                  size_t mlen)
+{
+    rtr_connector_state_t st;
+    if (!rtr_connectors_status(m->connectors, id, &st, msg, mlen))
+        return false;
+    snprintf(status, slen, "%s", rtr_connector_state_name(st));
+    return true;
 }

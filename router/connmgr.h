@@ -1,6 +1,7 @@
 /* router/connmgr.h: the connection manager - every listener of the router, configured or
- * made by management CREATE, and the place for the connectors (outgoing connections and
- * their reconnect state) to come: qdrouterd's connection_manager.c, with Junction's threads.
+ * made by management CREATE, and the configured connectors (outgoing connections and their
+ * reconnect state, router/connector.h): qdrouterd's connection_manager.c, with Junction's
+ * threads.
  *
  * It binds the configured listeners at start-up (`Listening on HOST:PORT`; one that cannot
  * be bound stops start-up), hands each listening socket to the main loop's acceptor, or, for
@@ -8,6 +9,9 @@
  * deletes listeners at run time, and names each by an id (management rows and DELETE use
  * it).  An accepted AMQP socket goes to the owner's callback (the server's round-robin to
  * the workers): the connection manager never holds a connection.
+ *
+ * The connectors (router/connector.h, configured ones: their connections and reconnects) are
+ * its too: made by _start, first attempts at _listen, no attempt after _stop, freed by _free.
  *
  * Threads:
  *  - rtr_connmgr_new/_start/_listen/_stop/_free: main thread, in that order (see each).
@@ -36,7 +40,8 @@
 
 typedef struct rtr_connmgr rtr_connmgr_t;
 
-/* What an entry is.  Connectors will be a second kind, with their own configuration. */
+/* What an entry is.  The connectors are records of their own (router/connector.h), kept
+ * beside the table. */
 typedef enum rtr_connmgr_kind {
     RTR_CONNMGR_LISTENER = 0, /* accepts connections (cfg_listener_t) */
 } rtr_connmgr_kind_t;
@@ -64,6 +69,8 @@ typedef struct rtr_connmgr_env {
     void                   *accept_ctx; /* its first argument */
     struct rtr_lstats      *lstats;     /* each listener's stats are made when it starts and
                                            retired when deleted (router/lstats.h); NULL: none */
+    struct rtr_worker      *workers;    /* where the connectors' connections go (round-robin) */
+    int                     n_workers;  /* their count (0: no connector connects) */
 } rtr_connmgr_env_t;
 
 /* One entry as rtr_connmgr_find() reports it (a copy: the entry may go once the lock is
@@ -118,6 +125,22 @@ void rtr_connmgr_listener_del(rtr_connmgr_t *m, long id);
 /* The id of the configured listener at `index` in cfg->listeners (ids of listeners added
  * at run time follow them). */
 long rtr_connmgr_listener_id(size_t index);
+
+/* Connector `id` (configured connector i: i + 1; then those added): its connectionStatus
+ * (qdrouterd's text: INITIALIZING, CONNECTING, SUCCESS, FAILED) into status[slen] and its
+ * connectionMsg into msg[mlen]; false when there is no such connector.  Thread-safe. */
+bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_t slen, char *msg,
+                                  size_t mlen);
+
+/* Add a connector at run time (management CREATE): cn is borrowed and must stay valid until
+ * the manager is freed; its first attempt starts at once.  Returns its id (> 0), or -1 with
+ * a one-line reason in err.  Thread-safe. */
+long rtr_connmgr_connector_add(rtr_connmgr_t *m, const cfg_connector_t *cn, char *err,
+                               size_t errlen);
+
+/* Delete connector `id` (management DELETE): no attempt any more, its connection closed.
+ * An unknown id is ignored.  Thread-safe. */
+void rtr_connmgr_connector_del(rtr_connmgr_t *m, long id);
 
 /* Look entry `id` up: true with a copy in *out, false when there is none (never made, or
  * deleted).  Thread-safe. */

@@ -8,6 +8,7 @@
 #include "router/ctx.h"
 
 #include "router/accept.h"
+#include "router/conn_watch.h"
 #include "router/lstats.h"
 
 #include <stdio.h>
@@ -45,6 +46,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
                        NULL, &ctx->tls_failed, NULL) < 0)
         memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
     ctx->lstats = rtr_lstats_new(stats);
+    ctx->conn_watch = rtr_conn_watch_new();
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }
@@ -52,6 +54,8 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
 void rtr_ctx_fini(rtr_ctx_t *ctx)
 {
     BASE_FREE(ctx->node_id);
+    rtr_conn_watch_free(ctx->conn_watch);
+    ctx->conn_watch = NULL;
     rtr_lstats_free(ctx->lstats);
     ctx->lstats = NULL;
     ctx->stats = NULL;

@@ -45,6 +45,8 @@ enum {
                            the worker frees it) */
     RTR_EXT_LR,         /* ptr = a message between the two ends of a link-routed link
                            (router/linkroute.c; the worker hands it to rtr_lr_msg_WT) */
+    RTR_EXT_CONNECT,    /* arg = a connected socket of connector ptr (rtr_connector_t,
+                           router/connector.h): the router's outgoing connection */
 };
 
 /* What RTR_EXT_ACCEPT_WS carries besides the socket. */
@@ -90,6 +92,8 @@ struct rtr_ctx {
                                          listeners' own, router/lstats.h) */
     struct rtr_lstats  *lstats;       /* per-listener stats (router/lstats.h), or NULL */
     _Atomic uint32_t    n_open_conns; /* connections past their open (maxConnections; any) */
+    struct rtr_conn_watch *conn_watch; /* connections to containers (router/conn_watch.h:
+                                          thread-safe), made by rtr_ctx_init */
 };
 
 /* Fill ctx for the n_workers workers in `workers` (not yet initialised) of a router of

@@ -47,7 +47,7 @@ struct rtr_server {
     bool              loop_ready;      /* `loop` initialised (start) */
     rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
     mgmt_tls_t        tls_mgmt;        /* management's view of them (the admin thread's) */
-    rtr_connmgr_t    *connmgr;         /* the listeners (new .. free) */
+    rtr_connmgr_t    *connmgr;         /* the listeners and connectors (new .. free) */
     int               n_workers;       /* worker threads */
     rtr_worker_t     *workers;         /* array */
     rtr_ctx_t         ctx;             /* what the workers share (filled at start) */
@@ -308,6 +308,8 @@ int rtr_server_start(rtr_server_t *s)
                              .web = &s->web,
                              .accept = accept_amqp,
                              .accept_ctx = s,
+                             .workers = s->workers,
+                             .n_workers = n,
                              .lstats = s->ctx.lstats};
     rc = rtr_connmgr_start(s->connmgr, &env);
     if (rc)

@@ -279,6 +279,11 @@ static bool client_wanted(const cfg_t *cfg, const cfg_ssl_profile_t *p)
         if (cfg->auth_plugins[i].ssl_profile &&
             strcmp(cfg->auth_plugins[i].ssl_profile, p->name) == 0)
             return true;
+    /* a connector's too (router/connector.h: the router's own TLS connections) */
+    for (size_t i = 0; i < cfg->n_connectors; i++)
+        if (cfg->connectors[i].conn.ssl_profile &&
+            strcmp(cfg->connectors[i].conn.ssl_profile, p->name) == 0)
+            return true;
     return false;
 }
 
@@ -370,16 +375,13 @@ void rtr_tls_free(rtr_tls_t *tls)
     free(tls);
 }
 
-rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
+/* A session of ctx with its two memory BIOs; it keeps prof's reference (dropped here when it
+ * cannot be made). */
+static rtr_tls_conn_t *session_new(SSL_CTX *ctx, tls_profile_t *prof)
 {
-    /* the current profile, with a reference of the session's own: a management UPDATE may
-     * replace it in the set the moment the lock is let go */
-    tls_profile_t *prof = profile_get(tls, profile);
-    if (!prof)
-        return NULL;
     rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
     t->prof = prof;
-    t->ssl = SSL_new(prof->ctx);
+    t->ssl = SSL_new(ctx); /* with a reference of its own to the context */
     t->in = BIO_new(BIO_s_mem());
     t->out = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->in || !t->out) {
@@ -393,7 +395,19 @@ rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
     }
     BIO_set_mem_eof_return(t->in, -1);  /* empty: "retry", not the end of the stream */
     SSL_set_bio(t->ssl, t->in, t->out); /* the session owns both */
-    SSL_set_accept_state(t->ssl);
+    return t;
+}
+
+rtr_tls_conn_t *rtr_tls_conn_new_WT(const rtr_tls_t *tls, const char *profile)
+{
+    /* the current profile, with a reference of the session's own: a management UPDATE may
+     * replace it in the set the moment the lock is let go */
+    tls_profile_t *prof = profile_get(tls, profile);
+    if (!prof)
+        return NULL;
+    rtr_tls_conn_t *t = session_new(prof->ctx, prof);
+    if (t)
+        SSL_set_accept_state(t->ssl);
     return t;
 }
 
@@ -734,30 +748,35 @@ static int client_ctx(const cfg_ssl_profile_t *p, tls_profile_t *tp, char *err, 
     return 0;
 }
 
+/* A client session; check_name: -1 the profile's rule (authsvc), else whether the server's
+ * certificate must name `host`. */
+static rtr_tls_conn_t *client_new(const rtr_tls_t *tls, const char *profile, const char *host,
+                                  int check);
+
 rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile, const char *host)
+{
+    return client_new(tls, profile, host, -1);
+}
+
+rtr_tls_conn_t *rtr_tls_connector_new_WT(const rtr_tls_t *tls, const char *profile,
+                                         const char *host, bool verify_host)
+{
+    return client_new(tls, profile, host, verify_host);
+}
+
+static rtr_tls_conn_t *client_new(const rtr_tls_t *tls, const char *profile, const char *host,
+                                  int check)
 {
     tls_profile_t *prof = profile_get(tls, profile);
     SSL_CTX       *ctx = prof ? prof->client : NULL;
-    bool           check_name = prof && prof->client_name;
+    bool           check_name = check < 0 ? prof && prof->client_name : check > 0;
     if (!ctx) {
         profile_unref(prof);
         return NULL;
     }
-    rtr_tls_conn_t *t = base_calloc(1, sizeof(*t));
-    t->ssl = SSL_new(ctx); /* with a reference of its own to the client context */
-    profile_unref(prof);
-    t->in = BIO_new(BIO_s_mem());
-    t->out = BIO_new(BIO_s_mem());
-    if (!t->ssl || !t->in || !t->out) {
-        BIO_free(t->in);
-        BIO_free(t->out);
-        SSL_free(t->ssl);
-        free(t);
-        ERR_clear_error();
+    rtr_tls_conn_t *t = session_new(ctx, prof);
+    if (!t)
         return NULL;
-    }
-    BIO_set_mem_eof_return(t->in, -1);
-    SSL_set_bio(t->ssl, t->in, t->out);
     SSL_set_connect_state(t->ssl);
     unsigned char addr[16];
     bool literal = inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;

@@ -90,6 +90,12 @@ void            rtr_tls_conn_free_WT(rtr_tls_conn_t *t);
 rtr_tls_conn_t *rtr_tls_client_new_WT(const rtr_tls_t *tls, const char *profile,
                                       const char *host);
 
+/* A connector's client session (router/connector.h): as rtr_tls_client_new_WT, but the
+ * server's certificate (verified against the system's CAs and the profile's caCertFile) must
+ * name `host` exactly when verify_host (its verifyHostname), whatever the caCertFile. */
+rtr_tls_conn_t *rtr_tls_connector_new_WT(const rtr_tls_t *tls, const char *profile,
+                                         const char *host, bool verify_host);
+
 /* Socket bytes in (copied into the session). */
 void rtr_tls_put_cipher_WT(rtr_tls_conn_t *t, const void *p, size_t n);
 /* Ciphertext held, not yet decrypted (for the input budget). */

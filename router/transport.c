@@ -21,6 +21,8 @@
 #include "router/tls.h"
 
 #include "router/authsvc.h"
+#include "router/conn_watch.h"
+#include "router/connector.h"
 #include "router/sasl.h"
 
 #include "core/base/list.h"
@@ -103,6 +105,10 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
     free(c->ws_tls);
+    if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
+        rtr_conn_watch_closed_WT(w->ctx->conn_watch, c->id); /* before its connector retries */
+    if (c->connector)
+        rtr_connector_closed(c->connector, NULL);
     free(c);
     rtr_worker_maybe_exit_WT(w);
 }
@@ -279,6 +285,16 @@ static void tls_read_WT(rtr_conn_t *c)
         }
         if (k == 0 && c->tls_eof) {
             input_ended_WT(c); /* everything the client sent before its end is in Proton */
+        } else if (k == -2 && c->connector) {
+            /* one line per new reason, as the connector's other failures */
+            char msg[300];
+            const rtr_connector_addr_t *to = rtr_connector_target(c->connector);
+            snprintf(msg, sizeof(msg), "Connection to %.200s:%s failed: TLS %s: %s", to->host,
+                     to->port, rtr_tls_ready_WT(c->tls) ? "session" : "handshake", why);
+            if (rtr_connector_note(c->connector, msg))
+                LOGC(c, INFO, "%s", msg);
+            c->end_logged = true;
+            input_ended_WT(c);
         } else if (k == -2) {
             if (!rtr_tls_ready_WT(c->tls))
                 rtr_lstats_tls_failed_WT(c, "TLS handshake failed: %s", why);
@@ -455,7 +471,10 @@ static void handle_closed_cb(uv_handle_t *h)
     rtr_conn_closed_WT(c);
     pn_connection_driver_destroy(&c->driver);
     c->closed = true;
-    LOGC(c, INFO, "Connection from %s closed", c->peer);
+    if (!c->connector)
+        LOGC(c, INFO, "Connection from %s closed", c->peer);
+    else if (c->peer_opened) /* one that never opened is its connector's line, if news */
+        LOGC(c, INFO, "Connection to %s closed", c->peer);
     if (!c->links)
         rtr_conn_free_WT(c);
 }
@@ -514,8 +533,23 @@ static void transport_wake_WT(void *arg)
     rtr_conn_mark_dirty_WT(arg);
 }
 
+/* A connector's SASL client: Proton's own (ANONYMOUS, PLAIN with saslUsername and
+ * saslPassword, EXTERNAL), limited to saslMechanisms when given; PLAIN goes over plain TCP
+ * too, as qdrouterd's connectors allow. */
+static void transport_sasl_client_WT(rtr_conn_t *c, pn_transport_t *t)
+{
+    pn_sasl_t *sasl = pn_sasl(t);
+    if (c->listener->sasl_mechanisms)
+        pn_sasl_allowed_mechs(sasl, c->listener->sasl_mechanisms);
+    pn_sasl_set_allow_insecure_mechs(sasl, true);
+}
+
 static void transport_sasl_WT(rtr_conn_t *c, pn_transport_t *t)
 {
+    if (c->connector) {
+        transport_sasl_client_WT(c, t);
+        return;
+    }
     if (c->listener->sasl_plugin &&
         rtr_authsvc_server_WT(t, c->worker, c->listener, c->id, c->peer, transport_wake_WT, c))
         return; /* the listener's authentication service decides (router/authsvc.c) */
@@ -541,15 +575,26 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     c->handles = 2;
 
     pn_transport_t *t = pn_transport();
-    pn_transport_set_server(t);
+    if (!c->connector)
+        pn_transport_set_server(t);
     pn_transport_set_context(t, c); /* for the SASL layer's failures (router/lstats.h) */
     pn_transport_set_max_frame(t, l->max_frame_size);
     pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
                                                                         : l->max_sessions - 1));
     pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
     transport_sasl_WT(c, t);
-    pn_connection_driver_init(&c->driver, pn_connection(), t);
+    pn_connection_t *pc = pn_connection();
+    if (c->connector) { /* before the transport is bound: Proton's SASL client reads them */
+        const cfg_connector_t *cn = rtr_connector_cfg(c->connector);
+        pn_connection_set_hostname(pc, rtr_connector_target(c->connector)->host);
+        if (cn->sasl_username)
+            pn_connection_set_user(pc, cn->sasl_username);
+        if (cn->sasl_password)
+            pn_connection_set_password(pc, cn->sasl_password);
+    }
+    pn_connection_driver_init(&c->driver, pc, t);
     codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
+    c->guard.client = c->connector != NULL;
 
     /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes
      * the same way (only uv_tcp_nodelay fails on it, harmlessly) */
@@ -564,7 +609,23 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
         uv_tcp_nodelay(&c->tcp, 1);
     /* the first byte says whether it is TLS (or, requiring encryption, refused); not on a
      * WebSocket, whose bytes lws decrypted (https) or that came plain */
-    c->tls_detect = !websocket && (l->ssl_profile != NULL || l->require_encryption);
+    c->tls_detect = !websocket && !c->connector &&
+                    (l->ssl_profile != NULL || l->require_encryption);
+    if (c->connector && l->ssl_profile) {
+        /* the router's TLS client: its ClientHello goes out with the first write */
+        const cfg_connector_t *cn = rtr_connector_cfg(c->connector);
+        c->tls = rtr_tls_connector_new_WT(w->ctx->tls, l->ssl_profile,
+                                          rtr_connector_target(c->connector)->host,
+                                          cn->verify_hostname);
+        if (!c->tls) {
+            rtr_connector_note(c->connector, "Connection failed: cannot start a TLS session");
+            LOGC(c, WARNING, "Connection to %s: cannot start a TLS session (sslProfile %s)",
+                 c->peer, l->ssl_profile);
+            pn_connection_driver_read_close(&c->driver);
+            pn_connection_driver_write_close(&c->driver);
+            return true; /* it ends at once, through the usual path */
+        }
+    }
     rtr_lstats_accepted_WT(c);
     return true;
 }

@@ -82,7 +82,10 @@ struct rtr_conn {
     uv_timer_t             timer;      /* Proton's tick (idle timeout) */
     pn_connection_driver_t driver;     /* not thread-safe: owner only (Proton) */
     rtr_worker_t          *worker;     /* owner */
-    const cfg_listener_t  *listener;   /* how it was accepted */
+    const cfg_listener_t  *listener;   /* how it was accepted (a connector's: its settings) */
+    struct rtr_connector  *connector;  /* the connector it was made for (router/connector.h),
+                                          or NULL: accepted */
+    bool                   peer_opened; /* a connector's: the peer's open came */
     uint64_t               id;         /* process-unique; [C<id>] */
     rtr_link_t            *links;      /* every link not yet freed */
     rtr_link_t            *pump;       /* OUT links with bytes or copies to send */

@@ -108,6 +108,9 @@ static void ext_work_WT(rtr_worker_t *w, core_work_t *work)
         free(acc);
         break;
     }
+    case RTR_EXT_CONNECT:
+        rtr_conn_connect_WT(w, (int)work->u.ext.arg, work->u.ext.ptr);
+        break;
     case RTR_EXT_STREAM:
         rtr_on_stream_wake_WT(w);
         break;

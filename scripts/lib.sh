@@ -15,9 +15,11 @@ JUNCTION_RUN_PKGS=(libqpid-proton11-dev libssl-dev libuv1-dev libwebsockets-dev 
 # Extra packages needed by the tests (unit: cmocka; system: Proton-Python, pytest, pytest-xdist
 # for the parallel TSan run, and websocket-client for the WebSocket tests; sanitizer builds: clang and its runtime; valgrind
 # for `meson test --setup valgrind`; the console's browser test: Chromium, driven from node by
-# playwright-core).
+# playwright-core; the brokers of tests/system/brokers.py: RabbitMQ with its AMQP 1.0 plugin,
+# and the Proton C example broker's source, compiled by the tests).
 JUNCTION_TEST_PKGS=(libcmocka-dev sasl2-bin python3-qpid-proton python3-pytest python3-pytest-xdist
-                    python3-websocket clang libclang-rt-14-dev valgrind chromium openssl)
+                    python3-websocket clang libclang-rt-14-dev valgrind chromium openssl
+                    rabbitmq-server libqpid-proton11-dev-examples)
 # The npm projects: the console's charting library (embedded into junctiond at build time)
 # and the browser tests' clients (playwright-core, rhea, ws).  Each has a committed lockfile.
 JUNCTION_NPM_DIRS=(stats/console tests/browser)

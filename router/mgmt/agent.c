@@ -329,6 +329,25 @@ static void agent_main(void *arg)
     uv_run(&a->loop, UV_RUN_DEFAULT);
 }
 
+static bool hook_connector_status(void *ctx, long id, char *status, size_t slen, char *msg,
+                                  size_t mlen)
+{
+    mgmt_agent_t *a = ctx;
+    return rtr_connmgr_connector_status(a->connmgr, id, status, slen, msg, mlen);
+}
+
+static long hook_connector_add(void *ctx, const cfg_connector_t *cn, char *err, size_t errlen)
+{
+    mgmt_agent_t *a = ctx;
+    return rtr_connmgr_connector_add(a->connmgr, cn, err, errlen);
+}
+
+static void hook_connector_del(void *ctx, long id)
+{
+    mgmt_agent_t *a = ctx;
+    rtr_connmgr_connector_del(a->connmgr, id);
+}
+
 /* ---- main thread ---- */
 
 int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
@@ -365,6 +384,9 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .link_route_add = hook_link_route_add,
                           .link_route_del = hook_link_route_del,
                           .conn_close = hook_conn_close,
+                          .connector_status = hook_connector_status,
+                          .connector_add = hook_connector_add,
+                          .connector_del = hook_connector_del,
                           .tls = ctx->tls ? &a->tls : NULL};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);

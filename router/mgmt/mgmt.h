@@ -108,6 +108,15 @@ typedef struct mgmt_hooks {
     void (*conn_close)(void *ctx, uint64_t id);
     /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */
     const mgmt_tls_t *tls;
+    /* Start a connector (cn stays valid until mgmt_node_free()): its id (> 0), or -1 with
+     * a one-line reason in err. */
+    long (*connector_add)(void *ctx, const cfg_connector_t *cn, char *err, size_t errlen);
+    /* Delete connector `id`: no attempt any more, its connection closed. */
+    void (*connector_del)(void *ctx, long id);
+    /* Connector `id`'s connectionStatus and connectionMsg (router/connector.h); false when
+     * it has none (NULL hook: INITIALIZING, no message). */
+    bool (*connector_status)(void *ctx, long id, char *status, size_t slen, char *msg,
+                             size_t mlen);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -37,6 +37,7 @@ typedef enum mgmt_kind {
     MGMT_K_EMPTY,    /* a known type with no entities in a standalone Junction */
     MGMT_K_SSL_PROFILE, /* the router's sslProfiles (mgmt_tls_t, ssl.c) */
     MGMT_K_LINK_ROUTE,  /* configuration records of the node, operStatus live */
+    MGMT_K_CONNECTOR, /* the configured connectors, with their live connectionStatus */
 } mgmt_kind_t;
 
 /* Where an operational (MGMT_K_STATS) column gets its value. */
@@ -209,6 +210,7 @@ struct mgmt_node {
     const cfg_t         *cfg;         /* the start-up configuration (borrowed) */
     mgmt_rec_list_t      listeners;   /* live listeners */
     mgmt_rec_list_t      addresses;   /* live address configurations */
+    mgmt_rec_list_t      connectors;  /* live connectors (id: the connection manager's) */
     long                 addr_serial; /* identities given to addresses */
     mgmt_rec_list_t      link_routes; /* live linkRoute configurations */
     long                 lr_serial;   /* identities given to link routes */
@@ -221,6 +223,8 @@ struct mgmt_node {
 void mgmt_rec_add(mgmt_rec_list_t *l, const char *name, const char *identity, long id,
                   const void *cfg);
 void mgmt_rec_del(mgmt_rec_list_t *l, size_t i);
+/* Connector cn's record with the connection manager's id (configured connector i: i + 1). */
+void mgmt_node_connector_rec(mgmt_node_t *n, const cfg_connector_t *cn, long id);
 void mgmt_node_address_rec(mgmt_node_t *n, const cfg_address_t *ac);
 void mgmt_node_link_route_rec(mgmt_node_t *n, const cfg_link_route_t *lr);
 void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg);

@@ -64,6 +64,13 @@ void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg)
     n->owned[n->n_owned++] = cfg;
 }
 
+void mgmt_node_connector_rec(mgmt_node_t *n, const cfg_connector_t *cn, long id)
+{
+    char identity[300];
+    snprintf(identity, sizeof(identity), "connector/%s:%s", cn->conn.host, cn->conn.port);
+    mgmt_rec_add(&n->connectors, cn->conn.name, identity, id, cn);
+}
+
 mgmt_node_t *mgmt_node_new(const cfg_t *cfg, stats_registry_t *reg, const mgmt_info_t *info,
                            const mgmt_hooks_t *hooks)
 {
@@ -89,6 +96,8 @@ mgmt_node_t *mgmt_node_new(const cfg_t *cfg, stats_registry_t *reg, const mgmt_i
         mgmt_node_address_rec(n, &cfg->addresses[i]);
     for (size_t i = 0; i < cfg->n_link_routes; i++)
         mgmt_node_link_route_rec(n, &cfg->link_routes[i]);
+    for (size_t i = 0; i < cfg->n_connectors; i++)
+        mgmt_node_connector_rec(n, &cfg->connectors[i], (long)i + 1);
     n->req = pn_message();
     n->rep = pn_message();
     return n;
@@ -102,11 +111,14 @@ void mgmt_node_free(mgmt_node_t *n)
         mgmt_rec_del(&n->listeners, n->listeners.n - 1);
     while (n->addresses.n)
         mgmt_rec_del(&n->addresses, n->addresses.n - 1);
+    while (n->connectors.n)
+        mgmt_rec_del(&n->connectors, n->connectors.n - 1);
     free(n->listeners.v);
     free(n->addresses.v);
     while (n->link_routes.n)
         mgmt_rec_del(&n->link_routes, n->link_routes.n - 1);
     free(n->link_routes.v);
+    free(n->connectors.v);
     for (size_t i = 0; i < n->n_owned; i++)
         cfg_free(n->owned[i]);
     free(n->owned);

@@ -435,18 +435,49 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     }
     if (t->kind == MGMT_K_LINK_ROUTE)
         return create_link_route(m, q, t, e, attrs, bn);
-    mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER ? &m->listeners : &m->addresses;
+    mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER    ? &m->listeners
+                            : t->kind == MGMT_K_CONNECTOR ? &m->connectors
+                                                          : &m->addresses;
     if (bn && name_taken(list, bn->valuestring)) {
         fail(q, 400, "Bad Request: duplicate name '%.200s' for %s", bn->valuestring, full);
         cJSON_Delete(attrs);
         return -1;
     }
-    cfg_t *cfg = parse_entity(q, t->kind == MGMT_K_LISTENER ? "listener" : "address", attrs);
+    cfg_t *cfg = parse_entity(q,
+                              t->kind == MGMT_K_LISTENER    ? "listener"
+                              : t->kind == MGMT_K_CONNECTOR ? "connector"
+                                                            : "address",
+                              attrs);
     cJSON_Delete(attrs);
     if (!cfg)
         return -1;
     size_t index;
-    if (t->kind == MGMT_K_LISTENER) {
+    if (t->kind == MGMT_K_CONNECTOR) {
+        if (cfg->n_connectors != 1) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: not a connector");
+        }
+        /* a TLS client context is made at start-up for the profiles configured connectors
+           name: a new one would have none */
+        if (cfg->connectors[0].conn.ssl_profile) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: a connector with an sslProfile cannot be made at "
+                                "run time yet (configure it in the file)");
+        }
+        char err[300] = "no way to start connectors";
+        long id = m->hooks.connector_add ? m->hooks.connector_add(m->hooks.ctx,
+                                                                  &cfg->connectors[0], err,
+                                                                  sizeof(err))
+                                         : -1;
+        if (id <= 0) {
+            cfg_free(cfg);
+            return fail(q, 400, "Bad Request: %s", err);
+        }
+        log_create_warnings(cfg, full, cfg->connectors[0].conn.name);
+        mgmt_node_own(m, cfg);
+        mgmt_node_connector_rec(m, &cfg->connectors[0], id);
+        index = m->connectors.n - 1;
+    } else if (t->kind == MGMT_K_LISTENER) {
         if (cfg->n_listeners != 1) {
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: not a listener");
@@ -558,6 +589,7 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
         return st ? ssl_status(q, st == 409 ? 400 : st, err) : ok(q, 204, false);
     }
     mgmt_rec_list_t *l = t->kind == MGMT_K_LISTENER     ? &m->listeners
+                         : t->kind == MGMT_K_CONNECTOR  ? &m->connectors
                          : t->kind == MGMT_K_LINK_ROUTE ? &m->link_routes
                                                         : &m->addresses;
     int              i = find_rec(q, t, l);
@@ -566,6 +598,9 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
     if (t->kind == MGMT_K_LINK_ROUTE) {
         if (m->hooks.link_route_del)
             m->hooks.link_route_del(m->hooks.ctx, l->v[i].cfg);
+    } else if (t->kind == MGMT_K_CONNECTOR) {
+        if (m->hooks.connector_del)
+            m->hooks.connector_del(m->hooks.ctx, l->v[i].id);
     } else if (t->kind == MGMT_K_LISTENER) {
         if (m->hooks.listener_del)
             m->hooks.listener_del(m->hooks.ctx, l->v[i].id);

@@ -28,7 +28,7 @@ typedef struct col {
 } col_t;
 
 /* Configuration rows: strings a row formats for itself. */
-enum { SBUF_ID = 0, SBUF_ENABLE, N_SBUF };
+enum { SBUF_ID = 0, SBUF_ENABLE, SBUF_MSG, N_SBUF };
 
 struct mgmt_rows {
     const mgmt_type_t *t;     /* the type */
@@ -500,6 +500,40 @@ static void listener_row(fill_t *f, const mgmt_rec_t *rec)
     put_uint(f, auth);
 }
 
+/* A configured connector: its attributes (never the password) and its live status
+ * (router/connector.h, through the node's hook). */
+static void connector_row(fill_t *f, const mgmt_rec_t *rec)
+{
+    mgmt_rows_t           *r = f->r;
+    const cfg_connector_t *cn = rec->cfg;
+    const cfg_listener_t  *l = &cn->conn;
+    put_base(f, rec->name, rec->identity);
+    put_str(f, l->host);
+    put_str(f, l->port);
+    put_str(f, cfg_role_name(l->role));
+    put_int(f, l->cost);
+    put_str(f, l->ssl_profile); /* NULL: null */
+    put_str(f, l->sasl_mechanisms);
+    put_int(f, l->max_frame_size);
+    put_int(f, l->idle_timeout_seconds);
+    put_str(f, cfg_strip_name(l->strip_annotations));
+    put_int(f, l->link_capacity);
+    put_bool(f, cn->verify_hostname);
+    /* the status and message live in the row's string buffers until the next row */
+    char               *status = r->sbuf[SBUF_ENABLE], *msg = r->sbuf[SBUF_MSG];
+    const mgmt_hooks_t *h = &r->node->hooks;
+    msg[0] = '\0';
+    if (!h->connector_status ||
+        !h->connector_status(h->ctx, rec->id, status, sizeof(r->sbuf[0]), msg,
+                             sizeof(r->sbuf[0])))
+        snprintf(status, sizeof(r->sbuf[0]), "INITIALIZING");
+    put_str(f, status);
+    put_str(f, msg);
+    put_int(f, l->max_sessions);
+    put_str(f, cn->sasl_username);
+    put_null(f); /* failoverUrls: a list of its own is refused */
+}
+
 static void address_row(fill_t *f, const mgmt_rec_t *rec)
 {
     const cfg_address_t *ac = rec->cfg;
@@ -640,6 +674,8 @@ static size_t cfg_rows(const mgmt_rows_t *r)
         return 1;
     case MGMT_K_SSL_PROFILE:
         return r->n_ssl;
+    case MGMT_K_CONNECTOR:
+        return r->node->connectors.n;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:
         break;
@@ -677,6 +713,9 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_SSL_PROFILE:
         ssl_profile_row(&f, &r->ssl[i]);
+        break;
+    case MGMT_K_CONNECTOR:
+        connector_row(&f, &r->node->connectors.v[i]);
         break;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:

@@ -65,6 +65,9 @@ static const mgmt_attr_t connector_attrs[] = {
     A("verifyHostname", "boolean", "true", true, false, false),
     A("connectionStatus", "string", NULL, false, false, false),
     A("connectionMsg", "string", NULL, false, false, false),
+    A("maxSessions", "integer", "32768", true, false, false),
+    A("saslUsername", "string", NULL, true, false, false),
+    A("failoverUrls", "string", NULL, true, false, false),
 };
 static const mgmt_attr_t address_attrs[] = {
     A("prefix", "string", NULL, true, false, false),
@@ -279,7 +282,7 @@ const mgmt_type_t mgmt_types[] = {
      N(router_cols), true},
     {"listener", NULL, MGMT_PREFIX ".listener", MGMT_K_LISTENER, CE, CDRQ, NULL,
      N(listener_attrs), false},
-    {"connector", NULL, MGMT_PREFIX ".connector", MGMT_K_EMPTY, CE, CDRQ, NULL,
+    {"connector", NULL, MGMT_PREFIX ".connector", MGMT_K_CONNECTOR, CE, CDRQ, NULL,
      N(connector_attrs), false},
     {"router.config.address", "address", MGMT_PREFIX ".router.config.address", MGMT_K_ADDRESS,
      CE, CDRQ, NULL, N(address_attrs), false},

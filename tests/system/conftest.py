@@ -27,6 +27,9 @@ import pytest
 
 from clients import Client
 
+# The broker fixtures (rabbitmq, proton_broker, make_rabbitmq, make_proton_broker).
+pytest_plugins = ["brokers"]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = float(os.environ.get("JUNCTION_STARTUP_TIMEOUT", "20"))
 STOP_TIMEOUT = 10.0

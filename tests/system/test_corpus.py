@@ -48,7 +48,9 @@ def refused(text):
 MODE_INTERIOR = refused('Junction does not support mode "interior" yet')
 MODE_EDGE = refused('Junction does not support mode "edge" yet')
 INTER_ROUTER_ROLE = refused('Junction does not support role "inter-router" yet')
-CONNECTOR = refused("Junction does not support the 'connector' entity yet")
+# the snippet's connector names a profile it leaves out (TLS on a connector itself loads)
+NO_BROKER_PROFILE = refused("sslProfile 'broker-tls': no sslProfile entity has that name")
+OPEN_PROPERTIES = refused("Junction does not support openProperties (extra open properties)")
 # a snippet whose listener names a profile the snippet leaves out (qdrouterd refuses it too)
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
@@ -65,21 +67,21 @@ GROUPS_NOT_JSON = refused("attribute 'groups': invalid JSON in its value")
 # Every file of the corpus with its outcome today, sorted by file name. When a file's outcome
 # changes, change its line here in the same commit.
 EXPECTED = {
-    'docs/adding-metadata-to-connections-L40.conf': CONNECTOR,
-    'docs/adding-metadata-to-connections-L76.conf': CONNECTOR,
+    'docs/adding-metadata-to-connections-L40.conf': OPEN_PROPERTIES,
+    'docs/adding-metadata-to-connections-L76.conf': OPEN_PROPERTIES,
     'docs/configuring-address-semantics-L38.conf': SERVES,
     'docs/configuring-addresses-prioritized-message-delivery-L45.conf': SERVES,
     'docs/configuring-default-logging-L38.conf': SERVES,
     'docs/configuring-default-logging-L71.conf': SERVES,
     'docs/configuring-router-properties-L40.conf': MODE_INTERIOR,
-    'docs/connecting-routers-L54.conf': CONNECTOR,
+    'docs/connecting-routers-L54.conf': INTER_ROUTER_ROLE,
     'docs/connecting-routers-L74.conf': INTER_ROUTER_ROLE,
-    'docs/connecting-routers-external-amqp-containers-L45.conf': CONNECTOR,
+    'docs/connecting-routers-external-amqp-containers-L45.conf': SERVES,
     'docs/connecting-using-mutual-ssl-tls-authentication-L46.conf': SERVES,
-    'docs/connecting-using-mutual-ssl-tls-authentication-L83.conf': CONNECTOR,
+    'docs/connecting-using-mutual-ssl-tls-authentication-L83.conf': NO_BROKER_PROFILE,
     'docs/connecting-using-one-way-ssl-tls-authentication-L38.conf': SERVES,
-    'docs/connecting-using-one-way-ssl-tls-authentication-L56.conf': CONNECTOR,
-    'docs/connecting-using-username-password-authentication-L49.conf': CONNECTOR,
+    'docs/connecting-using-one-way-ssl-tls-authentication-L56.conf': NO_BROKER_PROFILE,
+    'docs/connecting-using-username-password-authentication-L49.conf': SERVES,
     'docs/creating-link-route-L49.conf': SERVES,
     'docs/creating-link-route-L65.conf': SERVES,
     'docs/creating-link-route-L93.conf': SERVES,
@@ -99,24 +101,24 @@ EXPECTED = {
     'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK,
     'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
     'docs/integrating-with-kerberos-L83.conf': SERVES,
-    'docs/link-route-example-L50.conf': CONNECTOR,
+    'docs/link-route-example-L50.conf': SERVES,
     'docs/listening-client-connections-L45.conf': FAILOVER_URLS,
     'docs/reliability-L110.conf': MODE_INTERIOR,
     'docs/reliability-L217.conf': MODE_INTERIOR,
     'docs/reliability-L254.conf': MODE_INTERIOR,
     'docs/reliability-L303.conf': MODE_INTERIOR,
     'docs/reliability-L53.conf': MODE_INTERIOR,
-    'docs/reliability-L583.conf': CONNECTOR,
+    'docs/reliability-L583.conf': WAYPOINT,
     'docs/reliability-L85.conf': MODE_INTERIOR,
     'docs/routing-messages-through-broker-queues-L102.conf': AUTOLINK,
     'docs/routing-messages-through-broker-queues-L40.conf': WAYPOINT,
     'docs/routing-messages-through-broker-queues-L77.conf': AUTOLINK,
     'docs/securing-connections-between-routers-L115.conf': INTER_ROUTER_ROLE,
     'docs/securing-connections-between-routers-L56.conf': SERVES,
-    'docs/securing-connections-between-routers-L93.conf': CONNECTOR,
+    'docs/securing-connections-between-routers-L93.conf': INTER_ROUTER_ROLE,
     'docs/setting-global-connection-limits-L38.conf': SERVES,
     'docs/setting-resource-limits-outgoing-connections-L44.conf': GROUPS_NOT_JSON,
-    'docs/setting-resource-limits-outgoing-connections-L73.conf': CONNECTOR,
+    'docs/setting-resource-limits-outgoing-connections-L73.conf': SERVES,
     'docs/setting-up-access-web-console-L40.conf': SERVES,
     'docs/setting-up-access-web-console-L66.conf': SERVES,
     'etc/qdrouterd.conf': SERVES,

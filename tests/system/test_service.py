@@ -354,6 +354,7 @@ def help_commands():
         (".ci/run", [str(REPO_ROOT / ".ci" / "run")]),
         ("soak.py", [PYTHON, str(REPO_ROOT / "tests" / "system" / "soak.py")]),
         ("mgmt_bench.py", [PYTHON, str(REPO_ROOT / "tests" / "bench" / "mgmt_bench.py")]),
+        ("brokers.py", [PYTHON, str(REPO_ROOT / "tests" / "system" / "brokers.py")]),
     ] + [("fuzz_%s_replay" % t, [str(b / "tests" / "fuzz" / ("fuzz_%s_replay" % t))])
          for t in ("codec", "frame", "config", "mgmt", "agent", "conn", "tls")]
 

@@ -583,10 +583,6 @@ static void test_unsupported_entity_tables(void **state)
     static const struct {
         const char *type, *old, *modern;
     } names[] = {
-        {"connector", "verifyHostName", "verifyHostname"},
-        {"connector", "logMessage", "messageLoggingComponents"},
-        {"connector", "failoverList", "failoverUrls"},
-        {"connector", "addr", "host"},
         {"linkRoute", "dir", "direction"},
         {"autoLink", "addr", "address"},
         {"autoLink", "dir", "direction"},
@@ -601,6 +597,21 @@ static void test_unsupported_entity_tables(void **state)
         assert_true(a > 0);
         assert_true(t->defs[a].deprecated);
         assert_string_equal(t->defs[t->defs[a].alias_of].name, names[i].modern);
+    }
+    /* connector (which Junction builds now): its deprecated names map to the modern ones */
+    static const struct {
+        const char *old, *modern;
+    } cn_names[] = {{"verifyHostName", "verifyHostname"},
+                    {"logMessage", "messageLoggingComponents"},
+                    {"failoverList", "failoverUrls"},
+                    {"addr", "host"}};
+    assert_null(cfg__unsupported_table("connector"));
+    for (size_t i = 0; i < sizeof(cn_names) / sizeof(cn_names[0]); i++) {
+        int a = cfg__attr_find(cfg__connector_attrs, CN_N, cn_names[i].old);
+        assert_true(a > 0);
+        assert_true(cfg__connector_attrs[a].deprecated);
+        assert_string_equal(cfg__connector_attrs[cfg__connector_attrs[a].alias_of].name,
+                            cn_names[i].modern);
     }
     /* sslProfile (which Junction builds now): its deprecated names, and one without a
      * successor name */
@@ -641,9 +652,9 @@ static void test_unsupported_entity_tables(void **state)
     assert_true(ap->n_warnings >= 3); /* authService, saslInitHostname, authSslProfile */
     cfg_free(ap);
     /* the entities are still refused with one line naming the feature */
-    conf_err("connector {\n addr: a\n port: 5672\n}\n",
-             "t.conf: line 1: entity 0 (connector): Junction does not support the 'connector' "
-             "entity yet");
+    conf_err("connector {\n addr: a\n port: 5672\n role: inter-router\n}\n",
+             "t.conf: line 4: entity 0 (connector): attribute 'role': Junction does not support "
+             "role \"inter-router\" yet");
     /* linkRoute loads (its 0.x `dir` with a warning); the checks qdrouterd's CREATE makes */
     cfg_t *lr = conf_ok("listener {\n port: 0\n role: route-container\n}\n"
                         "linkRoute {\n prefix: q\n dir: in\n containerId: b\n"

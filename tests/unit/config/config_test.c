@@ -423,7 +423,6 @@ static void test_unsupported_types(void **state)
         const char *written;
         const char *canon;
     } types[] = {
-        {"connector", "connector"},
         {"org.apache.qpid.dispatch.router.config.autoLink", "autoLink"},
         {"autoLink", "autoLink"},
         {"vhost", "vhost"},
