@@ -411,8 +411,6 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         LOGC(c, INFO, "Connection from %s opened (container %s)", c->peer,
              pn_connection_remote_container(pc) ? pn_connection_remote_container(pc) : "");
-        rtr_lr_conn_opened_WT(c, c->listener->name,
-                              c->listener->role == CFG_ROLE_ROUTE_CONTAINER);
         break;
     }
     case PN_SESSION_REMOTE_OPEN: {
@@ -525,7 +523,6 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 void rtr_conn_closed_WT(rtr_conn_t *c)
 {
     links_cleanup_session_WT(c, NULL);
-    rtr_lr_conn_closed_WT(c);
 }
 
 void rtr_conn_process_WT(rtr_conn_t *c)

@@ -9,10 +9,19 @@
 
 #include "router/accept.h"
 #include "router/conn_watch.h"
+#include "router/linkroute.h"
 #include "router/lstats.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* conn_watch's one callback (router/conn_watch.h): on the connection's worker, for each
+ * feature that attaches links toward containers. */
+static void conn_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open)
+{
+    rtr_ctx_t *ctx = arg;
+    rtr_lr_conn_watch_WT(&ctx->workers[ci->worker], ci, open);
+}
 
 void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
                   rtr_worker_t *workers, int n_workers)
@@ -47,6 +56,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
         memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
     ctx->lstats = rtr_lstats_new(stats);
     ctx->conn_watch = rtr_conn_watch_new();
+    rtr_conn_watch_set(ctx->conn_watch, conn_watch_WT, ctx);
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }

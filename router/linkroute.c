@@ -736,26 +736,29 @@ void rtr_lr_msg_drop(void *ptr)
 
 /* ---------------------------------------------------------------- route containers */
 
-void rtr_lr_conn_opened_WT(rtr_conn_t *c, const char *name, bool route_container)
+/* The name of the listener that accepted connection `id` of worker w, or NULL. */
+static const char *accepted_name_WT(rtr_worker_t *w, uint64_t id)
 {
-    if (!route_container || c->lr_announced)
-        return;
-    const char    *container = pn_connection_remote_container(c->driver.connection);
-    core_action_t *a = rtr_worker_action_WT(c->worker);
-    a->type = CORE_A_CONN_OPENED;
-    a->u.conn.conn_id = c->id;
-    a->u.conn.container_id = container ? base_strdup(container) : NULL;
-    a->u.conn.name = name ? base_strdup(name) : NULL;
-    a->u.conn.route_container = true;
-    c->lr_announced = true;
+    for (rtr_conn_t *c = w->conns; c; c = c->next)
+        if (c->id == id)
+            return c->listener->name;
+    return NULL;
 }
 
-void rtr_lr_conn_closed_WT(rtr_conn_t *c)
+void rtr_lr_conn_watch_WT(rtr_worker_t *w, const rtr_conn_info_t *ci, bool open)
 {
-    if (!c->lr_announced)
+    if (ci->role != CFG_ROLE_ROUTE_CONTAINER)
         return;
-    c->lr_announced = false;
-    core_action_t *a = rtr_worker_action_WT(c->worker);
-    a->type = CORE_A_CONN_CLOSED;
-    a->u.conn.conn_id = c->id;
+    core_action_t *a = rtr_worker_action_WT(w);
+    a->u.conn.conn_id = ci->id;
+    if (!open) {
+        a->type = CORE_A_CONN_CLOSED;
+        return;
+    }
+    /* a linkRoute's `connection` names a connector or a listener (qdrouterd) */
+    const char *name = ci->connector[0] ? ci->connector : accepted_name_WT(w, ci->id);
+    a->type = CORE_A_CONN_OPENED;
+    a->u.conn.container_id = ci->container[0] ? base_strdup(ci->container) : NULL;
+    a->u.conn.name = name ? base_strdup(name) : NULL;
+    a->u.conn.route_container = true;
 }

@@ -16,6 +16,7 @@
 #ifndef JUNCTION_ROUTER_LINKROUTE_H
 #define JUNCTION_ROUTER_LINKROUTE_H
 
+#include "router/conn_watch.h"
 #include "router/transport.h"
 
 /* The core routed k's attach (end 0): start the pair; takes `routed` (core_lr_target_t). */
@@ -38,10 +39,10 @@ bool rtr_lr_conn_written_WT(rtr_conn_t *c);
 void rtr_lr_msg_WT(rtr_worker_t *w, void *msg);
 void rtr_lr_msg_drop(void *msg);
 
-/* A connection's open was seen / it is gone: tell the core, for route containers (a
- * listener or connector of role route-container).  A connector's connection calls the same
- * once its peer's open arrived. */
-void rtr_lr_conn_opened_WT(rtr_conn_t *c, const char *name, bool route_container);
-void rtr_lr_conn_closed_WT(rtr_conn_t *c);
+/* The conn_watch callback's part for link routes (router/conn_watch.h; on the connection's
+ * worker w): a route container's connection - a listener's or a connector's of role
+ * route-container - opened (open = true) or ended: the core learns it, by the peer's
+ * container id and the listener's or connector's name. */
+void rtr_lr_conn_watch_WT(rtr_worker_t *w, const rtr_conn_info_t *ci, bool open);
 
 #endif
