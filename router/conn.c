@@ -469,14 +469,14 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             pn_link_close(pl);
         else
             pn_link_detach(pl);
+        pn_session_t *ls = pn_link_session(pl);
         pn_link_free(pl);
+        rtr_lr_link_freed_WT(ls);
         break;
     }
     case PN_SESSION_REMOTE_CLOSE: {
         pn_session_t *s = pn_event_session(e);
         links_cleanup_session_WT(c, s);
-        if (s == c->lr_ssn)
-            c->lr_ssn = NULL;
         pn_session_close(s);
         pn_session_free(s);
         break;

@@ -301,6 +301,15 @@ static void detach_msg(rtr_lr_pair_t *p, int to, const char *name, const char *d
     msg_post(m);
 }
 
+/* The context of the sessions on_attach_WT makes, one per link (rtr_lr_link_freed_WT). */
+static char own_session;
+
+void rtr_lr_link_freed_WT(pn_session_t *s)
+{
+    if (pn_session_get_context(s) == &own_session && !(pn_session_state(s) & PN_LOCAL_CLOSED))
+        pn_session_close(s); /* freed when the peer's end comes, or with the connection */
+}
+
 /* End 1: attach on the route container's connection. */
 static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
 {
@@ -311,13 +320,12 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
         pair_unref(p); /* end 1's reference: it never lived */
         return;
     }
-    pn_session_t *s = c->lr_ssn;
-    if (!s || (pn_session_state(s) & (PN_LOCAL_CLOSED | PN_REMOTE_CLOSED))) {
-        s = pn_session(c->driver.connection);
-        pn_session_set_incoming_capacity(s, RTR_CONN_IN_MAX);
-        pn_session_open(s);
-        c->lr_ssn = s;
-    }
+    /* A session of its own: a broker may end the whole session over one link (RabbitMQ
+     * does on a refused attach, docs/brokers.md R3), which must not take the others. */
+    pn_session_t *s = pn_session(c->driver.connection);
+    pn_session_set_incoming_capacity(s, RTR_CONN_IN_MAX);
+    pn_session_set_context(s, &own_session);
+    pn_session_open(s);
     pn_link_t *pl = m->sender ? pn_sender(s, m->name) : pn_receiver(s, m->name);
     term_put(pn_link_source(pl), &m->source, NULL);
     term_put(pn_link_target(pl), &m->target, NULL);
@@ -638,7 +646,15 @@ void rtr_lr_end_WT(rtr_link_t *k)
         e->told = true;
         pn_link_t      *pl = k->pn;
         pn_condition_t *cond = pl ? pn_link_remote_condition(pl) : NULL;
-        if (pl && (pn_link_state(pl) & PN_REMOTE_CLOSED)) {
+        pn_session_t   *s = pl ? pn_link_session(pl) : NULL;
+        pn_condition_t *scond = s ? pn_session_remote_condition(s) : NULL;
+        if (s && (pn_session_state(s) & PN_REMOTE_CLOSED) && pn_condition_is_set(scond) &&
+            !(pn_link_state(pl) & PN_REMOTE_CLOSED)) {
+            /* its peer ended the link's session with an error (RabbitMQ refusing an
+             * attach, docs/brokers.md R3): that error is the link's */
+            detach_msg(e->pair, 1 - e->side, pn_condition_get_name(scond),
+                       pn_condition_get_description(scond));
+        } else if (pl && (pn_link_state(pl) & PN_REMOTE_CLOSED)) {
             /* its peer detached it: the other end's peer gets the same error (or none) */
             detach_msg(e->pair, 1 - e->side,
                        pn_condition_is_set(cond) ? pn_condition_get_name(cond) : NULL,

@@ -39,6 +39,10 @@ bool rtr_lr_conn_written_WT(rtr_conn_t *c);
 void rtr_lr_msg_WT(rtr_worker_t *w, void *msg);
 void rtr_lr_msg_drop(void *msg);
 
+/* A link on session s was freed: the session a router's link toward a route container had
+ * to itself ends with it. */
+void rtr_lr_link_freed_WT(pn_session_t *s);
+
 /* The conn_watch callback's part for link routes (router/conn_watch.h; on the connection's
  * worker w): a route container's connection - a listener's or a connector's of role
  * route-container - opened (open = true) or ended: the core learns it, by the peer's

@@ -135,8 +135,6 @@ struct rtr_conn {
                                           Proton saw a byte; a TLS or authentication failure
                                           or a bad protocol header, router/lstats.h):
                                           Proton's own line for that end would repeat it */
-    pn_session_t          *lr_ssn;     /* the session of the router's links toward a route
-                                          container (router/linkroute.c), or NULL */
     bool                   lr_drain_due; /* a link-routed link's drain answer waits for its
                                             queued transfers (rtr_lr_conn_written_WT) */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of

@@ -87,3 +87,42 @@ def test_link_routes_through_a_connector_to_a_broker(make_router, broker):
         m.accept()
     finally:
         c.close()
+
+
+@pytest.mark.deadline(120)
+def test_rabbitmq_refused_attach_takes_no_other_link(make_router, rabbitmq):
+    """RabbitMQ refuses an attach to a missing queue by ending the session (docs/brokers.md
+    R3): the router gives each of its links toward the broker a session of its own, so the
+    refused client gets the broker's error and the other link-routed links carry on."""
+    r = make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
+                       "role": "route-container"}],
+        ["linkRoute", {"name": "lrbIn", "prefix": PREFIX, "direction": "in",
+                       "connection": "broker"}],
+        ["linkRoute", {"name": "lrbOut", "prefix": PREFIX, "direction": "out",
+                       "connection": "broker"}],
+        # lrm.NAME -> /amq/queue/NAME: only an existing queue, refused otherwise
+        ["linkRoute", {"name": "lrmOut", "prefix": "lrm", "direction": "out",
+                       "connection": "broker", "delExternalPrefix": "lrm.",
+                       "addExternalPrefix": "/amq/queue/"}],
+    ])
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % rabbitmq.port)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender(queue)
+        rcv = conn.receiver(queue, credit=10)
+        missing = conn.receiver("lrm.%s" % unique_name("missing"), wait=False)
+        assert missing.wait_remote_closed(timeout=15)
+        assert missing.remote_condition is not None
+        assert missing.remote_condition.name == "amqp:not-found", missing.remote_condition
+        # the sender and the receiver attached before are still there and work
+        dlv = snd.send(Message(body="still-here"))
+        assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+        m = rcv.get()
+        assert m.body == "still-here"
+        m.accept()
+        assert snd.remote_condition is None and rcv.remote_condition is None
+    finally:
+        c.close()
