@@ -779,6 +779,8 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
 
     if (get_enum(e, L_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
+    /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
+     * lead there (core/linkroute.h) */
     if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
@@ -1315,6 +1317,72 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
     return 0;
 }
 
+static void link_route_fini(cfg_link_route_t *r)
+{
+    BASE_FREE(r->name);
+    BASE_FREE(r->prefix);
+    BASE_FREE(r->pattern);
+    BASE_FREE(r->direction);
+    BASE_FREE(r->connection);
+    BASE_FREE(r->container_id);
+    BASE_FREE(r->add_prefix);
+    BASE_FREE(r->del_prefix);
+}
+
+/* The checks qdrouterd's linkRoute CREATE makes (core/linkroute.c has its words for
+ * management), with the load's messages. */
+static int link_route_fill(ent_t *e, cfg_link_route_t *r)
+{
+    int i;
+
+    if (check_common(e, LR_TYPE, LR_NAME, &r->name) < 0)
+        return -1;
+    if (e->vals[LR_PREFIX] && e->vals[LR_PATTERN])
+        return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got both");
+    if (!e->vals[LR_PREFIX] && !e->vals[LR_PATTERN])
+        return ent_fail(e, "attributes 'prefix' and 'pattern': expected one of them, got neither");
+    int    slot = e->vals[LR_PREFIX] ? LR_PREFIX : LR_PATTERN;
+    char **text = slot == LR_PREFIX ? &r->prefix : &r->pattern;
+    if (get_str(e, slot, NULL, text) < 0)
+        return -1;
+    char *norm = base_pattern_normalize(*text, slot == LR_PREFIX);
+    if (!norm)
+        return expect(e, slot, "%s of 1 to %d tokens separated by '.' or '/'",
+                      slot == LR_PREFIX ? "a prefix" : "a pattern", BASE_PATTERN_MAX_TOKENS);
+    free(norm);
+    if (!e->vals[LR_DIRECTION])
+        return ent_fail(e, "attribute 'direction': required (in: client senders, out: client "
+                           "receivers)");
+    if (get_enum(e, LR_DIRECTION, 0, &i) < 0)
+        return -1;
+    r->direction = base_strdup(i == 0 ? "in" : "out");
+    if (get_enum(e, LR_DISTRIBUTION, 0, &i) < 0)
+        return -1;
+    if (e->vals[LR_CONNECTION] && e->vals[LR_CONTAINER_ID])
+        return ent_fail(e, "attributes 'connection' and 'containerId': expected at most one of "
+                           "them, got both");
+    if (get_str(e, LR_CONNECTION, NULL, &r->connection) < 0 ||
+        get_str(e, LR_CONTAINER_ID, NULL, &r->container_id) < 0 ||
+        get_str(e, LR_ADD_EXTERNAL_PREFIX, NULL, &r->add_prefix) < 0 ||
+        get_str(e, LR_DEL_EXTERNAL_PREFIX, NULL, &r->del_prefix) < 0)
+        return -1;
+    return 0;
+}
+
+static int build_link_route(ent_t *e)
+{
+    cfg_t           *cfg = e->ld->cfg;
+    cfg_link_route_t r = {0};
+
+    if (link_route_fill(e, &r) < 0) {
+        link_route_fini(&r);
+        return -1;
+    }
+    cfg->link_routes = base_realloc(cfg->link_routes, (cfg->n_link_routes + 1) * sizeof(r));
+    cfg->link_routes[cfg->n_link_routes++] = r;
+    return 0;
+}
+
 static int build_address(ent_t *e)
 {
     cfg_t        *cfg = e->ld->cfg;
@@ -1744,6 +1812,10 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         e.defs = cfg__autolink_attrs;
         e.n_defs = AL_N;
         break;
+    case TK_LINK_ROUTE:
+        e.defs = cfg__link_route_attrs;
+        e.n_defs = LR_N;
+        break;
     case TK_CONNECTOR:
         e.defs = cfg__connector_attrs;
         e.n_defs = CN_N;
@@ -1777,6 +1849,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
         return build_auth_plugin(&e);
     case TK_AUTOLINK:
         return build_autolink(&e);
+    case TK_LINK_ROUTE:
+        return build_link_route(&e);
     case TK_CONNECTOR:
         return build_connector(&e);
     default:
@@ -2048,6 +2122,9 @@ void cfg_free(cfg_t *cfg)
         cfg_autolink_fini(&cfg->autolinks[i]);
     free(cfg->autolinks);
     free(cfg->addresses);
+    for (size_t i = 0; i < cfg->n_link_routes; i++)
+        link_route_fini(&cfg->link_routes[i]);
+    free(cfg->link_routes);
     for (size_t i = 0; i < cfg->n_logs; i++)
         log_fini(&cfg->logs[i]);
     free(cfg->logs);

@@ -107,8 +107,8 @@ typedef struct cfg_listener {
     char       *host;                 /* default "" (all interfaces, like qdrouterd) */
     char       *port;                 /* default "amqp" (= 5672); "0" = ephemeral */
     cfg_family_t family;              /* `socketAddressFamily`, default CFG_FAMILY_ANY */
-    cfg_role_t  role;                 /* normal or route-container (autoLinks attach on
-                                         the latter); the others are refused for now */
+    cfg_role_t  role;                 /* normal or route-container (autoLinks attach and
+                                         link routes lead there); the others are refused */
     int64_t     cost;                 /* `cost`, default 1: inter-router only, so it changes
                                          nothing on a normal listener; kept for management */
     bool        authenticate_peer;    /* `authenticatePeer`: no client gets past SASL
@@ -254,6 +254,22 @@ typedef struct cfg_autolink {
 } cfg_autolink_t;
 
 /* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */
+/* `linkRoute` (router.config.linkRoute): exactly one of prefix / pattern, at most one of
+ * connection / containerId; the strings are as written (NULL: absent). */
+typedef struct cfg_link_route {
+    char *name;         /* `name`, or NULL */
+    char *prefix;       /* a prefix, or NULL */
+    char *pattern;      /* a pattern, or NULL */
+    char *direction;    /* "in" (client senders) or "out" (client receivers) */
+    char *connection;   /* the listener's or connector's name, or NULL */
+    char *container_id; /* the route container's container id, or NULL */
+    char *add_prefix;   /* addExternalPrefix, or NULL */
+    char *del_prefix;   /* delExternalPrefix, or NULL */
+    uint32_t serving;   /* run time: connections that serve it (operStatus active when not
+                           0); the core writes it, management reads it, both with
+                           __atomic_load_n/__atomic_store_n (the rest is read-only) */
+} cfg_link_route_t;
+
 typedef struct cfg_log {
     char   *module;            /* required */
     char   *enable;            /* e.g. "info+", "trace,debug", "none"; NULL = default */
@@ -309,6 +325,8 @@ typedef struct cfg {
     size_t          n_addresses;
     cfg_autolink_t *autolinks;   /* array, in file order */
     size_t          n_autolinks;
+    cfg_link_route_t *link_routes; /* array, in file order */
+    size_t          n_link_routes;
     cfg_ssl_profile_t *ssl_profiles; /* array, in file order */
     size_t          n_ssl_profiles;
     cfg_auth_plugin_t *auth_plugins; /* array, in file order */

@@ -110,6 +110,12 @@ enum {
 };
 
 enum {
+    LR_NAME = 0, LR_IDENTITY, LR_TYPE, LR_PREFIX, LR_PATTERN, LR_ADD_EXTERNAL_PREFIX,
+    LR_DEL_EXTERNAL_PREFIX, LR_CONTAINER_ID, LR_CONNECTION, LR_DISTRIBUTION, LR_DIRECTION,
+    LR_DIR, LR_N
+};
+
+enum {
     CN_NAME = 0, CN_IDENTITY, CN_TYPE, CN_HOST, CN_ADDR, CN_PORT, CN_PROTOCOL_FAMILY, CN_ROLE,
     CN_COST, CN_SSL_PROFILE, CN_SASL_MECHANISMS, CN_ALLOW_REDIRECT, CN_MAX_FRAME_SIZE,
     CN_MAX_SESSIONS, CN_MAX_SESSION_FRAMES, CN_IDLE_TIMEOUT, CN_STRIP_ANNOTATIONS,
@@ -134,6 +140,7 @@ extern const attr_def_t cfg__container_attrs[C_N];
 extern const attr_def_t cfg__fixed_address_attrs[F_N];
 extern const attr_def_t cfg__ssl_profile_attrs[S_N];
 extern const attr_def_t cfg__auth_plugin_attrs[AP_N];
+extern const attr_def_t cfg__link_route_attrs[LR_N];
 extern const attr_def_t cfg__connector_attrs[CN_N];
 /* container slot -> the router slot it fills (0: none, as for containerName) */
 extern const int cfg__container_to_router[C_N];
@@ -151,6 +158,7 @@ typedef enum type_kind {
     TK_SSL_PROFILE,   /* TLS settings a listener names */
     TK_AUTH_PLUGIN,   /* authServicePlugin: a remote authentication service */
     TK_AUTOLINK,      /* autoLink: a link the router attaches to a route container */
+    TK_LINK_ROUTE,    /* linkRoute: links proxied to a route container */
     TK_CONNECTOR,     /* an outgoing connection */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */

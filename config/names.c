@@ -150,6 +150,25 @@ const attr_def_t cfg__listener_attrs[L_N] = {
                                  .instead = "it is no longer used (see 'authenticatePeer')"},
 };
 
+static const char *const lr_distribution_tags[] = {"linkBalanced", NULL};
+static const char *const lr_direction_tags[] = {"in", "out", NULL};
+
+const attr_def_t cfg__link_route_attrs[LR_N] = {
+    [LR_NAME]                = {"name", AT_STRING},
+    [LR_IDENTITY]            = {"identity", AT_STRING, .ignored = true},
+    [LR_TYPE]                = {"type", AT_STRING},
+    [LR_PREFIX]              = {"prefix", AT_STRING},
+    [LR_PATTERN]             = {"pattern", AT_STRING},
+    [LR_ADD_EXTERNAL_PREFIX] = {"addExternalPrefix", AT_STRING},
+    [LR_DEL_EXTERNAL_PREFIX] = {"delExternalPrefix", AT_STRING},
+    [LR_CONTAINER_ID]        = {"containerId", AT_STRING},
+    [LR_CONNECTION]          = {"connection", AT_STRING},
+    [LR_DISTRIBUTION]        = {"distribution", AT_ENUM, lr_distribution_tags},
+    [LR_DIRECTION]           = {"direction", AT_ENUM, lr_direction_tags},
+    [LR_DIR]                 = {"dir", AT_ENUM, lr_direction_tags, .alias_of = LR_DIRECTION,
+                                .deprecated = true},
+};
+
 const attr_def_t cfg__address_attrs[A_N] = {
     [A_NAME]          = {"name", AT_STRING},
     [A_IDENTITY]      = {"identity", AT_STRING, .ignored = true},
@@ -589,6 +608,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_AUTH_PLUGIN;
     if (strcmp(c, "autoLink") == 0)
         return TK_AUTOLINK;
+    if (strcmp(c, "linkRoute") == 0)
+        return TK_LINK_ROUTE;
     if (strcmp(c, "connector") == 0)
         return TK_CONNECTOR;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))

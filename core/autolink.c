@@ -210,9 +210,9 @@ static void conn_opened_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
     core_al_conn_t        *c = base_calloc(1, sizeof(*c));
-    c->id = a->u.conn.id;
+    c->id = a->u.conn.conn_id;
     c->worker = a->worker;
-    c->container = a->u.conn.container;
+    c->container = a->u.conn.container_id;
     c->name = a->u.conn.name;
     c->next = t->conns;
     t->conns = c;
@@ -225,7 +225,7 @@ static void conn_closed_CT(core_t *core, core_action_t *a)
 {
     struct core_autolinks *t = core->autolinks;
     core_al_conn_t       **pp = &t->conns;
-    while (*pp && (*pp)->id != a->u.conn.id)
+    while (*pp && (*pp)->id != a->u.conn.conn_id)
         pp = &(*pp)->next;
     core_al_conn_t *c = *pp;
     if (!c)
@@ -236,7 +236,7 @@ static void conn_closed_CT(core_t *core, core_action_t *a)
     free(c);
     pthread_mutex_lock(&t->lock);
     for (core_al_t *al = t->head; al; al = al->next)
-        if (al->conn_id == a->u.conn.id)
+        if (al->conn_id == a->u.conn.conn_id)
             al_deactivate_CT(al);
     activate_inactive_CT(core, NULL); /* another connection may serve them */
     pthread_mutex_unlock(&t->lock);
@@ -405,7 +405,7 @@ void core_autolink_tick_CT(core_t *core)
 void core_autolink_action_discard(core_action_t *a)
 {
     if (a->type == CORE_A_CONN_OPENED) {
-        free(a->u.conn.container);
+        free(a->u.conn.container_id);
         free(a->u.conn.name);
     } else if (a->type == CORE_A_AUTOLINK) {
         free(a->u.autolink.error);

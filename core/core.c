@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/linkroute.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -472,6 +473,11 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         w->u.attached.address = base_strdup(dyn);
     }
 
+    if (core_lr_route_attach_CT(core, a, w)) {
+        l->addr = NULL; /* link-routed: the record stays until the worker detaches it */
+        free(address);
+        return;
+    }
     const char *cond = NULL;
     char *desc = NULL;
     if (address && *address && l->conn_id != 0 && l->dir == CORE_LINK_OUT &&
@@ -804,6 +810,11 @@ static void run_action_CT(core_t *core, core_action_t *a)
         break;
     case CORE_A_CONN_OPENED:
     case CORE_A_CONN_CLOSED:
+        /* one announcement serves both: link routes read the strings, autoLinks then keep
+         * them */
+        core_lr_conn_action_CT(core, a);
+        core_autolink_action_CT(core, a);
+        break;
     case CORE_A_AUTOLINK:
         core_autolink_action_CT(core, a);
         break;
@@ -874,6 +885,7 @@ core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
         if (cfg->addresses[i].ingress_phase || cfg->addresses[i].egress_phase)
             core->n_phased++;
     core_autolink_init(core);
+    core->lr = core_lr_table_load(cfg);
     if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
         core->temp_salt = base_now_ns();
     return core;
@@ -930,6 +942,7 @@ void core_free(core_t *core)
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);
     core_autolink_fini(core);
+    core_lr_table_free(core->lr);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);

@@ -209,8 +209,9 @@ typedef enum core_action_type {
     CORE_A_DELIVER,         /* dlv */
     CORE_A_DISPOSITION,     /* an outgoing copy of dlv was settled by its receiver */
     CORE_A_CALL,            /* run call.fn(core, call.arg) on the core thread */
-    CORE_A_CONN_OPENED,     /* conn: a route container's connection opened (autolink.c) */
-    CORE_A_CONN_CLOSED,     /* conn.id: that connection is gone */
+    CORE_A_CONN_OPENED,     /* conn: a route container's connection opened (autoLinks,
+                               autolink.c, and link routes, linkroute.c) */
+    CORE_A_CONN_CLOSED,     /* conn.conn_id: a connection that posted CONN_OPENED is gone */
     CORE_A_AUTOLINK,        /* autolink: what became of an autoLink's link (link_id) */
 } core_action_type_t;
 
@@ -253,11 +254,12 @@ typedef struct core_action {
             void         *arg; /* its argument */
         } call;
         struct {
-            uint64_t id;        /* the connection */
-            char    *container; /* CONN_OPENED: the peer's container id (heap; the core
-                                   frees it), or NULL */
-            char    *name;      /* CONN_OPENED: its listener's (connector's) name (heap), or
-                                   NULL */
+            uint64_t conn_id;         /* the connection */
+            char    *container_id;    /* OPENED: the peer's container id (heap; the core
+                                         frees it), or NULL */
+            char    *name;            /* OPENED: its listener's or connector's name (heap; the
+                                         core frees it), or NULL */
+            bool     route_container; /* OPENED: its role is route-container */
         } conn;
         struct {
             uint32_t id;    /* the autoLink (core_work_t u.autolink.id) */
@@ -269,6 +271,9 @@ typedef struct core_action {
         } autolink;
     } u;
 } core_action_t;
+
+/* Where a link-routed attach goes (core/linkroute.h defines it). */
+typedef struct core_lr_target core_lr_target_t;
 
 /* -- core -> worker -- */
 typedef enum core_work_type {
@@ -291,6 +296,9 @@ typedef struct core_work {
             char *address;   /* dynamic address given (heap, the worker frees), or NULL */
             char *cond_name; /* refused: static condition name, or NULL when accepted */
             char *cond_desc; /* refused: description (heap, the worker frees) */
+            core_lr_target_t *routed; /* link-routed: where the link goes (heap, the worker
+                                         frees it with core_lr_target_free()); the core
+                                         neither routes nor credits the link */
         } attached;
         struct {
             bool grant; /* true: top the credit up to capacity; false: drain */

@@ -83,6 +83,7 @@ struct core {
     char             **nodes;      /* names reserved for in-process nodes (core_node_reserve,
                                       main thread before start; read-only afterwards) */
     size_t             n_nodes;    /* their count */
+    struct core_lr_table *lr;      /* _CT: the link routes (core/linkroute.c) */
 };
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */

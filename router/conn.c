@@ -20,12 +20,14 @@
 
 #include "router/accept.h"
 #include "router/link_auto.h"
+#include "router/linkroute.h"
 #include "router/conn_watch.h"
 #include "router/connector.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
+#include "core/linkroute.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -127,7 +129,13 @@ static void on_link_attached_WT(rtr_link_t *k, core_work_t *work)
     char *addr = work->u.attached.address;
     char *desc = work->u.attached.cond_desc;
     k->stats = work->u.attached.stats;
-    if (k->pn) {
+    if (work->u.attached.routed) {
+        /* link-routed: the route container answers the attach (router/linkroute.c) */
+        if (k->pn)
+            rtr_lr_start_WT(k, work->u.attached.routed);
+        else
+            core_lr_target_free(work->u.attached.routed);
+    } else if (k->pn) {
         if (addr)
             pn_terminus_set_address(pn_link_source(k->pn), addr);
         pn_link_open(k->pn);
@@ -423,19 +431,20 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_link_t *pl = pn_event_link(e);
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
-        rtr_link_t *own = pn_link_get_context(pl);
-        if (own && own->al_id) {
-            rtr_autolink_remote_open_WT(own); /* the router attached it (link_auto.c) */
-            break;
-        }
-        if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !pn_link_get_context(pl) &&
-            link_admit_WT(c, pl))
+        rtr_link_t *k = pn_link_get_context(pl);
+        if (k && k->al_id)
+            rtr_autolink_remote_open_WT(k); /* the router attached it (link_auto.c) */
+        else if (k && k->lr)
+            rtr_lr_remote_open_WT(k); /* a route container answered the router's attach */
+        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k && link_admit_WT(c, pl))
             link_attach_WT(c, pl);
         break;
     }
     case PN_LINK_FLOW: {
         rtr_link_t *k = pn_link_get_context(pn_event_link(e));
-        if (k && k->out)
+        if (k && k->lr)
+            rtr_lr_flow_WT(k);
+        else if (k && k->out)
             rtr_link_schedule_pump_WT(k);
         else if (k)
             rtr_link_flow_in_WT(k);
@@ -446,7 +455,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         rtr_link_t *k = pn_link_get_context(pn_delivery_link(d));
         if (!k)
             break;
-        if (k->out)
+        if (k->lr)
+            rtr_lr_delivery_WT(k, d);
+        else if (k->out)
             rtr_out_update_WT(k, d);
         else
             rtr_in_delivery_WT(k, d);
@@ -466,7 +477,9 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             pn_link_close(pl);
         else
             pn_link_detach(pl);
+        pn_session_t *ls = pn_link_session(pl);
         pn_link_free(pl);
+        rtr_lr_link_freed_WT(ls);
         break;
     }
     case PN_SESSION_REMOTE_CLOSE: {
@@ -544,6 +557,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             rtr_conn_credit_sync_WT(c);
         rtr_conn_write_WT(c);
+        bool again = c->lr_drain_due && rtr_lr_conn_written_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,
@@ -555,7 +569,6 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         /* Links stopped by the output budget go on once the socket took what Proton framed
          * (rtr_conn_write_WT() starts the budget again); while the socket is full, its write
          * callback comes back. */
-        bool again = false;
         if (c->n_blocked && c->out_queued < RTR_CONN_OUT_MAX) {
             for (rtr_link_t *k = c->links; k; k = k->next) {
                 if (k->blocked) {

@@ -15,6 +15,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* conn_watch's one callback (router/conn_watch.h): on the connection's worker, for each
+ * feature that attaches links toward containers. */
+static void conn_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open)
+{
+    /* rtr_autolink_watch_WT announces a route container's connection to the core once
+     * (CORE_A_CONN_OPENED, and CORE_A_CONN_CLOSED when it is freed); the core hands that one
+     * announcement to both autoLinks and link routes */
+    rtr_autolink_watch_WT(arg, ci, open);
+}
+
 void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
                   rtr_worker_t *workers, int n_workers)
 {
@@ -48,7 +58,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
         memset(&ctx->tls_failed, 0, sizeof(ctx->tls_failed)); /* sink slot */
     ctx->lstats = rtr_lstats_new(stats);
     ctx->conn_watch = rtr_conn_watch_new();
-    rtr_conn_watch_set(ctx->conn_watch, rtr_autolink_watch_WT, ctx);
+    rtr_conn_watch_set(ctx->conn_watch, conn_watch_WT, ctx);
     ctx->workers = workers;
     ctx->n_workers = n_workers;
 }

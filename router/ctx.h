@@ -43,6 +43,8 @@ enum {
     RTR_EXT_ACCEPT_WS,  /* arg = one end of a socketpair carrying an AMQP-over-WebSocket
                            connection (http.c pumps the other end), ptr = rtr_accept_t (heap,
                            the worker frees it) */
+    RTR_EXT_LR,         /* ptr = a message between the two ends of a link-routed link
+                           (router/linkroute.c; the worker hands it to rtr_lr_msg_WT) */
     RTR_EXT_CONNECT,    /* arg = a connected socket of connector ptr (rtr_connector_t,
                            router/connector.h): the router's outgoing connection */
 };

@@ -39,9 +39,10 @@ void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name)
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_CONN_OPENED;
     a->link_id = 0;
-    a->u.conn.id = c->id;
-    a->u.conn.container = container && *container ? base_strdup(container) : NULL;
+    a->u.conn.conn_id = c->id;
+    a->u.conn.container_id = container && *container ? base_strdup(container) : NULL;
     a->u.conn.name = name ? base_strdup(name) : NULL;
+    a->u.conn.route_container = true;
     c->route_announced = true;
 }
 
@@ -52,9 +53,10 @@ void rtr_autolink_conn_freed_WT(rtr_conn_t *c)
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_CONN_CLOSED;
     a->link_id = 0;
-    a->u.conn.id = c->id;
-    a->u.conn.container = NULL;
+    a->u.conn.conn_id = c->id;
+    a->u.conn.container_id = NULL;
     a->u.conn.name = NULL;
+    a->u.conn.route_container = true;
     c->route_announced = false;
 }
 

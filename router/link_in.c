@@ -12,6 +12,7 @@
  * core's work.
  */
 #include "router/link_in.h"
+#include "router/linkroute.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -63,6 +64,8 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     if (!k->pn)
         return;
     rtr_worker_t *w = k->conn->worker;
+    if (k->lr)
+        rtr_lr_end_WT(k); /* link-routed: the other end goes too */
 
     if (k->out) {
         rtr_link_out_cleanup_WT(k);

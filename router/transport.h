@@ -66,6 +66,7 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
     uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
     uint32_t     al_gen;     /* its activation */
+    struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
@@ -136,6 +137,8 @@ struct rtr_conn {
                                           Proton saw a byte; a TLS or authentication failure
                                           or a bad protocol header, router/lstats.h):
                                           Proton's own line for that end would repeat it */
+    bool                   lr_drain_due; /* a link-routed link's drain answer waits for its
+                                            queued transfers (rtr_lr_conn_written_WT) */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
     bool                   route_announced; /* told the core it opened (link_auto.c) */

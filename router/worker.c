@@ -18,6 +18,9 @@
 #include "router/worker.h"
 
 #include "router/accept.h"
+#include "router/linkroute.h"
+
+#include "core/linkroute.h"
 #include "router/conn.h"
 
 #include <pthread.h>
@@ -117,6 +120,9 @@ static void ext_work_WT(rtr_worker_t *w, core_work_t *work)
     case RTR_EXT_SHUTDOWN:
         shutdown_WT(w, (uint64_t)work->u.ext.arg);
         break;
+    case RTR_EXT_LR:
+        rtr_lr_msg_WT(w, work->u.ext.ptr);
+        break;
     }
 }
 
@@ -186,8 +192,21 @@ void rtr_worker_join(rtr_worker_t *w)
     uv_thread_join(&w->thread);
 }
 
+/* Work left in the inbox of a worker that stopped: link-routed links' messages (one end
+ * went during shutdown after the other end's worker stopped) are freed. */
+static void leftover_cb(void *arg, void *item)
+{
+    core_work_t *work = item;
+    (void)arg;
+    if (work->type == CORE_W_EXTERNAL && work->u.ext.kind == RTR_EXT_LR)
+        rtr_lr_msg_drop(work->u.ext.ptr);
+    else if (work->type == CORE_W_LINK_ATTACHED)
+        core_lr_target_free(work->u.attached.routed);
+}
+
 void rtr_worker_fini(rtr_worker_t *w)
 {
     uv_loop_close(&w->loop);
+    base_mpsc_drain(&w->inbox, leftover_cb, w);
     base_mpsc_fini(&w->inbox);
 }

@@ -22,6 +22,7 @@
 
 #include "junction_version.h"
 #include "router/accept.h"
+#include "core/linkroute.h"
 #include "router/connmgr.h"
 #include "router/ctx.h"
 #include "router/tls.h"
@@ -125,6 +126,32 @@ static void hook_address_del(void *ctx, const cfg_address_t *ac)
 {
     mgmt_agent_t *a = ctx;
     core_call(a->core, addr_del_CT, (void *)ac);
+}
+
+static void lr_add_CT(core_t *core, void *arg)
+{
+    const cfg_link_route_t *c = arg;
+    const char *err = NULL;
+    if (!core_lr_add_cfg(core_lr_table_CT(core), c, &err))
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_WARNING, "linkRoute %s was not added: %s",
+                 c->prefix ? c->prefix : c->pattern, err);
+}
+
+static void lr_del_CT(core_t *core, void *arg)
+{
+    core_lr_remove_owner(core_lr_table_CT(core), arg);
+}
+
+static void hook_link_route_add(void *ctx, const cfg_link_route_t *lr)
+{
+    mgmt_agent_t *a = ctx;
+    core_call(a->core, lr_add_CT, (void *)lr);
+}
+
+static void hook_link_route_del(void *ctx, const cfg_link_route_t *lr)
+{
+    mgmt_agent_t *a = ctx;
+    core_call(a->core, lr_del_CT, (void *)lr);
 }
 
 static void hook_conn_close(void *ctx, uint64_t id)
@@ -373,6 +400,8 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .listener_del = hook_listener_del,
                           .address_add = hook_address_add,
                           .address_del = hook_address_del,
+                          .link_route_add = hook_link_route_add,
+                          .link_route_del = hook_link_route_del,
                           .conn_close = hook_conn_close,
                           .connector_status = hook_connector_status,
                           .connector_add = hook_connector_add,

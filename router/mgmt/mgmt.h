@@ -102,6 +102,9 @@ typedef struct mgmt_hooks {
     void (*address_add)(void *ctx, const cfg_address_t *ac);
     /* Stop using ac for new addresses. */
     void (*address_del)(void *ctx, const cfg_address_t *ac);
+    /* Add link route lr (it stays valid until mgmt_node_free()) / remove it. */
+    void (*link_route_add)(void *ctx, const cfg_link_route_t *lr);
+    void (*link_route_del)(void *ctx, const cfg_link_route_t *lr);
     /* Close connection `id` (it is known to exist). */
     void (*conn_close)(void *ctx, uint64_t id);
     /* The sslProfiles (borrowed; NULL: the type has no entities and cannot be changed). */

@@ -37,6 +37,7 @@ typedef enum mgmt_kind {
     MGMT_K_EMPTY,    /* a known type with no entities in a standalone Junction */
     MGMT_K_SSL_PROFILE, /* the router's sslProfiles (mgmt_tls_t, ssl.c) */
     MGMT_K_AUTOLINK, /* the core's autoLinks with their state (hooks.autolink_rows) */
+    MGMT_K_LINK_ROUTE,  /* configuration records of the node, operStatus live */
     MGMT_K_CONNECTOR, /* the configured connectors, with their live connectionStatus */
 } mgmt_kind_t;
 
@@ -212,6 +213,8 @@ struct mgmt_node {
     mgmt_rec_list_t      addresses;   /* live address configurations */
     mgmt_rec_list_t      connectors;  /* live connectors (id: the connection manager's) */
     long                 addr_serial; /* identities given to addresses */
+    mgmt_rec_list_t      link_routes; /* live linkRoute configurations */
+    long                 lr_serial;   /* identities given to link routes */
     cfg_t              **owned;       /* configurations CREATE made (see mgmt_node_free) */
     size_t               n_owned;
     struct pn_message_t *req;         /* reused request and reply messages (amqp.c) */
@@ -224,6 +227,7 @@ void mgmt_rec_del(mgmt_rec_list_t *l, size_t i);
 /* Connector cn's record with the connection manager's id (configured connector i: i + 1). */
 void mgmt_node_connector_rec(mgmt_node_t *n, const cfg_connector_t *cn, long id);
 void mgmt_node_address_rec(mgmt_node_t *n, const cfg_address_t *ac);
+void mgmt_node_link_route_rec(mgmt_node_t *n, const cfg_link_route_t *lr);
 void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg);
 
 /* Where an operation writes its reply body: the AMQP encoder (amqp.c) implements it. */

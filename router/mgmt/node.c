@@ -51,6 +51,13 @@ void mgmt_node_address_rec(mgmt_node_t *n, const cfg_address_t *ac)
     mgmt_rec_add(&n->addresses, ac->name, identity, n->addr_serial, ac);
 }
 
+void mgmt_node_link_route_rec(mgmt_node_t *n, const cfg_link_route_t *lr)
+{
+    char identity[32];
+    snprintf(identity, sizeof(identity), "%ld", ++n->lr_serial);
+    mgmt_rec_add(&n->link_routes, lr->name, identity, n->lr_serial, lr);
+}
+
 void mgmt_node_own(mgmt_node_t *n, cfg_t *cfg)
 {
     n->owned = base_realloc(n->owned, (n->n_owned + 1) * sizeof(*n->owned));
@@ -87,6 +94,8 @@ mgmt_node_t *mgmt_node_new(const cfg_t *cfg, stats_registry_t *reg, const mgmt_i
     }
     for (size_t i = 0; i < cfg->n_addresses; i++)
         mgmt_node_address_rec(n, &cfg->addresses[i]);
+    for (size_t i = 0; i < cfg->n_link_routes; i++)
+        mgmt_node_link_route_rec(n, &cfg->link_routes[i]);
     for (size_t i = 0; i < cfg->n_connectors; i++)
         mgmt_node_connector_rec(n, &cfg->connectors[i], (long)i + 1);
     n->req = pn_message();
@@ -106,6 +115,9 @@ void mgmt_node_free(mgmt_node_t *n)
         mgmt_rec_del(&n->connectors, n->connectors.n - 1);
     free(n->listeners.v);
     free(n->addresses.v);
+    while (n->link_routes.n)
+        mgmt_rec_del(&n->link_routes, n->link_routes.n - 1);
+    free(n->link_routes.v);
     free(n->connectors.v);
     for (size_t i = 0; i < n->n_owned; i++)
         cfg_free(n->owned[i]);

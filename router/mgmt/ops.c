@@ -404,6 +404,39 @@ static int create_autolink(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
     return 0;
 }
 
+/* linkRoute CREATE: checked as the configuration file's entity is (config.c), added to the
+ * core's table through the hook; `attrs` is the caller's, freed here. */
+static int create_link_route(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
+                             const mgmt_enc_t *e, cJSON *attrs, const cJSON *bn)
+{
+    if (bn && name_taken(&m->link_routes, bn->valuestring)) {
+        /* qdrouterd's words */
+        fail(q, 400, "Bad Request: Name conflicts with an existing entity");
+        cJSON_Delete(attrs);
+        return -1;
+    }
+    cfg_t *cfg = parse_entity(q, "linkRoute", attrs);
+    cJSON_Delete(attrs);
+    if (!cfg)
+        return -1;
+    if (cfg->n_link_routes != 1) {
+        cfg_free(cfg);
+        return fail(q, 400, "Bad Request: not a linkRoute");
+    }
+    const cfg_link_route_t *lr = &cfg->link_routes[0];
+    log_create_warnings(cfg, t->full, lr->name);
+    mgmt_node_own(m, cfg);
+    mgmt_node_link_route_rec(m, lr);
+    if (m->hooks.link_route_add)
+        m->hooks.link_route_add(m->hooks.ctx, lr);
+    mgmt_rows_t *r = rows_new(m, t);
+    seek_row(r, m->link_routes.n - 1);
+    ok(q, 201, true);
+    write_row_map(e, r, NULL, 0);
+    mgmt_rows_free(r);
+    return 0;
+}
+
 static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
 {
     const mgmt_type_t *t = target_type(q, true);
@@ -454,6 +487,8 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         free(name);
         return rc;
     }
+    if (t->kind == MGMT_K_LINK_ROUTE)
+        return create_link_route(m, q, t, e, attrs, bn);
     mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER    ? &m->listeners
                             : t->kind == MGMT_K_CONNECTOR ? &m->connectors
                                                           : &m->addresses;
@@ -617,13 +652,17 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
         int st = mgmt_ssl_delete(m->hooks.tls, name, err, sizeof(err));
         return st ? ssl_status(q, st == 409 ? 400 : st, err) : ok(q, 204, false);
     }
-    mgmt_rec_list_t *l = t->kind == MGMT_K_LISTENER    ? &m->listeners
-                         : t->kind == MGMT_K_CONNECTOR ? &m->connectors
-                                                       : &m->addresses;
+    mgmt_rec_list_t *l = t->kind == MGMT_K_LISTENER     ? &m->listeners
+                         : t->kind == MGMT_K_CONNECTOR  ? &m->connectors
+                         : t->kind == MGMT_K_LINK_ROUTE ? &m->link_routes
+                                                        : &m->addresses;
     int              i = find_rec(q, t, l);
     if (i < 0)
         return -1;
-    if (t->kind == MGMT_K_CONNECTOR) {
+    if (t->kind == MGMT_K_LINK_ROUTE) {
+        if (m->hooks.link_route_del)
+            m->hooks.link_route_del(m->hooks.ctx, l->v[i].cfg);
+    } else if (t->kind == MGMT_K_CONNECTOR) {
         if (m->hooks.connector_del)
             m->hooks.connector_del(m->hooks.ctx, l->v[i].id);
     } else if (t->kind == MGMT_K_LISTENER) {

@@ -558,6 +558,21 @@ static void address_row(fill_t *f, const mgmt_rec_t *rec)
     put_bool(f, false); /* enableFallback */
 }
 
+static void link_route_row(fill_t *f, const mgmt_rec_t *rec)
+{
+    const cfg_link_route_t *lr = rec->cfg;
+    put_base(f, rec->name, rec->identity);
+    put_str(f, lr->prefix);
+    put_str(f, lr->pattern);
+    put_str(f, lr->add_prefix);
+    put_str(f, lr->del_prefix);
+    put_str(f, lr->container_id);
+    put_str(f, lr->connection);
+    put_str(f, "linkBalanced");
+    put_str(f, lr->direction);
+    put_str(f, __atomic_load_n(&lr->serving, __ATOMIC_RELAXED) ? "active" : "inactive");
+}
+
 /* An sslProfile: its attributes as written, but never the password itself (ssl.c). */
 static void ssl_profile_row(fill_t *f, const cfg_ssl_profile_t *p)
 {
@@ -681,6 +696,8 @@ static size_t cfg_rows(const mgmt_rows_t *r)
         return r->node->listeners.n;
     case MGMT_K_ADDRESS:
         return r->node->addresses.n;
+    case MGMT_K_LINK_ROUTE:
+        return r->node->link_routes.n;
     case MGMT_K_LOG:
     case MGMT_K_LOGSTATS:
         return BASE_LOG_N_MODULES;
@@ -712,6 +729,9 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_ADDRESS:
         address_row(&f, &r->node->addresses.v[i]);
+        break;
+    case MGMT_K_LINK_ROUTE:
+        link_route_row(&f, &r->node->link_routes.v[i]);
         break;
     case MGMT_K_LOG:
         log_row(&f, (int)i);

@@ -289,7 +289,7 @@ const mgmt_type_t mgmt_types[] = {
     {"router.config.autoLink", "autoLink", MGMT_PREFIX ".router.config.autoLink", MGMT_K_AUTOLINK,
      CE, CDRQ, NULL, N(autolink_attrs), false},
     {"router.config.linkRoute", "linkRoute", MGMT_PREFIX ".router.config.linkRoute",
-     MGMT_K_EMPTY, CE, CDRQ, NULL, N(linkroute_attrs), false},
+     MGMT_K_LINK_ROUTE, CE, CDRQ, NULL, N(linkroute_attrs), false},
     {"sslProfile", NULL, MGMT_PREFIX ".sslProfile", MGMT_K_SSL_PROFILE, CE,
      "CREATE,UPDATE,DELETE,READ,QUERY", NULL, N(ssl_profile_attrs), false},
     {"log", NULL, MGMT_PREFIX ".log", MGMT_K_LOG, CE, "UPDATE,READ,QUERY", NULL, N(log_attrs),

@@ -55,7 +55,6 @@ OPEN_PROPERTIES = refused("Junction does not support openProperties (extra open 
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
-LINKROUTE = refused("Junction does not support the 'linkRoute' entity yet")
 AUTOLINK_FALLBACK = refused("Junction does not support fallback: true (fallback destinations) yet")
 FALLBACK = refused("Junction does not support enableFallback: true (fallback destinations)")
 VHOST = refused("Junction does not support the 'vhost' entity yet")
@@ -82,9 +81,9 @@ EXPECTED = {
     'docs/connecting-using-one-way-ssl-tls-authentication-L38.conf': SERVES,
     'docs/connecting-using-one-way-ssl-tls-authentication-L56.conf': NO_BROKER_PROFILE,
     'docs/connecting-using-username-password-authentication-L49.conf': SERVES,
-    'docs/creating-link-route-L49.conf': LINKROUTE,
-    'docs/creating-link-route-L65.conf': LINKROUTE,
-    'docs/creating-link-route-L93.conf': LINKROUTE,
+    'docs/creating-link-route-L49.conf': SERVES,
+    'docs/creating-link-route-L65.conf': SERVES,
+    'docs/creating-link-route-L93.conf': SERVES,
     'docs/creating-vhost-policies-L42.conf': VHOST,
     'docs/creating-vhost-policies-L92.conf': GROUPS_NOT_JSON,
     'docs/creating-vhost-policies-json-L40.conf': POLICY_DIR,
@@ -101,7 +100,7 @@ EXPECTED = {
     'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK_FALLBACK,
     'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
     'docs/integrating-with-kerberos-L83.conf': SERVES,
-    'docs/link-route-example-L50.conf': LINKROUTE,
+    'docs/link-route-example-L50.conf': SERVES,
     'docs/listening-client-connections-L45.conf': FAILOVER_URLS,
     'docs/reliability-L110.conf': MODE_INTERIOR,
     'docs/reliability-L217.conf': MODE_INTERIOR,

@@ -655,9 +655,31 @@ static void test_unsupported_entity_tables(void **state)
     conf_err("connector {\n addr: a\n port: 5672\n role: inter-router\n}\n",
              "t.conf: line 4: entity 0 (connector): attribute 'role': Junction does not support "
              "role \"inter-router\" yet");
-    conf_err("linkRoute {\n prefix: q\n dir: in\n}\n",
-             "t.conf: line 1: entity 0 (linkRoute): Junction does not support the 'linkRoute' "
-             "entity yet");
+    /* linkRoute loads (its 0.x `dir` with a warning); the checks qdrouterd's CREATE makes */
+    cfg_t *lr = conf_ok("listener {\n port: 0\n role: route-container\n}\n"
+                        "linkRoute {\n prefix: q\n dir: in\n containerId: b\n"
+                        " addExternalPrefix: x.\n}\n");
+    assert_int_equal(lr->listeners[0].role, CFG_ROLE_ROUTE_CONTAINER);
+    assert_int_equal(lr->n_link_routes, 1);
+    assert_string_equal(lr->link_routes[0].prefix, "q");
+    assert_string_equal(lr->link_routes[0].direction, "in");
+    assert_string_equal(lr->link_routes[0].container_id, "b");
+    assert_string_equal(lr->link_routes[0].add_prefix, "x.");
+    assert_null(lr->link_routes[0].connection);
+    assert_int_equal(lr->n_warnings, 1);
+    cfg_free(lr);
+    conf_err("linkRoute {\n prefix: q\n}\n",
+             "t.conf: line 1: entity 0 (linkRoute): attribute 'direction': required (in: client "
+             "senders, out: client receivers)");
+    conf_err("linkRoute {\n prefix: q\n pattern: q.#\n direction: out\n}\n",
+             "t.conf: line 1: entity 0 (linkRoute): attributes 'prefix' and 'pattern': expected "
+             "one of them, got both");
+    conf_err("linkRoute {\n prefix: q\n direction: out\n connection: c\n containerId: b\n}\n",
+             "t.conf: line 1: entity 0 (linkRoute): attributes 'connection' and 'containerId': "
+             "expected at most one of them, got both");
+    conf_err("linkRoute {\n prefix: q\n direction: out\n distribution: closest\n}\n",
+             "t.conf: line 4: entity 0 (linkRoute): attribute 'distribution': expected one of "
+             "linkBalanced, got \"closest\"");
     conf_err("vhost {\n id: $default\n}\n",
              "t.conf: line 1: entity 0 (vhost): Junction does not support the 'vhost' entity yet");
 }

@@ -423,9 +423,6 @@ static void test_unsupported_types(void **state)
         const char *written;
         const char *canon;
     } types[] = {
-        {"linkRoute", "linkRoute"},
-        {"link-route", "linkRoute"},
-        {"router.config.linkRoute", "linkRoute"},
         {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},

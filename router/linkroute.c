@@ -1,0 +1,754 @@
+/* router/linkroute.c: link-routed links on the workers (see linkroute.h and
+ * docs/decisions/0006).
+ *
+ * Thread suffixes: _WT = the worker that owns the link or connection named; a pair's two ends
+ * are owned by (possibly) two workers, which share only the pair's reference count and the
+ * messages they post each other.
+ *
+ * DESIGN: each end keeps its own Proton deliveries, numbered by the end that receives the
+ * transfers (`seq`); a message names a delivery by that number.  An end settles its own
+ * delivery exactly once: when its own peer settled it, or when the other end says its peer
+ * did.  No outcome is ever made up: when a link ends, the other end is detached with the
+ * error, and its unsettled deliveries stay unsettled for its peer to resolve.
+ *
+ * Credit: the end whose link sends to its peer (S) sees that peer's credit; the end that
+ * receives (R) grants credit to its peer.  S keeps the credit R granted and the transfers
+ * that arrived from R, and asks R for more (FLOW) when its peer's credit, less what S holds
+ * unsent, exceeds what is outstanding at R.  A peer that lowers its credit gets nothing more
+ * granted; what R's peer already had credit for is held at S until its peer's credit allows
+ * (at most the credit it had before).  A drain at S drains R's peer (DRAIN), whose answer
+ * (DRAINED, with the credit it gave up) lets S answer its own peer's drain.
+ */
+#include "router/linkroute.h"
+
+#include "core/base/list.h"
+#include "core/base/map.h"
+#include "core/linkroute.h"
+#include "router/link_in.h"
+
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/disposition.h>
+#include <proton/link.h>
+#include <proton/session.h>
+#include <proton/terminus.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The two ends of a link-routed link.  `refs`: one per end alive and one per message in
+ * flight; the last drop frees it. */
+typedef struct rtr_lr_pair {
+    atomic_int         refs;    /* owners: ends and messages */
+    rtr_worker_t      *w[2];    /* the worker of each end (immutable) */
+    uint64_t           conn[2]; /* the connection of each end (immutable) */
+    struct rtr_lr_end *e[2];    /* each end's state while it lives: e[i] is read and written
+                                   by worker w[i] only (messages for end i run there) */
+    char *strip;                /* the answer's address rewrite (core_lr_target_t's; end 0) */
+    char *insert;
+} rtr_lr_pair_t;
+
+/* An end's state, owned by its worker (k->lr). */
+typedef struct rtr_lr_end {
+    rtr_lr_pair_t *pair;    /* its pair (one reference) */
+    int            side;    /* 0: the client's link, 1: the router's on the route container */
+    rtr_link_t    *k;       /* its link */
+    bool           open;    /* the other end's attach answer was applied (end 0), or the
+                               attach sent (end 1) */
+    bool       told;        /* the other end was told this end is gone (or it went first) */
+    base_map_t dlv;         /* seq -> pn_delivery_t of this end not yet settled here */
+    uint64_t   next_seq;    /* R: the last number given to a delivery */
+    int64_t    granted;     /* S: credit R was asked to grant, in all */
+    int64_t    arrived;     /* S: deliveries R sent (and credit its peer gave up draining) */
+    int64_t    got;         /* R: credit granted to its peer, in all */
+    int64_t    used;        /* R: deliveries its peer sent (and credit it drained) */
+    bool       drain_asked; /* S: DRAIN sent, DRAINED not yet back */
+    bool       drained_due; /* S: the other peer drained: answer this peer's drain once
+                               what is queued went out (rtr_lr_conn_written_WT) */
+    bool draining;          /* R: its peer was asked to drain */
+} rtr_lr_end_t;
+
+/* Per-delivery record (the Proton delivery's context). */
+typedef struct lr_dlv {
+    uint64_t seq;          /* its number */
+    uint64_t state;        /* the last remote state told to the other end */
+    bool     settled;      /* settled here */
+    bool     told_settled; /* the other end was told its peer settled it */
+} lr_dlv_t;
+
+enum {
+    LR_ATTACH = 0, /* to end 1: attach on the route container's connection */
+    LR_ATTACHED,   /* to end 0: the route container answered */
+    LR_FLOW,       /* to R: grant `credit` more */
+    LR_DRAIN,      /* to R: drain the peer */
+    LR_DRAINED,    /* to S: the peer drained, giving up `credit` */
+    LR_XFER,       /* to S: bytes of delivery `seq` */
+    LR_DISP,       /* either way: delivery `seq`'s state and settlement */
+    LR_DETACH,     /* either way: the other end is gone (with its peer's error) */
+};
+
+/* A terminus carried between workers. */
+typedef struct lr_term {
+    pn_terminus_type_t     type;
+    char                  *address;
+    pn_durability_t        durability;
+    pn_expiry_policy_t     expiry;
+    pn_seconds_t           timeout;
+    bool                   dynamic;
+    pn_distribution_mode_t dist;
+    pn_data_t             *props, *caps, *outcomes, *filter;
+} lr_term_t;
+
+typedef struct lr_msg {
+    rtr_lr_pair_t *pair;   /* one reference */
+    int            to;     /* the end it is for */
+    int            type;   /* LR_* */
+    uint64_t       seq;    /* XFER, DISP */
+    int64_t        credit; /* FLOW, DRAINED */
+    /* ATTACH, ATTACHED */
+    char                *name;
+    bool                 sender; /* ATTACH: end 1's link is a sender */
+    lr_term_t            source, target;
+    pn_snd_settle_mode_t snd_mode;
+    pn_rcv_settle_mode_t rcv_mode;
+    /* XFER */
+    char  *bytes;
+    size_t len;
+    bool   first, more, aborted;
+    /* XFER (settled), DISP */
+    bool     settled;
+    uint64_t state;
+    bool     failed, undeliverable;
+    /* DISP (rejected), DETACH */
+    char *cond_name, *cond_desc;
+} lr_msg_t;
+
+static void pair_unref(rtr_lr_pair_t *p)
+{
+    if (atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    free(p->strip);
+    free(p->insert);
+    free(p);
+}
+
+static void term_take(lr_term_t *t, pn_terminus_t *src)
+{
+    t->type = pn_terminus_get_type(src);
+    const char *a = pn_terminus_get_address(src);
+    t->address = a ? base_strdup(a) : NULL;
+    t->durability = pn_terminus_get_durability(src);
+    t->expiry = pn_terminus_get_expiry_policy(src);
+    t->timeout = pn_terminus_get_timeout(src);
+    t->dynamic = pn_terminus_is_dynamic(src);
+    t->dist = pn_terminus_get_distribution_mode(src);
+    t->props = pn_data(0);
+    pn_data_copy(t->props, pn_terminus_properties(src));
+    t->caps = pn_data(0);
+    pn_data_copy(t->caps, pn_terminus_capabilities(src));
+    t->outcomes = pn_data(0);
+    pn_data_copy(t->outcomes, pn_terminus_outcomes(src));
+    t->filter = pn_data(0);
+    pn_data_copy(t->filter, pn_terminus_filter(src));
+}
+
+/* Put t into dst, with `address` instead of t's when not NULL. */
+static void term_put(pn_terminus_t *dst, const lr_term_t *t, const char *address)
+{
+    pn_terminus_set_type(dst, t->type);
+    pn_terminus_set_address(dst, address ? address : t->address);
+    pn_terminus_set_durability(dst, t->durability);
+    pn_terminus_set_expiry_policy(dst, t->expiry);
+    pn_terminus_set_timeout(dst, t->timeout);
+    pn_terminus_set_dynamic(dst, t->dynamic);
+    pn_terminus_set_distribution_mode(dst, t->dist);
+    if (t->props)
+        pn_data_copy(pn_terminus_properties(dst), t->props);
+    if (t->caps)
+        pn_data_copy(pn_terminus_capabilities(dst), t->caps);
+    if (t->outcomes)
+        pn_data_copy(pn_terminus_outcomes(dst), t->outcomes);
+    if (t->filter)
+        pn_data_copy(pn_terminus_filter(dst), t->filter);
+}
+
+static void term_fini(lr_term_t *t)
+{
+    free(t->address);
+    if (t->props)
+        pn_data_free(t->props);
+    if (t->caps)
+        pn_data_free(t->caps);
+    if (t->outcomes)
+        pn_data_free(t->outcomes);
+    if (t->filter)
+        pn_data_free(t->filter);
+}
+
+static void msg_free(lr_msg_t *m)
+{
+    free(m->name);
+    term_fini(&m->source);
+    term_fini(&m->target);
+    free(m->bytes);
+    free(m->cond_name);
+    free(m->cond_desc);
+    pair_unref(m->pair);
+    free(m);
+}
+
+static lr_msg_t *msg_new(rtr_lr_pair_t *p, int to, int type)
+{
+    lr_msg_t *m = base_calloc(1, sizeof(*m));
+    atomic_fetch_add(&p->refs, 1);
+    m->pair = p;
+    m->to = to;
+    m->type = type;
+    return m;
+}
+
+static void msg_post(lr_msg_t *m)
+{
+    rtr_worker_post_ext(m->pair->w[m->to], RTR_EXT_LR, m, 0);
+}
+
+static rtr_lr_end_t *end_new(rtr_lr_pair_t *p, int side, rtr_link_t *k)
+{
+    rtr_lr_end_t *e = base_calloc(1, sizeof(*e));
+    e->pair = p; /* the caller's reference moves here */
+    e->side = side;
+    e->k = k;
+    base_map_init(&e->dlv);
+    k->lr = e;
+    p->e[side] = e;
+    return e;
+}
+
+/* Is k's Proton link a sender (the S end)? */
+static bool end_is_s(const rtr_link_t *k)
+{
+    return k->out;
+}
+
+static void dlv_forget_WT(rtr_lr_end_t *e, pn_delivery_t *d)
+{
+    lr_dlv_t *r = pn_delivery_get_context(d);
+    if (!r)
+        return;
+    base_map_udel(&e->dlv, r->seq);
+    pn_delivery_set_context(d, NULL);
+    free(r);
+}
+
+static void dlv_settle_WT(rtr_lr_end_t *e, pn_delivery_t *d)
+{
+    dlv_forget_WT(e, d);
+    pn_delivery_settle(d);
+}
+
+/* ---------------------------------------------------------------- start and attach */
+
+void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
+{
+    rtr_ctx_t     *ctx = k->conn->worker->ctx;
+    rtr_lr_pair_t *p = base_calloc(1, sizeof(*p));
+    atomic_init(&p->refs, 2); /* end 0, and end 1 (made by its worker, or refused there) */
+    p->w[0] = k->conn->worker;
+    p->conn[0] = k->conn->id;
+    BASE_BUG_ON(routed->worker < 0 || routed->worker >= ctx->n_workers);
+    p->w[1] = &ctx->workers[routed->worker];
+    p->conn[1] = routed->conn_id;
+    p->strip = routed->strip;
+    p->insert = routed->insert;
+    routed->strip = routed->insert = NULL;
+    end_new(p, 0, k);
+
+    pn_link_t *pl = k->pn;
+    lr_msg_t  *m = msg_new(p, 1, LR_ATTACH);
+    m->name = base_strdup(pn_link_name(pl));
+    m->sender = !k->out; /* the client sends: the router sends on to the container */
+    term_take(&m->source, pn_link_remote_source(pl));
+    term_take(&m->target, pn_link_remote_target(pl));
+    /* the container's terminus gets the rewritten address */
+    lr_term_t *t = k->out ? &m->source : &m->target;
+    free(t->address);
+    t->address = routed->address;
+    routed->address = NULL;
+    m->snd_mode = pn_link_remote_snd_settle_mode(pl);
+    m->rcv_mode = pn_link_remote_rcv_settle_mode(pl);
+    LOGL(k, INFO, "Link routed to connection %llu as %s", (unsigned long long)p->conn[1],
+         t->address ? t->address : "");
+    msg_post(m);
+    core_lr_target_free(routed);
+}
+
+static rtr_conn_t *conn_find_WT(rtr_worker_t *w, uint64_t id)
+{
+    for (rtr_conn_t *c = w->conns; c; c = c->next)
+        if (c->id == id && !c->closing &&
+            !(pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED) &&
+            (pn_connection_state(c->driver.connection) & PN_REMOTE_ACTIVE))
+            return c;
+    return NULL;
+}
+
+static void detach_msg(rtr_lr_pair_t *p, int to, const char *name, const char *desc)
+{
+    lr_msg_t *m = msg_new(p, to, LR_DETACH);
+    m->cond_name = name ? base_strdup(name) : NULL;
+    m->cond_desc = desc ? base_strdup(desc) : NULL;
+    msg_post(m);
+}
+
+/* The context of the sessions on_attach_WT makes, one per link (rtr_lr_link_freed_WT). */
+static char own_session;
+
+void rtr_lr_link_freed_WT(pn_session_t *s)
+{
+    if (pn_session_get_context(s) == &own_session && !(pn_session_state(s) & PN_LOCAL_CLOSED))
+        pn_session_close(s); /* freed when the peer's end comes, or with the connection */
+}
+
+/* End 1: attach on the route container's connection. */
+static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
+{
+    rtr_lr_pair_t *p = m->pair;
+    rtr_conn_t    *c = conn_find_WT(w, p->conn[1]);
+    if (!c) {
+        detach_msg(p, 0, "qd:no-route-to-dest", "No route to the destination node");
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
+    /* A session of its own: a broker may end the whole session over one link (RabbitMQ
+     * does on a refused attach, docs/brokers.md R3), which must not take the others. */
+    pn_session_t *s = pn_session(c->driver.connection);
+    pn_session_set_incoming_capacity(s, RTR_CONN_IN_MAX);
+    pn_session_set_context(s, &own_session);
+    pn_session_open(s);
+    pn_link_t *pl = m->sender ? pn_sender(s, m->name) : pn_receiver(s, m->name);
+    term_put(pn_link_source(pl), &m->source, NULL);
+    term_put(pn_link_target(pl), &m->target, NULL);
+    pn_link_set_snd_settle_mode(pl, m->snd_mode);
+    pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
+
+    rtr_link_t *k = base_calloc(1, sizeof(*k));
+    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
+    k->conn = c;
+    k->pn = pl;
+    k->out = m->sender;
+    if (k->out)
+        c->n_out_links++;
+    else
+        c->n_in_links++;
+    BASE_DLIST_PUSH(c->links, k, prev, next);
+    w->n_links++;
+    pn_link_set_context(pl, k);
+    rtr_lr_end_t *e = end_new(p, 1, k);
+    e->open = true;
+    pn_link_open(pl);
+    LOGL(k, INFO, "Link route attaching: %s %s", k->out ? "outgoing to" : "incoming from",
+         m->sender ? (m->target.address ? m->target.address : "")
+                   : (m->source.address ? m->source.address : ""));
+    rtr_conn_mark_dirty_WT(c);
+}
+
+void rtr_lr_remote_open_WT(rtr_link_t *k)
+{
+    rtr_lr_end_t *e = k->lr;
+    if (e->side != 1)
+        return;
+    pn_link_t *pl = k->pn;
+    lr_msg_t  *m = msg_new(e->pair, 0, LR_ATTACHED);
+    term_take(&m->source, pn_link_remote_source(pl));
+    term_take(&m->target, pn_link_remote_target(pl));
+    m->snd_mode = pn_link_remote_snd_settle_mode(pl);
+    m->rcv_mode = pn_link_remote_rcv_settle_mode(pl);
+    msg_post(m);
+    rtr_lr_flow_WT(k); /* a broker may grant credit with its attach */
+}
+
+static void flow_s_WT(rtr_lr_end_t *e);
+
+/* End 0: the route container answered: answer the client the same way. */
+static void on_attached_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    rtr_link_t *k = e->k;
+    pn_link_t  *pl = k->pn;
+    /* the address the container gave back, with the rewrite undone */
+    lr_term_t *t = k->out ? &m->source : &m->target;
+    char      *addr = NULL;
+    if (t->address) {
+        core_lr_target_t undo = {.strip = e->pair->strip, .insert = e->pair->insert};
+        addr = core_lr_answer_address(&undo, t->address);
+    }
+    term_put(pn_link_source(pl), &m->source, k->out ? addr : NULL);
+    term_put(pn_link_target(pl), &m->target, k->out ? NULL : addr);
+    free(addr);
+    pn_link_set_snd_settle_mode(pl, m->snd_mode);
+    pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
+    pn_link_open(pl);
+    k->open = true;
+    e->open = true;
+    if (end_is_s(k))
+        flow_s_WT(e);
+    rtr_conn_mark_dirty_WT(k->conn);
+}
+
+/* ---------------------------------------------------------------- credit */
+
+/* S: ask R for the credit its peer gave and R has not yet been asked for; ask R to drain
+ * when the peer drains. */
+static void flow_s_WT(rtr_lr_end_t *e)
+{
+    pn_link_t *pl = e->k->pn;
+    if (!e->open || e->told || !pl)
+        return;
+    int64_t want = (int64_t)pn_link_credit(pl) - pn_link_queued(pl);
+    int64_t outstanding = e->granted - e->arrived;
+    if (want > outstanding) {
+        lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_FLOW);
+        m->credit = want - outstanding;
+        e->granted += m->credit;
+        msg_post(m);
+    }
+    if (pn_link_get_drain(pl) && pn_link_credit(pl) > 0 && !e->drain_asked) {
+        e->drain_asked = true;
+        msg_post(msg_new(e->pair, 1 - e->side, LR_DRAIN));
+    }
+}
+
+/* R: its peer answered a drain once the credit is gone. */
+static void drain_check_r_WT(rtr_lr_end_t *e)
+{
+    pn_link_t *pl = e->k->pn;
+    if (!e->draining || pn_link_credit(pl) > 0)
+        return;
+    e->draining = false;
+    pn_link_set_drain(pl, false);
+    lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_DRAINED);
+    m->credit = e->got - e->used; /* what the peer gave up */
+    e->used = e->got;
+    msg_post(m);
+}
+
+void rtr_lr_flow_WT(rtr_link_t *k)
+{
+    rtr_lr_end_t *e = k->lr;
+    if (end_is_s(k))
+        flow_s_WT(e);
+    else
+        drain_check_r_WT(e);
+}
+
+/* ---------------------------------------------------------------- transfers and outcomes */
+
+/* A delivery's state changed at this end's peer: tell the other end. */
+static void disp_out_WT(rtr_lr_end_t *e, pn_delivery_t *d, lr_dlv_t *r)
+{
+    uint64_t state = pn_delivery_remote_state(d);
+    bool     settled = pn_delivery_settled(d);
+    if (state == r->state && (!settled || r->told_settled))
+        return;
+    lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_DISP);
+    m->seq = r->seq;
+    m->state = state;
+    m->settled = settled;
+    pn_disposition_t *disp = pn_delivery_remote(d);
+    m->failed = pn_disposition_is_failed(disp);
+    m->undeliverable = pn_disposition_is_undeliverable(disp);
+    pn_condition_t *cond = pn_disposition_condition(disp);
+    if (cond && pn_condition_is_set(cond)) {
+        m->cond_name = base_strdup(pn_condition_get_name(cond));
+        const char *desc = pn_condition_get_description(cond);
+        m->cond_desc = desc ? base_strdup(desc) : NULL;
+    }
+    r->state = state;
+    r->told_settled = settled;
+    msg_post(m);
+    if (settled)
+        dlv_settle_WT(e, d); /* its peer settled it: so does this end, once */
+}
+
+/* R: a transfer (or more of one) from the peer. */
+static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
+{
+    pn_link_t *pl = e->k->pn;
+    lr_dlv_t  *r = pn_delivery_get_context(d);
+    if (!r && d != pn_link_current(pl))
+        return;
+    bool first = false;
+    if (!r) {
+        r = base_calloc(1, sizeof(*r));
+        r->seq = ++e->next_seq;
+        pn_delivery_set_context(d, r);
+        base_map_uput(&e->dlv, r->seq, d);
+        e->used++;
+        first = true;
+    }
+    if (d == pn_link_current(pl)) {
+        size_t avail = pn_delivery_pending(d);
+        bool   aborted = pn_delivery_aborted(d);
+        bool   more = pn_delivery_partial(d);
+        if (first || avail || aborted || !more) {
+            lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_XFER);
+            m->seq = r->seq;
+            m->first = first;
+            if (avail && !aborted) {
+                m->bytes = base_malloc(avail);
+                ssize_t n = pn_link_recv(pl, m->bytes, avail);
+                m->len = n > 0 ? (size_t)n : 0;
+            }
+            m->aborted = aborted;
+            m->more = more && !aborted;
+            bool settled = pn_delivery_settled(d);
+            m->settled = settled;
+            if (settled)
+                r->told_settled = true;
+            msg_post(m); /* the other worker owns m from here */
+            if (aborted) {
+                dlv_settle_WT(e, d);
+                pn_link_advance(pl);
+                return;
+            }
+            if (!more) {
+                pn_link_advance(pl);
+                if (settled) {
+                    dlv_settle_WT(e, d); /* presettled: nothing more comes of it */
+                    return;
+                }
+            }
+        }
+        if (more)
+            return;
+    }
+    disp_out_WT(e, d, r);
+}
+
+void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
+{
+    rtr_lr_end_t *e = k->lr;
+    if (!end_is_s(k)) {
+        xfer_in_WT(e, d);
+    } else {
+        lr_dlv_t *r = pn_delivery_get_context(d);
+        if (r && (pn_delivery_updated(d) || pn_delivery_settled(d))) {
+            pn_delivery_clear(d);
+            disp_out_WT(e, d, r);
+        }
+        flow_s_WT(e);
+    }
+    rtr_conn_mark_dirty_WT(k->conn);
+}
+
+/* S: bytes of a delivery from R. */
+static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    pn_link_t     *pl = e->k->pn;
+    pn_delivery_t *d;
+    if (m->first) {
+        e->arrived++;
+        char tag[8];
+        memcpy(tag, &m->seq, sizeof(tag));
+        d = pn_delivery(pl, pn_dtag(tag, sizeof(tag)));
+        lr_dlv_t *r = base_calloc(1, sizeof(*r));
+        r->seq = m->seq;
+        pn_delivery_set_context(d, r);
+        base_map_uput(&e->dlv, m->seq, d);
+    } else {
+        d = base_map_uget(&e->dlv, m->seq);
+        if (!d)
+            return;
+    }
+    if (m->aborted) {
+        dlv_forget_WT(e, d);
+        pn_delivery_abort(d); /* frees d */
+        return;
+    }
+    if (m->len)
+        pn_link_send(pl, m->bytes, m->len);
+    if (!m->more) {
+        pn_link_advance(pl);
+        if (m->settled)
+            dlv_settle_WT(e, d); /* presettled: sent settled */
+    }
+}
+
+/* Either end: the other end's peer changed or settled delivery `seq`. */
+static void on_disp_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    pn_delivery_t *d = base_map_uget(&e->dlv, m->seq);
+    if (!d)
+        return;
+    if (m->state && m->state != pn_delivery_local_state(d)) {
+        pn_disposition_t *disp = pn_delivery_local(d);
+        if (m->state == PN_MODIFIED) {
+            pn_disposition_set_failed(disp, m->failed);
+            pn_disposition_set_undeliverable(disp, m->undeliverable);
+        }
+        if (m->cond_name) {
+            pn_condition_t *cond = pn_disposition_condition(disp);
+            pn_condition_set_name(cond, m->cond_name);
+            pn_condition_set_description(cond, m->cond_desc);
+        }
+        pn_delivery_update(d, m->state);
+    }
+    if (m->settled) {
+        lr_dlv_t *r = pn_delivery_get_context(d);
+        r->told_settled = true; /* never tell the other end back */
+        dlv_settle_WT(e, d);
+    }
+}
+
+bool rtr_lr_conn_written_WT(rtr_conn_t *c)
+{
+    bool did = false;
+    c->lr_drain_due = false;
+    for (rtr_link_t *k = c->links; k; k = k->next) {
+        rtr_lr_end_t *e = k->lr;
+        if (!e || !e->drained_due || !k->pn)
+            continue;
+        if (pn_link_queued(k->pn) > 0 && pn_link_credit(k->pn) > 0) {
+            c->lr_drain_due = true; /* still going out */
+            continue;
+        }
+        e->drained_due = false;
+        if (pn_link_get_drain(k->pn) && pn_link_drained(k->pn) > 0)
+            did = true;
+        flow_s_WT(e);
+    }
+    return did;
+}
+
+/* ---------------------------------------------------------------- the end of a link */
+
+static void end_free_WT(rtr_lr_end_t *e)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&e->dlv, i, &s)) != 0;) {
+        pn_delivery_t *d = s->value;
+        free(pn_delivery_get_context(d));
+        pn_delivery_set_context(d, NULL);
+    }
+    base_map_fini(&e->dlv);
+    e->k->lr = NULL;
+    e->pair->e[e->side] = NULL;
+    pair_unref(e->pair);
+    free(e);
+}
+
+void rtr_lr_end_WT(rtr_link_t *k)
+{
+    rtr_lr_end_t *e = k->lr;
+    if (!e)
+        return;
+    if (!e->told) {
+        e->told = true;
+        pn_link_t      *pl = k->pn;
+        pn_condition_t *cond = pl ? pn_link_remote_condition(pl) : NULL;
+        pn_session_t   *s = pl ? pn_link_session(pl) : NULL;
+        pn_condition_t *scond = s ? pn_session_remote_condition(s) : NULL;
+        if (s && (pn_session_state(s) & PN_REMOTE_CLOSED) && pn_condition_is_set(scond) &&
+            !(pn_link_state(pl) & PN_REMOTE_CLOSED)) {
+            /* its peer ended the link's session with an error (RabbitMQ refusing an
+             * attach, docs/brokers.md R3): that error is the link's */
+            detach_msg(e->pair, 1 - e->side, pn_condition_get_name(scond),
+                       pn_condition_get_description(scond));
+        } else if (pl && (pn_link_state(pl) & PN_REMOTE_CLOSED)) {
+            /* its peer detached it: the other end's peer gets the same error (or none) */
+            detach_msg(e->pair, 1 - e->side,
+                       pn_condition_is_set(cond) ? pn_condition_get_name(cond) : NULL,
+                       pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL);
+        } else {
+            detach_msg(e->pair, 1 - e->side, "qd:routed-link-lost",
+                       "Connectivity to the peer container was lost");
+        }
+    }
+    end_free_WT(e);
+}
+
+static void on_detach_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    rtr_link_t *k = e->k;
+    e->told = true; /* the other end is gone: nothing goes back */
+    LOGL(k, INFO, "Link route detached by the other end: %s %s", m->cond_name ? m->cond_name : "",
+         m->cond_desc ? m->cond_desc : "");
+    if (!k->open) {
+        /* never answered: answer now (a null terminus) and detach at once, as a refusal */
+        pn_terminus_set_type(k->out ? pn_link_source(k->pn) : pn_link_target(k->pn),
+                             PN_UNSPECIFIED);
+        pn_link_open(k->pn);
+        k->open = true;
+    }
+    if (m->cond_name)
+        rtr_pn_link_close_error_WT(k->pn, m->cond_name, m->cond_desc);
+    else
+        pn_link_close(k->pn);
+    rtr_conn_t *c = k->conn;
+    rtr_link_cleanup_WT(k); /* calls rtr_lr_end_WT: frees e */
+    rtr_conn_mark_dirty_WT(c);
+}
+
+/* ---------------------------------------------------------------- messages */
+
+void rtr_lr_msg_WT(rtr_worker_t *w, void *ptr)
+{
+    lr_msg_t *m = ptr;
+    if (m->type == LR_ATTACH) {
+        on_attach_WT(w, m);
+        msg_free(m);
+        return;
+    }
+    /* the end this is for, if it still lives (this worker is its owner) */
+    BASE_BUG_ON(m->pair->w[m->to] != w);
+    rtr_lr_end_t *e = m->pair->e[m->to];
+    if (!e || !e->k->pn) {
+        msg_free(m);
+        return;
+    }
+    rtr_conn_t *c = e->k->conn;
+    switch (m->type) {
+    case LR_ATTACHED:
+        on_attached_WT(e, m);
+        break;
+    case LR_FLOW:
+        e->got += m->credit;
+        pn_link_flow(e->k->pn, (int)m->credit);
+        break;
+    case LR_DRAIN:
+        e->draining = true;
+        pn_link_drain(e->k->pn, 0);
+        drain_check_r_WT(e);
+        break;
+    case LR_DRAINED:
+        /* the transfers R sent before are queued here: Proton's drained would zero the
+         * credit they need, so the answer waits until they went out */
+        e->drain_asked = false;
+        e->arrived += m->credit;
+        e->drained_due = true;
+        c->lr_drain_due = true;
+        break;
+    case LR_XFER:
+        on_xfer_WT(e, m);
+        break;
+    case LR_DISP:
+        on_disp_WT(e, m);
+        break;
+    case LR_DETACH:
+        on_detach_WT(e, m);
+        break;
+    }
+    rtr_conn_mark_dirty_WT(c);
+    msg_free(m);
+}
+
+void rtr_lr_msg_drop(void *ptr)
+{
+    lr_msg_t *m = ptr;
+    if (m->type == LR_ATTACH)
+        pair_unref(m->pair); /* end 1's reference: it never lived */
+    msg_free(m);
+}
+
+/* ---------------------------------------------------------------- route containers */
+

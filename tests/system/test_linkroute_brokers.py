@@ -1,0 +1,128 @@
+"""Link routes through a connector to a real broker (RabbitMQ, the Proton example broker).
+
+The router connects to the broker with a connector of role route-container; two linkRoutes
+(in and out) name that connector.  A client sender and a client receiver on the router talk
+to a broker queue as if they were attached to the broker: messages and outcomes go through.
+When the broker is killed, the client's links are detached with an error; once it is back
+and the connector has connected again, new attaches work.  The brokers' quirks are in
+docs/brokers.md."""
+
+import re
+
+import pytest
+from proton import Delivery, Message
+
+from brokers import unique_name
+from clients import Client
+
+PREFIX = "lrb"
+
+
+def broker_router(make_router, broker):
+    r = make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
+                       "role": "route-container"}],
+        ["linkRoute", {"name": "lrbIn", "prefix": PREFIX, "direction": "in",
+                       "connection": "broker"}],
+        ["linkRoute", {"name": "lrbOut", "prefix": PREFIX, "direction": "out",
+                       "connection": "broker"}],
+    ])
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
+    return r
+
+
+def opened_count(r, broker):
+    pat = re.compile(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
+    return sum(1 for x in r.stderr_lines() if pat.search(x))
+
+
+@pytest.fixture(params=["proton_broker", "rabbitmq"])
+def broker(request):
+    return request.getfixturevalue(request.param)
+
+
+@pytest.mark.deadline(120)
+def test_link_routes_through_a_connector_to_a_broker(make_router, broker):
+    r = broker_router(make_router, broker)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender(queue)
+        assert snd.remote_condition is None
+        # the broker's own answer reaches the client: the broker takes the messages
+        dlvs = [snd.send(Message(body="m%d" % i)) for i in range(3)]
+        assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * 3
+        rcv = conn.receiver(queue, credit=10)
+        got = rcv.get_n(3)
+        assert [m.body for m in got] == ["m0", "m1", "m2"]
+        if broker.name == "rabbitmq":
+            # RELEASED goes to the broker, which delivers the message again (R10)
+            got[1].release()
+            got[0].accept()
+            got[2].accept()
+            again = rcv.get()
+            assert again.body == "m1"
+            again.accept()
+        # the broker goes: both links are detached with an error
+        broker.kill()
+        assert snd.wait_remote_closed(timeout=15)
+        assert rcv.wait_remote_closed(timeout=15)
+        assert snd.remote_condition is not None and snd.remote_condition.name
+        assert rcv.remote_condition is not None and rcv.remote_condition.name
+        # an attach while no broker is there is refused: no route container
+        lost = conn.sender(queue + "x")
+        assert lost.wait_remote_closed(timeout=10)
+        assert lost.remote_condition.name == "qd:no-route-to-dest"
+        # the broker is back: the connector connects again and new attaches work
+        before = opened_count(r, broker)
+        broker.start()
+        c.wait(lambda: opened_count(r, broker) > before, 30, "the connector's new connection")
+        snd2 = conn.sender(queue)
+        dlv = snd2.send(Message(body="after"))
+        assert snd2.wait_outcome(dlv) == Delivery.ACCEPTED
+        rcv2 = conn.receiver(queue, credit=5)
+        m = rcv2.get()
+        assert m.body == "after"
+        m.accept()
+    finally:
+        c.close()
+
+
+@pytest.mark.deadline(120)
+def test_rabbitmq_refused_attach_takes_no_other_link(make_router, rabbitmq):
+    """RabbitMQ refuses an attach to a missing queue by ending the session (docs/brokers.md
+    R3): the router gives each of its links toward the broker a session of its own, so the
+    refused client gets the broker's error and the other link-routed links carry on."""
+    r = make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
+                       "role": "route-container"}],
+        ["linkRoute", {"name": "lrbIn", "prefix": PREFIX, "direction": "in",
+                       "connection": "broker"}],
+        ["linkRoute", {"name": "lrbOut", "prefix": PREFIX, "direction": "out",
+                       "connection": "broker"}],
+        # lrm.NAME -> /amq/queue/NAME: only an existing queue, refused otherwise
+        ["linkRoute", {"name": "lrmOut", "prefix": "lrm", "direction": "out",
+                       "connection": "broker", "delExternalPrefix": "lrm.",
+                       "addExternalPrefix": "/amq/queue/"}],
+    ])
+    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % rabbitmq.port)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender(queue)
+        rcv = conn.receiver(queue, credit=10)
+        missing = conn.receiver("lrm.%s" % unique_name("missing"), wait=False)
+        assert missing.wait_remote_closed(timeout=15)
+        assert missing.remote_condition is not None
+        assert missing.remote_condition.name == "amqp:not-found", missing.remote_condition
+        # the sender and the receiver attached before are still there and work
+        dlv = snd.send(Message(body="still-here"))
+        assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
+        m = rcv.get()
+        assert m.body == "still-here"
+        m.accept()
+        assert snd.remote_condition is None and rcv.remote_condition is None
+    finally:
+        c.close()
