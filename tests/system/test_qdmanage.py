@@ -300,7 +300,8 @@ def test_error_codes(node):
     expect_status(403, node.delete, "router", name="JTest")
     expect_status(403, node.delete, "connection", identity="1")
     expect_status(501, node.update, {"port": "1"}, "listener", name="x")
-    expect_status(501, node.create, {"address": "q", "direction": "in"}, "linkRoute")
+    # a linkRoute has no `address` (prefix or pattern)
+    expect_status(400, node.create, {"address": "q", "direction": "in"}, "linkRoute")
     # an autoLink must name where it attaches
     expect_status(400, node.create, {"address": "q", "direction": "in"}, "autoLink")
     expect_status(404, node.read, "listener", name="nope")
