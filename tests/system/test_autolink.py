@@ -293,6 +293,30 @@ def test_connection_names_the_listener(make_router, node_of, brokers):
         c.close()
 
 
+def test_one_connection_serves_autolinks_and_link_routes(make_router, node_of, brokers):
+    # the connection is announced to the core once; autoLinks and link routes both see it
+    extra = AUTOLINKS + [
+        ["linkRoute", {"name": "lr-id", "prefix": "lr", "direction": "in",
+                       "containerId": "broker"}],
+        ["linkRoute", {"name": "lr-conn", "prefix": "lr", "direction": "out",
+                       "connection": "brokers"}]]
+    r = autolink_router(make_router, extra=extra)
+    node = node_of(r)
+
+    def routes():
+        return {x["name"]: x["operStatus"] for x in node.query_dicts("linkRoute")}
+
+    assert routes() == {"lr-id": "inactive", "lr-conn": "inactive"}
+    b = brokers(r.url_of(1))
+    wait_states(node, {"q-out": "active", "q-in": "active"})
+    r.wait_log(r"Link routes activated: 2 \(container broker\)")
+    assert routes() == {"lr-id": "active", "lr-conn": "active"}
+    b.stop()
+    wait_states(node, {"q-out": "inactive", "q-in": "inactive"})
+    r.wait_log(r"Link routes deactivated: 2")
+    assert routes() == {"lr-id": "inactive", "lr-conn": "inactive"}
+
+
 def test_qdstat_autolinks(make_router, brokers, node_of):
     exe = PEER_BIN / "qdstat"
     if not exe.exists():
