@@ -85,19 +85,8 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
 static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
 {
     rtr_worker_t *w = c->worker;
-    rtr_link_t *k = base_calloc(1, sizeof(*k));
-    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
-    k->conn = c;
-    k->pn = pl;
-    k->out = pn_link_is_sender(pl);
+    rtr_link_t   *k = rtr_link_new_WT(c, pl, pn_link_is_sender(pl));
     k->zero_since = uv_now(&w->loop) | 1; /* as qdrouterd: no credit yet since the attach */
-    if (k->out)
-        c->n_out_links++;
-    else
-        c->n_in_links++;
-    BASE_DLIST_PUSH(c->links, k, prev, next);
-    w->n_links++;
-    pn_link_set_context(pl, k);
 
     pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
     pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));

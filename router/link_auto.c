@@ -159,21 +159,10 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
     pn_link_set_snd_settle_mode(pl, PN_SND_UNSETTLED);
     pn_link_set_rcv_settle_mode(pl, PN_RCV_FIRST);
 
-    rtr_link_t *k = base_calloc(1, sizeof(*k));
-    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
-    k->conn = c;
-    k->pn = pl;
-    k->out = out;
+    rtr_link_t *k = rtr_link_new_WT(c, pl, out);
     k->zero_since = uv_now(&w->loop) | 1;
     k->al_id = work->u.autolink.id;
     k->al_gen = work->u.autolink.gen;
-    if (out)
-        c->n_out_links++;
-    else
-        c->n_in_links++;
-    BASE_DLIST_PUSH(c->links, k, prev, next);
-    w->n_links++;
-    pn_link_set_context(pl, k);
     pn_link_open(pl);
     LOGL(k, INFO, "Auto link attaching: %s %s (%s at the peer)",
          out ? "outgoing from" : "incoming to", address, peer);

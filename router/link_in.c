@@ -58,6 +58,24 @@ static void in_free_WT(rtr_worker_t *w, rtr_in_t *in)
     w->n_ins--;
 }
 
+rtr_link_t *rtr_link_new_WT(rtr_conn_t *c, pn_link_t *pl, bool out)
+{
+    rtr_worker_t *w = c->worker;
+    rtr_link_t   *k = base_calloc(1, sizeof(*k));
+    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
+    k->conn = c;
+    k->pn = pl;
+    k->out = out;
+    if (out)
+        c->n_out_links++;
+    else
+        c->n_in_links++;
+    BASE_DLIST_PUSH(c->links, k, prev, next);
+    w->n_links++;
+    pn_link_set_context(pl, k);
+    return k;
+}
+
 /* Forget every Proton object of the link, hand back what it held, and tell the core. */
 void rtr_link_cleanup_WT(rtr_link_t *k)
 {

@@ -41,6 +41,9 @@ BASE_POOL_DECLARE(rtr_in_t);
 /* Forget every Proton object of link k (either direction), hand back what it held, and
  * tell the core (CORE_A_LINK_DETACH), or free k when the core never knew it. */
 void rtr_link_cleanup_WT(rtr_link_t *k);
+/* A link record for Proton link pl of c (attached by the peer, or by the router for an
+ * autoLink or a link route), counted and listed on c, with pl's context set to it. */
+rtr_link_t *rtr_link_new_WT(rtr_conn_t *c, pn_link_t *pl, bool out);
 /* PN_DELIVERY on incoming link k: read what arrived of d, route it once its sections before
  * the body are here, stream the rest (Q2 permitting). */
 void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d);

@@ -332,18 +332,7 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
     pn_link_set_snd_settle_mode(pl, m->snd_mode);
     pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
 
-    rtr_link_t *k = base_calloc(1, sizeof(*k));
-    k->id = atomic_fetch_add(&w->ctx->next_link_id, 1) + 1;
-    k->conn = c;
-    k->pn = pl;
-    k->out = m->sender;
-    if (k->out)
-        c->n_out_links++;
-    else
-        c->n_in_links++;
-    BASE_DLIST_PUSH(c->links, k, prev, next);
-    w->n_links++;
-    pn_link_set_context(pl, k);
+    rtr_link_t *k = rtr_link_new_WT(c, pl, m->sender);
     rtr_lr_end_t *e = end_new(p, 1, k);
     e->open = true;
     pn_link_open(pl);
