@@ -256,6 +256,20 @@ def test_rabbitmq_link_route_drain_answered_by_the_router(rabbitmq, make_router)
         m = rcv.get(timeout=15)
         assert m.body == "after drain"
         m.accept()
+        # drained again, a message comes for the credit RabbitMQ still has: it waits at the
+        # router; the client detaches: RabbitMQ gets it back (never settled) for the next one
+        rcv.pn.drain(0)
+        c.flush()
+        c.wait(lambda: rcv.pn.credit == 0, 10, "the drain's answer")
+        d = snd.send(Message(body="held"))
+        assert snd.wait_outcome(d) == Delivery.ACCEPTED
+        c.run_for(0.5)
+        assert rcv.count == 1
+        rcv.close()
+        rcv2 = conn.receiver(queue, credit=5)
+        m = rcv2.get(timeout=15)
+        assert m.body == "held"
+        m.accept()
     finally:
         c.close()
 
