@@ -119,6 +119,33 @@ def test_rabbitmq_waypoint_modified_goes_as_released(rabbitmq, make_router):
         node.close()
 
 
+def test_rabbitmq_waypoint_consumer_gone_with_a_message(rabbitmq, make_router):
+    """A consumer that goes away holding an unsettled waypoint message: the router gives the
+    message back to RabbitMQ as RELEASED (its own MODIFIED for a lost delivery would end the
+    autoLinks' session), and the next consumer gets it."""
+    q = unique_name("wp")
+    r = waypoint_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_active(node)
+        conn = c.connect(r.url)
+        snd = conn.sender(q)
+        d = snd.send(Message(body="held"))
+        assert snd.wait_outcome(d) == d.ACCEPTED
+        gone = c.connect(r.url)
+        assert gone.receiver(q, credit=1).get(timeout=15).body == "held"
+        gone.close()
+        rcv = conn.receiver(q, credit=2)
+        m = rcv.get(timeout=15)
+        assert m.body == "held" and m.message.first_acquirer is False
+        m.accept()
+        stays_active(c, node, r, 1.0)
+    finally:
+        c.close()
+        node.close()
+
+
 def test_rabbitmq_waypoint_delivery_annotations_stripped(rabbitmq, make_router):
     """A producer's message with delivery annotations goes to RabbitMQ without them: RabbitMQ
     takes it (before, it dropped the connection and every autoLink on it)."""
