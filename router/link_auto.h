@@ -29,6 +29,9 @@ void rtr_autolink_conn_freed_WT(rtr_conn_t *c);
 void rtr_autolink_session_end_WT(rtr_conn_t *c, pn_session_t *s);
 /* CORE_W_AUTOLINK: attach an autoLink's link on its connection (when still open). */
 void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work);
+/* A link was freed from session s: an autoLink's session (one per autoLink) is ended with
+ * it; any other session is left as it is. */
+void rtr_autolink_link_freed_WT(pn_session_t *s);
 /* The peer's attach of an autoLink's link (k->al_id != 0) arrived. */
 void rtr_autolink_remote_open_WT(rtr_link_t *k);
 /* The peer detached an autoLink's link (before the link's cleanup). */
