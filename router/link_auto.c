@@ -4,7 +4,10 @@
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
  * DESIGN: the core decides (which autoLink, on which connection, when to retry); the worker
- * makes the Proton link (CORE_W_AUTOLINK), opens it, and waits for the peer's attach.  An
+ * makes the Proton link (CORE_W_AUTOLINK) in a session of its own (a broker may end a whole
+ * session over one link, docs/brokers.md R3: one refused autoLink must take no other down;
+ * with no session left on the connection the autoLink is reported failed, and the core
+ * retries), opens it, and waits for the peer's attach.  An
  * attach with the node named (source of an incoming link, target of an outgoing one) makes
  * the autoLink active: the worker reports it (CORE_A_AUTOLINK) and announces the link to the
  * core like any link (CORE_A_LINK_ATTACH), from which on it is an ordinary link of link_in.c

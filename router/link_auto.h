@@ -23,8 +23,8 @@ void rtr_autolink_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open);
 void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name);
 /* c is being freed: tell the core when it was told of c's open. */
 void rtr_autolink_conn_freed_WT(rtr_conn_t *c);
-/* The peer ended session s of c: its autoLinks' links are gone without a detach (RabbitMQ
- * ends the session on a refused attach or an outcome it does not know): each is reported
+/* The peer ended session s of c: its autoLink's link is gone without a detach (RabbitMQ
+ * ends the session on a refused attach or an outcome it does not know): it is reported
  * failed, with the end's error, and attached again later.  Before the links' cleanup. */
 void rtr_autolink_session_end_WT(rtr_conn_t *c, pn_session_t *s);
 /* CORE_W_AUTOLINK: attach an autoLink's link on its connection (when still open). */
