@@ -89,26 +89,36 @@ void rtr_autolink_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open)
  * (RabbitMQ does on a refused attach, docs/brokers.md R3): a session per autoLink keeps
  * the others up.  NULL when the connection has no session left (the channel-max both ends
  * allow, the connector's maxSessions included, all in use), with *why saying so. */
-static pn_session_t *own_session_WT(rtr_conn_t *c, char **why)
+uint32_t rtr_conn_sessions_left_WT(rtr_conn_t *c, uint32_t *limit)
 {
     pn_connection_t *pc = c->driver.connection;
     pn_transport_t  *t = c->driver.transport;
     /* channel-max is the highest channel number: a count of channel-max + 1 sessions */
-    uint32_t limit = (uint32_t)pn_transport_get_channel_max(t) + 1;
+    uint32_t lim = (uint32_t)pn_transport_get_channel_max(t) + 1;
     if ((pn_connection_state(pc) & PN_REMOTE_ACTIVE) &&
-        (uint32_t)pn_transport_remote_channel_max(t) + 1 < limit)
-        limit = (uint32_t)pn_transport_remote_channel_max(t) + 1;
+        (uint32_t)pn_transport_remote_channel_max(t) + 1 < lim)
+        lim = (uint32_t)pn_transport_remote_channel_max(t) + 1;
     uint32_t used = 0;
     for (pn_session_t *s = pn_session_head(pc, 0); s; s = pn_session_next(s, 0))
         if (!(pn_session_state(s) & PN_LOCAL_UNINIT))
             used++; /* open, or ended and not yet freed: its channel may still be taken */
-    pn_session_t *s = used < limit ? pn_session(pc) : NULL;
+    if (limit)
+        *limit = lim;
+    return used < lim ? lim - used : 0;
+}
+
+static pn_session_t *own_session_WT(rtr_conn_t *c, char **why)
+{
+    pn_connection_t *pc = c->driver.connection;
+    uint32_t         limit;
+    /* Proton would find no channel only when it writes the begin, and end the connection */
+    pn_session_t *s = rtr_conn_sessions_left_WT(c, &limit) ? pn_session(pc) : NULL;
     if (!s) {
         char msg[200];
         snprintf(msg, sizeof(msg),
-                 "No session left on the connection for the autoLink: %u in use, the "
-                 "connection allows %u (channel-max, the connector's maxSessions included)",
-                 used, limit);
+                 "No session left on the connection for the autoLink: all %u in use "
+                 "(channel-max, the connector's maxSessions included)",
+                 limit);
         *why = base_strdup(msg);
         return NULL;
     }

@@ -29,6 +29,11 @@ void rtr_autolink_conn_freed_WT(rtr_conn_t *c);
 void rtr_autolink_session_end_WT(rtr_conn_t *c, pn_session_t *s);
 /* CORE_W_AUTOLINK: attach an autoLink's link on its connection (when still open). */
 void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work);
+/* How many more sessions the router may begin on c: both ends' channel-max + 1 (the lower),
+ * less the sessions c has begun and not yet freed; *limit (when not NULL) gets that bound.
+ * Proton itself finds a session beyond it no channel only when it writes the begin, and
+ * then ends the whole connection: the router's own sessions check first. */
+uint32_t rtr_conn_sessions_left_WT(rtr_conn_t *c, uint32_t *limit);
 /* A link was freed from session s: an autoLink's session (one per autoLink) is ended with
  * it; any other session is left as it is. */
 void rtr_autolink_link_freed_WT(pn_session_t *s);

@@ -24,6 +24,7 @@
 #include "core/base/list.h"
 #include "core/base/map.h"
 #include "core/linkroute.h"
+#include "router/link_auto.h"
 #include "router/link_in.h"
 #include "router/peer_quirks.h"
 
@@ -331,6 +332,15 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
     if (!rtr_quirk_rcv_mode(quirks, m->sender, m->rcv_mode, &rcv_mode)) {
         LOGC(c, INFO, "Link route attach refused: the client asked for rcv-settle-mode second");
         detach_msg(p, 0, RTR_QUIRK_RCV_SECOND_COND, RTR_QUIRK_RCV_SECOND_DESC);
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
+    if (!rtr_conn_sessions_left_WT(c, NULL)) {
+        /* a session beyond channel-max would end the whole connection (link_auto.h) */
+        LOGC(c, INFO, "Link route attach refused: no session left on the connection");
+        detach_msg(p, 0, "amqp:resource-limit-exceeded",
+                   "No session left on the route container's connection (channel-max, the "
+                   "connector's maxSessions included)");
         pair_unref(p); /* end 1's reference: it never lived */
         return;
     }

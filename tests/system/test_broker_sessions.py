@@ -122,7 +122,7 @@ def test_rabbitmq_more_autolinks_than_sessions(rabbitmq, make_router):
                        ["active", "active", "failed"], 30, "two active autoLinks, one failed")
         left = [n for n in names if got[n]["operStatus"] == "failed"][0]
         err = got[left]["lastError"] or ""
-        assert "No session left" in err and "allows 2" in err, err
+        assert "No session left" in err and "all 2 in use" in err, err
         # it is retried, and stays failed while both sessions are taken
         n0 = len(failures(r, left))
         wait_for(c, node, lambda x: len(failures(r, left)) > n0, 10, "a retry")
@@ -205,3 +205,42 @@ def test_rabbitmq_link_route_receiver_rcv_second_refused_by_the_router(rabbitmq,
         m.accept()
     finally:
         c.close()
+
+
+@pytest.mark.deadline(90)
+def test_rabbitmq_link_route_with_no_session_left_is_refused(rabbitmq, make_router):
+    """A connector allowing 1 session, taken by an autoLink: a link-routed attach finds no
+    session left and is refused to its client with amqp:resource-limit-exceeded; the
+    connection and the autoLink stay up (before, Proton found no channel when it wrote the
+    begin and ended the connector's whole connection)."""
+    q = unique_name("wp")
+    r = make_router(extra=[
+        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
+                       "role": "route-container", "maxSessions": 1}],
+        ["address", {"prefix": q, "waypoint": True}],
+        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
+                      "externalAddress": "/queue/" + q}],
+        ["linkRoute", {"name": "lrqIn", "prefix": "lrq", "direction": "in",
+                       "connection": "broker"}],
+    ])
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_for(c, node, lambda x: x["out"]["operStatus"] == "active", 30, "autoLink active")
+        conn = c.connect(r.url)
+        lr = conn.sender("lrq." + unique_name(), wait=False)
+        assert lr.wait_remote_closed(timeout=15)
+        cond = lr.remote_condition
+        assert cond is not None and cond.name == "amqp:resource-limit-exceeded", cond
+        assert "No session left" in cond.description, cond.description
+        c.run_for(1.0)
+        assert states(node) == {"out": "active"}
+        opened = [x for x in r.stderr_lines()
+                  if re.search(r"Connection to 127\.0\.0\.1:%d opened" % rabbitmq.port, x)]
+        assert len(opened) == 1, opened
+        snd = conn.sender(q)
+        d = snd.send(Message(body="x"))
+        assert snd.wait_outcome(d, timeout=10) == Delivery.ACCEPTED
+    finally:
+        c.close()
+        node.close()
