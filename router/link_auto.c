@@ -186,8 +186,7 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
         !(ssn = own_session_WT(c, &why))) {
         if (why) { /* no session left: failed, and the core retries */
             LOGC(c, INFO, "Auto link %u not attached: %s", work->u.autolink.id, why);
-            report_WT(w, work->u.autolink.id, work->u.autolink.gen, 0, CORE_AUTOLINK_FAILED,
-                      why);
+            report_WT(w, work->u.autolink.id, work->u.autolink.gen, 0, CORE_AUTOLINK_FAILED, why);
         }
         free(address);
         free(peer);

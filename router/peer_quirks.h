@@ -74,8 +74,8 @@ static inline bool rtr_quirk_rcv_mode(unsigned quirks, bool router_sends, int wa
 
 /* The condition a receiving client asking for rcv-settle-mode second is refused with. */
 #define RTR_QUIRK_RCV_SECOND_COND "amqp:not-implemented"
-#define RTR_QUIRK_RCV_SECOND_DESC                                                          \
-    "rcv-settle-mode second is not supported by the route container (it ends the session "  \
+#define RTR_QUIRK_RCV_SECOND_DESC                                                                  \
+    "rcv-settle-mode second is not supported by the route container (it ends the session "         \
     "over it): attach with rcv-settle-mode first"
 
 /* ---- stripping delivery annotations from a message that arrives in pieces (link routes)
