@@ -2167,6 +2167,10 @@ int cfg_port_number(const char *port)
     size_t n = strspn(port, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
     if (port[n] || n > 64)
         return -1;
-    struct servent *se = getservbyname(port, "tcp");
-    return se ? ntohs((uint16_t)se->s_port) : -1;
+    /* the reentrant form: the connection manager resolves ports at run time too */
+    struct servent se, *res = NULL;
+    char           buf[1024];
+    if (getservbyname_r(port, "tcp", &se, buf, sizeof(buf), &res) != 0 || !res)
+        return -1;
+    return ntohs((uint16_t)res->s_port);
 }

@@ -81,15 +81,6 @@ const char *rtr_connector_state_name(rtr_connector_state_t st)
     return (unsigned)st <= RTR_CONNECTOR_FAILED ? state_names[st] : "UNKNOWN";
 }
 
-static const char *port_service(const char *port)
-{
-    if (strcmp(port, "amqp") == 0)
-        return "5672";
-    if (strcmp(port, "amqps") == 0)
-        return "5671";
-    return port;
-}
-
 static void timer_cb(uv_timer_t *t);
 
 static void schedule(rtr_connector_t *ct, uint64_t ms)
@@ -215,9 +206,17 @@ static void timer_cb(uv_timer_t *t)
                       : l->family == CFG_FAMILY_IPV6 ? AF_INET6
                                                      : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    /* a failover address's port comes from the peer's open: checked here */
+    int  pn = cfg_port_number(ct->target.port);
+    char port[8];
+    snprintf(port, sizeof(port), "%d", pn);
     ct->gai.data = ct;
-    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, ct->target.host,
-                            port_service(ct->target.port), &hints);
+    if (pn <= 0) {
+        attempt_failed(ct, "the port is not a port number or a known service name");
+        return;
+    }
+    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, ct->target.host, port, &hints);
     if (rc != 0)
         attempt_failed(ct, uv_strerror(rc));
 }
