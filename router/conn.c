@@ -371,9 +371,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
             char tls[160];
             rtr_transport_tls_label_WT(c, tls, sizeof(tls));
+            /* role: normal or route-container, the only ones a listener or connector takes */
             const char *labels[] = {id, c->peer, container ? container : "",
                                     c->connector ? "out" : "in",
-                                    user ? user : "", mech ? mech : "", tls};
+                                    user ? user : "", mech ? mech : "", tls,
+                                    cfg_role_name(c->listener->role)};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));

@@ -79,11 +79,16 @@ typedef struct mgmt_tls {
     /* Profile p->name takes p's attributes and a new context (the old stays on failure):
      * 0, -EINVAL, -ENOENT. */
     int (*update)(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen);
-    /* Remove a profile: 0, -ENOENT, -EBUSY (a listener names it). */
+    /* Remove a profile: 0, -ENOENT, -EBUSY (a listener or a connector names it). */
     int (*del)(void *ctx, const char *name, char *err, size_t errlen);
     /* A listener names the profile (0) until release; -ENOENT when there is none. */
     int (*hold)(void *ctx, const char *name);
     void (*release)(void *ctx, const char *name);
+    /* A connector names the profile (0) until release_client; the profile gets a client
+     * context if it had none: -ENOENT (none of that name) or -EINVAL (no client context
+     * can be made from it), with one line in err. */
+    int (*hold_client)(void *ctx, const char *name, char *err, size_t errlen);
+    void (*release_client)(void *ctx, const char *name);
     /* Copies of every profile (password as written), *n of them; free with copy_free. */
     cfg_ssl_profile_t *(*copy)(void *ctx, size_t *n);
     void (*copy_free)(cfg_ssl_profile_t *v, size_t n);

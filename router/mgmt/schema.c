@@ -198,7 +198,7 @@ static const mgmt_attr_t conn_cols[] = {
     C("type",            STR,  STR,   MGMT_PREFIX ".connection", 0, false, NULL),
     C("host",            STR,  LABEL, "host", 0, false, NULL),
     C("container",       STR,  LABEL, "container", 0, false, NULL),
-    C("role",            STR,  STR,   "normal", 0, false, NULL),
+    C("role",            STR,  LABEL, "role", 0, false, NULL),
     C("protocol",        STR,  STR,   "amqp", 0, false, NULL),
     C("dir",             DIR,  LABEL, "dir", 0, false, NULL),
     C("opened",          BOOL, BOOL,  NULL, 1, false, NULL),

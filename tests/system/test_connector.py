@@ -150,6 +150,68 @@ def test_the_outgoing_connection_shows_with_dir_out(make_router, peer):
         assert len(line) == 1 and " out " in line[0], out.stdout
 
 
+def qdstat_rows(args, url):
+    """The real qdstat's table (-c, -l ...) as dicts by its header, or None without it."""
+    if not QDSTAT.exists():
+        return None
+    out = subprocess.run([str(QDSTAT)] + list(args) + ["-b", url], capture_output=True,
+                         text=True, timeout=30, env=dict(os.environ, PYTHONPATH=""))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.strip().startswith("===="))
+    # the header's names (words one space apart) start their columns, values left-aligned
+    cols = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", lines[head - 1])]
+    rows = []
+    for line in lines[head + 1:]:
+        if not line.strip():
+            break
+        rows.append({name: line[a:cols[k + 1][0] if k + 1 < len(cols) else None].strip()
+                     for k, (a, name) in enumerate(cols)})
+    return rows
+
+
+def test_connection_rows_show_the_role_of_their_listener_or_connector(make_router, peer):
+    # a route-container connector, a route-container listener and a normal one: each
+    # connection's row says which (qdrouterd's `role`); the roles Junction does not have
+    # (inter-router, edge) are never claimed
+    peer.start()
+    r = make_router(listeners=[{"host": "127.0.0.1", "port": "0"},
+                               {"host": "127.0.0.1", "port": "0", "role": "route-container"}],
+                    extra=[connector(peer.port, role="route-container")])
+    peer.wait_line("OPENED")
+    rc_client, plain_client = Client(), Client()
+    n = Node(r.url)
+    try:
+        rc_client.connect(r.url_of(1))
+        plain_client.connect(r.url)
+        want = {rc_client.container.container_id: ("in", "route-container"),
+                plain_client.container.container_id: ("in", "normal")}
+        deadline = time.monotonic() + 10
+        while True:
+            rows = n.query_dicts("connection")
+            out = [x for x in rows if x["dir"] == "out"]
+            if out or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert len(out) == 1 and out[0]["role"] == "route-container", out
+        got = {x["container"]: (x["dir"], x["role"]) for x in rows if x["container"] in want}
+        assert got == want, rows
+        assert {x["role"] for x in rows} == {"normal", "route-container"}, rows
+        # the real qdstat -c: its role column, from the same rows
+        table = qdstat_rows(["-c"], r.url)
+        if table is not None:
+            by_container = {x["container"]: x for x in table}
+            assert by_container[rc_client.container.container_id]["role"] == "route-container"
+            assert by_container[plain_client.container.container_id]["role"] == "normal"
+            outs = [x for x in table if x["dir"] == "out"]
+            assert [x["role"] for x in outs] == ["route-container"], table
+            assert not [x for x in table if x["role"] in ("inter-router", "edge")], table
+    finally:
+        n.close()
+        rc_client.close()
+        plain_client.close()
+
+
 @pytest.mark.deadline(90)
 def test_a_connector_to_nowhere_retries_quietly_then_connects_and_reconnects(make_router, peer):
     # nothing listens yet: attempts at 0 s, 5 s, 10 s... and one line
@@ -361,6 +423,41 @@ def test_tls_refused_when_the_certificate_names_another_host(make_router, certs,
     other = make_router(name="other", extra=[client_profile(certs), connector(
         far.port, sslProfile="cli", verifyHostname=False)])
     other.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % far.port, timeout=10)
+
+
+@pytest.mark.deadline(60)
+def test_connector_with_an_ssl_profile_created_at_run_time(make_router, certs):  # noqa: F811
+    # the profile itself is made at run time too, so nothing at start-up gave it a client
+    # context: the connector's CREATE does; the profile stays while the connector names it
+    far = tls_far(make_router, certs)
+    near = make_router(name="near")
+    n = Node(near.url)
+    try:
+        n.create({"caCertFile": str(certs / "ca.pem")}, "sslProfile", "cli")
+        # a profile that does not exist: a 400 that names it, and no connector
+        with pytest.raises(Exception, match="sslProfile 'nope': no sslProfile entity"):
+            n.create({"host": "localhost", "port": str(far.port), "sslProfile": "nope"},
+                     "connector", "bad")
+        rc, out = qdmanage(near, "create", "--type=connector", "--name=made", "host=localhost",
+                           "port=%d" % far.port, "sslProfile=cli", "verifyHostname=true")
+        if rc is None:
+            n.create({"host": "localhost", "port": str(far.port), "sslProfile": "cli",
+                      "verifyHostname": True}, "connector", "made")
+        else:
+            assert rc == 0, out
+        near.wait_log(r"Connection to [^ ]+ opened \(connector made", timeout=10)
+        rows = far_tls_connections(far)
+        assert len(rows) == 1 and rows[0]["isEncrypted"] is True, rows
+        assert rows[0]["sslProto"].startswith("TLS"), rows[0]
+        assert [x["name"] for x in n.query_dicts("connector")] == ["made"]
+        assert n.read(type="connector", name="made")["sslProfile"] == "cli"
+        # the profile is in use: DELETE refused until the connector goes
+        with pytest.raises(Exception, match="in use by 0 listeners and 1 connector"):
+            n.delete(type="sslProfile", name="cli")
+        n.delete(type="connector", name="made")
+        n.delete(type="sslProfile", name="cli")
+    finally:
+        n.close()
 
 
 @pytest.mark.parametrize("attrs,want", [
