@@ -186,6 +186,9 @@ typedef struct cfg_connector {
     char          *sasl_password; /* `saslPassword` as resolved (env:, pass:, file:), or NULL */
     bool           verify_hostname; /* `verifyHostname` (default true): with conn.ssl_profile,
                                        the peer's certificate must name the host connected to */
+    struct cJSON  *open_properties; /* `openProperties`: a map (checked: ASCII keys, none of
+                                       the router's own), sent in the open after the router's
+                                       properties; NULL when absent or empty */
 } cfg_connector_t;
 
 /* `sslProfile`: TLS settings listeners name.  Files and the password are checked when the

@@ -22,6 +22,7 @@
 #include "router/link_auto.h"
 #include "router/linkroute.h"
 #include "router/conn_watch.h"
+#include "router/conn_props.h"
 #include "router/connector.h"
 #include "router/lstats.h"
 
@@ -218,6 +219,8 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_put_string(props, pn_bytes(8, "junction"));
     pn_data_put_symbol(props, pn_bytes(7, "version"));
     pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
+    if (c->connector) /* its openProperties, after the router's own (qdrouterd's order) */
+        rtr_conn_props_put(props, rtr_connector_cfg(c->connector)->open_properties);
     pn_data_exit(props);
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */

@@ -500,3 +500,8 @@ bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_
     snprintf(status, slen, "%s", rtr_connector_state_name(st));
     return true;
 }
+
+bool rtr_connmgr_connector_failover(rtr_connmgr_t *m, long id, char *urls, size_t len)
+{
+    return rtr_connectors_failover_urls(m->connectors, id, urls, len);
+}

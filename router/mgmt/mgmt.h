@@ -132,6 +132,9 @@ typedef struct mgmt_hooks {
      * it has none (NULL hook: INITIALIZING, no message). */
     bool (*connector_status)(void *ctx, long id, char *status, size_t slen, char *msg,
                              size_t mlen);
+    /* Connector `id`'s failoverUrls (router/connector.h: the failover list in use, current
+     * address first) into urls[len]; false when it has none (NULL hook: null). */
+    bool (*connector_failover)(void *ctx, long id, char *urls, size_t len);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -491,6 +491,14 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     }
     if (t->kind == MGMT_K_LINK_ROUTE)
         return create_link_route(m, q, t, e, attrs, bn);
+    /* a connector's failoverUrls is the list in use, read-only (a file's is ignored with a
+     * warning, as qdrouterd 1.19 ignores it; a CREATE's is refused, as 1.19 refuses it) */
+    if (t->kind == MGMT_K_CONNECTOR && (cJSON_GetObjectItemCaseSensitive(attrs, "failoverUrls") ||
+                                        cJSON_GetObjectItemCaseSensitive(attrs, "failoverList"))) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: Cannot set attribute 'failoverUrls' in CREATE (it is "
+                            "read-only: the failover list in use)");
+    }
     mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER    ? &m->listeners
                             : t->kind == MGMT_K_CONNECTOR ? &m->connectors
                                                           : &m->addresses;

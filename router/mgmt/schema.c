@@ -67,7 +67,7 @@ static const mgmt_attr_t connector_attrs[] = {
     A("connectionMsg", "string", NULL, false, false, false),
     A("maxSessions", "integer", "32768", true, false, false),
     A("saslUsername", "string", NULL, true, false, false),
-    A("failoverUrls", "string", NULL, true, false, false),
+    A("failoverUrls", "string", NULL, false, false, false),
 };
 static const mgmt_attr_t address_attrs[] = {
     A("prefix", "string", NULL, true, false, false),
