@@ -538,7 +538,9 @@ def test_connector_with_an_ssl_profile_created_at_run_time(make_router, certs): 
         assert len(rows) == 1 and rows[0]["isEncrypted"] is True, rows
         assert rows[0]["sslProto"].startswith("TLS"), rows[0]
         assert [x["name"] for x in n.query_dicts("connector")] == ["made"]
-        assert n.read(type="connector", name="made")["sslProfile"] == "cli"
+        made = n.read(type="connector", name="made")
+        assert made["sslProfile"] == "cli", made
+        assert made["failoverUrls"] == "amqps://localhost:%d" % far.port, made
         # the profile is in use: DELETE refused until the connector goes
         with pytest.raises(Exception, match="in use by 0 listeners and 1 connector"):
             n.delete(type="sslProfile", name="cli")
