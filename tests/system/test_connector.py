@@ -6,7 +6,9 @@ made, and a second junctiond that authenticates the router with SASL PLAIN again
 (test_sasl.py's fixtures).  Messages go both ways through the router; the connection shows
 in management with dir "out"; the router reconnects after the peer restarts (qdrouterd's
 delays: 2 s after an open connection, 5 s after a failed attempt) and logs one line per
-state change, not one per attempt."""
+state change, not one per attempt.  Also what management shows of them as qdrouterd 1.19 does
+(each connection's role, the read-only failoverUrls), the openProperties the peer sees in the
+router's open, and connectors with an sslProfile made at run time."""
 
 import os
 import queue
