@@ -53,17 +53,38 @@ static uint64_t get64(const uint8_t *p)
 static int fixed_width(uint8_t code)
 {
     switch (code) {
-    case 0x40: case 0x41: case 0x42: case 0x43: case 0x44: case 0x45:
+    case 0x40:
+    case 0x41:
+    case 0x42:
+    case 0x43:
+    case 0x44:
+    case 0x45:
         return 0;
-    case 0x50: case 0x51: case 0x52: case 0x53: case 0x54: case 0x55: case 0x56:
+    case 0x50:
+    case 0x51:
+    case 0x52:
+    case 0x53:
+    case 0x54:
+    case 0x55:
+    case 0x56:
         return 1;
-    case 0x60: case 0x61:
+    case 0x60:
+    case 0x61:
         return 2;
-    case 0x70: case 0x71: case 0x72: case 0x73: case 0x74:
+    case 0x70:
+    case 0x71:
+    case 0x72:
+    case 0x73:
+    case 0x74:
         return 4;
-    case 0x80: case 0x81: case 0x82: case 0x83: case 0x84:
+    case 0x80:
+    case 0x81:
+    case 0x82:
+    case 0x83:
+    case 0x84:
         return 8;
-    case 0x94: case 0x98:
+    case 0x94:
+    case 0x98:
         return 16;
     default:
         return -1;
@@ -86,7 +107,8 @@ static int val_read(const uint8_t *p, const uint8_t *end, val_t *v, int depth, c
             *why = "described values nest too deeply";
             return -1;
         }
-        if (val_read(p, end, &d, depth + 1, why) < 0 || val_read(d.next, end, v, depth + 1, why) < 0)
+        if (val_read(p, end, &d, depth + 1, why) < 0 ||
+            val_read(d.next, end, v, depth + 1, why) < 0)
             return -1;
         v->kind = K_OTHER;
         return 0;
@@ -99,16 +121,51 @@ static int val_read(const uint8_t *p, const uint8_t *end, val_t *v, int depth, c
         }
         v->next = p + w;
         switch (code) {
-        case 0x40: v->kind = K_NULL; break;
-        case 0x41: case 0x42: case 0x56: v->kind = K_BOOL; break;
-        case 0x43: case 0x44: v->kind = K_INT; v->i = 0; break;
-        case 0x45: v->kind = K_LIST; v->body = p; break;
-        case 0x50: case 0x52: case 0x53: v->kind = K_INT; v->i = p[0]; break;
-        case 0x51: case 0x54: case 0x55: v->kind = K_INT; v->i = (int8_t)p[0]; break;
-        case 0x60: v->kind = K_INT; v->i = (uint16_t)(p[0] << 8 | p[1]); break;
-        case 0x61: v->kind = K_INT; v->i = (int16_t)(uint16_t)(p[0] << 8 | p[1]); break;
-        case 0x70: v->kind = K_INT; v->i = get32(p); break;
-        case 0x71: v->kind = K_INT; v->i = (int32_t)get32(p); break;
+        case 0x40:
+            v->kind = K_NULL;
+            break;
+        case 0x41:
+        case 0x42:
+        case 0x56:
+            v->kind = K_BOOL;
+            break;
+        case 0x43:
+        case 0x44:
+            v->kind = K_INT;
+            v->i = 0;
+            break;
+        case 0x45:
+            v->kind = K_LIST;
+            v->body = p;
+            break;
+        case 0x50:
+        case 0x52:
+        case 0x53:
+            v->kind = K_INT;
+            v->i = p[0];
+            break;
+        case 0x51:
+        case 0x54:
+        case 0x55:
+            v->kind = K_INT;
+            v->i = (int8_t)p[0];
+            break;
+        case 0x60:
+            v->kind = K_INT;
+            v->i = (uint16_t)(p[0] << 8 | p[1]);
+            break;
+        case 0x61:
+            v->kind = K_INT;
+            v->i = (int16_t)(uint16_t)(p[0] << 8 | p[1]);
+            break;
+        case 0x70:
+            v->kind = K_INT;
+            v->i = get32(p);
+            break;
+        case 0x71:
+            v->kind = K_INT;
+            v->i = (int32_t)get32(p);
+            break;
         case 0x80:
             if (get64(p) > INT64_MAX) {
                 *why = "an integer is out of range";
@@ -117,21 +174,36 @@ static int val_read(const uint8_t *p, const uint8_t *end, val_t *v, int depth, c
             v->kind = K_INT;
             v->i = (int64_t)get64(p);
             break;
-        case 0x81: v->kind = K_INT; v->i = (int64_t)get64(p); break;
-        default: v->kind = K_OTHER; break;
+        case 0x81:
+            v->kind = K_INT;
+            v->i = (int64_t)get64(p);
+            break;
+        default:
+            v->kind = K_OTHER;
+            break;
         }
         return 0;
     }
     size_t size, count = 0, cw;
     switch (code) {
-    case 0xa0: case 0xa1: case 0xa3: case 0xc0: case 0xc1: case 0xe0:
+    case 0xa0:
+    case 0xa1:
+    case 0xa3:
+    case 0xc0:
+    case 0xc1:
+    case 0xe0:
         if (left < 1)
             goto overrun;
         size = p[0];
         p += 1, left -= 1;
         cw = 1;
         break;
-    case 0xb0: case 0xb1: case 0xb3: case 0xd0: case 0xd1: case 0xf0:
+    case 0xb0:
+    case 0xb1:
+    case 0xb3:
+    case 0xd0:
+    case 0xd1:
+    case 0xf0:
         if (left < 4)
             goto overrun;
         size = get32(p);
@@ -202,7 +274,8 @@ static int elems_check(const val_t *c, enum val_kind want, const char **why)
         if (val_read(p, end, &e, 0, why) < 0)
             return -1;
         if (want != K_OTHER && e.kind != want) {
-            *why = want == K_TEXT ? "a list element is not a string" : "a list element is not an integer";
+            *why = want == K_TEXT ? "a list element is not a string"
+                                  : "a list element is not an integer";
             return -1;
         }
         p = e.next;
@@ -308,7 +381,7 @@ static int map_fields(const val_t *map, fields_t *f, const char *what, const cha
 #define OPS_WHY(text)                                                                              \
     (const char *const[CORE_RT_OP_COUNT])                                                          \
     {                                                                                              \
-        "?: " text, "HELLO: " text, "RA: " text, "LSU: " text, "LSR: " text, "MAU: " text,       \
+        "?: " text, "HELLO: " text, "RA: " text, "LSU: " text, "LSR: " text, "MAU: " text,         \
             "MAR: " text                                                                           \
     }
 
@@ -470,7 +543,7 @@ int core_rt_body_decode(core_rt_op_t op, const uint8_t *val, size_t len, core_rt
         *why = "unknown opcode";
         return CODEC_INVALID;
     }
-    val_t body;
+    val_t    body;
     fields_t f;
     if (val_read(val, val + len, &body, 0, why) < 0)
         return CODEC_INVALID;
@@ -555,10 +628,14 @@ static const uint8_t *section_head(const uint8_t *p, const uint8_t *end, uint64_
                                    const char **why)
 {
     static const char *const syms[] = {
-        "amqp:header:list",         "amqp:delivery-annotations:map",
-        "amqp:message-annotations:map", "amqp:properties:list",
-        "amqp:application-properties:map", "amqp:data:binary",
-        "amqp:amqp-sequence:list",  "amqp:amqp-value:*",
+        "amqp:header:list",
+        "amqp:delivery-annotations:map",
+        "amqp:message-annotations:map",
+        "amqp:properties:list",
+        "amqp:application-properties:map",
+        "amqp:data:binary",
+        "amqp:amqp-sequence:list",
+        "amqp:amqp-value:*",
         "amqp:footer:map",
     };
     val_t d;
@@ -595,8 +672,8 @@ int core_rt_msg_decode(const uint8_t *msg, size_t len, core_rt_msg_t *m, const c
     /* the opcode: application-properties {"opcode": "HELLO" ...}, key string or symbol */
     const uint8_t *ap = msg + scan.application_properties.off;
     const uint8_t *ap_end = ap + scan.application_properties.len;
-    uint64_t code;
-    val_t map;
+    uint64_t       code;
+    val_t          map;
     const uint8_t *p = section_head(ap, ap_end, &code, why);
     if (!p || val_read(p, ap_end, &map, 0, why) < 0)
         return CODEC_INVALID;
@@ -605,7 +682,7 @@ int core_rt_msg_decode(const uint8_t *msg, size_t len, core_rt_msg_t *m, const c
         return CODEC_INVALID;
     }
     core_rt_op_t op = CORE_RT_OP_NONE;
-    bool have_op = false;
+    bool         have_op = false;
     p = map.body;
     for (uint32_t i = 0; i < map.count; i += 2) {
         val_t k, v;
@@ -662,7 +739,7 @@ core_rt_iter_t core_rt_strs_iter(const core_rt_strs_t *l)
 
 bool core_rt_strs_next(core_rt_iter_t *it, codec_bytes_t *s)
 {
-    val_t v;
+    val_t       v;
     const char *why;
     if (!it->p || it->p >= it->end || val_read(it->p, it->end, &v, 0, &why) < 0)
         return false;
@@ -678,7 +755,7 @@ core_rt_iter_t core_rt_ints_iter(const core_rt_ints_t *l)
 
 bool core_rt_ints_next(core_rt_iter_t *it, int64_t *out)
 {
-    val_t v;
+    val_t       v;
     const char *why;
     if (!it->p || it->p >= it->end || val_read(it->p, it->end, &v, 0, &why) < 0)
         return false;
@@ -694,7 +771,7 @@ core_rt_iter_t core_rt_peers_iter(const core_rt_peers_t *l)
 
 bool core_rt_peers_next(core_rt_iter_t *it, codec_bytes_t *id, int64_t *cost)
 {
-    val_t k, v;
+    val_t       k, v;
     const char *why;
     if (!it->p || it->p >= it->end || val_read(it->p, it->end, &k, 0, &why) < 0 ||
         val_read(k.next, it->end, &v, 0, &why) < 0)
@@ -736,7 +813,8 @@ static void put8(core_rt_buf_t *b, uint8_t v)
 
 static void put32_at(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 
 static void put32(core_rt_buf_t *b, uint32_t v)
@@ -858,11 +936,11 @@ static bool out_fits(const core_rt_out_t *o)
 int core_rt_msg_encode(const core_rt_out_t *o, core_rt_buf_t *b)
 {
     if (o->op <= CORE_RT_OP_NONE || o->op >= CORE_RT_OP_COUNT || !o->to || !o->id.ptr ||
-        !out_fits(o))
+        !out_fits(o) || (o->op == CORE_RT_OP_MAU && o->n_ids && !o->values))
         return CODEC_INVALID;
-    bool py = o->op != CORE_RT_OP_MAU && o->op != CORE_RT_OP_MAR;
+    bool          py = o->op != CORE_RT_OP_MAU && o->op != CORE_RT_OP_MAR;
     codec_bytes_t area = o->area.ptr ? o->area : (codec_bytes_t){(const uint8_t *)"0", 1};
-    size_t at, at2;
+    size_t        at, at2;
 
     /* header [durable false] */
     put_section(b, 0x70);
@@ -892,7 +970,7 @@ int core_rt_msg_encode(const core_rt_out_t *o, core_rt_buf_t *b)
 
     /* body */
     static const uint32_t pairs[CORE_RT_OP_COUNT] = {
-        [CORE_RT_OP_HELLO] = 5, [CORE_RT_OP_RA] = 6, [CORE_RT_OP_LSU] = 6,
+        [CORE_RT_OP_HELLO] = 5, [CORE_RT_OP_RA] = 6,  [CORE_RT_OP_LSU] = 6,
         [CORE_RT_OP_LSR] = 3,   [CORE_RT_OP_MAU] = 7, [CORE_RT_OP_MAR] = 4,
     };
     uint32_t n = pairs[o->op] - (o->op == CORE_RT_OP_MAU && o->absolute ? 1 : 0);
@@ -958,7 +1036,7 @@ int core_rt_msg_encode(const core_rt_out_t *o, core_rt_buf_t *b)
         put_key(b, "hints", py);
         at2 = compound_start(b, 0xd0, o->n_ids);
         for (uint32_t i = 0; i < o->n_ids; i++)
-            put_int32(b, o->values ? (int32_t)o->values[i] : 0);
+            put_int32(b, (int32_t)o->values[i]);
         compound_end(b, at2);
         if (!o->absolute) {
             put_key(b, "add", py);

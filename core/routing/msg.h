@@ -140,11 +140,11 @@ const char *core_rt_op_name(core_rt_op_t op);
 /* Views' cursors.  _next() returns false at the end; the views are valid (decoded by
  * core_rt_*_decode()), so there is no error case. */
 core_rt_iter_t core_rt_strs_iter(const core_rt_strs_t *l);
-bool core_rt_strs_next(core_rt_iter_t *it, codec_bytes_t *s);
+bool           core_rt_strs_next(core_rt_iter_t *it, codec_bytes_t *s);
 core_rt_iter_t core_rt_ints_iter(const core_rt_ints_t *l);
-bool core_rt_ints_next(core_rt_iter_t *it, int64_t *v);
+bool           core_rt_ints_next(core_rt_iter_t *it, int64_t *v);
 core_rt_iter_t core_rt_peers_iter(const core_rt_peers_t *l);
-bool core_rt_peers_next(core_rt_iter_t *it, codec_bytes_t *id, int64_t *cost);
+bool           core_rt_peers_next(core_rt_iter_t *it, codec_bytes_t *id, int64_t *cost);
 
 /* A growable output buffer.  Zero-initialise; core_rt_buf_fini() frees. */
 typedef struct core_rt_buf {
@@ -167,7 +167,8 @@ typedef struct core_rt_out {
     int64_t              mobile_seq; /* RA, MAU */
     int64_t              have_seq;   /* MAR */
     const codec_bytes_t *ids;        /* HELLO seen; LSU peer ids; MAU add or exist keys */
-    const int64_t       *values;     /* LSU peer costs; MAU hints (parallel to ids) */
+    const int64_t       *values;     /* LSU peer costs (NULL: all 1); MAU hints, parallel to
+                                        ids (required: qdrouterd always writes hints) */
     uint32_t             n_ids;      /* entries of ids (and values) */
     const codec_bytes_t *dels;       /* MAU differential: deleted keys */
     uint32_t             n_dels;     /* entries of dels */
@@ -176,8 +177,8 @@ typedef struct core_rt_out {
 
 /* Append the whole message (header, properties, application-properties, body; no
  * message-annotations: those belong to the hop that sends it) to *b, in the dialect of
- * out->op.  Returns 0, or CODEC_INVALID for an opcode out of range or a value longer than
- * AMQP can encode (nothing is appended then). */
+ * out->op.  Returns 0, or CODEC_INVALID for an opcode out of range, a missing `to` or `id`,
+ * MAU keys without hints, or texts beyond 1 GiB in all (nothing is appended then). */
 int core_rt_msg_encode(const core_rt_out_t *out, core_rt_buf_t *b);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct tree {
 static int id_cmp(codec_bytes_t a, codec_bytes_t b)
 {
     size_t n = a.len < b.len ? a.len : b.len;
-    int c = n ? memcmp(a.ptr, b.ptr, n) : 0;
+    int    c = n ? memcmp(a.ptr, b.ptr, n) : 0;
     if (c)
         return c;
     return a.len < b.len ? -1 : a.len > b.len;
@@ -118,11 +118,11 @@ int core_rt_paths_compute(const core_rt_ls_in_t *coll, uint32_t n, core_rt_paths
     for (uint32_t i = 0; i < n; i++)
         n_edges += coll[i].n_peers;
     /* nodes: at most the collection plus one stub per edge */
-    size_t cap = n + n_edges;
+    size_t         cap = n + n_edges;
     codec_bytes_t *ids = base_calloc(cap, sizeof(*ids));
-    uint32_t *stub_ref = base_calloc(cap, sizeof(*stub_ref));
-    uint32_t nodes = 0;
-    int rc = -1;
+    uint32_t      *stub_ref = base_calloc(cap, sizeof(*stub_ref));
+    uint32_t       nodes = 0;
+    int            rc = -1;
     for (uint32_t i = 0; i < n; i++) {
         if (coll[i].id.len == 0 || map_index(&m, coll[i].id) >= 0)
             goto out_free;

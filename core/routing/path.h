@@ -49,12 +49,12 @@ typedef struct core_rt_paths {
     codec_bytes_t *ids;      /* views into the input */
     int32_t       *next_hop; /* index of the neighbour self sends through to reach node i
                                 (i itself for a neighbour); -1 for self and the unreachable */
-    int64_t       *cost;     /* cost from self; -1 for self and the unreachable */
-    uint32_t      *hops;     /* hops from self (0 for self and the unreachable) */
-    uint64_t      *vo;       /* valid origins: bit o of vo[d * words ...] set when origin o
+    int64_t  *cost;          /* cost from self; -1 for self and the unreachable */
+    uint32_t *hops;          /* hops from self (0 for self and the unreachable) */
+    uint64_t *vo;            /* valid origins: bit o of vo[d * words ...] set when origin o
                                 is valid for destination d */
-    uint32_t       words;    /* 64-bit words per destination in vo */
-    uint32_t       radius;   /* largest hop count of a reachable node */
+    uint32_t words;          /* 64-bit words per destination in vo */
+    uint32_t radius;         /* largest hop count of a reachable node */
 } core_rt_paths_t;
 
 /* Compute over coll[0, n) (coll[0] is self).  Fills *out (release with core_rt_paths_fini()).

@@ -9,9 +9,8 @@
  *
  * Usage: msg_test VECTORS_DIR (meson passes it).
  */
-#include "core/routing/msg.h"
-
 #include "core/base/base.h"
+#include "core/routing/msg.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +39,7 @@ static file_t load(const char *name)
     if (!f)
         fail_msg("cannot open %s", path);
     uint8_t tmp[65536];
-    size_t n = fread(tmp, 1, sizeof(tmp), f);
+    size_t  n = fread(tmp, 1, sizeof(tmp), f);
     fclose(f);
     file_t r = {.ptr = base_malloc(n ? n : 1), .len = n};
     memcpy(r.ptr, tmp, n);
@@ -55,14 +54,14 @@ static bool bytes_is(codec_bytes_t b, const char *s)
 #define assert_bytes(b, s)                                                                         \
     do {                                                                                           \
         if (!bytes_is((b), (s)))                                                                   \
-            fail_msg("%s is '%.*s', not '%s'", #b, (int)(b).len, (const char *)(b).ptr, (s));    \
+            fail_msg("%s is '%.*s', not '%s'", #b, (int)(b).len, (const char *)(b).ptr, (s));      \
     } while (0)
 
 static core_rt_msg_t decode_ok(const file_t *f)
 {
     core_rt_msg_t m;
-    const char *why = NULL;
-    int rc = core_rt_msg_decode(f->ptr, f->len, &m, &why);
+    const char   *why = NULL;
+    int           rc = core_rt_msg_decode(f->ptr, f->len, &m, &why);
     if (rc != 0)
         fail_msg("decode: %d %s", rc, why ? why : "");
     return m;
@@ -72,7 +71,7 @@ static core_rt_msg_t decode_ok(const file_t *f)
 static uint32_t strs_array(const core_rt_strs_t *l, codec_bytes_t *out)
 {
     core_rt_iter_t it = core_rt_strs_iter(l);
-    uint32_t n = 0;
+    uint32_t       n = 0;
     while (n < 16 && core_rt_strs_next(&it, &out[n]))
         n++;
     assert_int_equal(n, l->count);
@@ -82,7 +81,7 @@ static uint32_t strs_array(const core_rt_strs_t *l, codec_bytes_t *out)
 static void test_golden_decode(void **state)
 {
     (void)state;
-    file_t f = load("qdr-HELLO.bin");
+    file_t        f = load("qdr-HELLO.bin");
     core_rt_msg_t m = decode_ok(&f);
     assert_int_equal(m.op, CORE_RT_OP_HELLO);
     assert_bytes(m.id, "QDR.A");
@@ -125,8 +124,8 @@ static void test_golden_decode(void **state)
     assert_int_equal(m.ls_ls_seq, 1);
     assert_int_equal(m.peers.count, 1);
     core_rt_iter_t it = core_rt_peers_iter(&m.peers);
-    codec_bytes_t id;
-    int64_t cost;
+    codec_bytes_t  id;
+    int64_t        cost;
     assert_true(core_rt_peers_next(&it, &id, &cost));
     assert_bytes(id, "PEER");
     assert_int_equal(cost, 1);
@@ -175,20 +174,27 @@ static void test_golden_roundtrip(void **state)
 {
     (void)state;
     for (size_t g = 0; g < BASE_ARRAY_LEN(golden); g++) {
-        file_t f = load(golden[g]);
+        file_t        f = load(golden[g]);
         core_rt_msg_t m = decode_ok(&f);
-        codec_scan_t scan;
+        codec_scan_t  scan;
         assert_int_equal(codec_scan(f.ptr, f.len, true, &scan, NULL), 0);
         assert_non_null(scan.to.ptr);
         char to[256];
         snprintf(to, sizeof(to), "%.*s", (int)scan.to.len, (const char *)scan.to.ptr);
 
-        codec_bytes_t ids[16], dels[16];
-        int64_t values[16];
-        core_rt_out_t o = {.op = m.op, .to = to, .id = m.id, .area = m.area,
-                           .instance = m.instance, .ls_seq = m.ls_seq,
-                           .mobile_seq = m.mobile_seq, .have_seq = m.have_seq, .ids = ids,
-                           .values = values, .dels = dels};
+        codec_bytes_t  ids[16], dels[16];
+        int64_t        values[16];
+        core_rt_out_t  o = {.op = m.op,
+                            .to = to,
+                            .id = m.id,
+                            .area = m.area,
+                            .instance = m.instance,
+                            .ls_seq = m.ls_seq,
+                            .mobile_seq = m.mobile_seq,
+                            .have_seq = m.have_seq,
+                            .ids = ids,
+                            .values = values,
+                            .dels = dels};
         core_rt_iter_t it;
         switch (m.op) {
         case CORE_RT_OP_HELLO:
@@ -216,7 +222,7 @@ static void test_golden_roundtrip(void **state)
         /* expected: the capture without its message-annotations section */
         size_t ma_off = scan.message_annotations.off, ma_len = scan.message_annotations.len;
         assert_true(ma_len > 0);
-        size_t want_len = f.len - ma_len;
+        size_t   want_len = f.len - ma_len;
         uint8_t *want = base_malloc(want_len);
         memcpy(want, f.ptr, ma_off);
         memcpy(want + ma_off, f.ptr + ma_off + ma_len, f.len - ma_off - ma_len);
@@ -250,8 +256,8 @@ static void test_golden_prefixes(void **state)
             uint8_t *p = base_malloc(n ? n : 1);
             memcpy(p, f.ptr, n);
             core_rt_msg_t m;
-            const char *why = NULL;
-            int rc = core_rt_msg_decode(p, n, &m, &why);
+            const char   *why = NULL;
+            int           rc = core_rt_msg_decode(p, n, &m, &why);
             if (rc != CODEC_INVALID)
                 fail_msg("%s: prefix of %zu bytes: %d", golden[g], n, rc);
             assert_non_null(why);
@@ -339,8 +345,8 @@ static const char *build(core_rt_buf_t *b, const char *s)
         put1(b, 0x40);
     else if (n >= 2 && s[1] == ':') {
         const char *v = s + 2;
-        size_t vn = n - 2;
-        long long num = strtoll(v, NULL, 10);
+        size_t      vn = n - 2;
+        long long   num = strtoll(v, NULL, 10);
         switch (s[0]) {
         case 's':
         case 'y':
@@ -405,25 +411,29 @@ typedef struct body_case {
 static const body_case_t body_cases[] = {
     /* well-formed, and leniency qdrouterd has */
     {CORE_RT_OP_HELLO, "{" ID "s:instance I:5 s:seen [s:R2 s:R3]}", 0, NULL},
-    {CORE_RT_OP_HELLO, "{y:id s:R1 y:seen l0}", 0, NULL},                 /* symbol keys, no pv */
-    {CORE_RT_OP_HELLO, "{s:id y:R1 s:seen l0 s:future [t n]}", 0, NULL},  /* symbol text, extra key */
-    {CORE_RT_OP_RA, "{" ID "s:ls_seq L:7 s:mobile_seq U:9}", 0, NULL},    /* any integer type */
-    {CORE_RT_OP_LSR, "{s:id s:R1 s:skip A:200}", 0, NULL},               /* zero-width array skipped */
+    {CORE_RT_OP_HELLO, "{y:id s:R1 y:seen l0}", 0, NULL}, /* symbol keys, no pv */
+    {CORE_RT_OP_HELLO, "{s:id y:R1 s:seen l0 s:future [t n]}", 0,
+     NULL},                                                            /* symbol text, extra key */
+    {CORE_RT_OP_RA, "{" ID "s:ls_seq L:7 s:mobile_seq U:9}", 0, NULL}, /* any integer type */
+    {CORE_RT_OP_LSR, "{s:id s:R1 s:skip A:200}", 0, NULL}, /* zero-width array skipped */
     {CORE_RT_OP_MAU, "{" ID "s:mobile_seq i:2 s:hints [i:1 t] s:add [s:M0a] s:del l0}", 0, NULL},
     {CORE_RT_OP_HELLO, "{s:id s:R1 s:pv i:2 s:seen t}", CORE_RT_NEWER, NULL}, /* newer: not read */
     /* what qdrouterd drops */
     {CORE_RT_OP_HELLO, "[s:id s:R1]", CODEC_INVALID, "HELLO: body is not a map"},
     {CORE_RT_OP_HELLO, "{s:pv i:1 s:seen l0}", CODEC_INVALID, "HELLO: id is missing"},
     {CORE_RT_OP_HELLO, "{s:id i:1 s:seen l0}", CODEC_INVALID, "HELLO: id is not a string"},
-    {CORE_RT_OP_HELLO, "{s:id s:R1 s:pv t s:seen l0}", CODEC_INVALID, "HELLO: pv is not an integer"},
+    {CORE_RT_OP_HELLO, "{s:id s:R1 s:pv t s:seen l0}", CODEC_INVALID,
+     "HELLO: pv is not an integer"},
     {CORE_RT_OP_HELLO, "{" ID "}", CODEC_INVALID, "HELLO: seen is missing"},
     {CORE_RT_OP_HELLO, "{" ID "s:seen A:1}", CODEC_INVALID, "HELLO: seen is not a list"},
-    {CORE_RT_OP_HELLO, "{" ID "s:seen [s:R2 i:3]}", CODEC_INVALID, "a list element is not a string"},
+    {CORE_RT_OP_HELLO, "{" ID "s:seen [s:R2 i:3]}", CODEC_INVALID,
+     "a list element is not a string"},
     {CORE_RT_OP_HELLO, "{" ID "s:seen l0 s:instance t}", CODEC_INVALID,
      "HELLO: instance is not an integer"},
     {CORE_RT_OP_HELLO, "{" ID "s:seen l0 y:seen l0}", CODEC_INVALID, "HELLO: body has a key twice"},
     {CORE_RT_OP_RA, "{" ID "s:ls_seq i:1}", CODEC_INVALID, "RA: mobile_seq is missing"},
-    {CORE_RT_OP_RA, "{" ID "s:ls_seq f s:mobile_seq i:1}", CODEC_INVALID, "RA: ls_seq is not an integer"},
+    {CORE_RT_OP_RA, "{" ID "s:ls_seq f s:mobile_seq i:1}", CODEC_INVALID,
+     "RA: ls_seq is not an integer"},
     {CORE_RT_OP_RA, "{" ID "s:ls_seq U:9223372036854775808 s:mobile_seq i:1}", CODEC_INVALID,
      "an integer is out of range"},
     {CORE_RT_OP_LSU, "{" ID "s:ls_seq i:1}", CODEC_INVALID, "LSU: ls is missing"},
@@ -443,11 +453,13 @@ static const body_case_t body_cases[] = {
     {CORE_RT_OP_MAU, "{" ID "s:mobile_seq i:2 s:add l0}", CODEC_INVALID,
      "MAU: neither exist nor both add and del"},
     {CORE_RT_OP_MAU, "{" ID "s:add l0 s:del l0}", CODEC_INVALID, "MAU: mobile_seq is missing"},
-    {CORE_RT_OP_MAU, "{" ID "s:mobile_seq i:2 s:exist s:M0a}", CODEC_INVALID, "MAU: exist is not a list"},
+    {CORE_RT_OP_MAU, "{" ID "s:mobile_seq i:2 s:exist s:M0a}", CODEC_INVALID,
+     "MAU: exist is not a list"},
     {CORE_RT_OP_MAR, "{" ID "}", CODEC_INVALID, "MAR: have_seq is missing"},
     /* malformed encodings */
     {CORE_RT_OP_LSR, "x:c1", CODEC_INVALID, "a value runs past the end of its section or compound"},
-    {CORE_RT_OP_LSR, "x:c10302a1", CODEC_INVALID, "a value runs past the end of its section or compound"},
+    {CORE_RT_OP_LSR, "x:c10302a1", CODEC_INVALID,
+     "a value runs past the end of its section or compound"},
     {CORE_RT_OP_LSR, "x:c1010240", CODEC_INVALID, "compound count does not fit its size"},
     {CORE_RT_OP_LSR, "x:c1020140", CODEC_INVALID, "map count is odd"},
     {CORE_RT_OP_LSR, "x:d100000004ffffffff", CODEC_INVALID, "compound count does not fit its size"},
@@ -462,19 +474,18 @@ static void test_bodies(void **state)
     (void)state;
     for (size_t c = 0; c < BASE_ARRAY_LEN(body_cases); c++) {
         const body_case_t *bc = &body_cases[c];
-        core_rt_buf_t b = {0};
-        const char *s = bc->body;
+        core_rt_buf_t      b = {0};
+        const char        *s = bc->body;
         while (*s)
             s = build(&b, s);
         uint8_t *exact = base_malloc(b.len);
         memcpy(exact, b.ptr, b.len);
         core_rt_msg_t m;
-        const char *why = NULL;
-        int rc = core_rt_body_decode(bc->op, exact, b.len, &m, &why);
+        const char   *why = NULL;
+        int           rc = core_rt_body_decode(bc->op, exact, b.len, &m, &why);
         if (rc != bc->rc || (bc->why && (!why || strcmp(why, bc->why) != 0)))
-            fail_msg("case %zu (%s %s): rc %d why '%s'; want %d '%s'", c,
-                     core_rt_op_name(bc->op), bc->body, rc, why ? why : "(null)", bc->rc,
-                     bc->why ? bc->why : "(null)");
+            fail_msg("case %zu (%s %s): rc %d why '%s'; want %d '%s'", c, core_rt_op_name(bc->op),
+                     bc->body, rc, why ? why : "(null)", bc->rc, bc->why ? bc->why : "(null)");
         if (rc == CODEC_INVALID)
             assert_non_null(why);
         BASE_FREE(exact);
@@ -498,7 +509,7 @@ static void test_mau_hints(void **state)
     };
     for (size_t c = 0; c < BASE_ARRAY_LEN(cases); c++) {
         core_rt_buf_t b = {0};
-        const char *s = cases[c].body;
+        const char   *s = cases[c].body;
         while (*s)
             s = build(&b, s);
         core_rt_msg_t m;
@@ -520,7 +531,8 @@ static void test_framing(void **state)
     } cases[] = {
         {"x:005374 {y:opcode s:LSR} x:005377 {s:id s:R}", 0, NULL},
         {"x:005374 {s:opcode s:LSR} x:005377 {s:id s:R} x:005378 {}", 0, NULL},
-        {"x:005377 {s:id s:R}", CODEC_INVALID, "routing message: no application-properties (opcode)"},
+        {"x:005377 {s:id s:R}", CODEC_INVALID,
+         "routing message: no application-properties (opcode)"},
         {"x:005374 {s:op s:LSR} x:005377 {s:id s:R}", CODEC_INVALID,
          "routing message: no opcode application property"},
         {"x:005374 {s:opcode s:NOPE} x:005377 {s:id s:R}", CODEC_INVALID,
@@ -535,14 +547,14 @@ static void test_framing(void **state)
     };
     for (size_t c = 0; c < BASE_ARRAY_LEN(cases); c++) {
         core_rt_buf_t b = {0};
-        const char *s = cases[c].msg;
+        const char   *s = cases[c].msg;
         while (*s)
             s = build(&b, s);
         uint8_t *exact = base_malloc(b.len);
         memcpy(exact, b.ptr, b.len);
         core_rt_msg_t m;
-        const char *why = NULL;
-        int rc = core_rt_msg_decode(exact, b.len, &m, &why);
+        const char   *why = NULL;
+        int           rc = core_rt_msg_decode(exact, b.len, &m, &why);
         if (rc != cases[c].rc || (cases[c].why && (!why || strcmp(why, cases[c].why) != 0)))
             fail_msg("case %zu (%s): rc %d why '%s'", c, cases[c].msg, rc, why ? why : "(null)");
         BASE_FREE(exact);
@@ -554,7 +566,7 @@ static void test_framing(void **state)
 static bool contains(const core_rt_buf_t *b, const char *hex)
 {
     core_rt_buf_t want = {0};
-    char tok[600];
+    char          tok[600];
     snprintf(tok, sizeof(tok), "x:%s", hex);
     build(&want, tok);
     bool found = false;
@@ -571,12 +583,16 @@ static void test_encode_widths(void **state)
     (void)state;
     core_rt_buf_t b = {0};
     codec_bytes_t id = {(const uint8_t *)"R1", 2};
-    core_rt_out_t ra = {.op = CORE_RT_OP_RA, .to = "amqp:/_topo/0/all/qdrouter", .id = id,
-                        .instance = 5000000000LL, .ls_seq = 200, .mobile_seq = -1};
+    core_rt_out_t ra = {.op = CORE_RT_OP_RA,
+                        .to = "amqp:/_topo/0/all/qdrouter",
+                        .id = id,
+                        .instance = 5000000000LL,
+                        .ls_seq = 200,
+                        .mobile_seq = -1};
     assert_int_equal(core_rt_msg_encode(&ra, &b), 0);
     assert_true(contains(&b, "a108696e7374616e636581000000012a05f200")); /* instance: long */
-    assert_true(contains(&b, "a1066c735f73657171000000c8"));           /* ls_seq 200: int */
-    assert_true(contains(&b, "a10a6d6f62696c655f73657154ff"));         /* -1: smallint */
+    assert_true(contains(&b, "a1066c735f73657171000000c8"));             /* ls_seq 200: int */
+    assert_true(contains(&b, "a10a6d6f62696c655f73657154ff"));           /* -1: smallint */
     core_rt_msg_t m;
     assert_int_equal(core_rt_msg_decode(b.ptr, b.len, &m, NULL), 0);
     assert_int_equal(m.instance, 5000000000LL);
@@ -586,8 +602,8 @@ static void test_encode_widths(void **state)
     char long_id[300];
     memset(long_id, 'x', sizeof(long_id));
     codec_bytes_t seen[1] = {{(const uint8_t *)long_id, sizeof(long_id)}};
-    core_rt_out_t hello = {.op = CORE_RT_OP_HELLO, .to = "amqp:/_local/qdhello", .id = id,
-                           .ids = seen, .n_ids = 1};
+    core_rt_out_t hello = {
+        .op = CORE_RT_OP_HELLO, .to = "amqp:/_local/qdhello", .id = id, .ids = seen, .n_ids = 1};
     assert_int_equal(core_rt_msg_encode(&hello, &b), 0);
     assert_true(contains(&b, "b10000012c78787878")); /* str32 */
     assert_int_equal(core_rt_msg_decode(b.ptr, b.len, &m, NULL), 0);
@@ -599,8 +615,8 @@ static void test_encode_widths(void **state)
     assert_true(contains(&b, "a1047365656e45")); /* seen: list0 */
     core_rt_buf_fini(&b);
 
-    core_rt_out_t mau = {.op = CORE_RT_OP_MAU, .to = "_topo/0/all/qdrouter.ma", .id = id,
-                         .mobile_seq = 300};
+    core_rt_out_t mau = {
+        .op = CORE_RT_OP_MAU, .to = "_topo/0/all/qdrouter.ma", .id = id, .mobile_seq = 300};
     assert_int_equal(core_rt_msg_encode(&mau, &b), 0);
     assert_true(contains(&b, "a30a6d6f62696c655f73657181000000000000012c")); /* long */
     assert_true(contains(&b, "a30364656cd00000000400000000"));               /* del: list32 */

@@ -4,9 +4,8 @@
  * unequal costs, star, disconnected, unsorted ids, asymmetric and one-way costs, stub and
  * empty link states, a mixed mesh, a router alone), for every router of each topology as
  * self.  Then the inputs path.c refuses, and a full mesh of qdrouterd's 128 routers. */
-#include "core/routing/path.h"
-
 #include "core/base/base.h"
+#include "core/routing/path.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,8 +26,8 @@
 
 /* A topology parsed from its text: "A:B=1,C=2|B:A=1|X!" ('!': only a peer, no entry). */
 typedef struct topo {
-    char            text[512];        /* the text, cut in place into ids */
-    uint32_t        n;                /* collection entries */
+    char            text[512]; /* the text, cut in place into ids */
+    uint32_t        n;         /* collection entries */
     codec_bytes_t   peers[MAX_R][MAX_P];
     int64_t         costs[MAX_R][MAX_P];
     core_rt_ls_in_t ls[MAX_R];
@@ -44,7 +43,7 @@ static void topo_parse(topo_t *t, const char *text, const char *self)
     memset(t, 0, sizeof(*t));
     snprintf(t->text, sizeof(t->text), "%s", text);
     core_rt_ls_in_t all[MAX_R] = {0};
-    uint32_t n = 0;
+    uint32_t        n = 0;
     for (char *r = strtok(t->text, "|"); r; r = strtok(NULL, "|")) {
         char *colon = strchr(r, ':');
         if (!colon)
@@ -79,30 +78,31 @@ static void topo_parse(topo_t *t, const char *text, const char *self)
 
 static int id_sort(const void *a, const void *b)
 {
-    const codec_bytes_t *x = *(const codec_bytes_t *const *)a, *y = *(const codec_bytes_t *const *)b;
+    const codec_bytes_t *x = *(const codec_bytes_t *const *)a,
+                        *y = *(const codec_bytes_t *const *)b;
     size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->ptr, y->ptr, n);
+    int    c = memcmp(x->ptr, y->ptr, n);
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
 /* The canonical line gen_paths.py writes. */
 static void canonical(const core_rt_paths_t *p, char *out, size_t cap)
 {
-    size_t len = (size_t)snprintf(out, cap, "radius=%u", p->radius);
+    size_t               len = (size_t)snprintf(out, cap, "radius=%u", p->radius);
     const codec_bytes_t *order[256];
-    uint32_t n = 0;
+    uint32_t             n = 0;
     for (uint32_t i = 0; i < p->n; i++)
         if (p->next_hop[i] >= 0)
             order[n++] = &p->ids[i];
     qsort(order, n, sizeof(order[0]), id_sort);
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t d = (uint32_t)(order[k] - p->ids);
+        uint32_t             d = (uint32_t)(order[k] - p->ids);
         const codec_bytes_t *nh = &p->ids[p->next_hop[d]];
         len += (size_t)snprintf(out + len, cap - len, "; %.*s:nh=%.*s,cost=%lld,vo=[",
                                 (int)p->ids[d].len, (const char *)p->ids[d].ptr, (int)nh->len,
                                 (const char *)nh->ptr, (long long)p->cost[d]);
         const codec_bytes_t *vo[256];
-        uint32_t nv = 0;
+        uint32_t             nv = 0;
         for (uint32_t o = 0; o < p->n; o++)
             if (core_rt_paths_is_valid_origin(p, d, o))
                 vo[nv++] = &p->ids[o];
@@ -119,7 +119,7 @@ static void test_cases_match_path_py(void **state)
     (void)state;
     for (size_t c = 0; c < BASE_ARRAY_LEN(path_cases); c++) {
         const struct path_case *pc = &path_cases[c];
-        topo_t t;
+        topo_t                  t;
         topo_parse(&t, pc->topology, pc->self);
         core_rt_paths_t p;
         assert_int_equal(core_rt_paths_compute(t.ls, t.n, &p), 0);
@@ -153,9 +153,9 @@ static void test_refused(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "A:B=1|A:B=1",      /* an id twice in the collection */
-        "A:B=1,B=2|B:A=1",  /* a peer twice */
-        "A:=1|B:A=1",       /* an empty peer id */
+        "A:B=1|A:B=1",     /* an id twice in the collection */
+        "A:B=1,B=2|B:A=1", /* a peer twice */
+        "A:=1|B:A=1",      /* an empty peer id */
     };
     for (size_t i = 0; i < BASE_ARRAY_LEN(bad); i++) {
         topo_t t;
@@ -174,9 +174,9 @@ static void test_full_mesh_128(void **state)
 {
     (void)state;
     enum { N = 128 };
-    static char names[N][8];
-    static codec_bytes_t peers[N][N];
-    static int64_t costs[N][N];
+    static char            names[N][8];
+    static codec_bytes_t   peers[N][N];
+    static int64_t         costs[N][N];
     static core_rt_ls_in_t ls[N];
     for (int i = 0; i < N; i++)
         snprintf(names[i], sizeof(names[i]), "R%03d", i);
