@@ -97,6 +97,13 @@ static void ls_fini(core_rt_ls_t *ls)
  * Routers
  * ------------------------------------------------------------------------------------------ */
 
+/* A router id the database can hold: non-empty, without NUL (ids are kept as C strings;
+ * qdrouterd's schema allows no control characters in them anyway). */
+static bool id_ok(codec_bytes_t id)
+{
+    return id.len > 0 && memchr(id.ptr, 0, id.len) == NULL;
+}
+
 static bool is_own(const core_rt_lsdb_t *db, codec_bytes_t id)
 {
     return id.len == db->id_len && memcmp(id.ptr, db->id, id.len) == 0;
@@ -305,7 +312,7 @@ static void hello_heard(core_rt_lsdb_t *db, codec_bytes_t id, int64_t now)
 int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t conn, int64_t cost,
                           int64_t now_ms, core_rt_actions_t *a)
 {
-    if (m->id.len == 0)
+    if (!id_ok(m->id))
         return -1;
     if (is_own(db, m->id)) {
         if (!db->dup_reported && m->instance != db->instance) {
@@ -347,7 +354,7 @@ int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t co
 int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
                        core_rt_actions_t *a)
 {
-    if (m->id.len == 0)
+    if (!id_ok(m->id))
         return -1;
     if (is_own(db, m->id))
         return 0;
@@ -370,7 +377,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
                         core_rt_actions_t *a)
 {
     (void)a;
-    if (m->id.len == 0)
+    if (!id_ok(m->id))
         return -1;
     if (is_own(db, m->id))
         return 0;
@@ -385,15 +392,15 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
     codec_bytes_t  id;
     int64_t        cost;
     while (core_rt_peers_next(&it, &id, &cost))
-        if (id.len && !is_own(db, id) && !core_rt_lsdb_find(db, id.ptr, id.len))
+        if (id_ok(id) && !is_own(db, id) && !core_rt_lsdb_find(db, id.ptr, id.len))
             unknown++;
     if (db->n + unknown > CORE_RT_MAX_ROUTERS - 1)
         return -1;
     ls_clear(&r->ls);
     it = core_rt_peers_iter(&m->peers);
     while (core_rt_peers_next(&it, &id, &cost)) {
-        if (id.len == 0)
-            continue; /* path.c needs ids: an empty one names no router */
+        if (!id_ok(id))
+            continue; /* names no router: path.c needs real ids */
         int i = ls_find(&r->ls, id.ptr, id.len);
         if (i >= 0)
             r->ls.costs[i] = cost; /* a repeated key: the last value, the first place */
@@ -414,7 +421,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
 int core_rt_lsdb_lsr_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, core_rt_actions_t *a)
 {
     (void)a;
-    if (m->id.len == 0)
+    if (!id_ok(m->id))
         return -1;
     if (is_own(db, m->id))
         return 0;

@@ -120,7 +120,8 @@ void core_rt_actions_clear(core_rt_actions_t *a);
 
 /* Message handlers (m decoded by msg.h, with the matching op).  HELLO also takes the
  * connection it came in on and that connection's cost.  Return 0, or -1 when a new router
- * would exceed CORE_RT_MAX_ROUTERS (nothing changes then). */
+ * would exceed CORE_RT_MAX_ROUTERS or the sender's id is empty or holds a NUL (nothing
+ * changes then).  LSU peer ids that are empty or hold a NUL are left out. */
 int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t conn, int64_t cost,
                           int64_t now_ms, core_rt_actions_t *a);
 int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,

@@ -364,6 +364,9 @@ static void test_duplicate_id_and_own_messages(void **state)
     assert_int_equal(a.n_lsr, 0);
     core_rt_msg_t empty = {.op = CORE_RT_OP_LSR, .id = {(const uint8_t *)"", 0}};
     assert_int_equal(core_rt_lsdb_lsr_CT(db, &empty, &a), -1);
+    core_rt_msg_t nul = {.op = CORE_RT_OP_RA, .id = {(const uint8_t *)"B\0x", 3}};
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &nul, 3000, &a), -1);
+    assert_int_equal(core_rt_lsdb_count(db), 0);
     assert_null(core_rt_lsdb_new("", 1, CORE_RT_TIMERS_DEFAULT, 0));
     core_rt_lsdb_free(db);
 }
@@ -390,6 +393,18 @@ static void test_lsu_sequence_and_learning(void **state)
     assert_int_equal(b->ls.costs[0], 3);
     assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
     assert_int_equal(core_rt_lsdb_count(db), 2);
+    /* peer ids that name no router (empty, or with a NUL) are left out */
+    static const uint8_t peers3[] = {0xa1, 0, 0x54, 1, 0xa1, 2,    'D', 0,
+                                     0x54, 1, 0xa1, 1, 'E',  0x54, 2};
+    core_rt_msg_t        odd = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"X", 1},
+                                .ls_ls_seq = 1,
+                                .peers = {peers3, sizeof(peers3), 3}};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &odd, 1000, &a), 0);
+    core_rt_node_t *x = core_rt_lsdb_find(db, (const uint8_t *)"X", 1);
+    assert_int_equal(x->ls.n, 1);
+    assert_string_equal(x->ls.ids[0], "E");
+    assert_int_equal(core_rt_lsdb_count(db), 4); /* B, C, X, E */
     /* an older or equal sequence changes nothing */
     static const uint8_t peers1[] = {0xa1, 1, 'A', 0x54, 9};
     core_rt_msg_t        old = lsu;
