@@ -326,15 +326,12 @@ int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t co
     codec_bytes_t  s;
     while (core_rt_strs_next(&it, &s))
         seen_me = seen_me || is_own(db, s);
-    core_rt_node_t *r = NULL;
-    if (seen_me) {
-        r = node_get(db, m->id, true, m->instance, m->pv);
-        if (!r)
-            return -1;
-    }
     hello_heard(db, m->id, now_ms);
-    if (!r)
+    if (!seen_me)
         return 0;
+    core_rt_node_t *r = node_get(db, m->id, true, m->instance, m->pv);
+    if (!r)
+        return -1;
     /* neighbour refresh */
     if (r->link != conn) {
         r->link = conn;
