@@ -207,3 +207,175 @@ def test_qdrouterd_reads_what_junction_writes(tmp_path):
     text = log.read_text()
     for bad in ("Exception", "malformed", "Control message error", "wrong data type"):
         assert bad not in text, "qdrouterd logged %r:\n%s" % (bad, text[-3000:])
+
+
+# A mesh behind two neighbours of qdrouterd (A): P and Q are real connections of the test's
+# Proton peer, X, Y and Z exist only in the link states it advertises.  Equal-cost paths make
+# the (cost, id) tie rule decide next hops and valid origins (A to Z: via X or via Y; P to Y:
+# through A or through X and Z).
+MESH = {
+    QDR_ID: {"P": 1, "Q": 1},
+    "P": {QDR_ID: 1, "X": 1},
+    "Q": {QDR_ID: 1, "Y": 1},
+    "X": {"P": 1, "Z": 1},
+    "Y": {"Q": 1, "Z": 1},
+    "Z": {"X": 1, "Y": 1},
+}
+NEIGHBOURS = ["P", "Q"]
+
+
+def rt_paths_path():
+    return rt_compose_path().parent / "rt_paths"
+
+
+def expected_routes():
+    """path.c's result for MESH as A sees it: {id: (next hop, cost, valid origins)}."""
+    topo = "|".join("%s:%s" % (rid, ",".join("%s=%d" % pc for pc in peers.items()))
+                    for rid, peers in MESH.items())
+    line = subprocess.run([str(rt_paths_path()), QDR_ID, topo], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+    routes = {}
+    for part in line.split("; ")[1:]:
+        rid, rest = part.split(":", 1)
+        nh, cost, vo = rest.split(",", 2)
+        origins = vo[len("vo=["):-1]
+        routes[rid] = (nh[len("nh="):], int(cost[len("cost="):]),
+                       sorted(origins.split(",")) if origins else [])
+    return routes
+
+
+class Mesh(MessagingHandler):
+    """P and Q as neighbours of A over two inter-router connections; every router of MESH
+    but A advertises itself (RA) and answers LSRs (LSU), all encoded by rt_compose."""
+
+    def __init__(self, url, done, deadline):
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
+        self.url, self.done, self.deadline = url, done, deadline
+        self.instance = int(time.time())
+        self.heard = set()
+        self.ctl_out = {}
+        self.conns = []
+        self.tag = 0
+        self.result = None
+
+    def on_start(self, event):
+        for rid in NEIGHBOURS:
+            conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS",
+                                           sasl_enabled=True, virtual_host=None)
+            conn.container = rid  # the open's container-id: the router id, as qdrouterd sends
+            rx = event.container.create_receiver(conn, None, name="ctl-in-" + rid,
+                                                 options=RouterCaps())
+            rx.flow(1000)
+            self.ctl_out[rid] = event.container.create_sender(conn, None, name="ctl-out-" + rid,
+                                                              options=RouterCaps())
+            self.conns.append(conn)
+        event.container.schedule(0.5, self)
+
+    def send_raw(self, via, data):
+        link = self.ctl_out[via]
+        if link.credit <= 0:
+            return
+        self.tag += 1
+        dlv = link.delivery(str(self.tag))
+        link.send(data)
+        link.advance()
+        dlv.settle()
+
+    def on_timer_task(self, event):
+        if time.time() > self.deadline:
+            self.close()
+            return
+        for rid in NEIGHBOURS:
+            seen = ["seen=%s" % QDR_ID] if rid in self.heard else []
+            self.send_raw(rid, compose("HELLO", "amqp:/_local/qdhello", rid,
+                                       "instance=%d" % self.instance, *seen))
+        if self.heard:
+            for rid in MESH:
+                if rid != QDR_ID:
+                    self.send_raw("P", compose("RA", "amqp:/_topo/0/all/qdrouter", rid,
+                                               "instance=%d" % self.instance, "ls_seq=1",
+                                               "mobile_seq=0"))
+        self.result = self.done()
+        if self.result is not None:
+            self.close()
+            return
+        event.container.schedule(0.5, self)
+
+    def close(self):
+        for conn in self.conns:
+            conn.close()
+
+    def on_delivery(self, event):
+        name = event.link.name
+        if not name.startswith("ctl-in-") or event.delivery.partial:
+            return
+        raw = event.link.recv(event.delivery.pending)
+        event.delivery.settle()
+        event.link.flow(1)
+        msg = Message()
+        msg.decode(raw)
+        op = msg.properties.get("opcode")
+        if op == "HELLO":
+            self.heard.add(name[len("ctl-in-"):])
+        elif op == "LSR":
+            target = msg.address.split("/")[-2]  # amqp:/_topo/0/<id>/qdrouter
+            if target in MESH and target != QDR_ID:
+                peers = ",".join("%s:%d" % pc for pc in MESH[target].items())
+                self.send_raw("P", compose("LSU", "amqp:/_topo/0/%s/qdrouter" % QDR_ID, target,
+                                           "instance=%d" % self.instance, "ls_seq=1",
+                                           "peers=" + peers))
+
+
+def test_qdrouterd_agrees_on_paths(tmp_path):
+    """qdrouterd computes, from link states Junction's encoder wrote, the very next hops,
+    costs and valid origins core/routing/path.c computes for the same mesh."""
+    qdrouterd = PEER_BIN / "qdrouterd"
+    if not qdrouterd.exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % qdrouterd)
+    assert rt_paths_path().exists(), "rt_paths is built beside junctiond"
+    want = expected_routes()
+    ir_port, port = free_port(), free_port()
+    log = tmp_path / "qdrouterd.log"
+    cfg = tmp_path / "qdrouterd.conf"
+    cfg.write_text(
+        "router {\n mode: interior\n id: %s\n}\n"
+        "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
+        "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
+        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
+        "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n" % (QDR_ID, log, ir_port, port))
+    proc = subprocess.Popen([str(qdrouterd), "-c", str(cfg)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+    state = {}
+
+    def routes_now():
+        got = {}
+        for n in qdmanage(port, "org.apache.qpid.dispatch.router.node"):
+            if n["id"] == QDR_ID:
+                continue
+            if n.get("cost") is None:
+                return None  # not reachable (yet)
+            got[n["id"]] = (n.get("nextHop") or n["id"], n["cost"],
+                            sorted(n.get("validOrigins") or []))
+        return got
+
+    def done():
+        state["got"] = routes_now()
+        return True if state["got"] == want else None
+
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", ir_port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        mesh = Mesh("amqp://127.0.0.1:%d" % ir_port, done, time.time() + 30)
+        Container(mesh).run()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert state.get("got") == want, "qdrouterd's routes %r, path.c's %r" % (state.get("got"), want)
+    text = log.read_text()
+    for bad in ("Exception", "malformed", "Control message error", "wrong data type"):
+        assert bad not in text, "qdrouterd logged %r:\n%s" % (bad, text[-3000:])
