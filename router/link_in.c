@@ -134,8 +134,12 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
         a->type = CORE_A_LINK_DETACH;
         a->link_id = k->id;
     } else {
-        /* never announced (an autoLink's link the peer refused, link_auto.c): freed now, so
-         * off the pump list a flow from the peer may have put it on */
+        /* never announced (an autoLink's link the peer refused, link_auto.c, or a link
+         * route's broker end, linkroute.c): freed now, so off the pump list a flow from the
+         * peer may have put it on; stats the worker made for it (the broker end's) retired
+         * after its last write */
+        if (!stats_obj_is_none(k->stats))
+            stats_object_retire(w->ctx->stats->reg, k->stats);
         if (k->in_pump) {
             rtr_link_t **pp = &k->conn->pump;
             while (*pp != k)

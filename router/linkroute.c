@@ -113,6 +113,8 @@ typedef struct lr_msg {
     int64_t        credit; /* FLOW, DRAINED */
     /* ATTACH, ATTACHED */
     char                *name;
+    char                *key;    /* ATTACH: the client's address as qdrouterd's owningAddr
+                                    shows it for both ends ("M0<address>") */
     bool                 sender; /* ATTACH: end 1's link is a sender */
     lr_term_t            source, target;
     pn_snd_settle_mode_t snd_mode;
@@ -195,6 +197,7 @@ static void term_fini(lr_term_t *t)
 static void msg_free(lr_msg_t *m)
 {
     free(m->name);
+    free(m->key);
     term_fini(&m->source);
     term_fini(&m->target);
     free(m->bytes);
@@ -278,6 +281,9 @@ void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
     term_take(&m->target, pn_link_remote_target(pl));
     /* the container's terminus gets the rewritten address */
     lr_term_t *t = k->out ? &m->source : &m->target;
+    size_t     klen = strlen(t->address ? t->address : "") + 3;
+    m->key = base_malloc(klen);
+    snprintf(m->key, klen, "M0%s", t->address ? t->address : "");
     free(t->address);
     t->address = routed->address;
     routed->address = NULL;
@@ -314,6 +320,20 @@ void rtr_lr_link_freed_WT(pn_session_t *s)
 {
     if (pn_session_get_context(s) == &own_session && !(pn_session_state(s) & PN_LOCAL_CLOSED))
         pn_session_close(s); /* freed when the peer's end comes, or with the connection */
+}
+
+/* End 1's router.link row (qdrouterd 1.19 shows both ends of a routed link): made here, as
+ * the core makes the client end's, and retired by rtr_link_cleanup_WT after this worker's
+ * last write.  Its capacity is 0, as qdrouterd's is for this end. */
+static void lr_end_stats_WT(rtr_link_t *k, const lr_msg_t *m)
+{
+    char id[24], conn[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)k->id);
+    snprintf(conn, sizeof(conn), "%llu", (unsigned long long)k->conn->id);
+    const char         *labels[] = {id, conn, k->out ? "out" : "in", m->key ? m->key : "",
+                                    m->name ? m->name : ""};
+    const core_stats_t *cs = k->conn->worker->ctx->stats;
+    core_stats_object_new(cs, cs->link, labels, &k->stats);
 }
 
 /* End 1: attach on the route container's connection. */
@@ -358,6 +378,7 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
 
     rtr_link_t *k = rtr_link_new_WT(c, pl, m->sender);
     k->quirks = quirks;
+    lr_end_stats_WT(k, m);
     rtr_lr_end_t *e = end_new(p, 1, k);
     e->open = true;
     pn_link_open(pl);
