@@ -108,6 +108,35 @@ def terminus_address(b):
     return decode_scalar(fields[0]) if fields else None
 
 
+SASL_HEADER = b"AMQP\x03\x01\x00\x00"
+
+
+def sasl_serve(sock):
+    """The server's side of SASL ANONYMOUS on an accepted socket (a connector's peer)."""
+    def read_frame():
+        head = b""
+        while len(head) < 8:
+            head += sock.recv(8 - len(head))
+        size = struct.unpack(">I", head[:4])[0]
+        body = b""
+        while len(body) < size - 8:
+            body += sock.recv(size - 8 - len(body))
+        return body
+
+    got = b""
+    while len(got) < 8:
+        got += sock.recv(8 - len(got))
+    assert got == SASL_HEADER, got
+
+    def sasl_frame(code, fields):
+        body = _described(code, enc_list(fields))
+        return struct.pack(">IBBH", 8 + len(body), 2, 1, 0) + body
+
+    sock.sendall(SASL_HEADER + sasl_frame(0x40, [enc_sym("ANONYMOUS")]))
+    assert read_frame()[2] == 0x41  # sasl-init
+    sock.sendall(sasl_frame(0x44, [b"\x50\x00"]))  # sasl-outcome: ok
+
+
 class RawBroker:
     """A route container on a plain socket: it connects to the router's route-container
     listener as container `container`, answers the router's begins, and answers each attach
@@ -115,8 +144,9 @@ class RawBroker:
     credit for the router's sending links) or ("refuse", condition, description).  It
     records what the router sent; the test makes it misbehave with `send()`."""
 
-    def __init__(self, host, port, container="bad", on_attach=lambda link: "accept"):
-        self.s = socket.create_connection((host, port), timeout=5)
+    def __init__(self, host, port, container="bad", on_attach=lambda link: "accept",
+                 sock=None):
+        self.s = sock or socket.create_connection((host, port), timeout=5)
         self.container = container
         self.on_attach = on_attach
         self.buf = bytearray()
@@ -579,3 +609,56 @@ def test_transfer_from_the_receiving_broker_on_a_link_routed_link(bad_router, no
     finally:
         c.close()
     everyone_else_is_served(bad_router, node, good, "after-lr-backwards")
+
+
+# ---------------------------------------------------------------- a connector to a bad broker
+
+def test_connector_to_a_broker_speaking_garbage(make_router, brokers):
+    """The router's connector reaches a broker that speaks garbage after its open: the
+    connection ends with one line, the connector's connectionMsg says why, the connector
+    connects again, and the broker, behaving this time, gets its autoLinks."""
+    lsn = socket.socket()
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(4)
+    lsn.settimeout(15)
+    r = make_router(entities=router_entities(
+        listeners=[{"host": "127.0.0.1", "port": "0"},
+                   {"host": "127.0.0.1", "port": "0", "role": "route-container",
+                    "name": "brokers"}],
+        extra=AUTOLINKS + BAD_AUTOLINKS + [
+            ["connector", {"name": "to-bad", "host": "127.0.0.1",
+                           "port": str(lsn.getsockname()[1]), "role": "route-container"}]]))
+    node = Node(r.url)
+    made = []
+    try:
+        good = brokers(r.url_of(1))
+        wait_states(node, {"q-out": "active", "q-in": "active", "bad-out": "inactive",
+                           "bad-in": "inactive"})
+        sock, _ = lsn.accept()
+        sasl_serve(sock)
+        bad = RawBroker(None, None, sock=sock)
+        made.append(bad)
+        wait_state(node, "bad-in", "active", pump=bad)
+        bad.send(b"\x00\x00\x00\x10\x02\x00\x00\x00" + b"\xde\xad\xbe\xef" * 2)
+        bad.wait(lambda: bad.closed, what="the router to drop the connection")
+        wait_state(node, "bad-in", "inactive")
+        want = "amqp:connection:framing-error frame body does not start with a described list"
+        r.wait_log(r"Connection to 127.0.0.1:\d+ failed: " + want)
+        row = node.query_dicts("connector")[0]
+        assert want in row["connectionMsg"], row
+        assert len(log_lines(r, "framing-error")) == 1, r.lines
+        everyone_else_is_served(r, node, good, "after-connector-garbage")
+        # qdrouterd's delay after an open connection ends: 2 s; the broker behaves now
+        sock, _ = lsn.accept()
+        sasl_serve(sock)
+        bad = RawBroker(None, None, sock=sock)
+        made.append(bad)
+        wait_state(node, "bad-in", "active", pump=bad)
+        wait_state(node, "bad-out", "active", pump=bad)
+        row = node.query_dicts("connector")[0]
+        assert row["connectionStatus"] == "SUCCESS" and row["connectionMsg"] == "", row
+    finally:
+        for b in made:
+            b.close()
+        lsn.close()
+        node.close()
