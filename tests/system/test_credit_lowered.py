@@ -27,20 +27,22 @@ from mgmt_tool import Node
 PEER_QDROUTERD = REPO_ROOT.parent / "shared" / "peer" / "bin" / "qdrouterd"
 
 
-def lowered_then_raised(client, rcv, produce, settle=True):
+def lowered_then_raised(client, rcv, produce, settle=True, patience=5.0):
     """The receiver grants 10, lowers it to 2 before anything is there, then the messages
     come (`produce()`), then it grants 5 more and 3 more.  Returns how many messages it held
-    after each step: the router must give exactly 2, 7, 10."""
+    after each step: the router must give exactly 2, 7, 10.  Each step waits (up to
+    `patience` seconds) for what the credit allows, then half a second more for any extra."""
     rcv.pn.flow(10)
     client.run_for(0.3)
     rcv.pn.flow(-8)  # credit lowered from 10 to 2
     client.run_for(0.3)
     produce()
     counts = []
-    for more in (0, 5, 3):
+    for more, want in ((0, 2), (5, 7), (3, 10)):
         if more:
             rcv.pn.flow(more)
-        client.run_for(1.0)
+        client.run_for(patience, stop=lambda: len(rcv.queue) >= want)
+        client.run_for(0.5)
         counts.append(len(rcv.queue))
     if settle:
         for m in rcv.drain_queue():
@@ -116,7 +118,8 @@ def test_lowered_to_what_is_in_flight_sends_nothing_more(router, client):
     client.run_for(1.0)
     assert len(rcv.queue) == 0
     rcv.pn.flow(4)
-    client.run_for(1.0)
+    client.run_for(5.0, stop=lambda: len(rcv.queue) >= 4)
+    client.run_for(0.5)
     assert [m.body for m in got + rcv.drain_queue()] == list(range(7))
 
 
@@ -214,7 +217,7 @@ def lowered_counts(url):
             for i in range(20):
                 snd.send(Message(body=i))
 
-        counts = lowered_then_raised(c, rcv, produce, settle=False)
+        counts = lowered_then_raised(c, rcv, produce, settle=False, patience=2.0)
         return counts, rcv.pn.credit
     finally:
         c.close()
