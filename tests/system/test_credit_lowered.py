@@ -154,6 +154,40 @@ def test_waypoint_consumer_honours_lowered_credit(make_router, brokers):
         node.close()
 
 
+@pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
+def test_waypoint_through_a_real_broker_honours_lowered_credit(kind, request, make_router):
+    """The same through a connector to RabbitMQ and to the Proton example broker."""
+    from brokers import unique_name
+    from test_autolink_brokers import ACTIVE, broker_router
+    from test_autolink_brokers import wait_states as wait_broker_states
+    broker = request.getfixturevalue(kind)
+    q = unique_name("low")
+    r = broker_router(make_router, broker, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_broker_states(node, ACTIVE, timeout=30)
+        conn = c.connect(r.url)
+        rcv = conn.receiver(q, credit=0, auto_credit=False)
+        snd = conn.sender(q)
+
+        def produce():
+            dlvs = [snd.send(Message(body="r%d" % i, durable=True)) for i in range(20)]
+            assert snd.wait_outcomes(dlvs, timeout=30) == [dlvs[0].ACCEPTED] * 20
+
+        assert lowered_then_raised(c, rcv, produce) == [2, 7, 10]
+        rcv.pn.flow(100)
+        got = rcv.get_n(10, timeout=15)
+        assert sorted(m.body for m in got) == sorted("r%d" % i for i in range(10, 20))
+        for m in got:
+            m.accept()
+        c.run_for(0.5)
+        assert len(rcv.queue) == 0
+    finally:
+        c.close()
+        node.close()
+
+
 def test_link_routed_receiver_lowering_credit_with_proton(make_router):
     """The link-routed case with Proton's negative flow (test_linkroute.py has it with raw
     frames): the broker had the old credit, the client gets the new one."""
