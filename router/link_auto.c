@@ -10,10 +10,10 @@
  * core like any link (CORE_A_LINK_ATTACH), from which on it is an ordinary link of link_in.c
  * or link_out.c.  A peer that refuses answers with no node and detaches; a detach (with its
  * error, if any) reports the autoLink failed, as does a detach the router makes for what the
- * peer did on the link (link_in.c: a transfer without credit).  A route container's connection is announced
- * to the core when it opens (CORE_A_CONN_OPENED, with its listener's name; a connector's
- * outgoing connection is announced the same way, with the connector's name) and when it is
- * freed (CORE_A_CONN_CLOSED).
+ * peer did on the link (link_in.c: a transfer without credit).  A route container's
+ * connection is announced to the core when it opens (CORE_A_CONN_OPENED, with its listener's
+ * name; a connector's outgoing connection is announced the same way, with the connector's
+ * name) and when it is freed (CORE_A_CONN_CLOSED).
  *
  * Layer: beside conn.c, which calls it from Proton's events and the core's work.
  */
