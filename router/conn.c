@@ -451,8 +451,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             break;
         if (k->lr)
             rtr_lr_delivery_WT(k, d);
-        else if (k->out)
-            rtr_out_update_WT(k, d);
+        else if (k->out && !rtr_out_update_WT(k, d))
+            rtr_link_errant_transfer_WT(k); /* the peer sent where it receives */
         else
             rtr_in_delivery_WT(k, d);
         break;

@@ -239,13 +239,15 @@ static bool end_is_s(const rtr_link_t *k)
     return k->out;
 }
 
+/* A delivery this end is done with.  At S (a sending link) its context becomes
+ * RTR_DLV_FORGOTTEN, so that one without a context is known for the peer's transfer. */
 static void dlv_forget_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 {
     lr_dlv_t *r = pn_delivery_get_context(d);
-    if (!r)
+    if (!r || r == RTR_DLV_FORGOTTEN)
         return;
     base_map_udel(&e->dlv, r->seq);
-    pn_delivery_set_context(d, NULL);
+    pn_delivery_set_context(d, end_is_s(e->k) ? RTR_DLV_FORGOTTEN : NULL);
     free(r);
 }
 
@@ -509,6 +511,15 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
         return;
     bool first = false;
     if (!r) {
+        if (pn_link_credit(pl) - pn_link_queued(pl) < 0) {
+            /* sent without the credit R gave (as link_in.c's check): held at S, such
+             * deliveries would be bounded by nothing */
+            LOGL(e->k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
+                               "without credit on a routed link)");
+            rtr_link_close_error_WT(e->k, "amqp:link:transfer-limit-exceeded",
+                                    "a transfer without link credit");
+            return;
+        }
         r = base_calloc(1, sizeof(*r));
         r->seq = ++e->next_seq;
         pn_delivery_set_context(d, r);
@@ -558,17 +569,22 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_lr_end_t *e = k->lr;
+    rtr_conn_t   *c = k->conn; /* k may be gone below: closed for what its peer did */
     if (!end_is_s(k)) {
         xfer_in_WT(e, d);
     } else {
         lr_dlv_t *r = pn_delivery_get_context(d);
-        if (r && (pn_delivery_updated(d) || pn_delivery_settled(d))) {
+        if (!r) {
+            rtr_link_errant_transfer_WT(k); /* the peer sent where it receives */
+            return;
+        }
+        if (r != RTR_DLV_FORGOTTEN && (pn_delivery_updated(d) || pn_delivery_settled(d))) {
             pn_delivery_clear(d);
             disp_out_WT(e, d, r);
         }
         flow_s_WT(e);
     }
-    rtr_conn_mark_dirty_WT(k->conn);
+    rtr_conn_mark_dirty_WT(c);
 }
 
 /* S toward a peer that must not get delivery annotations: send m's bytes without them (the
@@ -715,6 +731,11 @@ void rtr_lr_end_WT(rtr_link_t *k)
             detach_msg(e->pair, 1 - e->side,
                        pn_condition_is_set(cond) ? pn_condition_get_name(cond) : NULL,
                        pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL);
+        } else if (pl && pn_condition_is_set(pn_link_condition(pl))) {
+            /* the router closed it for what its peer did (rtr_link_close_error_WT()): the
+             * other end's peer is told the same */
+            detach_msg(e->pair, 1 - e->side, pn_condition_get_name(pn_link_condition(pl)),
+                       pn_condition_get_description(pn_link_condition(pl)));
         } else {
             detach_msg(e->pair, 1 - e->side, "qd:routed-link-lost",
                        "Connectivity to the peer container was lost");

@@ -197,6 +197,11 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket);
 void rtr_conn_write_WT(rtr_conn_t *c);
 /* initialHandshakeTimeoutSeconds ran out: close with an error once written. */
 void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
+/* A protocol error found above Proton that Proton cannot end with a plain close (the
+ * close would wait behind the peer's errant frames, link_in.c): the connection ends at the
+ * transport with error `name`/`desc` (Proton's close frame goes out when it can), no more
+ * input is read, and the connection's one line is the transport error's (conn.c). */
+void rtr_conn_protocol_error_WT(rtr_conn_t *c, const char *name, const char *desc);
 /* The connection's `tls` stats label: "<protocol> <cipher> <bits>" ("TLSv1.3
  * TLS_AES_256_GCM_SHA384 256"), or "" when plain (management's isEncrypted, ssl, sslProto,
  * sslCipher, sslSsf). */
