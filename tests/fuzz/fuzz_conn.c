@@ -71,8 +71,8 @@ static const char CONFIG[] =
     " [\"address\", {\"prefix\": \"multicast\", \"distribution\": \"multicast\"}],"
     " [\"address\", {\"prefix\": \"closest\", \"distribution\": \"closest\"}],"
     " [\"address\", {\"prefix\": \"unavailable\", \"distribution\": \"unavailable\"}],"
-    " [\"autoLink\", {\"address\": \"fz.al\", \"direction\": \"in\", \"connection\": \"fuzz-connector\"}],"
-    " [\"autoLink\", {\"address\": \"fz.al\", \"direction\": \"out\", \"connection\": \"fuzz-connector\"}],"
+    " [\"autoLink\", {\"address\": \"fz.in\", \"direction\": \"in\", \"phase\": 0, \"connection\": \"fuzz-connector\"}],"
+    " [\"autoLink\", {\"address\": \"fz.out\", \"direction\": \"out\", \"connection\": \"fuzz-connector\"}],"
     " [\"linkRoute\", {\"prefix\": \"fz.lr\", \"direction\": \"in\", \"connection\": \"fuzz-connector\"}]]";
 
 /* Client mode: the first byte of an input that a connector's peer sends (see the top). */
