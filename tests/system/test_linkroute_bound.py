@@ -24,10 +24,8 @@ import threading
 import time
 
 import pytest
-from proton import Delivery, Endpoint, Message
-from proton.handlers import MessagingHandler  # noqa: F401 (Proton-Python present)
+from proton import Delivery, Endpoint, Handler, Message
 from proton.reactor import Container
-from proton import Handler
 
 from conftest import router_entities, sanitizer_runtime
 from test_large import RssSampler
