@@ -525,16 +525,17 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
 }
 
 /* The connection's input budget: the router reads whatever a delivery brings at once, except
- * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
- * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
- * Q2 lets go (one session alone never gets there: its window is at most that). */
+ * for links stopped by Q2 (their copies lag) and link-routed links stopped by their pair's
+ * lag (router/linkroute.c), whose bytes wait in Proton up to each session's window.  Past
+ * RTR_CONN_IN_MAX of those, all sessions together, the client is not read until they go on
+ * (one session alone never gets there: its window is at most that). */
 static bool conn_in_full_WT(rtr_conn_t *c)
 {
-    if (!c->n_q2)
+    if (!c->n_q2 && !c->n_lr_paused)
         return false;
     size_t held = 0;
     for (rtr_link_t *k = c->links; k; k = k->next)
-        if (k->q2 && k->pn)
+        if ((k->q2 || k->lr_paused) && k->pn)
             held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
                                                                          twice: the safe side */
     return held > RTR_CONN_IN_MAX;
