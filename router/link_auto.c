@@ -12,10 +12,11 @@
  * the autoLink active: the worker reports it (CORE_A_AUTOLINK) and announces the link to the
  * core like any link (CORE_A_LINK_ATTACH), from which on it is an ordinary link of link_in.c
  * or link_out.c.  A peer that refuses answers with no node and detaches; a detach (with its
- * error, if any) reports the autoLink failed.  A route container's connection is announced
- * to the core when it opens (CORE_A_CONN_OPENED, with its listener's name; a connector's
- * outgoing connection is announced the same way, with the connector's name) and when it is
- * freed (CORE_A_CONN_CLOSED).
+ * error, if any) reports the autoLink failed, as does a detach the router makes for what the
+ * peer did on the link (link_in.c: a transfer without credit).  A route container's
+ * connection is announced to the core when it opens (CORE_A_CONN_OPENED, with its listener's
+ * name; a connector's outgoing connection is announced the same way, with the connector's
+ * name) and when it is freed (CORE_A_CONN_CLOSED).
  *
  * Layer: beside conn.c, which calls it from Proton's events and the core's work.
  */
@@ -275,4 +276,13 @@ void rtr_autolink_remote_close_WT(rtr_link_t *k)
     LOGL(k, INFO, "Auto link detached by the peer%s%s%s%s", cn || cd ? ": " : "", cn ? cn : "",
          cn && cd ? " " : "", cd ? cd : "");
     report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, err);
+}
+
+void rtr_autolink_closed_WT(rtr_link_t *k, const char *cond, const char *desc)
+{
+    if (!k->al_id || !k->pn || k->conn->worker->stopping)
+        return;
+    /* left unreported, the autoLink would stay "active" with no link, never attached again */
+    report_WT(k->conn->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED,
+              base_strdup(desc && *desc ? desc : cond));
 }

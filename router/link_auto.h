@@ -1,6 +1,6 @@
 /* router/link_auto.h: the links the router attaches itself (autoLinks) and the route
- * container connections the core is told of (link_auto.c).  Included by conn.c and
- * transport.c.
+ * container connections the core is told of (link_auto.c).  Included by conn.c,
+ * transport.c and link_in.c.
  *
  * Every function is _WT: the connection's worker.
  */
@@ -41,5 +41,9 @@ void rtr_autolink_link_freed_WT(pn_session_t *s);
 void rtr_autolink_remote_open_WT(rtr_link_t *k);
 /* The peer detached an autoLink's link (before the link's cleanup). */
 void rtr_autolink_remote_close_WT(rtr_link_t *k);
+/* The router detaches an autoLink's link (k->al_id != 0) with error `cond`/`desc` for what
+ * the peer did on it (a transfer without credit): the autoLink is failed, with the error in
+ * lastError, and attached again later.  Before the link's cleanup; the caller logs. */
+void rtr_autolink_closed_WT(rtr_link_t *k, const char *cond, const char *desc);
 
 #endif
