@@ -474,6 +474,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_session_t *ls = pn_link_session(pl);
         pn_link_free(pl);
         rtr_lr_link_freed_WT(ls);
+        rtr_autolink_link_freed_WT(ls);
         break;
     }
     case PN_SESSION_REMOTE_CLOSE: {

@@ -36,6 +36,7 @@
 #include "core/base/list.h"
 #include "core/base/map.h"
 #include "core/linkroute.h"
+#include "router/link_auto.h"
 #include "router/link_in.h"
 #include "router/peer_quirks.h"
 
@@ -395,6 +396,24 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
         pair_unref(p); /* end 1's reference: it never lived */
         return;
     }
+    /* the settlement mode a peer with quirks can take (RabbitMQ, docs/brokers.md R15) */
+    unsigned quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link */
+    int      rcv_mode;
+    if (!rtr_quirk_rcv_mode(quirks, m->sender, m->rcv_mode, &rcv_mode)) {
+        LOGC(c, INFO, "Link route attach refused: the client asked for rcv-settle-mode second");
+        detach_msg(p, 0, RTR_QUIRK_RCV_SECOND_COND, RTR_QUIRK_RCV_SECOND_DESC);
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
+    if (!rtr_conn_sessions_left_WT(c, NULL)) {
+        /* a session beyond channel-max would end the whole connection (link_auto.h) */
+        LOGC(c, INFO, "Link route attach refused: no session left on the connection");
+        detach_msg(p, 0, "amqp:resource-limit-exceeded",
+                   "No session left on the route container's connection (channel-max, the "
+                   "connector's maxSessions included)");
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
     /* A session of its own: a broker may end the whole session over one link (RabbitMQ
      * does on a refused attach, docs/brokers.md R3), which must not take the others. */
     pn_session_t *s = pn_session(c->driver.connection);
@@ -405,10 +424,10 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
     term_put(pn_link_source(pl), &m->source, NULL);
     term_put(pn_link_target(pl), &m->target, NULL);
     pn_link_set_snd_settle_mode(pl, m->snd_mode);
-    pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
+    pn_link_set_rcv_settle_mode(pl, (pn_rcv_settle_mode_t)rcv_mode);
 
     rtr_link_t *k = rtr_link_new_WT(c, pl, m->sender);
-    k->quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link (peer_quirks.h) */
+    k->quirks = quirks;
     lr_end_stats_WT(k, m);
     rtr_lr_end_t *e = end_new(p, 1, k);
     e->open = true;
