@@ -988,10 +988,6 @@ static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
     if (ra->to.len > UINT32_MAX || ra->ingress.len > UINT32_MAX || ra->trace.len > UINT32_MAX ||
         ra->trace_append.len > UINT32_MAX)
         return false;
-    if (ra->to.ptr) {
-        t->pairs++;
-        t->bytes += KEY_SIZE(KEY_TO) + str_size(ra->to.len);
-    }
     if (ra->phase) {
         t->pairs++;
         t->bytes += KEY_SIZE(KEY_PHASE) + int_size(ra->phase);
@@ -999,6 +995,10 @@ static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
     if (ra->stream) {
         t->pairs++;
         t->bytes += KEY_SIZE(KEY_STREAM) + int_size(ra->stream);
+    }
+    if (ra->to.ptr) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_TO) + str_size(ra->to.len);
     }
     if (ra->ingress.ptr) {
         t->pairs++;
@@ -1023,10 +1023,7 @@ static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t
 {
     uint8_t *start = w;
 
-    if (ra->to.ptr) {
-        w = PUT_KEY(w, KEY_TO);
-        w = put_str(w, ra->to);
-    }
+    /* qdrouterd 1.19's order (message.c, compose_router_message_annotations) */
     if (ra->phase) {
         w = PUT_KEY(w, KEY_PHASE);
         w = put_int(w, ra->phase);
@@ -1034,6 +1031,10 @@ static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t
     if (ra->stream) {
         w = PUT_KEY(w, KEY_STREAM);
         w = put_int(w, ra->stream);
+    }
+    if (ra->to.ptr) {
+        w = PUT_KEY(w, KEY_TO);
+        w = put_str(w, ra->to);
     }
     if (ra->ingress.ptr) {
         w = PUT_KEY(w, KEY_INGRESS);
