@@ -1182,3 +1182,53 @@ void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const code
     *scratch_len = o.used;
     *n_iov = o.n;
 }
+
+uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan)
+{
+    const uint8_t *h = msg + scan->header.off;
+    size_t         len = scan->header.len;
+    const uint8_t *p;
+    const uint8_t *end;
+    int            code;
+    size_t         dlen;
+    size_t         body;
+    size_t         hend;
+    uint32_t       count;
+    codec_err_t    err;
+
+    if (!len || codec__descriptor_read(h, len, &code, &dlen, &err) != 0 ||
+        section_value_open(h, len, dlen, false, &body, &count, &hend, &err) != 0 || count < 2)
+        return CODEC_PRIORITY_DEFAULT;
+    p = h + body;
+    end = h + hend;
+    if (!(p = value_skip(p, end, &err))) /* durable */
+        return CODEC_PRIORITY_DEFAULT;
+    return p < end && p + 1 < end && *p == CODEC_CODE_UBYTE ? p[1] : CODEC_PRIORITY_DEFAULT;
+}
+
+bool codec_trace_next(codec_bytes_t *trace, codec_bytes_t *id)
+{
+    const uint8_t *p = trace->ptr;
+    size_t         n = trace->len;
+    size_t         h;
+    size_t         l;
+
+    if (!p || n < 2)
+        return false;
+    if (*p == CODEC_CODE_STR8 || *p == CODEC_CODE_SYM8) {
+        h = 2;
+        l = p[1];
+    } else if ((*p == CODEC_CODE_STR32 || *p == CODEC_CODE_SYM32) && n >= 5) {
+        h = 5;
+        l = be32(p + 1);
+    } else {
+        return false;
+    }
+    if (l > n - h)
+        return false;
+    id->ptr = p + h;
+    id->len = l;
+    trace->ptr = p + h + l;
+    trace->len = n - h - l;
+    return true;
+}

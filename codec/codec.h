@@ -149,6 +149,17 @@ int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const cod
 void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
                         size_t *scratch_len, int *n_iov);
 
+/* The message's priority (header.priority, AMQP 1.0 3.2.1): its value, or
+ * CODEC_PRIORITY_DEFAULT when the header or the field is absent.  `scan` must be
+ * codec_scan()'s result for msg (the header is trusted to be well-formed). */
+#define CODEC_PRIORITY_DEFAULT 4
+uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan);
+
+/* Take the first element of a router trace (codec_ra_t.trace: encoded string or symbol
+ * elements, as codec_scan() validated them): *id gets its bytes, *trace is advanced past it.
+ * Returns false when nothing is left (or the rest is not a string element). */
+bool codec_trace_next(codec_bytes_t *trace, codec_bytes_t *id);
+
 /* The iov entries codec_compose_prefix() needs at most when !scan->ma_user_split: header and
  * delivery annotations, MA header, user pairs, router trailer, properties and app-props. */
 #define CODEC_COMPOSE_IOV_MAX 5
