@@ -459,8 +459,11 @@ static unsigned balanced_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
     if ((!elig || elig_v > 0) && core_addr_remote(addr)) {
         ir_in_t x;
         ir_in_read_CT(core, dlv, &x);
+        /* an unknown ingress router counts as this one here (1.19), not in multicast */
+        if (x.origin < 0)
+            x.origin = 0;
         int prio = prio_of(dlv);
-        for (uint32_t b = 1; x.origin >= 0 && b < CORE_RT_MAX_NODES; b++) {
+        for (uint32_t b = 1; b < CORE_RT_MAX_NODES; b++) {
             if (!bit_get(addr->rnodes, b))
                 continue;
             const ir_router_t *r = &ir->routers[b];

@@ -18,7 +18,8 @@
  * What the forwarder then does with a delivery (core.c's deliver_CT hands it over):
  *  - distance = entries of x-opt-qd.trace; above radius + 1 the delivery is released.
  *  - every trace entry naming a neighbour excludes that neighbour's connection from
- *    multicast fan-out; x-opt-qd.ingress names the origin (absent: this router).
+ *    multicast fan-out; x-opt-qd.ingress names the origin (absent: this router; a router
+ *    not in the table: no remote copies in multicast, this router in balanced, as 1.19).
  *  - `_topo/0/<id>/...` goes to router <id> over the connection that reaches it.
  *  - multicast: every local consumer, then one copy per distinct next-hop connection of the
  *    routers that have the address, leaving out excluded connections and routers for which
