@@ -730,6 +730,45 @@ static void test_annotations_as_qdrouterd(void **state)
     }
 }
 
+/* Data messages qdrouterd 1.19 (QDR.A) forwarded on an inter-router data link, as its client
+ * sent them on a targeted link (priority 7, a user annotation) and on an anonymous one
+ * (capture_data_vectors.py): the message as it arrived from the client (router annotations
+ * off), composed the way a Junction ingress router composes a copy to another router - its
+ * node id as ingress and in the trace, the targeted link's address as x-opt-qd.to - is the
+ * same bytes; and the priority read from it picks the link qdrouterd sent it on. */
+static void test_data_as_qdrouterd(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file; /* vector */
+        const char *to;   /* the core's to_override, or NULL */
+        uint8_t     prio; /* the data link qdrouterd used (qdr-data-links.txt) */
+    } cases[] = {{"qdr-data-targeted.bin", "peer/addr", 7}, {"qdr-data-anonymous.bin", NULL, 4}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t       len;
+        uint8_t     *vec = read_vec(cases[c].file, &len);
+        codec_scan_t s, sb;
+        const char  *why;
+        assert_int_equal(codec_scan(vec, len, true, &s, &why), 0);
+        assert_int_equal(codec_header_priority(vec, &s), cases[c].prio);
+        uint8_t        bare[65536], again[65536];
+        codec_ra_out_t none = {0};
+        size_t         bare_len = compose_all(vec, len, &s, &none, bare);
+        assert_int_equal(codec_scan(bare, bare_len, true, &sb, &why), 0);
+        assert_int_equal(sb.ma_router_count, 0);
+        codec_bytes_t  node = {(const uint8_t *)"0/QDR.A", 7};
+        codec_ra_out_t ra = {.write = true, .ingress = node, .trace_append = node};
+        if (cases[c].to) {
+            ra.to.ptr = (const uint8_t *)cases[c].to;
+            ra.to.len = strlen(cases[c].to);
+        }
+        size_t n = compose_all(bare, bare_len, &sb, &ra, again);
+        assert_int_equal(n, len);
+        assert_memory_equal(again, vec, len);
+        free(vec);
+    }
+}
+
 /* The trailer of a data message from a targeted link of phase 1, streamed, sent to another
  * router: qdrouterd 1.19's compose_router_message_annotations writes phase, stream, to,
  * ingress, trace in that order with smallint and str8 encodings. */
@@ -782,6 +821,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_priority_links),
         cmocka_unit_test(test_router_gone_withdraws),
         cmocka_unit_test(test_annotations_as_qdrouterd),
+        cmocka_unit_test(test_data_as_qdrouterd),
         cmocka_unit_test(test_annotations_to_phase_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
