@@ -191,6 +191,21 @@ static size_t addr_key_make_CT(core_t *core, const char *text, size_t len, char 
     return klen;
 }
 
+/* A new address with hash key key[0, klen) and treatment dist, in the table. */
+static core_addr_t *addr_new_CT(core_t *core, const char *key, size_t klen,
+                                cfg_distribution_t dist)
+{
+    core_addr_t *addr = base_calloc(1, sizeof(*addr));
+    addr->key = base_strndup(key, klen);
+    addr->keylen = klen;
+    addr->dist = dist;
+    base_map_put(&core->addrs, key, klen, addr);
+    const char *labels[] = {addr->key, cfg_distribution_name(dist)};
+    core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
+    LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
+    return addr;
+}
+
 /* Find the address for a terminus/`to` string, creating it when `create`.  Returns NULL when
  * it does not exist (and !create) or the address is too long to key. */
 static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, bool create,
@@ -209,16 +224,8 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
         cfg_distribution_t dist = addr_dist_CT(core, a, n, mobile);
         if (dist_out)
             *dist_out = dist;
-        if (create) {
-            addr = base_calloc(1, sizeof(*addr));
-            addr->key = base_strndup(buf, klen);
-            addr->keylen = klen;
-            addr->dist = dist;
-            base_map_put(&core->addrs, buf, klen, addr);
-            const char *labels[] = {addr->key, cfg_distribution_name(dist)};
-            core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
-            LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
-        }
+        if (create)
+            addr = addr_new_CT(core, buf, klen, dist);
     } else if (addr && dist_out) {
         *dist_out = addr->dist;
     }
@@ -301,15 +308,7 @@ core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool 
              : hint >= 0 ? (cfg_distribution_t)hint
                          : core->cfg->router.default_distribution;
     }
-    addr = base_calloc(1, sizeof(*addr));
-    addr->key = base_strndup(key, klen);
-    addr->keylen = klen;
-    addr->dist = dist;
-    base_map_put(&core->addrs, key, klen, addr);
-    const char *labels[] = {addr->key, cfg_distribution_name(dist)};
-    core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
-    LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
-    return addr;
+    return addr_new_CT(core, key, klen, dist);
 }
 
 /* ---- work for the workers ---- */
