@@ -306,6 +306,8 @@ static void in_route_ra_WT(rtr_in_t *in, const rtr_msg_t *m)
         in->dlv.ra_ingress = ra->ingress.ptr;
         in->dlv.ra_ingress_len = (uint32_t)ra->ingress.len;
     }
+    if (ra->to.ptr && ra->phase > 0 && ra->phase <= 9)
+        in->dlv.ra_phase = (uint8_t)(ra->phase + 1);
     if (ra->trace.ptr) {
         in->dlv.ra_trace = ra->trace.ptr;
         in->dlv.ra_trace_len = (uint32_t)ra->trace.len;

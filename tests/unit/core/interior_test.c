@@ -175,6 +175,7 @@ typedef struct ra {
     const char *ingress;  /* "0/<id>" */
     const char *trace[8]; /* "0/<id>" each, NULL-terminated */
     uint8_t     priority; /* header priority + 1, 0 for none */
+    uint8_t     phase;    /* x-opt-qd.phase + 1, 0 for none */
 } ra_t;
 
 static test_dlv_t *deliver_ra(fixture_t *f, int w, uint64_t link, const char *to, bool presettled,
@@ -200,6 +201,7 @@ static test_dlv_t *deliver_ra(fixture_t *f, int w, uint64_t link, const char *to
             t->dlv.ra_trace_len = (uint32_t)n;
         }
         t->dlv.priority = ra->priority;
+        t->dlv.ra_phase = ra->phase;
     }
     atomic_init(&t->content.refs, 1);
     t->dlv.content = &t->content;
@@ -535,6 +537,27 @@ static void test_multicast(void **state)
     fx_free(f);
 }
 
+/* x-opt-qd.phase picks the phase of x-opt-qd.to: the waypoint's second leg (M1) lives on
+ * router C, the first (M0) on B. */
+static void test_phase_annotation(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t m;
+    mesh_up(f, &m);
+    remote_addr(f, "M0wp", 1, true);
+    remote_addr(f, "M1wp", 2, true);
+    ra_t p1 = {.ingress = "0/B", .trace = {"0/B"}, .phase = 2};
+    test_dlv_t *d = deliver_ra(f, 0, m.b_in, "wp", true, &p1);
+    assert_int_equal(expect_send(f, NULL), m.c_out);
+    free(d);
+    ra_t p0 = {.ingress = "0/C", .trace = {"0/C"}};
+    d = deliver_ra(f, 0, m.c_in, "wp", true, &p0);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    free(d);
+    fx_free(f);
+}
+
 /* A delivery whose trace is longer than the radius + 1 is released (a loop), even when a
  * consumer is here. */
 static void test_distance_drop(void **state)
@@ -816,6 +839,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_balanced),
         cmocka_unit_test(test_balanced_valid_origin),
         cmocka_unit_test(test_multicast),
+        cmocka_unit_test(test_phase_annotation),
         cmocka_unit_test(test_distance_drop),
         cmocka_unit_test(test_topo_unicast),
         cmocka_unit_test(test_priority_links),
