@@ -327,6 +327,8 @@ typedef struct core_work {
             core_content_t  *content;    /* the message (one reference taken for this copy) */
             bool             presettled; /* send settled */
             uint8_t          to_phase;   /* with to_override: x-opt-qd.phase (0: none) */
+            bool             to_router;  /* interior: the copy goes to another router (a
+                                            streamed message says so: x-opt-qd.stream) */
             char            *to_override;/* interior, a copy to another router of a message
                                             that came on a targeted link: the x-opt-qd.to
                                             to write (heap, NUL-terminated; the worker frees

@@ -330,7 +330,10 @@ static void count_copies_CT(core_t *core, core_addr_t *addr, unsigned egress, un
 static void ir_send_CT(core_t *core, core_link_t *in, core_link_t *out, core_delivery_t *dlv)
 {
     core_work_t *w = core__send_copy_CT(core, out, dlv);
-    if (!out->ir_link || !in->addr)
+    if (!out->ir_link)
+        return;
+    w->u.send.to_router = true;
+    if (!in->addr)
         return;
     const char *key = in->addr->key;
     size_t      klen = in->addr->keylen;

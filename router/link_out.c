@@ -154,6 +154,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     o->link = k;
     o->to_override = work->u.send.to_override;
     o->to_phase = work->u.send.to_phase;
+    o->to_router = work->u.send.to_router;
     o->reader.worker = w;
     if (m->c.streaming)
         rtr_msg_reader_add(m, &o->reader);
@@ -223,7 +224,10 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
             }
             ra.to = scan->ra.to;
             ra.phase = scan->ra.phase;
+            ra.stream = scan->ra.stream;
         }
+        if (BASE_UNLIKELY(o->to_router) && m->c.streaming)
+            ra.stream = 1; /* qdrouterd 1.19 marks a message it routes before it is whole */
         ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
         ra.trace_append.len = ctx->node_id_len;
         if (BASE_UNLIKELY(o->to_override != NULL)) {

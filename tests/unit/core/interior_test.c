@@ -366,9 +366,12 @@ static uint64_t client_receiver(fixture_t *f, const char *addr)
 
 /* The next CORE_W_SEND: the link it goes on (by its handle), its x-opt-qd.to (freed, copied
  * into to[64] when not NULL). */
+static bool last_to_router; /* the last expect_send()'s send.to_router */
+
 static uint64_t expect_send(fixture_t *f, char *to)
 {
     core_work_t w = expect(f, 0, CORE_W_SEND);
+    last_to_router = w.u.send.to_router;
     if (to) {
         snprintf(to, 64, "%s", w.u.send.to_override ? w.u.send.to_override : "");
     }
@@ -401,12 +404,14 @@ static void test_closest(void **state)
         test_dlv_t *d = deliver_ra(f, 0, snd, NULL, true, NULL);
         assert_int_equal(expect_send(f, to), m.b_out);
         assert_string_equal(to, "cl.q");
+        assert_true(last_to_router);
         free(d);
     }
     uint64_t    rcv = client_receiver(f, "cl.q");
     test_dlv_t *d = deliver_ra(f, 0, snd, NULL, true, NULL);
     assert_int_equal(expect_send(f, to), rcv);
     assert_string_equal(to, ""); /* a client's copy gets no override */
+    assert_false(last_to_router);
     free(d);
     fx_free(f);
 }
