@@ -202,7 +202,8 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     BASE_ASSERT_THREAD(CORE);
     if (router_bit == 0 || router_bit >= CORE_RT_MAX_NODES || keylen < 2)
         return -EINVAL;
-    core_addr_t *addr = core__addr_get_CT(core, key, keylen, add, hint);
+    core_addr_t *addr =
+        core__addr_get_CT(core, key, keylen, add, core_rt_treatment_dist(hint));
     if (!addr)
         return -ENOENT;
     bool had = addr->consumers.count || core_addr_remote(addr);
@@ -220,6 +221,37 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
         core__addr_credit_CT(core, addr, false);
     core__addr_release_CT(core, addr);
     return 0;
+}
+
+int core_rt_treatment_dist(int hint)
+{
+    switch (hint) {
+    case 0:
+    case 1:
+        return CFG_DIST_MULTICAST;
+    case 2:
+        return CFG_DIST_CLOSEST;
+    case 3:
+        return CFG_DIST_BALANCED;
+    case 5:
+        return CFG_DIST_UNAVAILABLE;
+    default:
+        return -1;
+    }
+}
+
+int core_rt_dist_treatment(cfg_distribution_t dist)
+{
+    switch (dist) {
+    case CFG_DIST_MULTICAST:
+        return 1;
+    case CFG_DIST_CLOSEST:
+        return 2;
+    case CFG_DIST_UNAVAILABLE:
+        return 5;
+    default:
+        return 3;
+    }
 }
 
 /* ---- inter-router links ---- */

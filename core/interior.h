@@ -87,12 +87,19 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t);
 
 /* Remote router `router_bit` gains (add) or loses a consumer of the address with hash key
  * key[0, keylen) (Junction's keys: "M0foo" for a mobile address).  An address that does not
- * exist is made, with the configured treatment of its address, else `hint` when it is a
- * cfg_distribution_t (the MAU's treatment hint), else the default; when the address gains
- * its first destination anywhere its senders get credit, when it loses its last they are
+ * exist is made, with the configured treatment of its address, else the MAU's treatment
+ * hint (`hint`: qdrouterd's code, below; -1 for none), else the default; when the address
+ * gains its first destination anywhere its senders get credit, when it loses its last they are
  * drained.  Returns 0, -EINVAL for a bad bit or key, -ENOENT to delete what is not there. */
 int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_t router_bit,
                            bool add, int hint);
+
+/* qdrouterd's address treatment codes (MAU hints): 0 multicast-flood, 1 multicast-once,
+ * 2 anycast-closest, 3 anycast-balanced, 4 link-balanced, 5 unavailable.  The distribution of
+ * a hint (-1 for one Junction does not route by: link-balanced, unknown), and the hint of a
+ * distribution (multicast is multicast-once).  Pure, thread-safe. */
+int core_rt_treatment_dist(int hint);
+int core_rt_dist_treatment(cfg_distribution_t dist);
 
 /* Connection `conn_id` is (add) inter-router with connection mask bit `conn_bit`, or is not
  * any more (its links keep no inter-router role).  Returns 0, or -EINVAL. */

@@ -647,6 +647,46 @@ static void test_priority_links(void **state)
     fx_free(f);
 }
 
+/* An address a remote router's MAU brings takes its hint as treatment, unless an address
+ * configuration says otherwise. */
+static int raddr_hint_fn(core_t *core, void *arg)
+{
+    raddr_arg_t *r = arg;
+    return core_rt_remote_addr_CT(core, r->key, strlen(r->key), r->bit, r->add, 1);
+}
+
+static void test_mau_hint(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t m;
+    mesh_up(f, &m);
+    /* hint 1 (multicast-once): one copy to each of B and C */
+    raddr_arg_t h = {"M0hinted", 1, true};
+    assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
+    h.bit = 2;
+    assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
+    uint64_t anon = attach_on(f, 0, 1, CORE_LINK_IN, NULL, CORE_IR_LINK_NONE, 0);
+    test_dlv_t *d = deliver_ra(f, 0, anon, "hinted", true, NULL);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    assert_int_equal(expect_send(f, NULL), m.c_out);
+    free(d);
+    /* "cl" is configured closest: the hint does not count; B is the closer */
+    h.key = "M0cl.h";
+    assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
+    h.bit = 1;
+    assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
+    d = deliver_ra(f, 0, anon, "cl.h", true, NULL);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+    assert_int_equal(core_rt_treatment_dist(2), CFG_DIST_CLOSEST);
+    assert_int_equal(core_rt_treatment_dist(4), -1);
+    assert_int_equal(core_rt_dist_treatment(CFG_DIST_MULTICAST), 1);
+    assert_int_equal(core_rt_dist_treatment(CFG_DIST_BALANCED), 3);
+    fx_free(f);
+}
+
 /* A router left out of a new table takes its addresses along: the sender loses credit. */
 static void test_router_gone_withdraws(void **state)
 {
@@ -848,6 +888,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_distance_drop),
         cmocka_unit_test(test_topo_unicast),
         cmocka_unit_test(test_priority_links),
+        cmocka_unit_test(test_mau_hint),
         cmocka_unit_test(test_router_gone_withdraws),
         cmocka_unit_test(test_annotations_as_qdrouterd),
         cmocka_unit_test(test_data_as_qdrouterd),
