@@ -202,8 +202,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     BASE_ASSERT_THREAD(CORE);
     if (router_bit == 0 || router_bit >= CORE_RT_MAX_NODES || keylen < 2)
         return -EINVAL;
-    core_addr_t *addr =
-        core__addr_get_CT(core, key, keylen, add, core_rt_treatment_dist(hint));
+    core_addr_t *addr = core__addr_get_CT(core, key, keylen, add, core_rt_treatment_dist(hint));
     if (!addr)
         return -ENOENT;
     bool had = addr->consumers.count || core_addr_remote(addr);
