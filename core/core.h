@@ -2,8 +2,10 @@
  *
  * The core owns every address, link and connection record, picks the destinations of each
  * delivery (multicast, closest, balanced), aggregates outcomes back to the sender, and runs
- * credit policy.  It never touches a socket, a Proton object or a message's bytes, and never
- * frees message memory: it talks to the workers only through batched queues.
+ * credit policy.  It never touches a socket, a Proton object or a message's bytes (beyond
+ * the views the worker hands over with a delivery: its `to`, and in interior mode its router
+ * annotations), and never frees message memory: it talks to the workers only through batched
+ * queues.
  *
  *   workers --(core_action_t batches, one MPSC queue)--> core thread
  *   core thread --(core_work_t batches, one MPSC queue per worker + its wake-up)--> worker
