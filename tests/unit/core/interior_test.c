@@ -548,11 +548,11 @@ static void test_phase_annotation(void **state)
 {
     (void)state;
     fixture_t *f = fx_new(CONFIG);
-    mesh_t m;
+    mesh_t     m;
     mesh_up(f, &m);
     remote_addr(f, "M0wp", 1, true);
     remote_addr(f, "M1wp", 2, true);
-    ra_t p1 = {.ingress = "0/B", .trace = {"0/B"}, .phase = 2};
+    ra_t        p1 = {.ingress = "0/B", .trace = {"0/B"}, .phase = 2};
     test_dlv_t *d = deliver_ra(f, 0, m.b_in, "wp", true, &p1);
     assert_int_equal(expect_send(f, NULL), m.c_out);
     free(d);
@@ -659,14 +659,14 @@ static void test_mau_hint(void **state)
 {
     (void)state;
     fixture_t *f = fx_new(CONFIG);
-    mesh_t m;
+    mesh_t     m;
     mesh_up(f, &m);
     /* hint 1 (multicast-once): one copy to each of B and C */
     raddr_arg_t h = {"M0hinted", 1, true};
     assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
     h.bit = 2;
     assert_int_equal(run_on_core(f, raddr_hint_fn, &h), 0);
-    uint64_t anon = attach_on(f, 0, 1, CORE_LINK_IN, NULL, CORE_IR_LINK_NONE, 0);
+    uint64_t    anon = attach_on(f, 0, 1, CORE_LINK_IN, NULL, CORE_IR_LINK_NONE, 0);
     test_dlv_t *d = deliver_ra(f, 0, anon, "hinted", true, NULL);
     assert_int_equal(expect_send(f, NULL), m.b_out);
     assert_int_equal(expect_send(f, NULL), m.c_out);
@@ -712,6 +712,132 @@ static void test_router_gone_withdraws(void **state)
     core_rt_route_t  bad[] = {{.maskbit = 0, .id = "B", .conn_bit = 0}};
     core_rt_routes_t tb = {.routers = bad, .n = 1};
     assert_int_equal(run_on_core(f, routes_fn, &tb), -EINVAL);
+    fx_free(f);
+}
+
+/* Random tables, remote destinations, data links coming and going, and deliveries of every
+ * kind: each delivery is answered exactly once (its copies' outcomes settle it, a presettled
+ * one is released), its content has one reference per copy, and no copy goes to a link that
+ * is gone.  (Run under ASan, this also checks the tables' memory.) */
+static uint32_t rnd_state = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return (rnd_state >> 8) % n;
+}
+
+static int random_routes_fn(core_t *core, void *arg)
+{
+    (void)arg;
+    static const char *const ids[] = {"", "R1", "R2", "R3", "R4", "R5", "R6"};
+    core_rt_route_t          r[6];
+    uint32_t                 n = 0;
+    for (uint32_t b = 1; b <= 6; b++) {
+        if (rnd(5) == 0)
+            continue;
+        int32_t conn = rnd(4) == 0 ? -1 : (int32_t)rnd(2);
+        r[n++] = (core_rt_route_t){.maskbit = b,
+                                   .id = ids[b],
+                                   .conn_bit = conn,
+                                   .neighbour = conn >= 0 && rnd(2),
+                                   .cost = 1 + rnd(4),
+                                   .vo = {rnd(128) | 1, 0}};
+    }
+    core_rt_routes_t t = {.routers = r, .n = n, .radius = 1 + rnd(3)};
+    return core_rt_set_routes_CT(core, &t);
+}
+
+static void test_random_mesh(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    uint64_t anon = attach_on(f, 0, 1, CORE_LINK_IN, NULL, CORE_IR_LINK_NONE, 0);
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    static const char *const keys[] = {"M0r0", "M0mc.r1", "M0cl.r2"};
+    static const char *const tos[] = {"r0", "mc.r1", "cl.r2", "_topo/0/R3/x", "_topo/0/R5/y"};
+    uint64_t                 extra = 0; /* a data link of a random priority on conn C, or 0 */
+    int                      copies = 0, fanouts = 0, unrouted = 0; /* what the run exercised */
+    for (int it = 0; it < 600; it++) {
+        switch (rnd(8)) {
+        case 0:
+            assert_int_equal(run_on_core(f, random_routes_fn, NULL), 0);
+            break;
+        case 1:
+        case 2:
+        case 3: {
+            raddr_arg_t r = {keys[rnd(3)], 1 + rnd(6), rnd(4) != 0};
+            run_on_core(f, raddr_fn, &r); /* -ENOENT for a delete of nothing is fine */
+            break;
+        }
+        case 4:
+            if (extra) {
+                detach(f, 0, extra);
+                extra = 0;
+            } else {
+                extra = attach_on(f, 0, CONN_C, CORE_LINK_OUT, NULL, CORE_IR_LINK_DATA,
+                                  (uint8_t)rnd(10));
+            }
+            break;
+        default: {
+            bool pre = rnd(2);
+            ra_t ra = {.ingress = rnd(3) ? NULL : "0/R2",
+                       .priority = (uint8_t)(rnd(2) ? 0 : rnd(11))};
+            for (uint32_t k = 0, n = rnd(3); k < n; k++)
+                ra.trace[k] = k == 0 ? "0/R1" : k == 1 ? "0/R4" : "0/A";
+            test_dlv_t *d = deliver_ra(f, 0, anon, tos[rnd(5)], pre, &ra);
+            /* the core's answer comes in one batch: the copies, and a SETTLE (no route) or
+             * a RELEASE (presettled) */
+            bool answered = false;
+            for (int tries = 0; tries < 500 && !answered; tries++) {
+                drain(f, 0, 10);
+                for (size_t i = 0; i < f->n_pending[0]; i++) {
+                    uint8_t t = f->pending[0][i].type;
+                    answered |= t == CORE_W_SEND || t == CORE_W_SETTLE || t == CORE_W_RELEASE;
+                }
+            }
+            assert_true(answered);
+            core_work_t sends[8];
+            int         ns = 0;
+            for (size_t i = 0; i < f->n_pending[0]; i++) {
+                core_work_t *w = &f->pending[0][i];
+                if (w->type == CORE_W_SEND) {
+                    assert_true(ns < 8);
+                    sends[ns++] = *w;
+                    memmove(w, w + 1, (f->n_pending[0] - i - 1) * sizeof(*w));
+                    f->n_pending[0]--;
+                    i--;
+                }
+            }
+            assert_int_equal(atomic_load(&d->content.refs), 1 + ns);
+            copies += ns;
+            fanouts += ns > 1;
+            unrouted += ns == 0;
+            for (int i = 0; i < ns; i++) {
+                uint64_t l = (uint64_t)((int *)sends[i].handle - f->handles);
+                assert_true(l == m.b_out || l == m.c_out || (extra && l == extra));
+                free(sends[i].u.send.to_override);
+                if (!pre)
+                    settle_copy(f, 0, l, &d->dlv, CORE_OUTCOME_ACCEPTED);
+            }
+            if (pre) {
+                core_work_t r = expect(f, 0, CORE_W_RELEASE);
+                assert_ptr_equal(r.u.release, &d->dlv);
+            } else {
+                core_disposition_t r = expect_settle(f, 0, &d->dlv);
+                assert_int_equal(r.outcome, ns ? CORE_OUTCOME_ACCEPTED : CORE_OUTCOME_RELEASED);
+                free_disp(&r);
+            }
+            free(d);
+            break;
+        }
+        }
+        /* credit to targeted senders does not concern this test */
+        f->n_pending[0] = 0;
+    }
+    assert_true(copies > 50 && fanouts > 0 && unrouted > 5);
     fx_free(f);
 }
 
@@ -890,6 +1016,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_priority_links),
         cmocka_unit_test(test_mau_hint),
         cmocka_unit_test(test_router_gone_withdraws),
+        cmocka_unit_test(test_random_mesh),
         cmocka_unit_test(test_annotations_as_qdrouterd),
         cmocka_unit_test(test_data_as_qdrouterd),
         cmocka_unit_test(test_annotations_to_phase_stream),
