@@ -99,7 +99,7 @@ struct core {
     size_t             n_nodes;    /* their count */
     struct core_lr_table *lr;      /* _CT: the link routes (core/linkroute.c) */
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
-                                      until the first core_rt_set_routes_CT() */
+                                      until the first core_rt_*_CT() call (interior.h) */
 };
 
 /* ---- core.c: what interior.c shares with the standalone forwarder ---- */

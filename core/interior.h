@@ -12,8 +12,8 @@
  *  - core_rt_remote_addr_CT(): remote router `router_bit` has (or no longer has) a consumer
  *    for the address with hash key `key` (from its MAU / MAR, or withdrawn when the router is
  *    deleted or restarts).
- * The first core_rt_set_routes_CT() turns the forwarder's interior rules on; until then (and
- * in every standalone router) deliveries take the standalone path, untouched.
+ * The first of these calls turns the forwarder's interior rules on; until then (and in every
+ * standalone router) deliveries take the standalone path, untouched.
  *
  * What the forwarder then does with a delivery (core.c's deliver_CT hands it over):
  *  - distance = entries of x-opt-qd.trace; above radius + 1 the delivery is released.
