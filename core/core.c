@@ -777,9 +777,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
                          "Routing failure: no address present");
             return 0;
         }
-        /* x-opt-qd.phase names the phase of x-opt-qd.to (a waypoint's next leg) */
-        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist,
-                              dlv->ra_phase ? dlv->ra_phase - 1 : PHASE_INGRESS);
+        /* interior: x-opt-qd.phase names the phase of x-opt-qd.to (a waypoint's next leg) */
+        int phase = BASE_UNLIKELY(dlv->ra_phase && core->ir) ? dlv->ra_phase - 1 : PHASE_INGRESS;
+        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist, phase);
     }
     if (dist == CFG_DIST_UNAVAILABLE) {
         reject_in_CT(core, owner, dlv, "amqp:not-found",

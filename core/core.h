@@ -198,7 +198,8 @@ typedef struct core_delivery {
     uint32_t        ra_trace_len;   /* bytes at ra_trace */
     uint32_t        ra_trace_count; /* elements of the trace (the distance travelled) */
     uint8_t         ra_phase;       /* x-opt-qd.phase 1..9 + 1 when `to` is x-opt-qd.to,
-                                       else 0 (the address's configured ingress phase) */
+                                       else 0 (the address's configured ingress phase); read
+                                       in interior mode only */
     /* Core-thread fields (_CT), valid between CORE_A_DELIVER and CORE_W_SETTLE/RELEASE. */
     uint32_t           _copies;  /* outgoing copies not yet settled */
     bool               _mcast;   /* aggregate outcomes with the multicast rule */

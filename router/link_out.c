@@ -224,10 +224,15 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
             }
             ra.to = scan->ra.to;
             ra.phase = scan->ra.phase;
-            ra.stream = scan->ra.stream;
         }
-        if (BASE_UNLIKELY(o->to_router) && m->c.streaming)
-            ra.stream = 1; /* qdrouterd 1.19 marks a message it routes before it is whole */
+        if (BASE_UNLIKELY(o->to_router)) {
+            /* qdrouterd 1.19 carries the mark on, and marks a message it routes before it
+             * is whole */
+            if (m->ra_in)
+                ra.stream = scan->ra.stream;
+            if (m->c.streaming)
+                ra.stream = 1;
+        }
         ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
         ra.trace_append.len = ctx->node_id_len;
         if (BASE_UNLIKELY(o->to_override != NULL)) {
