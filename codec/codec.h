@@ -134,8 +134,8 @@ typedef struct codec_iov {
  * Details: `scan` must be codec_scan()'s result for these very bytes (it is trusted).  `ra`
  * NULL means write nothing.  The router trailer is written in this order, each pair only when
  * it has a value: x-opt-qd.phase, .stream, .to, .ingress, .trace, qdrouterd 1.19's order
- * (codec_int.h has the byte layouts); the map is a map8 when it fits, else a map32.  When nothing is left to put in
- * the section (no user pairs, nothing to write) it is omitted.  Adjacent byte ranges are
+ * (codec_int.h has the byte layouts); the map is a map8 when it fits, else a map32.  When
+ * nothing is left to put in the section (no user pairs, nothing to write) it is omitted.  Adjacent byte ranges are
  * merged, so without ma_user_split at most CODEC_COMPOSE_IOV_MAX entries are used (one more
  * per extra run of user pairs with it).  Zero-length entries are never produced; an empty
  * prefix returns 0.  Writes nothing but scratch[0, need) and iov[0, n); on CODEC_INVALID
