@@ -311,6 +311,23 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
 }
 
 /* Hand a delivery whose sections up to the body are here to the core. */
+/* The router annotations the core's interior rules read (core.h). */
+static void in_route_ra_WT(rtr_in_t *in, const rtr_msg_t *m)
+{
+    const codec_ra_t *ra = &m->scan.ra;
+    if (ra->ingress.ptr) {
+        in->dlv.ra_ingress = ra->ingress.ptr;
+        in->dlv.ra_ingress_len = (uint32_t)ra->ingress.len;
+    }
+    if (ra->to.ptr && ra->phase > 0 && ra->phase <= 9)
+        in->dlv.ra_phase = (uint8_t)(ra->phase + 1);
+    if (ra->trace.ptr) {
+        in->dlv.ra_trace = ra->trace.ptr;
+        in->dlv.ra_trace_len = (uint32_t)ra->trace.len;
+        in->dlv.ra_trace_count = ra->trace_count;
+    }
+}
+
 static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
 {
     rtr_conn_t *c = k->conn;
@@ -324,6 +341,13 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     if (to->ptr) {
         in->dlv.to = (const char *)to->ptr;
         in->dlv.to_len = (uint32_t)to->len;
+    }
+    if (m->ra_in)
+        in_route_ra_WT(in, m);
+    if (m->scan.header.len) {
+        /* the data link a copy to another router takes (core.h: +1, 0 is "absent") */
+        uint8_t p = codec_header_priority(m->data, &m->scan);
+        in->dlv.priority = (uint8_t)((p > 9 ? 9 : p) + 1);
     }
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);

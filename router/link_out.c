@@ -60,6 +60,7 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
     }
     BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
     rtr_msg_unref(o->msg);
+    free(o->to_override);
     rtr_out_t_free(o);
     w->n_outs--;
 }
@@ -130,6 +131,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
             report_WT(k, dlv, &d);
         }
+        free(work->u.send.to_override);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -141,6 +143,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
         stats_obj_add(w->shard, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
         stats_obj_add(w->shard, w->ctx->stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        free(work->u.send.to_override);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -151,6 +154,9 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     o->in = dlv;
     o->msg = m;
     o->link = k;
+    o->to_override = work->u.send.to_override;
+    o->to_phase = work->u.send.to_phase;
+    o->to_router = work->u.send.to_router;
     o->reader.worker = w;
     if (m->c.streaming)
         rtr_msg_reader_add(m, &o->reader);
@@ -221,8 +227,22 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
             ra.to = scan->ra.to;
             ra.phase = scan->ra.phase;
         }
+        if (BASE_UNLIKELY(o->to_router)) {
+            /* qdrouterd 1.19 carries the mark on, and marks a message it routes before it
+             * is whole */
+            if (m->ra_in)
+                ra.stream = scan->ra.stream;
+            if (m->c.streaming)
+                ra.stream = 1;
+        }
         ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
         ra.trace_append.len = ctx->node_id_len;
+        if (BASE_UNLIKELY(o->to_override != NULL)) {
+            /* to another router, from a targeted link: its address routes it there */
+            ra.to.ptr = (const uint8_t *)o->to_override;
+            ra.to.len = strlen(o->to_override);
+            ra.phase = o->to_phase;
+        }
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)

@@ -29,6 +29,10 @@ struct rtr_out {
     rtr_out_t        *wnext;    /* on worker->waiters */
     rtr_out_t        *wprev;    /* on worker->waiters */
     rtr_link_t       *link;     /* its link */
+    char             *to_override; /* x-opt-qd.to to write (core_work_t send.to_override,
+                                      heap), or NULL */
+    uint8_t           to_phase;  /* with it: x-opt-qd.phase, 0 for none */
+    bool              to_router; /* core_work_t send.to_router */
 };
 
 /* Pooled (core/base/pool.h): allocated and freed on its link's worker. */
