@@ -241,8 +241,9 @@ def make_durable_queues(broker, names):
 
 
 @pytest.mark.deadline(150)
+@pytest.mark.parametrize("how", ["frozen", "abrupt"])
 @pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
-def test_nothing_lost_when_the_broker_goes_away(kind, request, make_router):
+def test_nothing_lost_when_the_broker_goes_away(kind, how, request, make_router):
     broker = request.getfixturevalue(kind)
     rabbit = kind == "rabbitmq"
     wq = unique_name("wploss")   # the waypoint's queue
@@ -282,30 +283,42 @@ def test_nothing_lost_when_the_broker_goes_away(kind, request, make_router):
         # traffic flows on both kinds of address
         t.until(lambda: all(len(p.accepted) == KILL_AFTER for p in producers), TIMEOUT,
                 "%d ids accepted on each producer before the kill" % KILL_AFTER)
-        assert wp_rcv.got and lr_rcv.got, "consumers got nothing before the kill"
+        t.until(lambda: wp_rcv.got and lr_rcv.got, TIMEOUT, "the consumers' first messages")
 
         # ---- the broker is SIGKILLed with deliveries in flight ----
-        # It is stopped (SIGSTOP) first, until the producers' transfers are all at the router
-        # (nothing settles, nothing more is sent): a transfer still on its way to the router
-        # when the router detaches a link-routed link can be settled by no one, and its
-        # producer can only send it again, in doubt, as it does.
-        freeze(broker)
-        for p in producers:
-            p.limit = N
-        last = [None, time.monotonic()]
+        if how == "frozen":
+            # It is stopped (SIGSTOP) first, until the producers' transfers are all at the
+            # router (nothing settles, nothing more is sent): a transfer still on its way to
+            # the router when the router detaches a link-routed link can be settled by no one,
+            # and its producer can only send it again, in doubt, as it does.
+            freeze(broker)
+            for p in producers:
+                p.limit = N
+            last = [None, time.monotonic()]
 
-        def still():
-            now = time.monotonic()
-            key = tuple(tuple(sorted(i for i, _ in p.unsettled.values())) for p in producers)
-            if key != last[0]:
-                last[0], last[1] = key, now
-            return now - last[1] >= STILL
-        t.until(still, TIMEOUT, "the producers to stop sending to the frozen broker")
+            def still():
+                now = time.monotonic()
+                key = tuple(tuple(sorted(i for i, _ in p.unsettled.values()))
+                            for p in producers)
+                if key != last[0]:
+                    last[0], last[1] = key, now
+                return now - last[1] >= STILL
+            t.until(still, TIMEOUT, "the producers to stop sending to the frozen broker")
+        else:
+            # killed while the messages flow: each producer gets some more ids, and the broker
+            # is killed as soon as both sent them all
+            for p in producers:
+                p.limit = KILL_AFTER + 2 * WINDOW
+            t.until(lambda: all(p.fresh == p.limit for p in producers), TIMEOUT,
+                    "the producers to send %d ids" % (KILL_AFTER + 2 * WINDOW))
         in_flight = {p.name: dict(p.unsettled) for p in producers}
-        assert all(in_flight.values()), "nothing in flight at the kill: %r" % {
-            n: len(x) for n, x in in_flight.items()}
+        if how == "frozen":
+            assert all(in_flight.values()), "nothing in flight at the kill: %r" % {
+                n: len(x) for n, x in in_flight.items()}
         broker.kill()
         t_killed = time.monotonic()
+        for p in producers:
+            p.limit = N
 
         # the link-routed client links are detached with qdrouterd's error
         t.until(lambda: lr.detached and lr_rcv.detached, TIMEOUT,
@@ -320,18 +333,25 @@ def test_nothing_lost_when_the_broker_goes_away(kind, request, make_router):
                        for p in producers for d in in_flight[p.name])
         t.until(resolved, TIMEOUT, "the deliveries in flight at the kill to come back")
         back = collections.Counter()
+        # a frozen broker accepted none of them; one killed while it worked may have accepted
+        # some just before (the final check shows they got there)
+        allowed = (Delivery.RELEASED, Delivery.MODIFIED) + (
+            (Delivery.ACCEPTED,) if how == "abrupt" else ())
         for p in producers:
             for d, (i, _) in in_flight[p.name].items():
                 if d in p.doubted:
                     back[(p.name, "left unsettled")] += 1
                     continue
                 state = p.settled_outcomes[d]
-                assert state in (Delivery.ACCEPTED, Delivery.RELEASED, Delivery.MODIFIED), \
-                    (p.name, i, outcome_name(state))
+                assert state in allowed, (p.name, i, outcome_name(state))
                 back[(p.name, outcome_name(state))] += 1
-        assert not any(n for (_, what), n in back.items() if what == "left unsettled"), (
-            "deliveries in flight at the kill left unsettled when the router detached their "
-            "link: %r" % dict(back))
+        doubted = {n for (n, what), k in back.items() if what == "left unsettled"}
+        # the link-routed producer's link is detached: in flight when the broker was frozen,
+        # every transfer was at the router, which settles them before the detach; when the
+        # broker was killed at work, transfers still on the wire when the router detached
+        # the link are in doubt (AMQP has no outcome for them: the producer sends them again)
+        assert not doubted if how == "frozen" else doubted <= {"lr"}, (
+            "deliveries in flight at the kill left unsettled: %r" % dict(back))
 
         # while the broker is down: autoLinks not active, link-routed attaches refused
         c.wait(lambda: all(s in ("inactive", "failed")
@@ -361,7 +381,6 @@ def test_nothing_lost_when_the_broker_goes_away(kind, request, make_router):
                     "%s %d/%d" % (p.name, len(p.accepted), N) for p in producers))
         for p in producers + [wp_rcv, lr_rcv]:
             assert not p.bad, p.bad[:10]
-        assert not lr.in_doubt, lr.in_doubt[:10]
 
         # ---- message by message ----
         pairs = [(wp, wp_rcv, t_back_wp), (lr, lr_rcv, t_back_lr)]
