@@ -22,6 +22,7 @@
 #include "router/link_auto.h"
 #include "router/linkroute.h"
 #include "router/conn_watch.h"
+#include "router/conn_props.h"
 #include "router/connector.h"
 #include "router/lstats.h"
 
@@ -218,6 +219,8 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_put_string(props, pn_bytes(8, "junction"));
     pn_data_put_symbol(props, pn_bytes(7, "version"));
     pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
+    if (c->connector) /* its openProperties, after the router's own (qdrouterd's order) */
+        rtr_conn_props_put(props, rtr_connector_cfg(c->connector)->open_properties);
     pn_data_exit(props);
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */
@@ -371,9 +374,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
             char tls[160];
             rtr_transport_tls_label_WT(c, tls, sizeof(tls));
+            /* role: normal or route-container, the only ones a listener or connector takes */
             const char *labels[] = {id, c->peer, container ? container : "",
                                     c->connector ? "out" : "in",
-                                    user ? user : "", mech ? mech : "", tls};
+                                    user ? user : "", mech ? mech : "", tls,
+                                    cfg_role_name(c->listener->role)};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));

@@ -19,6 +19,7 @@
 #include "router/link_auto.h"
 
 #include "core/base/list.h"
+#include "router/peer_quirks.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -163,6 +164,7 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
     k->zero_since = uv_now(&w->loop) | 1;
     k->al_id = work->u.autolink.id;
     k->al_gen = work->u.autolink.gen;
+    k->quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link (peer_quirks.h) */
     pn_link_open(pl);
     LOGL(k, INFO, "Auto link attaching: %s %s (%s at the peer)",
          out ? "outgoing from" : "incoming to", address, peer);

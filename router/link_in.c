@@ -13,6 +13,7 @@
  */
 #include "router/link_in.h"
 #include "router/linkroute.h"
+#include "router/peer_quirks.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -133,8 +134,12 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
         a->type = CORE_A_LINK_DETACH;
         a->link_id = k->id;
     } else {
-        /* never announced (an autoLink's link the peer refused, link_auto.c): freed now, so
-         * off the pump list a flow from the peer may have put it on */
+        /* never announced (an autoLink's link the peer refused, link_auto.c, or a link
+         * route's broker end, linkroute.c): freed now, so off the pump list a flow from the
+         * peer may have put it on; stats the worker made for it (the broker end's) retired
+         * after its last write */
+        if (!stats_obj_is_none(k->stats))
+            stats_object_retire(w->ctx->stats->reg, k->stats);
         if (k->in_pump) {
             rtr_link_t **pp = &k->conn->pump;
             while (*pp != k)
@@ -184,11 +189,17 @@ static void link_credit_sync_WT(rtr_link_t *k)
     if (k->drain_out && avail <= 0)
         k->drain_out = false; /* answered, or the credit was used up */
     if (!k->credit_on || k->conn->worker->stopping) {
-        if (!k->drain_out && avail > 0) {
+        if (!k->drain_out && avail > 0 && (k->quirks & RTR_QUIRK_NO_DRAIN)) {
+            /* a peer a drain would break (RabbitMQ, docs/brokers.md R6): the credit is taken
+             * back by lowering it, and transfers already sent on it are still welcome */
+            pn_link_flow(pl, -avail);
+            k->revoked += (uint32_t)avail;
+        } else if (!k->drain_out && avail > 0) {
             pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
             k->drain_out = true;
         }
     } else if (!k->drain_out) {
+        k->revoked = 0;
         if (pn_link_get_drain(pl))
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
@@ -267,6 +278,8 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
         default:
             break;
         }
+        if (in->link && BASE_UNLIKELY(in->link->quirks))
+            state = rtr_quirk_outcome(in->link->quirks, state); /* an autoLink's (R9) */
         if (in->has_final)
             pn_delivery_update(d, state);
         pn_delivery_set_context(d, NULL);
@@ -391,7 +404,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         /* Proton counts a receiver's credit down when a delivery is advanced past, so the
          * credit left is credit - queued; below zero, the sender sent without credit (and
          * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if (pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
+        if (pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
             k->held >= k->conn->listener->max_unsettled) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);

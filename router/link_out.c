@@ -15,6 +15,7 @@
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
+#include "router/peer_quirks.h"
 
 #include <proton/condition.h>
 #include <proton/delivery.h>
@@ -180,11 +181,28 @@ static bool link_out_full_WT(rtr_link_t *k)
     return true;
 }
 
+/* Hand p[0, n) of an outgoing copy's prefix to Proton less the bytes in cut[0, cut_len) (the
+ * message's delivery annotations toward a peer they would break, docs/brokers.md R13). */
+static void link_send_cut_WT(rtr_link_t *k, const uint8_t *p, size_t n, const uint8_t *cut,
+                             size_t cut_len)
+{
+    codec_bytes_t part[2];
+    int           np = rtr_quirk_cut(p, n, cut, cut_len, part);
+    for (int i = 0; i < np; i++)
+        link_send_WT(k, part[i].ptr, part[i].len);
+}
+
 static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
 {
     rtr_msg_t *m = o->msg;
     const codec_scan_t *scan = &m->scan;
     codec_ra_out_t ra = {0};
+    const uint8_t *cut = NULL; /* the delivery annotations, when k's peer must not get them */
+    size_t cut_len = 0;
+    if (BASE_UNLIKELY(k->quirks & RTR_QUIRK_NO_DA) && scan->delivery_annotations.len) {
+        cut = m->data + scan->delivery_annotations.off;
+        cut_len = scan->delivery_annotations.len;
+    }
 
     if (!k->conn->strip_out) {
         const rtr_ctx_t *ctx = k->conn->worker->ctx;
@@ -206,7 +224,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
-            link_send_WT(k, m->data, scan->body_off);
+            link_send_cut_WT(k, m->data, scan->body_off, cut, cut_len);
         return;
     }
     uint8_t scratch_stack[1024];
@@ -226,7 +244,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     BASE_BUG_ON(n < 0);
     for (int i = 0; i < n; i++)
         if (iov[i].len)
-            link_send_WT(k, iov[i].base, iov[i].len);
+            link_send_cut_WT(k, iov[i].base, iov[i].len, cut, cut_len);
     if (scratch != scratch_stack)
         free(scratch);
     if (iov != iov_stack)

@@ -28,6 +28,7 @@
 #include "core/base/map.h"
 #include "core/linkroute.h"
 #include "router/link_in.h"
+#include "router/peer_quirks.h"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -70,6 +71,9 @@ typedef struct rtr_lr_end {
     bool       drained_due; /* S: the other peer drained: answer this peer's drain once
                                what is queued went out (rtr_lr_conn_written_WT) */
     bool draining;          /* R: its peer was asked to drain */
+    unsigned        far_quirks; /* end 0: what the route container cannot take
+                                   (RTR_QUIRK_*; end 1's are its link's k->quirks) */
+    rtr_da_strip_t *da;         /* end 1, RTR_QUIRK_NO_DA: the delivery being sent's filter */
 } rtr_lr_end_t;
 
 /* Per-delivery record (the Proton delivery's context). */
@@ -111,10 +115,13 @@ typedef struct lr_msg {
     int64_t        credit; /* FLOW, DRAINED */
     /* ATTACH, ATTACHED */
     char                *name;
+    char                *key;    /* ATTACH: the client's address as qdrouterd's owningAddr
+                                    shows it for both ends ("M0<address>") */
     bool                 sender; /* ATTACH: end 1's link is a sender */
     lr_term_t            source, target;
     pn_snd_settle_mode_t snd_mode;
     pn_rcv_settle_mode_t rcv_mode;
+    unsigned             quirks; /* ATTACHED: the route container's (RTR_QUIRK_*) */
     /* XFER */
     char  *bytes;
     size_t len;
@@ -192,6 +199,7 @@ static void term_fini(lr_term_t *t)
 static void msg_free(lr_msg_t *m)
 {
     free(m->name);
+    free(m->key);
     term_fini(&m->source);
     term_fini(&m->target);
     free(m->bytes);
@@ -275,6 +283,9 @@ void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
     term_take(&m->target, pn_link_remote_target(pl));
     /* the container's terminus gets the rewritten address */
     lr_term_t *t = k->out ? &m->source : &m->target;
+    size_t     klen = strlen(t->address ? t->address : "") + 3;
+    m->key = base_malloc(klen);
+    snprintf(m->key, klen, "M0%s", t->address ? t->address : "");
     free(t->address);
     t->address = routed->address;
     routed->address = NULL;
@@ -313,6 +324,20 @@ void rtr_lr_link_freed_WT(pn_session_t *s)
         pn_session_close(s); /* freed when the peer's end comes, or with the connection */
 }
 
+/* End 1's router.link row (qdrouterd 1.19 shows both ends of a routed link): made here, as
+ * the core makes the client end's, and retired by rtr_link_cleanup_WT after this worker's
+ * last write.  Its capacity is 0, as qdrouterd's is for this end. */
+static void lr_end_stats_WT(rtr_link_t *k, const lr_msg_t *m)
+{
+    char id[24], conn[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)k->id);
+    snprintf(conn, sizeof(conn), "%llu", (unsigned long long)k->conn->id);
+    const char         *labels[] = {id, conn, k->out ? "out" : "in", m->key ? m->key : "",
+                                    m->name ? m->name : ""};
+    const core_stats_t *cs = k->conn->worker->ctx->stats;
+    core_stats_object_new(cs, cs->link, labels, &k->stats);
+}
+
 /* End 1: attach on the route container's connection. */
 static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
 {
@@ -336,6 +361,8 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
     pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
 
     rtr_link_t *k = rtr_link_new_WT(c, pl, m->sender);
+    k->quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link (peer_quirks.h) */
+    lr_end_stats_WT(k, m);
     rtr_lr_end_t *e = end_new(p, 1, k);
     e->open = true;
     pn_link_open(pl);
@@ -356,6 +383,7 @@ void rtr_lr_remote_open_WT(rtr_link_t *k)
     term_take(&m->target, pn_link_remote_target(pl));
     m->snd_mode = pn_link_remote_snd_settle_mode(pl);
     m->rcv_mode = pn_link_remote_rcv_settle_mode(pl);
+    m->quirks = k->quirks;
     msg_post(m);
     rtr_lr_flow_WT(k); /* a broker may grant credit with its attach */
 }
@@ -382,6 +410,7 @@ static void on_attached_WT(rtr_lr_end_t *e, lr_msg_t *m)
     pn_link_open(pl);
     k->open = true;
     e->open = true;
+    e->far_quirks = m->quirks;
     if (end_is_s(k))
         flow_s_WT(e);
     rtr_conn_mark_dirty_WT(k->conn);
@@ -405,6 +434,18 @@ static void flow_s_WT(rtr_lr_end_t *e)
         msg_post(m);
     }
     if (pn_link_get_drain(pl) && pn_link_credit(pl) > 0 && !e->drain_asked) {
+        if (e->far_quirks & RTR_QUIRK_NO_DRAIN) {
+            /* a drain would end the route container's session (RabbitMQ, docs/brokers.md
+             * R6): it is answered here, as on a message-routed link, once what the router
+             * holds went out; the credit the container has stays its own and what it sends
+             * with it waits here for the client's next credit (decision 0007) */
+            if (!e->drained_due) {
+                e->drained_due = true;
+                e->k->conn->lr_drain_due = true;
+                rtr_conn_mark_dirty_WT(e->k->conn);
+            }
+            return;
+        }
         e->drain_asked = true;
         msg_post(msg_new(e->pair, 1 - e->side, LR_DRAIN));
     }
@@ -533,6 +574,26 @@ void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
     rtr_conn_mark_dirty_WT(k->conn);
 }
 
+/* S toward a peer that must not get delivery annotations: send m's bytes without them (the
+ * delivery's filter is made at its first bytes and kept until the next delivery starts). */
+static void xfer_send_stripped_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    if (!e->da)
+        e->da = base_malloc(sizeof(*e->da));
+    if (m->first)
+        rtr_da_strip_init(e->da);
+    uint8_t  stack[4096];
+    size_t   room = m->len + RTR_DA_STRIP_HELD_MAX;
+    uint8_t *out = room <= sizeof(stack) ? stack : base_malloc(room);
+    size_t   n = rtr_da_strip(e->da, (const uint8_t *)m->bytes, m->len, out);
+    if (!m->more)
+        n += rtr_da_strip_end(e->da, out + n);
+    if (n)
+        pn_link_send(e->k->pn, (const char *)out, n);
+    if (out != stack)
+        free(out);
+}
+
 /* S: bytes of a delivery from R. */
 static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
@@ -557,8 +618,11 @@ static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
         pn_delivery_abort(d); /* frees d */
         return;
     }
-    if (m->len)
+    if (BASE_UNLIKELY(e->k->quirks & RTR_QUIRK_NO_DA)) {
+        xfer_send_stripped_WT(e, m); /* delivery annotations would drop the connection (R13) */
+    } else if (m->len) {
         pn_link_send(pl, m->bytes, m->len);
+    }
     if (!m->more) {
         pn_link_advance(pl);
         if (m->settled)
@@ -572,9 +636,11 @@ static void on_disp_WT(rtr_lr_end_t *e, lr_msg_t *m)
     pn_delivery_t *d = base_map_uget(&e->dlv, m->seq);
     if (!d)
         return;
-    if (m->state && m->state != pn_delivery_local_state(d)) {
+    /* toward a peer that breaks on MODIFIED: RELEASED (RabbitMQ, docs/brokers.md R9) */
+    uint64_t state = rtr_quirk_outcome(e->k->quirks, m->state);
+    if (state && state != pn_delivery_local_state(d)) {
         pn_disposition_t *disp = pn_delivery_local(d);
-        if (m->state == PN_MODIFIED) {
+        if (state == PN_MODIFIED) {
             pn_disposition_set_failed(disp, m->failed);
             pn_disposition_set_undeliverable(disp, m->undeliverable);
         }
@@ -583,7 +649,7 @@ static void on_disp_WT(rtr_lr_end_t *e, lr_msg_t *m)
             pn_condition_set_name(cond, m->cond_name);
             pn_condition_set_description(cond, m->cond_desc);
         }
-        pn_delivery_update(d, m->state);
+        pn_delivery_update(d, state);
     }
     if (m->settled) {
         lr_dlv_t *r = pn_delivery_get_context(d);
@@ -623,6 +689,7 @@ static void end_free_WT(rtr_lr_end_t *e)
         pn_delivery_set_context(d, NULL);
     }
     base_map_fini(&e->dlv);
+    free(e->da);
     e->k->lr = NULL;
     e->pair->e[e->side] = NULL;
     pair_unref(e->pair);

@@ -67,6 +67,10 @@ struct rtr_link {
     uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
     uint32_t     al_gen;     /* its activation */
     struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
+    unsigned     quirks;     /* a link the router attached on a route container's connection:
+                                what its peer cannot take (RTR_QUIRK_*, router/peer_quirks.h) */
+    uint32_t     revoked;    /* IN, RTR_QUIRK_NO_DRAIN: credit taken back by lowering it, which
+                                transfers already on their way may still use */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
