@@ -60,7 +60,7 @@ REATTACH_DELAY = 0.3  # a detached or refused client link is attached again afte
 TIMEOUT = 60.0
 
 LR = "lrloss"  # the link-routed prefix
-STILL = 1.0  # seconds with nothing sent and nothing settled: the transfers are at the router
+STILL = 1.5  # seconds with nothing sent and nothing settled: the transfers are at the router
 
 
 class _Durable(LinkOption):
