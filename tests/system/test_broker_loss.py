@@ -8,13 +8,21 @@ One router has a route-container connector to the broker and serves two kinds of
 * link-routed addresses (a linkRoute each way): the clients' links are carried to the broker.
 
 At-least-once producers send unsettled deliveries, each message with a unique id; on RELEASED or
-MODIFIED they send the same id again, on ACCEPTED they record it.  Consumers accept what comes
-and record the ids.  While traffic flows on both kinds of address the broker is SIGKILLed, then
-started again on the same port and data.  The test checks:
+MODIFIED (or a detach that left it unsettled) they send the same id again, on ACCEPTED they
+record it.  Consumers accept what comes and record the ids.  While traffic flows on both kinds
+of address the broker is SIGKILLed, then started again on the same port and data, in two ways:
 
-* every delivery in flight at the kill comes back RELEASED or MODIFIED (or ACCEPTED, when the
-  broker's accept was already on its way), settled by the router, on waypoint and link-routed
-  links alike; never another outcome, never left unsettled;
+* `frozen`: the broker is stopped first (SIGSTOP) until the producers' transfers are all at the
+  router, so the deliveries in flight at the kill are known to have reached it;
+* `abrupt`: killed at work, with transfers on the wire.
+
+The test checks:
+
+* every delivery in flight at the kill comes back settled by the router, RELEASED or MODIFIED,
+  on waypoint and link-routed links alike (the link-routed ones before their link is detached);
+  killed at work, the broker may have ACCEPTED some just before, and a link-routed transfer
+  still on the wire when the router detached the link has no outcome (its producer sends it
+  again); never another outcome;
 * no delivery sent after the kill is ACCEPTED while the broker is down (the router accepts
   nothing on its own);
 * the link-routed client links are detached with qdrouterd's `qd:routed-link-lost`, and attaches
@@ -28,12 +36,13 @@ started again on the same port and data.  The test checks:
   - the Proton broker keeps its queues in memory and sends everything settled (P2, P10): what
     it held when it was killed is gone, so what can be asserted is that every id whose accepted
     delivery was sent after the broker was back (autoLinks active, link-routed attach
-    answered) reaches a consumer, besides the two checks above, which hold for both brokers.
+    answered) reaches a consumer, besides the checks above, which hold for both brokers.
 
 The queues are made durable beforehand by a client attached to RabbitMQ directly (a terminus
 with durability `configuration`); the autoLinks and link routes then name them as
 `/amq/queue/NAME`, which only names an existing queue (R1) and so never declares a non-durable
-one.  The Proton broker takes `/amq/queue/NAME` as a plain queue name (P1).
+one.  The Proton broker takes `/amq/queue/NAME` as a plain queue name (P1).  docs/brokers.md
+("A broker that goes away") says what is checked with each broker, and why.
 """
 
 import collections
@@ -52,7 +61,7 @@ from mgmt_tool import Node
 
 N = 300          # ids per producer
 WINDOW = 40      # unsettled deliveries a producer keeps in flight
-KILL_AFTER = 60  # the broker is killed once a producer had this many ids accepted
+KILL_AFTER = 60  # ids each producer has accepted before the kill phase begins
 RESEND_DELAY = 0.1  # a released id is sent again after this long (no busy loop)
 REATTACH_DELAY = 0.3  # a detached or refused client link is attached again after this long
 # RabbitMQ starts in 4-10 s on a loaded machine, and the connector retries every 5 s after a
@@ -100,6 +109,7 @@ class Producer:
     def _attach(self):
         self.snd = self.conn.sender(self.address, wait=False)
         self.snd_open = False
+        self.closed_seen = False
 
     def done(self):
         return len(self.accepted) == len(self.ids)
@@ -123,10 +133,12 @@ class Producer:
                 self.bad.append((i, "settled %s" % outcome_name(state)))
         if pn.state & Endpoint.REMOTE_CLOSED:
             cond = pn.remote_condition
-            if self.snd_open:
-                self.detached.append(cond.name if cond else None)
-            else:
-                self.refused.append(cond.name if cond else None)
+            if not self.closed_seen:  # the Client closed our end already
+                self.closed_seen = True
+                (self.detached if self.snd_open else self.refused).append(
+                    cond.name if cond else None)
+                if not self.reattach:
+                    self.bad.append((None, "waypoint sender detached: %s" % cond))
             # the link is gone: what it left unsettled is in doubt, and sent again
             for d, (i, sent) in list(self.unsettled.items()):
                 self.in_doubt.append(i)
@@ -137,7 +149,6 @@ class Producer:
             if pn.state & Endpoint.LOCAL_ACTIVE:
                 pn.close()
             if not self.reattach:
-                self.bad.append((None, "waypoint sender detached: %s" % cond))
                 return
             if self.retry_at == 0.0:
                 self.retry_at = now + REATTACH_DELAY
@@ -177,6 +188,7 @@ class Consumer:
     def _attach(self):
         self.rcv = self.conn.receiver(self.address, credit=WINDOW, settle="accept", wait=False)
         self.rcv_open = False
+        self.closed_seen = False
 
     def step(self, now):
         for g in self.rcv.drain_queue():
@@ -184,11 +196,15 @@ class Consumer:
         pn = self.rcv.pn
         if pn.state & Endpoint.REMOTE_CLOSED:
             cond = pn.remote_condition
-            (self.detached if self.rcv_open else self.refused).append(cond.name if cond else None)
+            if not self.closed_seen:  # the Client closed our end already
+                self.closed_seen = True
+                (self.detached if self.rcv_open else self.refused).append(
+                    cond.name if cond else None)
+                if not self.reattach:
+                    self.bad.append("waypoint receiver detached: %s" % cond)
             if pn.state & Endpoint.LOCAL_ACTIVE:
                 pn.close()
             if not self.reattach:
-                self.bad.append("waypoint receiver detached: %s" % cond)
                 return
             if self.retry_at == 0.0:
                 self.retry_at = now + REATTACH_DELAY
