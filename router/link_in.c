@@ -12,6 +12,7 @@
  * core's work.
  */
 #include "router/link_in.h"
+#include "router/link_auto.h"
 #include "router/linkroute.h"
 #include "router/peer_quirks.h"
 
@@ -151,14 +152,26 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
 }
 
-/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
- * back; k may be freed). */
-static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
+void rtr_link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
+    if (k->al_id)
+        rtr_autolink_closed_WT(k, name, desc);
     rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
+}
+
+void rtr_link_errant_transfer_WT(rtr_link_t *k)
+{
+    rtr_conn_t *c = k->conn;
+    const char *desc = "a transfer on a link where the router sends";
+    /* Proton took the transfer for one of the link's own deliveries, queued to go out: it
+     * would hold the link's detach, and the connection's close, back for good.  The link goes
+     * first (nothing more is sent on it), then the connection, at the transport */
+    LOGL(k, DEBUG, "Link closed: amqp:not-allowed (a transfer from the link's receiver)");
+    rtr_link_close_error_WT(k, "amqp:not-allowed", desc);
+    rtr_conn_protocol_error_WT(c, "amqp:not-allowed", desc);
 }
 
 /* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
@@ -387,7 +400,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     else
         in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
     in->pn = NULL; /* link cleanup frees or aborts the record */
-    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
+    rtr_link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
     rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:connection:forced", desc);
     return true;
 }
@@ -408,8 +421,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
             k->held >= k->conn->listener->max_unsettled) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);
-            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
-                                "a transfer without link credit");
+            rtr_link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
+                                    "a transfer without link credit");
             return;
         }
         in = rtr_in_t_new();

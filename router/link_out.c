@@ -26,6 +26,8 @@
 
 BASE_POOL_DEFINE(rtr_out_t, 64)
 
+char rtr_dlv_forgotten;
+
 void rtr_link_schedule_pump_WT(rtr_link_t *k)
 {
     if (k->in_pump || !k->pn)
@@ -268,7 +270,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
                 core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
                 report_WT(k, o->in, &d);
             }
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_abort(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -342,7 +344,7 @@ void rtr_link_pump_WT(rtr_link_t *k)
         k->queued--;
         o->done_sending = true;
         if (!o->in) {
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_settle(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -356,11 +358,13 @@ void rtr_link_pump_WT(rtr_link_t *k)
 }
 
 /* The receiver settled (or updated) an outgoing copy. */
-void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
+bool rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_out_t *o = pn_delivery_get_context(d);
-    if (!o || !pn_delivery_settled(d))
-        return;
+    if (!o)
+        return false; /* not one the router made: the receiver sent a transfer */
+    if (o == RTR_DLV_FORGOTTEN || !pn_delivery_settled(d))
+        return true;
     core_disposition_t disp = {0};
     pn_disposition_t *remote = pn_delivery_remote(d);
     switch (pn_delivery_remote_state(d)) {
@@ -389,10 +393,11 @@ void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
     }
     if (o->in)
         report_WT(k, o->in, &disp);
-    pn_delivery_set_context(d, NULL);
+    pn_delivery_set_context(d, RTR_DLV_FORGOTTEN);
     pn_delivery_settle(d);
     o->pn = NULL;
     out_free_WT(k, o); /* settled before we finished sending it: that stops there */
+    return true;
 }
 
 /* Forget the link's copies: each is reported to the core (never started: RELEASED; sent but
@@ -412,7 +417,7 @@ void rtr_link_out_cleanup_WT(rtr_link_t *k)
             report_WT(k, o->in, &d);
         }
         if (o->pn)
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
         out_free_WT(k, o);
         o = next;
     }
