@@ -8,8 +8,12 @@
  * DESIGN: each end keeps its own Proton deliveries, numbered by the end that receives the
  * transfers (`seq`); a message names a delivery by that number.  An end settles its own
  * delivery exactly once: when its own peer settled it, or when the other end says its peer
- * did.  No outcome is ever made up: when a link ends, the other end is detached with the
- * error, and its unsettled deliveries stay unsettled for its peer to resolve.
+ * did.  When a link ends, the other end is detached with the error.  When the router's link
+ * to the route container ends first, its client's unsettled transfers are settled before that
+ * detach, with the container's outcome or else RELEASED / MODIFIED (settle_lost_WT, and
+ * release_unsent_WT for what never reached that link, backlog included), as qdrouterd does;
+ * a client receiver's unsettled deliveries stay unsettled (the container takes its messages
+ * back when its own link goes).
  *
  * Credit: the end whose link sends to its peer (S) sees that peer's credit; the end that
  * receives (R) grants credit to its peer.  S keeps the credit R granted and the transfers
@@ -894,6 +898,37 @@ static void end_free_WT(rtr_lr_end_t *e)
     free(e);
 }
 
+/* S on the route container's side, going away before its peer settled what it was sent:
+ * the client's deliveries get an outcome before the client's link is detached, as qdrouterd
+ * gives them (a producer must not be left guessing): the one the container gave, settled, or
+ * else RELEASED when none of it left the router and MODIFIED (delivery-failed) when it may
+ * have reached the container.  Either way an at-least-once producer sends it again.  The
+ * messages go before the DETACH, and the other worker takes them in order. */
+static void settle_lost_WT(rtr_lr_end_t *e)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&e->dlv, i, &s)) != 0;) {
+        pn_delivery_t *d = s->value;
+        lr_dlv_t      *r = pn_delivery_get_context(d);
+        if (!r || r->told_settled)
+            continue;
+        lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_DISP);
+        m->seq = r->seq;
+        m->settled = true;
+        if (r->state == PN_ACCEPTED || r->state == PN_REJECTED || r->state == PN_RELEASED ||
+            r->state == PN_MODIFIED) {
+            m->state = r->state; /* the container's outcome, already told */
+        } else if (pn_delivery_buffered(d)) {
+            m->state = PN_RELEASED;
+        } else {
+            m->state = PN_MODIFIED;
+            m->failed = true;
+        }
+        r->told_settled = true;
+        msg_post(m);
+    }
+}
+
 void rtr_lr_end_WT(rtr_link_t *k)
 {
     rtr_lr_end_t *e = k->lr;
@@ -901,6 +936,8 @@ void rtr_lr_end_WT(rtr_link_t *k)
         return;
     if (!e->told) {
         e->told = true;
+        if (e->side == 1 && end_is_s(k))
+            settle_lost_WT(e);
         pn_link_t      *pl = k->pn;
         pn_condition_t *cond = pl ? pn_link_remote_condition(pl) : NULL;
         pn_session_t   *s = pl ? pn_link_session(pl) : NULL;
@@ -929,10 +966,31 @@ void rtr_lr_end_WT(rtr_link_t *k)
     end_free_WT(e);
 }
 
+/* R on the client's side, its other end gone: what is still unsettled here never reached
+ * the other end (what did was settled by settle_lost_WT's messages, which came first): it
+ * never left the router, so it is RELEASED, settled, before the client's link is detached. */
+static void release_unsent_WT(rtr_lr_end_t *e)
+{
+    if (!e->dlv.count)
+        return;
+    pn_delivery_t  **ds = base_calloc(e->dlv.count, sizeof(*ds));
+    size_t           n = 0;
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&e->dlv, i, &s)) != 0 && n < e->dlv.count;)
+        ds[n++] = s->value;
+    for (size_t i = 0; i < n; i++) {
+        pn_delivery_update(ds[i], PN_RELEASED);
+        dlv_settle_WT(e, ds[i]);
+    }
+    free(ds);
+}
+
 static void on_detach_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
     rtr_link_t *k = e->k;
     e->told = true; /* the other end is gone: nothing goes back */
+    if (e->side == 0 && !end_is_s(k))
+        release_unsent_WT(e);
     LOGL(k, INFO, "Link route detached by the other end: %s %s", m->cond_name ? m->cond_name : "",
          m->cond_desc ? m->cond_desc : "");
     if (!k->open) {
