@@ -173,6 +173,17 @@ static void link_credit_sync_later_WT(rtr_link_t *k)
     rtr_conn_mark_dirty_WT(k->conn);
 }
 
+/* An autoLink's incoming link whose credit goes off (its address lost its last consumer) has
+ * its credit taken back with a flow of zero credit, never with a drain: RabbitMQ ends the
+ * whole session on a drain (docs/brokers.md R6), taking the out autoLink with it and putting
+ * back every delivery whose outcome it had not yet got, while both brokers honour lowered
+ * credit (R7, P6).  Transfers already on their way arrive beyond the credit:
+ * autolink_overrun_WT takes them. */
+static void autolink_credit_off_WT(rtr_link_t *k, int avail)
+{
+    pn_link_flow(k->pn, -avail);
+}
+
 static void link_credit_sync_WT(rtr_link_t *k)
 {
     k->credit_sync = false;
@@ -184,7 +195,9 @@ static void link_credit_sync_WT(rtr_link_t *k)
     if (k->drain_out && avail <= 0)
         k->drain_out = false; /* answered, or the credit was used up */
     if (!k->credit_on || k->conn->worker->stopping) {
-        if (!k->drain_out && avail > 0) {
+        if (k->al_id && avail > 0) {
+            autolink_credit_off_WT(k, avail);
+        } else if (!k->drain_out && avail > 0) {
             pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
             k->drain_out = true;
         }
@@ -379,6 +392,32 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     return true;
 }
 
+/* A transfer beyond the credit on an autoLink's incoming link.  Brokers send them: credit
+ * the router took back (autolink_credit_off_WT) meets transfers already sent, and RabbitMQ
+ * applies a flow's credit from its own delivery-count, not from the one in the flow, so
+ * every grant that crosses transfers in flight lets it send that many more (docs/brokers.md
+ * R18).  Closing the link for it (as for a client) would end the broker's session and put
+ * back what the router had taken, so up to a second window of such transfers is taken, and
+ * Proton's credit is raised to what arrived: otherwise its next flow would carry a negative
+ * link-credit, which the broker reads as some four billion.  That flow says zero credit at
+ * the broker's delivery-count, which stops RabbitMQ's overrun.  Returns false beyond the
+ * second window (the link is closed as any other). */
+static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
+{
+    if (!k->al_id || k->held >= 2 * k->conn->listener->max_unsettled)
+        return false;
+    int avail = pn_link_credit(pl) - pn_link_queued(pl);
+    if (avail < 0) {
+        if (!k->overrun_logged)
+            LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken "
+                          "(up to a second window, %u deliveries)",
+                 k->conn->listener->max_unsettled);
+        k->overrun_logged = true;
+        pn_link_flow(pl, -avail);
+    }
+    return true;
+}
+
 void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_worker_t *w = k->conn->worker;
@@ -391,8 +430,9 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         /* Proton counts a receiver's credit down when a delivery is advanced past, so the
          * credit left is credit - queued; below zero, the sender sent without credit (and
          * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if (pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
-            k->held >= k->conn->listener->max_unsettled) {
+        if ((pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
+             k->held >= k->conn->listener->max_unsettled) &&
+            !autolink_overrun_WT(k, pl)) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);
             link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",

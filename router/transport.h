@@ -66,6 +66,7 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
     uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
     uint32_t     al_gen;     /* its activation */
+    bool         overrun_logged; /* IN, autoLink: its peer's transfers beyond credit logged */
     struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
 };
 
