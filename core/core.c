@@ -720,6 +720,8 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         /* no consumer: the address's fallback destination, if it has one that has one */
         core_addr_t *fb = core_fallback_of_CT(core, addr);
         if (fb && fb->consumers.count > 0) {
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_REDIRECTED, 1);
+            stats_obj_add(core->shard, router, CORE_ROUTER_REDIRECTED, 1);
             addr = fb;
             dist = fb->dist;
             n = fb->consumers.count;

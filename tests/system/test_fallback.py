@@ -71,9 +71,12 @@ def test_fallback_to_the_broker_only_while_no_consumer(make_router, node_of, bro
         assert "sent dest.al f2" not in b.lines
     finally:
         c.close()
-    # the fallback destination is an address of its own, beside the address
-    keys = {a["key"] for a in node.query_dicts("router.address")}
-    assert {"M0dest.al", "MGdest.al"} <= keys, keys
+    # the fallback destination is an address of its own, beside the address; f1 and f2
+    # were redirected to it
+    addrs = {a["key"]: a for a in node.query_dicts("router.address")}
+    assert {"M0dest.al", "MGdest.al"} <= set(addrs), addrs
+    assert addrs["M0dest.al"]["deliveriesRedirectedToFallback"] == 2
+    assert node.query_dicts("router")[0]["deliveriesRedirectedToFallback"] == 2
 
 
 def test_no_credit_without_a_consumer_or_a_fallback(make_router, node_of, brokers):
