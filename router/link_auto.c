@@ -232,3 +232,13 @@ void rtr_autolink_remote_close_WT(rtr_link_t *k)
          cn && cd ? " " : "", cd ? cd : "");
     report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, err);
 }
+
+void rtr_autolink_closed_WT(rtr_link_t *k, const char *why)
+{
+    rtr_conn_t *c = k->conn;
+    if (!k->pn || c->worker->stopping)
+        return;
+    char err[200];
+    snprintf(err, sizeof(err), "closed by the router: %s", why ? why : "error");
+    report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, base_strdup(err));
+}

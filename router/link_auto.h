@@ -33,5 +33,8 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work);
 void rtr_autolink_remote_open_WT(rtr_link_t *k);
 /* The peer detached an autoLink's link (before the link's cleanup). */
 void rtr_autolink_remote_close_WT(rtr_link_t *k);
+/* The router closes an autoLink's link with an error (`why`, the error's description): the
+ * autoLink is reported failed and attached again later (before the link's cleanup). */
+void rtr_autolink_closed_WT(rtr_link_t *k, const char *why);
 
 #endif

@@ -12,6 +12,7 @@
  * core's work.
  */
 #include "router/link_in.h"
+#include "router/link_auto.h"
 #include "router/linkroute.h"
 
 #include "core/base/list.h"
@@ -39,11 +40,23 @@ static void in_unlink_WT(rtr_in_t *in)
     in->link = NULL;
 }
 
-/* One delivery's credit comes back to the sender. */
+static void link_credit_sync_later_WT(rtr_link_t *k);
+
+/* One delivery's credit comes back to the sender.  An autoLink's incoming link gets it back
+ * in batches, once half its window is used: every flow RabbitMQ receives while its queue is
+ * sending lets it overrun the credit again (docs/brokers.md R18), and it echoes every flow
+ * (R5). */
 static void link_credit_back_WT(rtr_link_t *k)
 {
     if (k->held)
         k->held--;
+    if (k->al_id && k->pn) {
+        if (k->credit_on && !k->drain_out &&
+            pn_link_credit(k->pn) - pn_link_queued(k->pn) <=
+                (int)k->conn->listener->max_unsettled / 2)
+            link_credit_sync_later_WT(k);
+        return;
+    }
     if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
         rtr_conn_mark_dirty_WT(k->conn);
@@ -151,6 +164,8 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
 static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
+    if (k->al_id)
+        rtr_autolink_closed_WT(k, desc); /* failed: attached again later */
     rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
@@ -397,21 +412,22 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
  * applies a flow's credit from its own delivery-count, not from the one in the flow, so
  * every grant that crosses transfers in flight lets it send that many more (docs/brokers.md
  * R18).  Closing the link for it (as for a client) would end the broker's session and put
- * back what the router had taken, so up to a second window of such transfers is taken, and
+ * back what the router had taken, so up to three more windows of such transfers are taken
+ * (a slow router, e.g. under a sanitizer, was seen past two), and
  * Proton's credit is raised to what arrived: otherwise its next flow would carry a negative
  * link-credit, which the broker reads as some four billion.  That flow says zero credit at
- * the broker's delivery-count, which stops RabbitMQ's overrun.  Returns false beyond the
- * second window (the link is closed as any other). */
+ * the broker's delivery-count, which stops RabbitMQ's overrun.  Returns false beyond that
+ * (the link is closed as any other, and its autoLink attached again later). */
 static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
 {
-    if (!k->al_id || k->held >= 2 * k->conn->listener->max_unsettled)
+    if (!k->al_id || k->held >= 4 * k->conn->listener->max_unsettled)
         return false;
     int avail = pn_link_credit(pl) - pn_link_queued(pl);
     if (avail < 0) {
         if (!k->overrun_logged)
             LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken "
-                          "(up to a second window, %u deliveries)",
-                 k->conn->listener->max_unsettled);
+                          "(up to %u deliveries unsettled)",
+                 4 * k->conn->listener->max_unsettled);
         k->overrun_logged = true;
         pn_link_flow(pl, -avail);
     }
