@@ -176,3 +176,28 @@ def test_fallback_to_rabbitmq(rabbitmq, make_router):
     finally:
         c.close()
         node.close()
+
+
+def test_fallback_created_at_run_time(make_router, node_of, brokers):
+    # qdmanage CREATE of the address and both autoLinks: the same behaviour as configured
+    r = autolink_router(make_router, extra=[])
+    node = node_of(r)
+    b = brokers(r.url_of(1))
+    b.wait_line("open")
+    node.create({"prefix": "dest", "enableFallback": True}, "address", name="dest")
+    for name, attrs in ((x[1]["name"], x[1]) for x in FALLBACK if x[0] == "autoLink"):
+        row = node.create({k: v for k, v in attrs.items() if k != "name"}, "autoLink",
+                          name=name)
+        assert row["fallback"] is True
+    wait_states(node, ACTIVE)
+    c = Client()
+    try:
+        conn = c.connect(r.url)
+        snd = conn.sender("dest.al")
+        d = snd.send(Message(body="f1"))
+        assert snd.wait_outcome(d) == Delivery.ACCEPTED
+        b.wait_line("stored dest.al f1", client=c)
+        rcv = conn.receiver("dest.al", credit=10, settle="accept")
+        assert rcv.get(timeout=10).body == "f1"
+    finally:
+        c.close()
