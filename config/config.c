@@ -923,13 +923,43 @@ static void connector_fini(cfg_connector_t *cn)
     listener_fini(&cn->conn);
     BASE_FREE(cn->sasl_username);
     BASE_FREE(cn->sasl_password);
+    cJSON_Delete(cn->open_properties);
+    cn->open_properties = NULL;
+}
+
+/* openProperties: a map whose keys become symbols in the open's properties, after the
+ * router's own (router/conn_props.h).  qdrouterd 1.19's rules: ASCII keys; product, version,
+ * failover-server-list, network-host and port, and keys that start with qd. or x-opt-qd.,
+ * are the router's.  (1.19's schema names scheme and hostname as reserved too, but its check
+ * misses them - a missing comma joins them into one key - so a 1.19 configuration may use
+ * them, and they are accepted here.) */
+static int open_properties_check(const ent_t *e, int a)
+{
+    static const char *const reserved[] = {"product", "version", "failover-server-list",
+                                           "network-host", "port"};
+    const cJSON *op = e->vals[a];
+    if (!cJSON_IsObject(op))
+        return expect(e, a, "a map");
+    for (const cJSON *k = op->child; k; k = k->next) {
+        const char *key = k->string;
+        for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+            if (*p > 127)
+                return attr_fail(e, a, "attribute '%s': its keys must be ASCII", attr_name(e, a));
+        bool taken = strncmp(key, "qd.", 3) == 0 || strncmp(key, "x-opt-qd.", 9) == 0;
+        for (size_t i = 0; i < BASE_ARRAY_LEN(reserved) && !taken; i++)
+            taken = strcmp(key, reserved[i]) == 0;
+        if (taken)
+            return attr_fail(e, a, "attribute '%s': reserved key '%.100s' not allowed (the "
+                             "router's own open properties)", attr_name(e, a), key);
+    }
+    return 0;
 }
 
 /* connector: what the connection manager needs to keep one outgoing connection (its
  * connection settings in the listener's struct, which the connection layers read).  What
- * Junction does not do yet on a connector is refused with one line: a failover list of its
- * own, extra open properties, roles other than normal and
- * route-container, message logging. */
+ * Junction does not do yet on a connector is refused with one line: roles other than normal
+ * and route-container, message logging.  failoverUrls is read-only in qdrouterd 1.19 (the
+ * failover list in use), which ignores it in a file: a warning here. */
 static int connector_fill(ent_t *e, cfg_connector_t *cn)
 {
     cfg_listener_t *l = &cn->conn;
@@ -968,14 +998,10 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
         BASE_FREE(l->ssl_profile);
     if (get_bool(e, CN_VERIFY_HOSTNAME, true, &cn->verify_hostname) < 0)
         return -1;
-    if (e->vals[CN_FAILOVER_URLS]) {
-        if (get_str(e, CN_FAILOVER_URLS, NULL, &s) < 0)
-            return -1;
-        bool given = *s != '\0';
-        BASE_FREE(s);
-        if (given)
-            return unsupported(e, CN_FAILOVER_URLS, "failoverUrls on a connector");
-    }
+    if (e->vals[CN_FAILOVER_URLS])
+        warn(e, e->vals[CN_FAILOVER_URLS], e->line,
+             "attribute '%s' of a connector is read-only (the failover list in use, as "
+             "management shows it): ignored", attr_name(e, CN_FAILOVER_URLS));
     if (e->vals[CN_CONNECTION_STATUS])
         return unsupported(e, CN_CONNECTION_STATUS, "connectionStatus in a file (it is a "
                                                     "run-time column)");
@@ -992,11 +1018,10 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
                                "messageLoggingComponents other than \"none\" (message logging)");
     }
     if (e->vals[CN_OPEN_PROPERTIES]) {
-        const cJSON *op = e->vals[CN_OPEN_PROPERTIES];
-        if (!cJSON_IsObject(op))
-            return expect(e, CN_OPEN_PROPERTIES, "a map");
-        if (op->child)
-            return unsupported(e, CN_OPEN_PROPERTIES, "openProperties (extra open properties)");
+        if (open_properties_check(e, CN_OPEN_PROPERTIES) < 0)
+            return -1;
+        if (e->vals[CN_OPEN_PROPERTIES]->child)
+            cn->open_properties = cJSON_Duplicate(e->vals[CN_OPEN_PROPERTIES], true);
     }
 
     /* SASL as a client: Proton's own mechanisms (ANONYMOUS, PLAIN, EXTERNAL) */
@@ -2165,6 +2190,10 @@ int cfg_port_number(const char *port)
     size_t n = strspn(port, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
     if (port[n] || n > 64)
         return -1;
-    struct servent *se = getservbyname(port, "tcp");
-    return se ? ntohs((uint16_t)se->s_port) : -1;
+    /* the reentrant form: the connection manager resolves ports at run time too */
+    struct servent se, *res = NULL;
+    char           buf[1024];
+    if (getservbyname_r(port, "tcp", &se, buf, sizeof(buf), &res) != 0 || !res)
+        return -1;
+    return ntohs((uint16_t)res->s_port);
 }

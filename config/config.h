@@ -186,6 +186,9 @@ typedef struct cfg_connector {
     char          *sasl_password; /* `saslPassword` as resolved (env:, pass:, file:), or NULL */
     bool           verify_hostname; /* `verifyHostname` (default true): with conn.ssl_profile,
                                        the peer's certificate must name the host connected to */
+    struct cJSON  *open_properties; /* `openProperties`: a map (checked: ASCII keys, none of
+                                       the router's own), sent in the open after the router's
+                                       properties; NULL when absent or empty */
 } cfg_connector_t;
 
 /* `sslProfile`: TLS settings listeners name.  Files and the password are checked when the
@@ -378,9 +381,9 @@ const char *cfg_family_name(cfg_family_t f);
  * at a time (start-up, junctionctl). */
 int cfg_management_default_socket(char *buf, size_t len);
 
-/* A listener's `port` as a number: "amqp" is 5672, "amqps" 5671, digits are themselves, any
- * other name is looked up in the services database (getservbyname(), not thread-safe: call it
- * at start-up).  Returns 0-65535 (0 = ephemeral), or -1 when the port is not valid. */
+/* A listener's or connector's `port` as a number: "amqp" is 5672, "amqps" 5671, digits are
+ * themselves, any other name is looked up in the services database (getservbyname_r()).
+ * Returns 0-65535 (0 = ephemeral), or -1 when the port is not valid.  Thread-safe. */
 int cfg_port_number(const char *port);
 
 /* A password attribute's value as qdrouterd 1.19 reads it (sslProfile `password`, connector

@@ -479,7 +479,10 @@ static void reject_in_CT(core_t *core, int owner, core_delivery_t *dlv, const ch
 /* ---- links ---- */
 
 /* Resolve a new link's address and answer its attach (w). */
-static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_work_t *w)
+/* *lr_key: for a link-routed link, a new "M0<address>" (the owningAddr qdrouterd shows for
+ * both ends of a routed link), else untouched. */
+static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_work_t *w,
+                          char **lr_key)
 {
     char *address = a->u.attach.address;
     char dyn[256];
@@ -496,6 +499,9 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
 
     if (core_lr_route_attach_CT(core, a, w)) {
         l->addr = NULL; /* link-routed: the record stays until the worker detaches it */
+        size_t n = strlen(address ? address : "") + 3;
+        *lr_key = base_malloc(n);
+        snprintf(*lr_key, n, "M0%s", address ? address : "");
         free(address);
         return;
     }
@@ -579,13 +585,15 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
 
     core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
-    link_route_CT(core, l, a, w);
+    char        *lr_key = NULL;
+    link_route_CT(core, l, a, w, &lr_key);
 
     char id[24], conn[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
-                            l->addr ? l->addr->key : "", a->u.attach.name ? a->u.attach.name : ""};
+                            l->addr ? l->addr->key : lr_key ? lr_key : "",
+                            a->u.attach.name ? a->u.attach.name : ""};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)
@@ -596,6 +604,7 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     if (l->addr)
         addr_gauges_CT(core, l->addr);
     BASE_FREE(a->u.attach.name);
+    free(lr_key);
 }
 
 static void link_detach_CT(core_t *core, core_action_t *a)

@@ -145,7 +145,7 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
     const stats_family_def_t conn = {.name = "connection", .fields = conn_fields,
                                      .nfields = CORE_CONN_NFIELDS,
                                      .labels = {"connection", "host", "container", "dir", "user",
-                                                "sasl", "tls"}};
+                                                "sasl", "tls", "role"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
                                      .labels = {"link", "connection", "dir", "address", "name"}};

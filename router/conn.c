@@ -22,6 +22,7 @@
 #include "router/link_auto.h"
 #include "router/linkroute.h"
 #include "router/conn_watch.h"
+#include "router/conn_props.h"
 #include "router/connector.h"
 #include "router/lstats.h"
 
@@ -218,6 +219,8 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_put_string(props, pn_bytes(8, "junction"));
     pn_data_put_symbol(props, pn_bytes(7, "version"));
     pn_data_put_string(props, pn_bytes(strlen(JUNCTION_VERSION), JUNCTION_VERSION));
+    if (c->connector) /* its openProperties, after the router's own (qdrouterd's order) */
+        rtr_conn_props_put(props, rtr_connector_cfg(c->connector)->open_properties);
     pn_data_exit(props);
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */
@@ -371,9 +374,11 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
                 user = "anonymous"; /* qdrouterd's name for a client without SASL */
             char tls[160];
             rtr_transport_tls_label_WT(c, tls, sizeof(tls));
+            /* role: normal or route-container, the only ones a listener or connector takes */
             const char *labels[] = {id, c->peer, container ? container : "",
                                     c->connector ? "out" : "in",
-                                    user ? user : "", mech ? mech : "", tls};
+                                    user ? user : "", mech ? mech : "", tls,
+                                    cfg_role_name(c->listener->role)};
             const core_stats_t *cs = c->worker->ctx->stats;
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
@@ -446,8 +451,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             break;
         if (k->lr)
             rtr_lr_delivery_WT(k, d);
-        else if (k->out)
-            rtr_out_update_WT(k, d);
+        else if (k->out && !rtr_out_update_WT(k, d))
+            rtr_link_errant_transfer_WT(k); /* the peer sent where it receives */
         else
             rtr_in_delivery_WT(k, d);
         break;
@@ -469,6 +474,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_session_t *ls = pn_link_session(pl);
         pn_link_free(pl);
         rtr_lr_link_freed_WT(ls);
+        rtr_autolink_link_freed_WT(ls);
         break;
     }
     case PN_SESSION_REMOTE_CLOSE: {
@@ -546,7 +552,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             rtr_conn_credit_sync_WT(c);
         rtr_conn_write_WT(c);
-        bool again = c->lr_drain_due && rtr_lr_conn_written_WT(c);
+        bool again = (c->lr_drain_due || c->n_lr_backlog) && rtr_lr_conn_written_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,

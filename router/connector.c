@@ -81,15 +81,6 @@ const char *rtr_connector_state_name(rtr_connector_state_t st)
     return (unsigned)st <= RTR_CONNECTOR_FAILED ? state_names[st] : "UNKNOWN";
 }
 
-static const char *port_service(const char *port)
-{
-    if (strcmp(port, "amqp") == 0)
-        return "5672";
-    if (strcmp(port, "amqps") == 0)
-        return "5671";
-    return port;
-}
-
 static void timer_cb(uv_timer_t *t);
 
 static void schedule(rtr_connector_t *ct, uint64_t ms)
@@ -215,9 +206,17 @@ static void timer_cb(uv_timer_t *t)
                       : l->family == CFG_FAMILY_IPV6 ? AF_INET6
                                                      : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    /* a failover address's port comes from the peer's open: checked here */
+    int  pn = cfg_port_number(ct->target.port);
+    char port[8];
+    snprintf(port, sizeof(port), "%d", pn);
     ct->gai.data = ct;
-    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, ct->target.host,
-                            port_service(ct->target.port), &hints);
+    if (pn <= 0) {
+        attempt_failed(ct, "the port is not a port number or a known service name");
+        return;
+    }
+    int rc = uv_getaddrinfo(ct->cs->loop, &ct->gai, resolved_cb, ct->target.host, port, &hints);
     if (rc != 0)
         attempt_failed(ct, uv_strerror(rc));
 }
@@ -460,27 +459,12 @@ static rtr_connector_t *find_LH(rtr_connectors_t *cs, long id)
     return NULL;
 }
 
-bool rtr_connectors_failover_urls(rtr_connectors_t *cs, long id, char *buf, size_t len)
+rtr_connector_t *rtr_connectors_get(rtr_connectors_t *cs, long id)
 {
-    if (!cs || len == 0)
-        return false;
-    size_t o = 0;
-    buf[0] = '\0';
     pthread_mutex_lock(&cs->lock);
     rtr_connector_t *ct = find_LH(cs, id);
-    if (!ct) {
-        pthread_mutex_unlock(&cs->lock);
-        return false;
-    }
-    for (size_t k = 0; ct->n_addrs > 1 && k < ct->n_addrs && o < len; k++) {
-        const rtr_connector_addr_t *a = &ct->addrs[(ct->cur + k) % ct->n_addrs];
-        int w = snprintf(buf + o, len - o, "%samqp://%s:%s", k ? ", " : "", a->host, a->port);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
     pthread_mutex_unlock(&cs->lock);
-    return true;
+    return ct;
 }
 
 bool rtr_connector_note(rtr_connector_t *ct, const char *msg)
@@ -504,6 +488,31 @@ bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t 
     if (ct) {
         *state = ct->state;
         snprintf(msg, len, "%s", ct->msg);
+    }
+    pthread_mutex_unlock(&cs->lock);
+    return ct != NULL;
+}
+
+bool rtr_connectors_failover_urls(rtr_connectors_t *cs, long id, char *buf, size_t len)
+{
+    if (!cs || len == 0)
+        return false;
+    pthread_mutex_lock(&cs->lock);
+    rtr_connector_t *ct = find_LH(cs, id);
+    if (ct) {
+        const char *scheme = ct->cfg->conn.ssl_profile ? "amqps" : "amqp";
+        size_t      off = 0;
+        buf[0] = '\0';
+        for (size_t k = 0; k < ct->n_addrs; k++) {
+            const rtr_connector_addr_t *a = &ct->addrs[(ct->cur + k) % ct->n_addrs];
+            int n = snprintf(buf + off, len - off, "%s%s://%s:%s", k ? ", " : "", scheme, a->host,
+                             a->port);
+            if (n < 0 || (size_t)n >= len - off) {
+                buf[off] = '\0'; /* no half entry */
+                break;
+            }
+            off += (size_t)n;
+        }
     }
     pthread_mutex_unlock(&cs->lock);
     return ct != NULL;

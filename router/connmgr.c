@@ -67,15 +67,6 @@ struct rtr_connmgr {
                                         calls are thread-safe where connector.h says so */
 };
 
-static const char *port_service(const char *port)
-{
-    if (strcmp(port, "amqp") == 0)
-        return "5672";
-    if (strcmp(port, "amqps") == 0)
-        return "5671";
-    return port;
-}
-
 /* Bind and listen on lc's address.  Returns the socket, or -1 with a one-line reason in err.
  * Any thread (it touches nothing shared). */
 static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
@@ -89,7 +80,10 @@ static int listener_bind(const cfg_listener_t *lc, char *err, size_t errlen)
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     const char *host = lc->host && *lc->host ? lc->host : NULL;
-    int         rc = getaddrinfo(host, port_service(lc->port), &hints, &res);
+    char        port[8];
+    snprintf(port, sizeof(port), "%d", cfg_port_number(lc->port)); /* the load checked it */
+    hints.ai_flags |= AI_NUMERICSERV;
+    int rc = getaddrinfo(host, port, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "Cannot listen on %s:%s: %s", host ? host : "", lc->port,
                  gai_strerror(rc));
@@ -505,4 +499,9 @@ bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_
         return false;
     snprintf(status, slen, "%s", rtr_connector_state_name(st));
     return true;
+}
+
+bool rtr_connmgr_connector_failover(rtr_connmgr_t *m, long id, char *urls, size_t len)
+{
+    return rtr_connectors_failover_urls(m->connectors, id, urls, len);
 }

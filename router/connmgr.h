@@ -129,6 +129,10 @@ long rtr_connmgr_listener_id(size_t index);
 /* Connector `id` (configured connector i: i + 1; then those added): its connectionStatus
  * (qdrouterd's text: INITIALIZING, CONNECTING, SUCCESS, FAILED) into status[slen] and its
  * connectionMsg into msg[mlen]; false when there is no such connector.  Thread-safe. */
+/* Connector `id`'s failoverUrls (rtr_connectors_failover_urls) into urls[len]; false when
+ * there is no such connector.  Thread-safe. */
+bool rtr_connmgr_connector_failover(rtr_connmgr_t *m, long id, char *urls, size_t len);
+
 bool rtr_connmgr_connector_status(rtr_connmgr_t *m, long id, char *status, size_t slen, char *msg,
                                   size_t mlen);
 

@@ -14,6 +14,7 @@
 #include "router/link_in.h"
 #include "router/link_auto.h"
 #include "router/linkroute.h"
+#include "router/peer_quirks.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -146,8 +147,12 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
         a->type = CORE_A_LINK_DETACH;
         a->link_id = k->id;
     } else {
-        /* never announced (an autoLink's link the peer refused, link_auto.c): freed now, so
-         * off the pump list a flow from the peer may have put it on */
+        /* never announced (an autoLink's link the peer refused, link_auto.c, or a link
+         * route's broker end, linkroute.c): freed now, so off the pump list a flow from the
+         * peer may have put it on; stats the worker made for it (the broker end's) retired
+         * after its last write */
+        if (!stats_obj_is_none(k->stats))
+            stats_object_retire(w->ctx->stats->reg, k->stats);
         if (k->in_pump) {
             rtr_link_t **pp = &k->conn->pump;
             while (*pp != k)
@@ -159,16 +164,26 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
 }
 
-/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
- * back; k may be freed). */
-static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
+void rtr_link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
     if (k->al_id)
-        rtr_autolink_closed_WT(k, desc); /* failed: attached again later */
+        rtr_autolink_closed_WT(k, name, desc);
     rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
+}
+
+void rtr_link_errant_transfer_WT(rtr_link_t *k)
+{
+    rtr_conn_t *c = k->conn;
+    const char *desc = "a transfer on a link where the router sends";
+    /* Proton took the transfer for one of the link's own deliveries, queued to go out: it
+     * would hold the link's detach, and the connection's close, back for good.  The link goes
+     * first (nothing more is sent on it), then the connection, at the transport */
+    LOGL(k, DEBUG, "Link closed: amqp:not-allowed (a transfer from the link's receiver)");
+    rtr_link_close_error_WT(k, "amqp:not-allowed", desc);
+    rtr_conn_protocol_error_WT(c, "amqp:not-allowed", desc);
 }
 
 /* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
@@ -188,17 +203,6 @@ static void link_credit_sync_later_WT(rtr_link_t *k)
     rtr_conn_mark_dirty_WT(k->conn);
 }
 
-/* An autoLink's incoming link whose credit goes off (its address lost its last consumer) has
- * its credit taken back with a flow of zero credit, never with a drain: RabbitMQ ends the
- * whole session on a drain (docs/brokers.md R6), taking the out autoLink with it and putting
- * back every delivery whose outcome it had not yet got, while both brokers honour lowered
- * credit (R7, P6).  Transfers already on their way arrive beyond the credit:
- * autolink_overrun_WT takes them. */
-static void autolink_credit_off_WT(rtr_link_t *k, int avail)
-{
-    pn_link_flow(k->pn, -avail);
-}
-
 static void link_credit_sync_WT(rtr_link_t *k)
 {
     k->credit_sync = false;
@@ -210,19 +214,25 @@ static void link_credit_sync_WT(rtr_link_t *k)
     if (k->drain_out && avail <= 0)
         k->drain_out = false; /* answered, or the credit was used up */
     if (!k->credit_on || k->conn->worker->stopping) {
-        if (k->al_id && avail > 0) {
-            autolink_credit_off_WT(k, avail);
+        if (!k->drain_out && avail > 0 && (k->quirks & RTR_QUIRK_NO_DRAIN)) {
+            /* a peer a drain would break (RabbitMQ, docs/brokers.md R6): the credit is taken
+             * back by lowering it, and transfers already sent on it are still welcome */
+            pn_link_flow(pl, -avail);
+            k->revoked += (uint32_t)avail;
         } else if (!k->drain_out && avail > 0) {
             pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
             k->drain_out = true;
         }
     } else if (!k->drain_out) {
+        k->revoked = 0;
         if (pn_link_get_drain(pl))
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
         int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
-        if (want > 0)
+        if (want > 0) {
             pn_link_flow(pl, want);
+            k->credit_given = true;
+        }
     }
     rtr_link_credit_seen_WT(k, pn_link_credit(pl));
 }
@@ -295,6 +305,8 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
         default:
             break;
         }
+        if (in->link && BASE_UNLIKELY(in->link->quirks))
+            state = rtr_quirk_outcome(in->link->quirks, state); /* an autoLink's (R9) */
         if (in->has_final)
             pn_delivery_update(d, state);
         pn_delivery_set_context(d, NULL);
@@ -402,25 +414,24 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     else
         in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
     in->pn = NULL; /* link cleanup frees or aborts the record */
-    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
+    rtr_link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
     rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:connection:forced", desc);
     return true;
 }
 
-/* A transfer beyond the credit on an autoLink's incoming link.  Brokers send them: credit
- * the router took back (autolink_credit_off_WT) meets transfers already sent, and RabbitMQ
- * applies a flow's credit from its own delivery-count, not from the one in the flow, so
- * every grant that crosses transfers in flight lets it send that many more (docs/brokers.md
- * R18).  Closing the link for it (as for a client) would end the broker's session and put
- * back what the router had taken, so up to three more windows of such transfers are taken
- * (a slow router, e.g. under a sanitizer, was seen past two), and
- * Proton's credit is raised to what arrived: otherwise its next flow would carry a negative
- * link-credit, which the broker reads as some four billion.  That flow says zero credit at
- * the broker's delivery-count, which stops RabbitMQ's overrun.  Returns false beyond that
- * (the link is closed as any other, and its autoLink attached again later). */
+/* A transfer beyond the credit on an autoLink's incoming link that the router gave credit
+ * before.  RabbitMQ sends them: it applies a flow's credit from its queue's delivery-count,
+ * which runs ahead of its link's, so every grant that meets a sending queue lets it send that
+ * many more (docs/brokers.md R18).  Closing the link for it (as for a client) would fail the
+ * autoLink and put back what the router had taken, so up to four windows in all are taken,
+ * and Proton's credit is raised to what arrived: otherwise its next flow would carry a
+ * negative link-credit, which the broker reads as some four billion.  That flow says zero
+ * credit at the broker's delivery-count, which stops the overrun.  Returns false beyond four
+ * windows, or on a link never given credit (a protocol error: the link is closed as any
+ * other, and its autoLink attached again later). */
 static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
 {
-    if (!k->al_id || k->held >= 4 * k->conn->listener->max_unsettled)
+    if (!k->al_id || !k->credit_given || k->held >= 4 * k->conn->listener->max_unsettled)
         return false;
     int avail = pn_link_credit(pl) - pn_link_queued(pl);
     if (avail < 0) {
@@ -446,13 +457,13 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         /* Proton counts a receiver's credit down when a delivery is advanced past, so the
          * credit left is credit - queued; below zero, the sender sent without credit (and
          * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if ((pn_link_credit(pl) - pn_link_queued(pl) < 0 ||
+        if ((pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
              k->held >= k->conn->listener->max_unsettled) &&
             !autolink_overrun_WT(k, pl)) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);
-            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
-                                "a transfer without link credit");
+            rtr_link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
+                                    "a transfer without link credit");
             return;
         }
         in = rtr_in_t_new();

@@ -15,6 +15,7 @@
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
+#include "router/peer_quirks.h"
 
 #include <proton/condition.h>
 #include <proton/delivery.h>
@@ -24,6 +25,8 @@
 #include <time.h>
 
 BASE_POOL_DEFINE(rtr_out_t, 64)
+
+char rtr_dlv_forgotten;
 
 void rtr_link_schedule_pump_WT(rtr_link_t *k)
 {
@@ -180,11 +183,28 @@ static bool link_out_full_WT(rtr_link_t *k)
     return true;
 }
 
+/* Hand p[0, n) of an outgoing copy's prefix to Proton less the bytes in cut[0, cut_len) (the
+ * message's delivery annotations toward a peer they would break, docs/brokers.md R13). */
+static void link_send_cut_WT(rtr_link_t *k, const uint8_t *p, size_t n, const uint8_t *cut,
+                             size_t cut_len)
+{
+    codec_bytes_t part[2];
+    int           np = rtr_quirk_cut(p, n, cut, cut_len, part);
+    for (int i = 0; i < np; i++)
+        link_send_WT(k, part[i].ptr, part[i].len);
+}
+
 static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
 {
     rtr_msg_t *m = o->msg;
     const codec_scan_t *scan = &m->scan;
     codec_ra_out_t ra = {0};
+    const uint8_t *cut = NULL; /* the delivery annotations, when k's peer must not get them */
+    size_t cut_len = 0;
+    if (BASE_UNLIKELY(k->quirks & RTR_QUIRK_NO_DA) && scan->delivery_annotations.len) {
+        cut = m->data + scan->delivery_annotations.off;
+        cut_len = scan->delivery_annotations.len;
+    }
 
     if (!k->conn->strip_out) {
         const rtr_ctx_t *ctx = k->conn->worker->ctx;
@@ -206,7 +226,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
-            link_send_WT(k, m->data, scan->body_off);
+            link_send_cut_WT(k, m->data, scan->body_off, cut, cut_len);
         return;
     }
     uint8_t scratch_stack[1024];
@@ -226,7 +246,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     BASE_BUG_ON(n < 0);
     for (int i = 0; i < n; i++)
         if (iov[i].len)
-            link_send_WT(k, iov[i].base, iov[i].len);
+            link_send_cut_WT(k, iov[i].base, iov[i].len, cut, cut_len);
     if (scratch != scratch_stack)
         free(scratch);
     if (iov != iov_stack)
@@ -250,7 +270,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
                 core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
                 report_WT(k, o->in, &d);
             }
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_abort(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -324,7 +344,7 @@ void rtr_link_pump_WT(rtr_link_t *k)
         k->queued--;
         o->done_sending = true;
         if (!o->in) {
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_settle(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -338,11 +358,13 @@ void rtr_link_pump_WT(rtr_link_t *k)
 }
 
 /* The receiver settled (or updated) an outgoing copy. */
-void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
+bool rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_out_t *o = pn_delivery_get_context(d);
-    if (!o || !pn_delivery_settled(d))
-        return;
+    if (!o)
+        return false; /* not one the router made: the receiver sent a transfer */
+    if (o == RTR_DLV_FORGOTTEN || !pn_delivery_settled(d))
+        return true;
     core_disposition_t disp = {0};
     pn_disposition_t *remote = pn_delivery_remote(d);
     switch (pn_delivery_remote_state(d)) {
@@ -371,10 +393,11 @@ void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
     }
     if (o->in)
         report_WT(k, o->in, &disp);
-    pn_delivery_set_context(d, NULL);
+    pn_delivery_set_context(d, RTR_DLV_FORGOTTEN);
     pn_delivery_settle(d);
     o->pn = NULL;
     out_free_WT(k, o); /* settled before we finished sending it: that stops there */
+    return true;
 }
 
 /* Forget the link's copies: each is reported to the core (never started: RELEASED; sent but
@@ -394,7 +417,7 @@ void rtr_link_out_cleanup_WT(rtr_link_t *k)
             report_WT(k, o->in, &d);
         }
         if (o->pn)
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
         out_free_WT(k, o);
         o = next;
     }

@@ -30,7 +30,8 @@ typedef struct tls_profile {
     const char       *name;        /* attrs.name */
     SSL_CTX          *ctx;         /* the server context */
     rtr_tls_uid_t    *uid;         /* how a client certificate names its user (tls_uid.h) */
-    SSL_CTX          *client;      /* for authServicePlugins that name the profile, else NULL */
+    SSL_CTX          *client;      /* for the authServicePlugins and connectors that name the
+                                      profile, else NULL */
     bool              client_name; /* without a caCertFile: a server's name is checked too */
     cfg_ssl_profile_t attrs;       /* a copy of the attributes it was built from */
     atomic_uint       refs;        /* the set's (while in a slot) and one per session */
@@ -40,6 +41,7 @@ typedef struct tls_profile {
 typedef struct tls_slot {
     tls_profile_t *cur;   /* [lock] the profile new sessions are made from */
     unsigned       users; /* [lock] listeners that name it (DELETE is refused while > 0) */
+    unsigned       connectors; /* [lock] connectors that name it (likewise) */
     unsigned long  gen;   /* [lock] UPDATEs so far (rtr_tls_profile_gen) */
 } tls_slot_t;
 
@@ -359,6 +361,10 @@ rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen)
             if (cfg->listeners[k].ssl_profile &&
                 strcmp(cfg->listeners[k].ssl_profile, p->name) == 0)
                 tls->slots[i].users++;
+        for (size_t k = 0; k < cfg->n_connectors; k++)
+            if (cfg->connectors[k].conn.ssl_profile &&
+                strcmp(cfg->connectors[k].conn.ssl_profile, p->name) == 0)
+                tls->slots[i].connectors++;
         tls->n++;
     }
     return tls;
@@ -484,14 +490,15 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
 int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errlen)
 {
     tls_profile_t *gone = NULL;
-    unsigned       users = 0;
+    unsigned       users = 0, connectors = 0;
     int            rc = 0;
     pthread_mutex_lock(&tls->lock);
     tls_slot_t *sl = find_LH(tls, name);
     if (!sl) {
         rc = -ENOENT;
-    } else if (sl->users) {
+    } else if (sl->users || sl->connectors) {
         users = sl->users;
+        connectors = sl->connectors;
         rc = -EBUSY;
     } else {
         gone = sl->cur;
@@ -502,9 +509,13 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
     pthread_mutex_unlock(&tls->lock);
     if (rc == -ENOENT)
         snprintf(err, errlen, "sslProfile '%s': no sslProfile of that name", name);
-    else if (rc == -EBUSY)
+    else if (rc == -EBUSY && !connectors)
         snprintf(err, errlen, "sslProfile '%s' is in use by %u listener%s: delete %s first", name,
                  users, users == 1 ? "" : "s", users == 1 ? "it" : "them");
+    else if (rc == -EBUSY)
+        snprintf(err, errlen, "sslProfile '%s' is in use by %u listener%s and %u connector%s: "
+                 "delete %s first", name, users, users == 1 ? "" : "s", connectors,
+                 connectors == 1 ? "" : "s", users + connectors == 1 ? "it" : "them");
     profile_unref(gone); /* sessions made from it keep their own references */
     return rc;
 }
@@ -517,6 +528,51 @@ int rtr_tls_profile_hold(rtr_tls_t *tls, const char *name)
         sl->users++;
     pthread_mutex_unlock(&tls->lock);
     return sl ? 0 : -ENOENT;
+}
+
+int rtr_tls_profile_hold_client(rtr_tls_t *tls, const char *name, char *err, size_t errlen)
+{
+    /* a profile made at run time, or one no connector named at start-up, has no client
+     * context: one is built (outside the lock, files read again, as UPDATE does) and swapped
+     * in with the same attributes; an UPDATE or DELETE that came meanwhile wins, and the
+     * look-up starts again */
+    for (;;) {
+        tls_profile_t *cur = profile_get(tls, name);
+        if (!cur) {
+            snprintf(err, errlen, "sslProfile '%s': no sslProfile entity has that name", name);
+            return -ENOENT;
+        }
+        tls_profile_t *tp = NULL;
+        if (!cur->client && !(tp = profile_build(&cur->attrs, true, err, errlen))) {
+            profile_unref(cur);
+            return -EINVAL;
+        }
+        bool held = false;
+        pthread_mutex_lock(&tls->lock);
+        tls_slot_t *sl = find_LH(tls, name);
+        if (sl && sl->cur == cur) {
+            if (tp) { /* the set's reference moves to the new profile */
+                sl->cur = tp;
+                tp = cur;
+            }
+            sl->connectors++;
+            held = true;
+        }
+        pthread_mutex_unlock(&tls->lock);
+        profile_unref(tp);  /* the set's old one, or the new one that lost a race */
+        profile_unref(cur); /* profile_get's */
+        if (held)
+            return 0;
+    }
+}
+
+void rtr_tls_profile_release_client(rtr_tls_t *tls, const char *name)
+{
+    pthread_mutex_lock(&tls->lock);
+    tls_slot_t *sl = find_LH(tls, name);
+    if (sl && sl->connectors)
+        sl->connectors--;
+    pthread_mutex_unlock(&tls->lock);
 }
 
 void rtr_tls_profile_release(rtr_tls_t *tls, const char *name)
@@ -818,6 +874,16 @@ static void mg_release(void *ctx, const char *name)
     rtr_tls_profile_release(ctx, name);
 }
 
+static int mg_hold_client(void *ctx, const char *name, char *err, size_t errlen)
+{
+    return rtr_tls_profile_hold_client(ctx, name, err, errlen);
+}
+
+static void mg_release_client(void *ctx, const char *name)
+{
+    rtr_tls_profile_release_client(ctx, name);
+}
+
 static cfg_ssl_profile_t *mg_copy(void *ctx, size_t *n)
 {
     return rtr_tls_profiles_list(ctx, n);
@@ -831,6 +897,8 @@ void rtr_tls_mgmt(rtr_tls_t *tls, struct mgmt_tls *out)
                         .del = mg_del,
                         .hold = mg_hold,
                         .release = mg_release,
+                        .hold_client = mg_hold_client,
+                        .release_client = mg_release_client,
                         .copy = mg_copy,
                         .copy_free = rtr_tls_profiles_list_free};
 }

@@ -37,7 +37,7 @@ typedef struct rtr_tls_conn rtr_tls_conn_t;
 
 /* Build the context of every sslProfile of cfg: certificate, key (with the password resolved
  * as qdrouterd does), CA list, ciphers and protocols, each checked; a profile that an
- * authServicePlugin names gets a client context too.  Returns NULL with one line
+ * authServicePlugin or a connector names gets a client context too.  Returns NULL with one line
  * in err naming the profile, the file and what is wrong.  A cfg without profiles gives an
  * empty (non-NULL) set. */
 rtr_tls_t *rtr_tls_new(const cfg_t *cfg, char *err, size_t errlen);
@@ -61,6 +61,12 @@ int rtr_tls_profile_del(rtr_tls_t *tls, const char *name, char *err, size_t errl
  * rtr_tls_new counts the configured listeners itself. */
 int  rtr_tls_profile_hold(rtr_tls_t *tls, const char *name);
 void rtr_tls_profile_release(rtr_tls_t *tls, const char *name);
+/* A connector made at run time names profile `name` (0) until it goes (release_client): the
+ * profile gets a client context first if it had none.  -ENOENT (no such profile) or -EINVAL
+ * (the client context cannot be built), with one line in err.  rtr_tls_new counts the
+ * configured connectors itself. */
+int  rtr_tls_profile_hold_client(rtr_tls_t *tls, const char *name, char *err, size_t errlen);
+void rtr_tls_profile_release_client(rtr_tls_t *tls, const char *name);
 /* How many UPDATEs profile `name` had (0 for none, or no such profile): a user of a copy of
  * its context (rtr_tls_profile_copy) reads it before copying and copies again once it grew. */
 unsigned long rtr_tls_profile_gen(const rtr_tls_t *tls, const char *name);

@@ -33,7 +33,7 @@
 #define STATS_MAX_BLOCK        4096u       /* slots one object of a family may take */
 #define STATS_SINK_SLOTS       STATS_MAX_BLOCK /* ids [0, this) are the sink: written through
                                               objects without stats, owned and read by none */
-#define STATS_MAX_LABELS       7                            /* label keys per family */
+#define STATS_MAX_LABELS       8                            /* label keys per family */
 #define STATS_MAX_FIELDS       1024                         /* fields per family */
 #define STATS_HIST_MAX_BUCKETS 48                           /* finite buckets per histogram */
 /* Slots a histogram field with b finite buckets takes: b buckets, the +Inf bucket, the sum. */

@@ -355,6 +355,12 @@ static bool hook_connector_status(void *ctx, long id, char *status, size_t slen,
     return rtr_connmgr_connector_status(a->connmgr, id, status, slen, msg, mlen);
 }
 
+static bool hook_connector_failover(void *ctx, long id, char *urls, size_t len)
+{
+    mgmt_agent_t *a = ctx;
+    return rtr_connmgr_connector_failover(a->connmgr, id, urls, len);
+}
+
 static long hook_connector_add(void *ctx, const cfg_connector_t *cn, char *err, size_t errlen)
 {
     mgmt_agent_t *a = ctx;
@@ -404,6 +410,7 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .link_route_del = hook_link_route_del,
                           .conn_close = hook_conn_close,
                           .connector_status = hook_connector_status,
+                          .connector_failover = hook_connector_failover,
                           .connector_add = hook_connector_add,
                           .connector_del = hook_connector_del,
                           .tls = ctx->tls ? &a->tls : NULL,

@@ -79,11 +79,16 @@ typedef struct mgmt_tls {
     /* Profile p->name takes p's attributes and a new context (the old stays on failure):
      * 0, -EINVAL, -ENOENT. */
     int (*update)(void *ctx, const cfg_ssl_profile_t *p, char *err, size_t errlen);
-    /* Remove a profile: 0, -ENOENT, -EBUSY (a listener names it). */
+    /* Remove a profile: 0, -ENOENT, -EBUSY (a listener or a connector names it). */
     int (*del)(void *ctx, const char *name, char *err, size_t errlen);
     /* A listener names the profile (0) until release; -ENOENT when there is none. */
     int (*hold)(void *ctx, const char *name);
     void (*release)(void *ctx, const char *name);
+    /* A connector names the profile (0) until release_client; the profile gets a client
+     * context if it had none: -ENOENT (none of that name) or -EINVAL (no client context
+     * can be made from it), with one line in err. */
+    int (*hold_client)(void *ctx, const char *name, char *err, size_t errlen);
+    void (*release_client)(void *ctx, const char *name);
     /* Copies of every profile (password as written), *n of them; free with copy_free. */
     cfg_ssl_profile_t *(*copy)(void *ctx, size_t *n);
     void (*copy_free)(cfg_ssl_profile_t *v, size_t n);
@@ -127,6 +132,9 @@ typedef struct mgmt_hooks {
      * it has none (NULL hook: INITIALIZING, no message). */
     bool (*connector_status)(void *ctx, long id, char *status, size_t slen, char *msg,
                              size_t mlen);
+    /* Connector `id`'s failoverUrls (router/connector.h: the failover list in use, current
+     * address first) into urls[len]; false when it has none (NULL hook: null). */
+    bool (*connector_failover)(void *ctx, long id, char *urls, size_t len);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,11 +268,12 @@ static cfg_t *parse_entity(mgmt_req_t *q, const char *cfg_type, const cJSON *att
     cJSON *ent = cJSON_CreateArray();
     cJSON_AddItemToArray(ent, cJSON_CreateString(cfg_type));
     cJSON_AddItemToArray(ent, cJSON_Duplicate(attrs, true));
-    /* a listener's sslProfile is one of the router's, which the caller holds (op_create):
-     * the loader, which checks that a listener names a profile of its file, gets a
-     * stand-in of that name */
+    /* a listener's or connector's sslProfile is one of the router's, which the caller
+     * holds (op_create): the loader, which checks that they name a profile of its file,
+     * gets a stand-in of that name */
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(attrs, "sslProfile");
-    if (strcmp(cfg_type, "listener") == 0 && cJSON_IsString(sp) && *sp->valuestring) {
+    if ((strcmp(cfg_type, "listener") == 0 || strcmp(cfg_type, "connector") == 0) &&
+        cJSON_IsString(sp) && *sp->valuestring) {
         cJSON *stub = cJSON_CreateArray();
         cJSON *sa = cJSON_CreateObject();
         cJSON_AddItemToArray(stub, cJSON_CreateString("sslProfile"));
@@ -489,6 +491,14 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     }
     if (t->kind == MGMT_K_LINK_ROUTE)
         return create_link_route(m, q, t, e, attrs, bn);
+    /* a connector's failoverUrls is the list in use, read-only (a file's is ignored with a
+     * warning, as qdrouterd 1.19 ignores it; a CREATE's is refused, as 1.19 refuses it) */
+    if (t->kind == MGMT_K_CONNECTOR && (cJSON_GetObjectItemCaseSensitive(attrs, "failoverUrls") ||
+                                        cJSON_GetObjectItemCaseSensitive(attrs, "failoverList"))) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: Cannot set attribute 'failoverUrls' in CREATE (it is "
+                            "read-only: the failover list in use)");
+    }
     mgmt_rec_list_t *list = t->kind == MGMT_K_LISTENER    ? &m->listeners
                             : t->kind == MGMT_K_CONNECTOR ? &m->connectors
                                                           : &m->addresses;
@@ -511,19 +521,32 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: not a connector");
         }
-        /* a TLS client context is made at start-up for the profiles configured connectors
-           name: a new one would have none */
-        if (cfg->connectors[0].conn.ssl_profile) {
-            cfg_free(cfg);
-            return fail(q, 400, "Bad Request: a connector with an sslProfile cannot be made at "
-                                "run time yet (configure it in the file)");
+        /* the profile a connector names is the router's (one made at run time too), with
+           a client context made for it if it had none: it stays while the connector does */
+        const char *prof = cfg->connectors[0].conn.ssl_profile;
+        char        err[300] = "no way to start connectors";
+        if (prof) {
+            int hrc = m->hooks.tls && m->hooks.tls->hold_client
+                          ? m->hooks.tls->hold_client(m->hooks.tls->ctx, prof, err, sizeof(err))
+                          : -ENOENT;
+            if (hrc != 0) {
+                if (hrc == -ENOENT)
+                    fail(q, 400, "Bad Request: sslProfile '%.200s': no sslProfile entity has "
+                                 "that name", prof);
+                else
+                    fail(q, 400, "Bad Request: %s", err);
+                cfg_free(cfg);
+                return -1;
+            }
+            snprintf(err, sizeof(err), "no way to start connectors");
         }
-        char err[300] = "no way to start connectors";
         long id = m->hooks.connector_add ? m->hooks.connector_add(m->hooks.ctx,
                                                                   &cfg->connectors[0], err,
                                                                   sizeof(err))
                                          : -1;
         if (id <= 0) {
+            if (prof)
+                m->hooks.tls->release_client(m->hooks.tls->ctx, prof);
             cfg_free(cfg);
             return fail(q, 400, "Bad Request: %s", err);
         }
@@ -665,6 +688,9 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
     } else if (t->kind == MGMT_K_CONNECTOR) {
         if (m->hooks.connector_del)
             m->hooks.connector_del(m->hooks.ctx, l->v[i].id);
+        const cfg_connector_t *cn = l->v[i].cfg;
+        if (cn->conn.ssl_profile && m->hooks.tls && m->hooks.tls->release_client)
+            m->hooks.tls->release_client(m->hooks.tls->ctx, cn->conn.ssl_profile);
     } else if (t->kind == MGMT_K_LISTENER) {
         if (m->hooks.listener_del)
             m->hooks.listener_del(m->hooks.ctx, l->v[i].id);

@@ -56,6 +56,7 @@ struct mgmt_rows {
     size_t      pos;           /* the current row's index + 1 (0: before the first) */
     mgmt_val_t *cur;           /* the current row's values, one per column */
     char        sbuf[N_SBUF][320]; /* strings of the current row */
+    char        furls[3072];   /* a connector row's failoverUrls (up to 10 addresses) */
     /* sslProfile: a copy of the router's profiles, taken when the producer is made */
     cfg_ssl_profile_t *ssl;        /* NULL when there are none (or no mgmt_tls_t) */
     size_t             n_ssl;      /* their count */
@@ -538,7 +539,11 @@ static void connector_row(fill_t *f, const mgmt_rec_t *rec)
     put_str(f, msg);
     put_int(f, l->max_sessions);
     put_str(f, cn->sasl_username);
-    put_null(f); /* failoverUrls: a list of its own is refused */
+    /* failoverUrls: read-only, the list in use (qdrouterd 1.19) */
+    if (h->connector_failover && h->connector_failover(h->ctx, rec->id, r->furls, sizeof(r->furls)))
+        put_str(f, r->furls);
+    else
+        put_null(f);
 }
 
 static void address_row(fill_t *f, const mgmt_rec_t *rec)

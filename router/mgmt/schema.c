@@ -67,7 +67,7 @@ static const mgmt_attr_t connector_attrs[] = {
     A("connectionMsg", "string", NULL, false, false, false),
     A("maxSessions", "integer", "32768", true, false, false),
     A("saslUsername", "string", NULL, true, false, false),
-    A("failoverUrls", "string", NULL, true, false, false),
+    A("failoverUrls", "string", NULL, false, false, false),
 };
 static const mgmt_attr_t address_attrs[] = {
     A("prefix", "string", NULL, true, false, false),
@@ -197,7 +197,7 @@ static const mgmt_attr_t conn_cols[] = {
     C("type",            STR,  STR,   MGMT_PREFIX ".connection", 0, false, NULL),
     C("host",            STR,  LABEL, "host", 0, false, NULL),
     C("container",       STR,  LABEL, "container", 0, false, NULL),
-    C("role",            STR,  STR,   "normal", 0, false, NULL),
+    C("role",            STR,  LABEL, "role", 0, false, NULL),
     C("protocol",        STR,  STR,   "amqp", 0, false, NULL),
     C("dir",             DIR,  LABEL, "dir", 0, false, NULL),
     C("opened",          BOOL, BOOL,  NULL, 1, false, NULL),

@@ -4,6 +4,7 @@ attaches a receiver on IN_ADDR (a consumer at the router) and a sender on OUT_AD
 producer at the router).  It prints one line per event on stdout, flushed:
   LISTENING <port>        once, when it accepts
   OPENED <container>      the router's open came (its container id)
+  PROPERTIES <json>       its properties: [[key type, key, value type, value], ...] in order
   SASL <mech> <user>      what the router authenticated with (with --sasl-plain)
   RECEIVED <body>         a message on IN_ADDR (accepted)
   SENT <n> ACCEPTED       the n-th message sent on OUT_ADDR was accepted
@@ -11,6 +12,7 @@ It sends a message "from-peer-<n>" each time a line "SEND" arrives on stdin.  Wi
 argument FAILOVER_PORT its open announces qdrouterd's failover-server-list with
 127.0.0.1:FAILOVER_PORT."""
 
+import json
 import sys
 import threading
 
@@ -47,6 +49,9 @@ class Peer(MessagingHandler):
     def on_connection_opened(self, event):
         c = event.connection
         out("OPENED", c.remote_container)
+        props = c.remote_properties or {}
+        out("PROPERTIES", json.dumps([[type(k).__name__, str(k), type(v).__name__, v]
+                                      for k, v in props.items()], default=repr))
         t = event.transport
         if t is not None:
             try:

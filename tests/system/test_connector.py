@@ -6,7 +6,9 @@ made, and a second junctiond that authenticates the router with SASL PLAIN again
 (test_sasl.py's fixtures).  Messages go both ways through the router; the connection shows
 in management with dir "out"; the router reconnects after the peer restarts (qdrouterd's
 delays: 2 s after an open connection, 5 s after a failed attempt) and logs one line per
-state change, not one per attempt."""
+state change, not one per attempt.  Also what management shows of them as qdrouterd 1.19 does
+(each connection's role, the read-only failoverUrls), the openProperties the peer sees in the
+router's open, and connectors with an sslProfile made at run time."""
 
 import os
 import queue
@@ -148,6 +150,156 @@ def test_the_outgoing_connection_shows_with_dir_out(make_router, peer):
         assert out.returncode == 0, out.stderr
         line = [x for x in out.stdout.splitlines() if "127.0.0.1:%d" % peer.port in x]
         assert len(line) == 1 and " out " in line[0], out.stdout
+
+
+def qdstat_rows(args, url):
+    """The real qdstat's table (-c, -l ...) as dicts by its header, or None without it."""
+    if not QDSTAT.exists():
+        return None
+    out = subprocess.run([str(QDSTAT)] + list(args) + ["-b", url], capture_output=True,
+                         text=True, timeout=30, env=dict(os.environ, PYTHONPATH=""))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.strip().startswith("===="))
+    # the header's names (words one space apart) start their columns, values left-aligned
+    cols = [(m.start(), m.group()) for m in re.finditer(r"\S+(?: \S+)*", lines[head - 1])]
+    rows = []
+    for line in lines[head + 1:]:
+        if not line.strip():
+            break
+        rows.append({name: line[a:cols[k + 1][0] if k + 1 < len(cols) else None].strip()
+                     for k, (a, name) in enumerate(cols)})
+    return rows
+
+
+def test_connection_rows_show_the_role_of_their_listener_or_connector(make_router, peer):
+    # a route-container connector, a route-container listener and a normal one: each
+    # connection's row says which (qdrouterd's `role`); the roles Junction does not have
+    # (inter-router, edge) are never claimed
+    peer.start()
+    r = make_router(listeners=[{"host": "127.0.0.1", "port": "0"},
+                               {"host": "127.0.0.1", "port": "0", "role": "route-container"}],
+                    extra=[connector(peer.port, role="route-container")])
+    peer.wait_line("OPENED")
+    rc_client, plain_client = Client(), Client()
+    n = Node(r.url)
+    try:
+        rc_client.connect(r.url_of(1))
+        plain_client.connect(r.url)
+        want = {rc_client.container.container_id: ("in", "route-container"),
+                plain_client.container.container_id: ("in", "normal")}
+        deadline = time.monotonic() + 10
+        while True:
+            rows = n.query_dicts("connection")
+            out = [x for x in rows if x["dir"] == "out"]
+            if out or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert len(out) == 1 and out[0]["role"] == "route-container", out
+        got = {x["container"]: (x["dir"], x["role"]) for x in rows if x["container"] in want}
+        assert got == want, rows
+        assert {x["role"] for x in rows} == {"normal", "route-container"}, rows
+        # the real qdstat -c: its role column, from the same rows
+        table = qdstat_rows(["-c"], r.url)
+        if table is not None:
+            by_container = {x["container"]: x for x in table}
+            assert by_container[rc_client.container.container_id]["role"] == "route-container"
+            assert by_container[plain_client.container.container_id]["role"] == "normal"
+            outs = [x for x in table if x["dir"] == "out"]
+            assert [x["role"] for x in outs] == ["route-container"], table
+            assert not [x for x in table if x["role"] in ("inter-router", "edge")], table
+    finally:
+        n.close()
+        rc_client.close()
+        plain_client.close()
+
+
+OPEN_PROPS = {"app": "billing", "n": 7, "big": 5000000000, "f": 2.5, "ok": True,
+              "nothing": None, "list": [1, "a"], "map": {"k": "v"},
+              "scheme": "s", "hostname": "h"}  # the two 1.19 lets through (docs/brokers.md)
+
+
+def props_seen(peer, start=0):
+    import json
+    return json.loads(peer.wait_line("PROPERTIES", start=start).split(" ", 1)[1])
+
+
+def test_open_properties_follow_the_routers_own(make_router, peer):
+    # qdrouterd 1.19: the router's properties (product, version), then the connector's
+    # openProperties, keys as symbols, values as their JSON types map to AMQP
+    peer.start()
+    make_router(extra=[connector(peer.port, openProperties=OPEN_PROPS)])
+    seen = props_seen(peer)
+    assert [k for _, k, _, _ in seen] == ["product", "version"] + list(OPEN_PROPS), seen
+    assert all(kt == "symbol" for kt, _, _, _ in seen), seen
+    assert seen[0][3] == "junction"
+    got = {k: (vt, v) for _, k, vt, v in seen[2:]}
+    assert got == {"app": ("str", "billing"), "n": ("int32", 7), "big": ("int", 5000000000),
+                   "f": ("float", 2.5), "ok": ("bool", True), "nothing": ("NoneType", None),
+                   "list": ("list", [1, "a"]), "map": ("dict", {"k": "v"}),
+                   "scheme": ("str", "s"), "hostname": ("str", "h")}, seen
+
+
+@pytest.mark.deadline(60)
+def test_open_properties_of_a_connector_made_at_run_time(make_router, peer):
+    peer.start()
+    r = make_router()
+    n = Node(r.url)
+    try:
+        # a reserved key: a 400 naming it, and nothing made
+        with pytest.raises(Exception, match="reserved key 'qd.conn-id'"):
+            n.create({"host": "127.0.0.1", "port": str(peer.port),
+                      "openProperties": {"qd.conn-id": 1}}, "connector", "bad")
+        # failoverUrls is read-only: refused in a CREATE, as qdrouterd 1.19 does
+        with pytest.raises(Exception, match="failoverUrls"):
+            n.create({"host": "127.0.0.1", "port": str(peer.port),
+                      "failoverUrls": "amqp://127.0.0.1:1"}, "connector", "bad")
+        assert n.query_dicts("connector") == []
+        n.create({"host": "127.0.0.1", "port": str(peer.port),
+                  "openProperties": {"region": "eu", "tier": 3}}, "connector", "made")
+        seen = props_seen(peer)
+        assert [(k, v) for _, k, _, v in seen[2:]] == [("region", "eu"), ("tier", 3)], seen
+    finally:
+        n.close()
+
+
+@pytest.mark.deadline(60)
+def test_failover_urls_show_the_list_in_use(make_router):
+    # qdrouterd 1.19's connector failoverUrls is read-only: the configured address, then
+    # the ones the peer announced, the current one first; in a file it is ignored (a
+    # warning here)
+    b = Peer(free_port())
+    a = Peer(free_port(), failover=b.port)
+    try:
+        a.start()
+        r = make_router(extra=[connector(a.port, failoverUrls="amqp://127.0.0.1:1")])
+        a.wait_line("OPENED")
+        r.wait_log(r"attribute 'failoverUrls' of a connector is read-only")
+        n = Node(r.url)
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                urls = n.read(type="connector", name="to-peer")["failoverUrls"]
+                if "," in urls or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert urls == "amqp://127.0.0.1:%d, amqp://127.0.0.1:%d" % (a.port, b.port), urls
+            a.stop()
+            b.start()
+            b.wait_line("OPENED", timeout=15)
+            deadline = time.monotonic() + 10
+            while True:
+                urls = n.read(type="connector", name="to-peer")["failoverUrls"]
+                if urls.startswith("amqp://127.0.0.1:%d" % b.port) or \
+                        time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert urls == "amqp://127.0.0.1:%d, amqp://127.0.0.1:%d" % (b.port, a.port), urls
+        finally:
+            n.close()
+    finally:
+        a.stop()
+        b.stop()
 
 
 @pytest.mark.deadline(90)
@@ -363,11 +515,51 @@ def test_tls_refused_when_the_certificate_names_another_host(make_router, certs,
     other.wait_log(r"Connection to 127\.0\.0\.1:%d opened" % far.port, timeout=10)
 
 
+@pytest.mark.deadline(60)
+def test_connector_with_an_ssl_profile_created_at_run_time(make_router, certs):  # noqa: F811
+    # the profile itself is made at run time too, so nothing at start-up gave it a client
+    # context: the connector's CREATE does; the profile stays while the connector names it
+    far = tls_far(make_router, certs)
+    near = make_router(name="near")
+    n = Node(near.url)
+    try:
+        n.create({"caCertFile": str(certs / "ca.pem")}, "sslProfile", "cli")
+        # a profile that does not exist: a 400 that names it, and no connector
+        with pytest.raises(Exception, match="sslProfile 'nope': no sslProfile entity"):
+            n.create({"host": "localhost", "port": str(far.port), "sslProfile": "nope"},
+                     "connector", "bad")
+        rc, out = qdmanage(near, "create", "--type=connector", "--name=made", "host=localhost",
+                           "port=%d" % far.port, "sslProfile=cli", "verifyHostname=true")
+        if rc is None:
+            n.create({"host": "localhost", "port": str(far.port), "sslProfile": "cli",
+                      "verifyHostname": True}, "connector", "made")
+        else:
+            assert rc == 0, out
+        near.wait_log(r"Connection to [^ ]+ opened \(connector made", timeout=10)
+        rows = far_tls_connections(far)
+        assert len(rows) == 1 and rows[0]["isEncrypted"] is True, rows
+        assert rows[0]["sslProto"].startswith("TLS"), rows[0]
+        assert [x["name"] for x in n.query_dicts("connector")] == ["made"]
+        made = n.read(type="connector", name="made")
+        assert made["sslProfile"] == "cli", made
+        assert made["failoverUrls"] == "amqps://localhost:%d" % far.port, made
+        # the profile is in use: DELETE refused until the connector goes
+        with pytest.raises(Exception, match="in use by 0 listeners and 1 connector"):
+            n.delete(type="sslProfile", name="cli")
+        n.delete(type="connector", name="made")
+        n.delete(type="sslProfile", name="cli")
+    finally:
+        n.close()
+
+
 @pytest.mark.parametrize("attrs,want", [
     ({"role": "inter-router"}, "Junction does not support role \"inter-router\""),
     ({"role": "edge"}, "Junction does not support role \"edge\""),
     ({"sslProfile": "p"}, "sslProfile 'p': no sslProfile entity has that name"),
-    ({"failoverUrls": "amqp://127.0.0.1:1"}, "Junction does not support failoverUrls"),
+    ({"openProperties": {"product": "x"}}, "reserved key 'product' not allowed"),
+    ({"openProperties": {"x-opt-qd.trace": 1}}, "reserved key 'x-opt-qd.trace' not allowed"),
+    ({"openProperties": {"caf\u00e9": 1}}, "its keys must be ASCII"),
+    ({"openProperties": [1]}, "expected a map"),
     ({"saslPassword": "x"}, "without a saslUsername"),
     ({"saslMechanisms": "SCRAM-SHA-256"}, "other than ANONYMOUS, PLAIN and EXTERNAL"),
     ({"port": "0"}, "attribute 'port'"),

@@ -487,6 +487,59 @@ def test_qdstat_linkroutes_oper_status(lr_router, client):
     assert linkroute_rows(lr_router)["lrIn"]["operStatus"] == "inactive"
 
 
+def test_both_ends_of_a_routed_link_are_router_links(lr_router, broker, client):
+    # qdrouterd 1.19 shows both ends of a link-routed link in router.link (and qdstat -l):
+    # the client's on its connection, the router's own on the broker's, with opposite
+    # directions, the client's address as owningAddr (M0<address>) and capacity 0 for the
+    # broker's end; the broker's end goes with the link
+    from mgmt_tool import Node
+    conn = client.connect(url_of(lr_router, 0))
+    snd = conn.sender("lr.in.rows")
+    rcv = conn.receiver("lr.out.rows")
+    n = Node(url_of(lr_router, 0))
+    try:
+        def rows_of(key):
+            return [x for x in n.query_dicts("router.link") if x["owningAddr"] == key]
+
+        snd_rows = rows_of("M0lr.in.rows")
+        assert len(snd_rows) == 2, snd_rows
+        by_dir = {x["linkDir"]: x for x in snd_rows}
+        assert set(by_dir) == {"in", "out"}, snd_rows
+        broker_conn = [x for x in n.query_dicts("connection")
+                       if x["container"] == BROKER_ID][0]["identity"]
+        assert by_dir["out"]["connectionId"] == broker_conn, snd_rows
+        assert by_dir["in"]["connectionId"] != broker_conn, snd_rows
+        assert by_dir["out"]["capacity"] == 0 and by_dir["in"]["capacity"] > 0, snd_rows
+        assert {x["linkName"] for x in snd_rows} == {snd.pn.name}
+        rcv_rows = {x["linkDir"]: x for x in rows_of("M0lr.out.rows")}
+        assert rcv_rows["in"]["connectionId"] == broker_conn, rcv_rows
+        assert rcv_rows["out"]["connectionId"] != broker_conn, rcv_rows
+        # the real qdstat -l: two rows for each address, one on each connection
+        exe = PEER_BIN / "qdstat"
+        if exe.exists():
+            h, p = lr_router.addresses[0]
+            out = subprocess.run([str(exe), "-l", "-b", "%s:%s" % (h, p)],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=30)
+            assert out.returncode == 0, out.stderr
+            for addr in ("lr.in.rows", "lr.out.rows"):
+                lines = [ln.split() for ln in out.stdout.splitlines()
+                         if addr in ln.split()]
+                assert len(lines) == 2, out.stdout
+                assert {ln[1] for ln in lines} == {"in", "out"}, out.stdout
+                assert broker_conn in {ln[2] for ln in lines}, out.stdout
+                assert all(ln[4] == "mobile" for ln in lines), out.stdout
+        # the client closes its sender: both of its rows go
+        snd.close()
+        deadline = time.monotonic() + 5
+        while rows_of("M0lr.in.rows") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rows_of("M0lr.in.rows") == []
+        assert len(rows_of("M0lr.out.rows")) == 2
+    finally:
+        n.close()
+
+
 def test_create_and_delete_at_run_time(lr_router, broker, client):
     conn = client.connect(url_of(lr_router, 0))
     snd = conn.sender("late.q")  # no route yet: message-routed (no consumer, no credit)

@@ -138,7 +138,8 @@ static const mgmt_info_t info = {
 static void families(fx_t *f)
 {
     const stats_family_def_t conn = {.name = "connection", .fields = conn_fields, .nfields = 3,
-                                     .labels = {"connection", "host", "container", "dir"}};
+                                     .labels = {"connection", "host", "container", "dir",
+                                                "role"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields, .nfields = 6,
                                      .labels = {"link", "connection", "dir", "address"}};
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields, .nfields = 5,
@@ -186,7 +187,8 @@ static int teardown(void **state)
 static stats_obj_t mk(fx_t *f, stats_family_t *fam, const char *a, const char *b, const char *c,
                       const char *d)
 {
-    const char *labels[STATS_MAX_LABELS] = {a, b, c, d};
+    /* the fifth is the connection family's role; the other families have four labels */
+    const char *labels[STATS_MAX_LABELS] = {a, b, c, d, "normal"};
     stats_obj_t o;
     assert_int_equal(stats_object_new(f->reg, fam, labels, &o), 0);
     return o;

@@ -1,0 +1,157 @@
+/* core/routing/lsdb.h: the link-state database - qdrouterd 1.19's node tracker, HELLO and
+ * link-state engines (python/qpid_dispatch_internal/router/{node,hello,link}.py) as data and
+ * rules: which routers exist, who is a neighbour, each router's advertised link state, the own
+ * link state and its sequence, and the routes path.c computes from them.
+ *
+ * Rules (interrouter reference, 2.5-2.7; the Python is the authority where they differ):
+ *  - HELLO from R on connection c (cost k): R's id is remembered for our own `seen` list; only
+ *    if our id is in R's `seen` (two-way contact) does R become (or stay) a neighbour: a new
+ *    link sets R's link to c, asks for R's link state and adds {R: k} to the own link state
+ *    when R is not in it yet (a changed cost is not picked up until R is removed and re-added,
+ *    as in 1.19).  A HELLO carrying our own id with another instance is a duplicate router id.
+ *  - A changed `instance` (HELLO, RA, LSU) is a restart: R's link state is emptied (ls_seq 0),
+ *    its mobile addresses flushed (mobile_seq 0), routes recomputed and its link state asked.
+ *  - RA: R's link state is "seen" now; an ls_seq above the stored one asks for R's link state
+ *    at once (an LSR, reachable or not); a mobile_seq above the stored one asks for its
+ *    addresses (a MAR) once R is reachable.
+ *  - LSU: replaces R's link state only when its ls.ls_seq is above the stored one; peers not
+ *    known yet are learned.  LSR: R is learned; the caller answers with the own link state.
+ *  - Tick (once a second, in this order): expire HELLO records older than helloMaxAge; HELLO
+ *    due every helloIntervalSeconds ticks; RA due when raInterval (raIntervalFlux while in flux,
+ *    i.e. within 2 x raIntervalFlux of the last topology change) has passed since the last;
+ *    then expirations - a neighbour without a qualifying HELLO for helloMaxAge loses its link
+ *    and its place in the own link state, a remote link state not refreshed for
+ *    remoteLsMaxAge is emptied, a router with an empty link state that is no neighbour and in
+ *    nobody's link state is deleted on the third tick that finds it so (the count is never
+ *    reset); an own link-state change bumps ls_seq once and sends an RA at once; routes are
+ *    recomputed when anything changed; LSRs and MARs go to routers that are reachable.
+ *  - At most CORE_RT_MAX_ROUTERS - 1 remote routers (mask bits 1..127; 0 is self); one more is
+ *    refused (qdrouterd raises "Exceeded Maximum Router Count").
+ *  - Messages carrying our own id are ignored (RA, LSU, LSR).
+ *  One difference from 1.19, local only: a router that becomes unreachable loses its next hop
+ *  and cost here (1.19 keeps the stale ones until the router is deleted).
+ *
+ * Time is the caller's, in milliseconds; the database never reads a clock.  It sends nothing:
+ * each call appends what to send to a core_rt_actions_t (the caller composes with msg.h).
+ *
+ * Threads: one database belongs to one thread, the core thread in the router (every function
+ * taking one is _CT).
+ */
+#ifndef JUNCTION_CORE_ROUTING_LSDB_H
+#define JUNCTION_CORE_ROUTING_LSDB_H
+
+#include "core/routing/msg.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Mask-bit width: self + 127 remote routers (qdrouterd's QD_BITMASK_BITS). */
+#define CORE_RT_MAX_ROUTERS 128
+
+/* The router entity's protocol timers, in seconds (qdrouterd's defaults in comments). */
+typedef struct core_rt_timers {
+    int hello_interval;    /* helloIntervalSeconds: 1 */
+    int hello_max_age;     /* helloMaxAgeSeconds: 3 */
+    int ra_interval;       /* raIntervalSeconds: 30 */
+    int ra_interval_flux;  /* raIntervalFluxSeconds: 4 */
+    int remote_ls_max_age; /* remoteLsMaxAgeSeconds: 60 */
+} core_rt_timers_t;
+
+/* qdrouterd 1.19's defaults. */
+#define CORE_RT_TIMERS_DEFAULT ((core_rt_timers_t){1, 3, 30, 4, 60})
+
+/* One router's link state: {peer id: cost} in the order the peers were added, and ls_seq. */
+typedef struct core_rt_ls {
+    int64_t  ls_seq;    /* sequence; 0 when empty/unknown */
+    uint32_t n;         /* peers */
+    uint32_t cap;       /* allocated entries */
+    char   **ids;       /* owned, NUL-terminated (ids hold no NUL: they come from strings) */
+    int64_t *costs;     /* parallel to ids */
+    int64_t  last_seen; /* ms of the last RA or accepted LSU (remote link states) */
+} core_rt_ls_t;
+
+/* A remote router. */
+typedef struct core_rt_node {
+    char        *id;           /* owned, NUL-terminated */
+    uint32_t     maskbit;      /* 1..127 */
+    bool         has_instance; /* instance known */
+    int64_t      instance;     /* its boot number */
+    int64_t      version;      /* protocol version it sent */
+    int32_t      link;         /* connection (conn mask bit) when a neighbour, else -1 */
+    int64_t      refresh;      /* ms of the last qualifying HELLO */
+    core_rt_ls_t ls;           /* its advertised link state */
+    int32_t      next_hop;     /* mask bit of the neighbour to send through; -1: none (a
+                                  neighbour, or unreachable) */
+    int64_t  cost;             /* path cost; -1 when unreachable */
+    bool     reachable;        /* in the last computed tree */
+    uint64_t vo[2];            /* valid origins by mask bit (bit 0, self, always set) */
+    int64_t  mobile_seq;       /* the sequence of its addresses we hold */
+    bool     need_lsr;         /* ask for its link state once reachable */
+    bool     need_mar;         /* ask for its addresses once reachable */
+    uint32_t keep_alive;       /* ticks found deletable */
+} core_rt_node_t;
+
+/* What the caller must do after a call (appended to; core_rt_actions_clear() empties). */
+typedef struct core_rt_actions {
+    bool     send_hello;                     /* HELLO on every control link */
+    bool     send_ra;                        /* RA to amqp:/_topo/0/all/qdrouter */
+    bool     routes_changed;                 /* next hops, costs or valid origins changed */
+    bool     dup_id;                         /* a neighbour has our id (log it, once) */
+    uint32_t n_lsr;                          /* LSR to these routers (mask bits) */
+    uint32_t lsr[CORE_RT_MAX_ROUTERS];       /* ... */
+    uint32_t n_mar;                          /* MAR to these routers (mask bits) */
+    uint32_t mar[CORE_RT_MAX_ROUTERS];       /* ... */
+    uint32_t n_deleted;                      /* routers deleted (withdraw their addresses) */
+    uint32_t deleted[CORE_RT_MAX_ROUTERS];   /* their mask bits, no longer valid */
+    uint32_t n_restarted;                    /* routers that restarted (flush their addresses) */
+    uint32_t restarted[CORE_RT_MAX_ROUTERS]; /* their mask bits */
+} core_rt_actions_t;
+
+typedef struct core_rt_lsdb core_rt_lsdb_t;
+
+/* A database for router `id` (copied) with boot number `instance`, at time now_ms.
+ * Returns NULL when id is empty. */
+core_rt_lsdb_t *core_rt_lsdb_new(const char *id, int64_t instance, core_rt_timers_t timers,
+                                 int64_t now_ms);
+void            core_rt_lsdb_free(core_rt_lsdb_t *db);
+
+void core_rt_actions_clear(core_rt_actions_t *a);
+
+/* Message handlers (m decoded by msg.h, with the matching op).  HELLO also takes the
+ * connection it came in on and that connection's cost.  Return 0, or -1 when a new router
+ * would exceed CORE_RT_MAX_ROUTERS or the sender's id is empty or holds a NUL (nothing
+ * changes then).  LSU peer ids that are empty or hold a NUL are left out. */
+int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t conn, int64_t cost,
+                          int64_t now_ms, core_rt_actions_t *a);
+int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
+                       core_rt_actions_t *a);
+int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
+                        core_rt_actions_t *a);
+/* LSR: learns the requester; the caller then sends core_rt_lsdb_own_ls() as an LSU to it. */
+int core_rt_lsdb_lsr_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, core_rt_actions_t *a);
+
+/* The control link of connection `conn` went away: its neighbour is lost at once. */
+void core_rt_lsdb_link_lost_CT(core_rt_lsdb_t *db, int32_t conn);
+
+/* The 1-second tick (rules above). */
+void core_rt_lsdb_tick_CT(core_rt_lsdb_t *db, int64_t now_ms, core_rt_actions_t *a);
+
+/* The own link state (for LSU) and the ids for HELLO's `seen`, in qdrouterd's order. */
+const core_rt_ls_t *core_rt_lsdb_own_ls(const core_rt_lsdb_t *db);
+uint32_t            core_rt_lsdb_seen_CT(const core_rt_lsdb_t *db, const char **ids, uint32_t max);
+
+/* Remote routers: by id (NULL if unknown) and by mask bit (NULL if free). */
+core_rt_node_t *core_rt_lsdb_find(const core_rt_lsdb_t *db, const uint8_t *id, size_t len);
+core_rt_node_t *core_rt_lsdb_node(const core_rt_lsdb_t *db, uint32_t maskbit);
+uint32_t        core_rt_lsdb_count(const core_rt_lsdb_t *db);
+/* Topology radius of the last computation. */
+uint32_t core_rt_lsdb_radius(const core_rt_lsdb_t *db);
+/* Own sequence numbers; the mobile one is set by the mobile-address table. */
+int64_t core_rt_lsdb_ls_seq(const core_rt_lsdb_t *db);
+void    core_rt_lsdb_set_mobile_seq_CT(core_rt_lsdb_t *db, int64_t mobile_seq);
+int64_t core_rt_lsdb_mobile_seq(const core_rt_lsdb_t *db);
+/* Record a remote router's mobile_seq once its MAU was applied (mobile.c tells). */
+void core_rt_lsdb_node_mobile_seq_CT(core_rt_lsdb_t *db, uint32_t maskbit, int64_t seq);
+
+#endif
