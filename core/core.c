@@ -342,6 +342,27 @@ void core__addr_credit_CT(core_t *core, core_addr_t *addr, bool grant)
         credit_CT(core, addr->senders.items[i], grant);
 }
 
+/* Fallback destinations (fallback.c): whether addr's producers have somewhere to send while
+ * addr has no consumer, i.e. its fallback destination has one. */
+static bool fallback_serves_CT(core_t *core, const core_addr_t *addr)
+{
+    core_addr_t *fb = core_fallback_of_CT(core, addr);
+    return fb && fb->consumers.count > 0;
+}
+
+/* fb's consumers came (have) or all went: the producers of the address fb is the fallback
+ * destination of get credit, or lose it when that address has no consumer either (an in
+ * autoLink with `fallback` only ever sends to the address's own consumers). */
+static void fallback_consumers_CT(core_t *core, core_addr_t *fb, bool have)
+{
+    core_addr_t *primary = core_fallback_primary_CT(core, fb);
+    if (!primary || (!have && primary->consumers.count > 0))
+        return;
+    for (size_t i = 0; i < primary->senders.count; i++)
+        if (!primary->senders.items[i]->fallback)
+            credit_CT(core, primary->senders.items[i], have);
+}
+
 static void free_disp_strings(core_disposition_t *d)
 {
     BASE_FREE(d->cond_name);
@@ -540,6 +561,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         int phase = core_autolink_phase_CT(core, l->id);
         if (phase < 0)
             phase = l->dir == CORE_LINK_OUT ? PHASE_EGRESS : PHASE_INGRESS;
+        else
+            l->fallback = core_autolink_fallback_CT(core, l->id);
         core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist, phase);
         if (!addr && dist == CFG_DIST_UNAVAILABLE) {
             w->u.attached.cond_name = "amqp:not-found";
@@ -557,12 +580,15 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         l->addr = addr;
         if (l->dir == CORE_LINK_OUT) {
             set_add(&addr->consumers, l);
-            if (addr->consumers.count == 1 && !core_addr_remote(addr))
+            if (addr->consumers.count == 1 && !core_addr_remote(addr)) {
                 for (size_t i = 0; i < addr->senders.count; i++)
                     credit_CT(core, addr->senders.items[i], true);
+                fallback_consumers_CT(core, addr, true);
+            }
         } else {
             set_add(&addr->senders, l);
-            if (addr->consumers.count > 0 || core_addr_remote(addr))
+            if (addr->consumers.count > 0 || core_addr_remote(addr) ||
+                (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
@@ -636,9 +662,13 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     if (addr) {
         if (l->dir == CORE_LINK_OUT) {
             set_del(&addr->consumers, l);
-            if (addr->consumers.count == 0 && !core_addr_remote(addr))
+            if (addr->consumers.count == 0 && !core_addr_remote(addr)) {
+                bool fb = fallback_serves_CT(core, addr);
                 for (size_t i = 0; i < addr->senders.count; i++)
-                    credit_CT(core, addr->senders.items[i], false);
+                    if (!fb || addr->senders.items[i]->fallback)
+                        credit_CT(core, addr->senders.items[i], false);
+                fallback_consumers_CT(core, addr, false);
+            }
         } else {
             set_del(&addr->senders, l);
         }
@@ -790,6 +820,17 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     if (BASE_UNLIKELY(core->ir != NULL))
         return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
     size_t n = addr ? addr->consumers.count : 0;
+    if (n == 0 && addr && !in->fallback) {
+        /* no consumer: the address's fallback destination, if it has one that has one */
+        core_addr_t *fb = core_fallback_of_CT(core, addr);
+        if (fb && fb->consumers.count > 0) {
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_REDIRECTED, 1);
+            stats_obj_add(core->shard, router, CORE_ROUTER_REDIRECTED, 1);
+            addr = fb;
+            dist = fb->dist;
+            n = fb->consumers.count;
+        }
+    }
     if (n == 0) {
         deliver_unroutable_CT(core, in, dlv, owner);
         return 0;

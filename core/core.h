@@ -75,6 +75,7 @@ enum core_addr_field {
     CORE_ADDR_INGRESS,
     CORE_ADDR_EGRESS,
     CORE_ADDR_TRANSIT,
+    CORE_ADDR_REDIRECTED, /* sent to its fallback destination instead (core/fallback.c) */
     CORE_ADDR_NFIELDS
 };
 enum core_alloc_field {
@@ -109,6 +110,7 @@ enum core_router_field {
     CORE_ROUTER_STUCK,
     CORE_ROUTER_LINKS_BLOCKED,
     CORE_ROUTER_LOG_DROPPED,
+    CORE_ROUTER_REDIRECTED, /* deliveries sent to a fallback destination (core/fallback.c) */
     CORE_ROUTER_NFIELDS
 };
 

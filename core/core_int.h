@@ -43,6 +43,8 @@ struct core_link {
     uint8_t      ir_priority;  /* CORE_IR_LINK_DATA: its priority */
     int16_t      ir_conn;      /* its connection's mask bit once registered, else -1 (set
                                   only for inter-router links) */
+    bool         fallback;     /* an autoLink's with `fallback` (fallback.c): OUT, the fallback
+                                  destination's; IN, its deliveries never go to one */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -142,8 +144,24 @@ void core_autolink_init(core_t *core);
 void core_autolink_fini(core_t *core);
 /* CORE_A_CONN_OPENED, CORE_A_CONN_CLOSED, CORE_A_AUTOLINK. */
 void core_autolink_action_CT(core_t *core, core_action_t *a);
-/* The phase of link_id when it is an autoLink's link, else -1. */
+/* The phase of link_id when it is an autoLink's link, else -1 (CORE_PHASE_FALLBACK for an
+ * out autoLink with `fallback`). */
 int core_autolink_phase_CT(core_t *core, uint64_t link_id);
+/* Whether link_id is the link of an autoLink with `fallback`. */
+bool core_autolink_fallback_CT(core_t *core, uint64_t link_id);
+
+/* ---- fallback.c: fallback destinations ---- */
+
+/* The "phase" of a fallback destination's key: a mobile address X with `enableFallback` has
+ * its fallback destination at key "MG" X (qdrouterd's phase character 'G'); an address lookup
+ * with this phase makes that key. */
+#define CORE_PHASE_FALLBACK ('G' - '0')
+/* The fallback destination of addr (key "M0" X, X configured with enableFallback), when it
+ * exists in the table; else NULL. */
+core_addr_t *core_fallback_of_CT(core_t *core, const core_addr_t *addr);
+/* The address fb (key "MG" X) is the fallback destination of, when that address exists and
+ * X is configured with enableFallback; else NULL. */
+core_addr_t *core_fallback_primary_CT(core_t *core, const core_addr_t *fb);
 /* link_id detached (whatever it was). */
 void core_autolink_link_gone_CT(core_t *core, uint64_t link_id);
 /* Once a second: re-attach the autoLinks whose retry time came. */

@@ -41,11 +41,23 @@ static void in_unlink_WT(rtr_in_t *in)
     in->link = NULL;
 }
 
-/* One delivery's credit comes back to the sender. */
+static void link_credit_sync_later_WT(rtr_link_t *k);
+
+/* One delivery's credit comes back to the sender.  An autoLink's incoming link gets it back
+ * in batches, once half its window is used: every flow RabbitMQ receives while its queue is
+ * sending lets it overrun the credit again (docs/brokers.md R18), and it echoes every flow
+ * (R5). */
 static void link_credit_back_WT(rtr_link_t *k)
 {
     if (k->held)
         k->held--;
+    if (k->al_id && k->pn) {
+        if (k->credit_on && !k->drain_out &&
+            pn_link_credit(k->pn) - pn_link_queued(k->pn) <=
+                (int)k->conn->listener->max_unsettled / 2)
+            link_credit_sync_later_WT(k);
+        return;
+    }
     if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
         rtr_conn_mark_dirty_WT(k->conn);
@@ -217,8 +229,10 @@ static void link_credit_sync_WT(rtr_link_t *k)
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
         int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
-        if (want > 0)
+        if (want > 0) {
             pn_link_flow(pl, want);
+            k->credit_given = true;
+        }
     }
     rtr_link_credit_seen_WT(k, pn_link_credit(pl));
 }
@@ -429,6 +443,32 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     return true;
 }
 
+/* A transfer beyond the credit on an autoLink's incoming link that the router gave credit
+ * before.  RabbitMQ sends them: it applies a flow's credit from its queue's delivery-count,
+ * which runs ahead of its link's, so every grant that meets a sending queue lets it send that
+ * many more (docs/brokers.md R18).  Closing the link for it (as for a client) would fail the
+ * autoLink and put back what the router had taken, so up to four windows in all are taken,
+ * and Proton's credit is raised to what arrived: otherwise its next flow would carry a
+ * negative link-credit, which the broker reads as some four billion.  That flow says zero
+ * credit at the broker's delivery-count, which stops the overrun.  Returns false beyond four
+ * windows, or on a link never given credit (a protocol error: the link is closed as any
+ * other, and its autoLink attached again later). */
+static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
+{
+    if (!k->al_id || !k->credit_given || k->held >= 4 * k->conn->listener->max_unsettled)
+        return false;
+    int avail = pn_link_credit(pl) - pn_link_queued(pl);
+    if (avail < 0) {
+        if (!k->overrun_logged)
+            LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken "
+                          "(up to %u deliveries unsettled)",
+                 4 * k->conn->listener->max_unsettled);
+        k->overrun_logged = true;
+        pn_link_flow(pl, -avail);
+    }
+    return true;
+}
+
 void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_worker_t *w = k->conn->worker;
@@ -441,8 +481,9 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         /* Proton counts a receiver's credit down when a delivery is advanced past, so the
          * credit left is credit - queued; below zero, the sender sent without credit (and
          * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if (pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
-            k->held >= k->conn->listener->max_unsettled) {
+        if ((pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
+             k->held >= k->conn->listener->max_unsettled) &&
+            !autolink_overrun_WT(k, pl)) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);
             rtr_link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
