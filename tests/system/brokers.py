@@ -6,6 +6,7 @@ broker, each started by the tests on 127.0.0.1 and stopped afterwards.
         ...
         rabbitmq.kill()                              # SIGKILL (the broker is gone at once)
         rabbitmq.restart()                           # same ports, same data directory
+        rabbitmq.start(pump=client.run_for)          # keeps the client's connections alive
 
 Both fixtures are function-scoped views of one broker per pytest session: RabbitMQ takes
 seconds to start (see `start_seconds`), so the suite pays it once, and a test that killed or
@@ -26,6 +27,12 @@ to the whole process group if that took too long, and then stops its epmd.
 The Proton example broker (`examples/c/broker.c` of `libqpid-proton11-dev-examples`) is
 compiled once per session with `cc` against Debian's libqpid-proton-dev; it takes
 `broker HOST PORT`, and with port 0 prints `listening on PORT`.
+
+Starting a broker blocks the test for seconds (RabbitMQ: more than the router's 16 s idle
+timeout on a loaded machine).  A test that keeps a connection to the router open across a
+start passes `pump`, a callable taking seconds (`Client.run_for`): it is run between the
+readiness probes, so that the connection goes on sending its heartbeats; otherwise the router
+closes it for its idle timeout, and the test's next attach on it never gets an answer.
 
 A test skips (with the reason) when a package is missing; scripts/test installs them.
 """
@@ -178,10 +185,12 @@ class Broker:
     def is_running(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self):
+    def start(self, pump=None):
+        """Start and wait until ready; pump(seconds), if given, runs while waiting (see the
+        module comment)."""
         raise NotImplementedError
 
-    def wait_ready(self, t0, timeout=STARTUP_TIMEOUT):
+    def wait_ready(self, t0, timeout=STARTUP_TIMEOUT, pump=None):
         deadline = t0 + timeout
         while time.monotonic() < deadline:
             if not self.is_running():
@@ -190,7 +199,10 @@ class Broker:
             if self.port and _probe_amqp(self.url, self.probe_address, 2.0):
                 self.start_seconds.append(time.monotonic() - t0)
                 return
-            time.sleep(0.1)
+            if pump is not None:
+                pump(0.1)
+            else:
+                time.sleep(0.1)
         self.kill()
         raise BrokerError("%s not ready after %.0fs:\n%s" % (
             self.name, timeout, "\n".join(self.output()[-30:])))
@@ -230,10 +242,10 @@ class Broker:
             self._log.close()
             self._log = None
 
-    def restart(self):
+    def restart(self, pump=None):
         """Stop (if running) and start again on the same port and data."""
         self.stop()
-        self.start()
+        self.start(pump)
 
     def close(self):
         self.stop()
@@ -290,7 +302,7 @@ class RabbitMQ(Broker):
         env.pop("RABBITMQ_ALLOW_INPUT", None)
         return env
 
-    def start(self):
+    def start(self, pump=None):
         t0 = time.monotonic()
         if self.epmd is None or self.epmd.poll() is not None:
             self.epmd = subprocess.Popen(
@@ -298,7 +310,7 @@ class RabbitMQ(Broker):
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=_die_with_parent(signal.SIGTERM))
         self._spawn([str(RABBITMQ_SERVER)], env=self.env(), cwd=str(self.workdir))
-        self.wait_ready(t0)
+        self.wait_ready(t0, pump=pump)
 
     def stop_epmd(self):
         if self.epmd is not None and self.epmd.poll() is None:
@@ -342,7 +354,7 @@ class ProtonBroker(Broker):
             cls._binary = out
             return out
 
-    def start(self):
+    def start(self, pump=None):
         t0 = time.monotonic()
         seen = len(self.output())
         # The first start takes the port the kernel picks; a restart asks for the same one.
@@ -357,7 +369,7 @@ class ProtonBroker(Broker):
                 raise BrokerError("the Proton broker did not listen:\n" +
                                   "\n".join(self.output()[seen:]))
             time.sleep(0.01)
-        self.wait_ready(t0)
+        self.wait_ready(t0, pump=pump)
 
 
 def _session_broker(kind, tmp_path_factory):

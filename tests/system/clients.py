@@ -417,9 +417,14 @@ class _LinkBase:
         return self.pn
 
     def wait_attached(self, timeout=None):
-        """Wait for the router's attach (a refusal shows up as attach + detach)."""
-        self.client.wait(lambda: not self.pn.state & Endpoint.REMOTE_UNINIT, timeout,
+        """Wait for the router's attach (a refusal shows up as attach + detach).  A connection
+        that is gone fails at once, with its error, rather than as a timeout."""
+        self.client.wait(lambda: not self.pn.state & Endpoint.REMOTE_UNINIT or
+                         self.conn.is_gone(), timeout,
                          "the router's attach of link %s" % self.pn.name)
+        if self.pn.state & Endpoint.REMOTE_UNINIT:
+            raise AssertionError("no attach of link %s: its connection is gone (%s %s)" % (
+                self.pn.name, self.conn.pn.remote_condition, self.conn.transport_condition))
 
     def is_remote_closed(self):
         return bool(self.pn.state & Endpoint.REMOTE_CLOSED)

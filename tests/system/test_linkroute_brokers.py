@@ -76,7 +76,10 @@ def test_link_routes_through_a_connector_to_a_broker(make_router, broker):
         assert lost.remote_condition.name == "qd:no-route-to-dest"
         # the broker is back: the connector connects again and new attaches work
         before = opened_count(r, broker)
-        broker.start()
+        # the client's connection is pumped while RabbitMQ starts (seconds, more than the
+        # router's 16 s idle timeout under load): unpumped, it sends no heartbeat and the
+        # router closes it, and the attach below would never be answered
+        broker.start(pump=c.run_for)
         c.wait(lambda: opened_count(r, broker) > before, 30, "the connector's new connection")
         snd2 = conn.sender(queue)
         dlv = snd2.send(Message(body="after"))
