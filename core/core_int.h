@@ -84,6 +84,7 @@ struct core {
                                       main thread before start; read-only afterwards) */
     size_t             n_nodes;    /* their count */
     struct core_lr_table *lr;      /* _CT: the link routes (core/linkroute.c) */
+    struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
 };
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */

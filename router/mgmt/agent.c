@@ -294,6 +294,9 @@ static void on_work(mgmt_agent_t *a, core_work_t *w)
     case CORE_W_EXTERNAL:
     case CORE_W_AUTOLINK: /* not expected: the agent has no connections */
         break;
+    case CORE_W_RT_SEND: /* not expected either */
+        free(w->u.rt_send.bytes);
+        break;
     }
 }
 
