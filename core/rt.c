@@ -447,6 +447,16 @@ static void mau_CT(core_t *core, const core_rt_msg_t *m)
     switch (core_rt_mobile_mau_CT(rt->mob, r->maskbit, m)) {
     case CORE_RT_MAU_APPLIED:
         core_rt_lsdb_node_mobile_seq_CT(rt->db, r->maskbit, m->mobile_seq);
+        if (base_log_enabled(BASE_LOG_MOD_ROUTER_MA, BASE_LOG_DEBUG)) {
+            const core_rt_strs_t *keys[2] = {m->exist.ptr ? &m->exist : &m->add, &m->del};
+            for (int k = 0; k < 2; k++) {
+                core_rt_iter_t it = core_rt_strs_iter(keys[k]);
+                codec_bytes_t  key;
+                while (keys[k]->ptr && core_rt_strs_next(&it, &key))
+                    LOG_MA(DEBUG, "Router %s: address %.*s %s", r->id, (int)key.len,
+                           (const char *)key.ptr, k == 0 ? "reachable" : "withdrawn");
+            }
+        }
         LOG_MA(INFO, "Router %s: %s MAU applied, mobile_seq %lld, %u addresses known in the "
                      "network", r->id, m->exist.ptr ? "absolute" : "differential",
                (long long)m->mobile_seq, core_rt_mobile_key_count(rt->mob));

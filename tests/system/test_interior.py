@@ -1,0 +1,314 @@
+"""Interior mode's connection layer and control plane: routers joined by inter-router
+connections run qdrouterd 1.19's routing protocol and show each other in `router.node`
+(qdstat -n).
+
+Junction routers started with JUNCTION_EXPERIMENTAL_INTERIOR=1 (interior mode is refused
+without it until it is complete): two joined by a connector (each sees the other as a
+neighbour at the connection's cost, and learns the other's mobile addresses), a line of three
+(the ends see each other through the middle, valid origins as qdrouterd computes them), the
+loss of a router (killed: the other drops it within helloMaxAgeSeconds) and its return; then
+mixed with the real qdrouterd 1.19 of ../shared/peer, each side connecting: both routers'
+router.node rows agree, the real `qdstat -n` runs against both, and a consumer's address on
+either router reaches the other's address table (qdrouterd's `qdstat -a` shows Junction's as
+remote).  The qdrouterd tests skip where ../shared/peer is absent.  Forwarding client messages
+between routers is not tested here (the data plane's).
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+from proton.utils import BlockingConnection
+
+from conftest import REPO_ROOT, run_junctiond, write_config
+from mgmt_tool import Node
+
+PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
+NODE = "org.apache.qpid.dispatch.router.node"
+SWITCH = "JUNCTION_EXPERIMENTAL_INTERIOR"
+
+
+def interior_env():
+    env = dict(os.environ)
+    env[SWITCH] = "1"
+    return env
+
+
+def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=None):
+    """An interior Junction router: listener 0 is for clients, listener 1 (when asked for)
+    takes inter-router connections; one inter-router connector per port in `connect`."""
+    ents = [["router", {"id": rid, "mode": "interior"}],
+            ["listener", {"host": "127.0.0.1", "port": "0"}]]
+    if inter_listen:
+        lst = {"host": "127.0.0.1", "port": "0", "role": "inter-router"}
+        if cost:
+            lst["cost"] = cost
+        ents.append(["listener", lst])
+    for port in connect:
+        cn = {"host": "127.0.0.1", "port": str(port), "role": "inter-router"}
+        if cost:
+            cn["cost"] = cost
+        ents.append(["connector", cn])
+    ents.append(["log", {"module": "ROUTER_MA", "enable": "debug+"}])
+    return make_router(ents, name=name or rid, env=interior_env())
+
+
+def nodes(url):
+    n = Node(url)
+    try:
+        return {r["id"]: r for r in n.query_dicts(NODE)}
+    finally:
+        n.close()
+
+
+def wait_for(what, fn, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError("%s: not within %.0fs (last: %r)" % (what, timeout, last))
+
+
+def neighbour_of(url, me, other, cost=1):
+    rows = nodes(url)
+    r = rows.get(other)
+    ok = (r and r["nextHop"] is None and r["routerLink"] is not None and r["cost"] == cost and
+          rows[me]["nextHop"] == "(self)" and other in rows[me]["linkState"])
+    return rows if ok else None
+
+
+def inter_port(r):
+    return r.addresses[1][1]
+
+
+# ---------------------------------------------------------------- the switch
+
+
+@pytest.mark.parametrize("ent,want", [
+    (["router", {"id": "R", "mode": "interior"}], 'Junction does not support mode "interior"'),
+    (["listener", {"host": "127.0.0.1", "port": "0", "role": "inter-router"}],
+     'Junction does not support role "inter-router"'),
+    (["connector", {"host": "127.0.0.1", "port": "5999", "role": "inter-router"}],
+     'Junction does not support role "inter-router"'),
+])
+def test_interior_refused_without_the_switch(tmp_path, ent, want):
+    ents = [ent] if ent[0] == "router" else [["router", {"id": "R"}], ent]
+    cfg = write_config(tmp_path / "c.json", ents)
+    env = dict(os.environ)
+    env.pop(SWITCH, None)
+    p = run_junctiond(["-c", cfg], env=env)
+    assert p.returncode != 0
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and want in lines[0], p.stderr
+
+
+# ---------------------------------------------------------------- Junction routers
+
+
+def test_two_junction_routers(make_router):
+    """B connects to A with cost 3 (A's listener says nothing): both use 3, both see the other
+    as a neighbour; a consumer's address on each reaches the other (mobile-address sync)."""
+    a = junction(make_router, "A", inter_listen=True)
+    b = junction(make_router, "B", connect=[inter_port(a)], cost=3)
+    rows_a = wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B", cost=3))
+    rows_b = wait_for("B sees A", lambda: neighbour_of(b.url, "B", "A", cost=3))
+    assert rows_a["A"]["linkState"] == ["B"] and rows_b["B"]["linkState"] == ["A"]
+    assert rows_a["B"]["linkState"] == ["A"], "A holds B's link state (LSR/LSU)"
+    assert rows_a["B"]["address"] == "amqp:/_topo/0/B"
+    assert rows_a["B"]["validOrigins"] == [] and rows_a["B"]["protocolVersion"] == 1
+    assert rows_a["B"]["instance"] > 1500000000, "B's boot number from its HELLO/RA"
+
+    ca, cb = BlockingConnection(a.url), BlockingConnection(b.url)
+    try:
+        ca.create_receiver("on.a")
+        cb.create_receiver("on.b")
+        b.wait_log(r"Router A: address M0on\.a reachable", timeout=10)
+        a.wait_log(r"Router B: address M0on\.b reachable", timeout=10)
+    finally:
+        ca.close()
+        cb.close()
+    b.wait_log(r"Router A: address M0on\.a withdrawn", timeout=10)
+
+
+def test_line_of_three(make_router):
+    """A - B - C: the ends reach each other through B at cost 2; B is on both ends' paths to
+    each other, so each end is the other's valid origin at B."""
+    a = junction(make_router, "A", inter_listen=True)
+    c = junction(make_router, "C", inter_listen=True)
+    b = junction(make_router, "B", connect=[inter_port(a), inter_port(c)])
+
+    def a_sees_c():
+        rows = nodes(a.url)
+        r = rows.get("C")
+        # C's link state came back from C through B (an LSR and an LSU B passed on)
+        ok = r and r["nextHop"] == "B" and r["cost"] == 2 and r["linkState"] == ["B"]
+        return rows if ok else None
+
+    rows_a = wait_for("A reaches C through B", a_sees_c)
+    assert rows_a["C"]["routerLink"] is None
+    assert sorted(rows_a["B"]["linkState"]) == ["A", "C"]
+    rows_c = wait_for("C reaches A through B",
+                      lambda: (lambda r: r if r.get("A", {}).get("nextHop") == "B" else None)(
+                          nodes(c.url)))
+    assert rows_c["A"]["cost"] == 2
+
+    def b_origins():
+        rows = nodes(b.url)
+        ok = rows.get("A", {}).get("validOrigins") == ["C"] and \
+            rows.get("C", {}).get("validOrigins") == ["A"]
+        return rows if ok else None
+
+    rows_b = wait_for("B's valid origins", b_origins)
+    assert rows_b["A"]["nextHop"] is None and rows_b["C"]["nextHop"] is None
+    assert rows_a["C"]["validOrigins"] == [] and rows_a["B"]["validOrigins"] == []
+
+
+def test_router_lost_and_back(make_router, request):
+    """B is killed (SIGKILL): A drops it within helloMaxAgeSeconds (3) plus a tick; a new B
+    (new instance) is learned again."""
+    a = junction(make_router, "A", inter_listen=True)
+    b = junction(make_router, "B", connect=[inter_port(a)])
+    wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B"))
+    first = nodes(a.url)["B"]["instance"]
+    b.proc.send_signal(signal.SIGKILL)
+    b.proc.wait(5)
+    request.node.jn_routers.remove(b)  # killed on purpose: no shutdown to check
+    t0 = time.monotonic()
+
+    def dropped():
+        rows = nodes(a.url)
+        r = rows.get("B")
+        gone = "B" not in rows[a.name]["linkState"] and (
+            r is None or (r["routerLink"] is None and r["nextHop"] is None))
+        return rows if gone else None
+
+    wait_for("A drops B", dropped, timeout=6)
+    assert time.monotonic() - t0 < 3 + 2, "within helloMaxAgeSeconds and a tick"
+    time.sleep(1.1)  # the new B's boot number is another second
+    junction(make_router, "B", connect=[inter_port(a)], name="B2")
+    rows = wait_for("A sees the new B", lambda: neighbour_of(a.url, "A", "B"))
+    assert rows["B"]["instance"] != first, "the restart was seen"
+
+
+# ---------------------------------------------------------------- with qdrouterd 1.19
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Qdrouterd:
+    def __init__(self, tmp_path, rid, connect_port=None):
+        exe = PEER_BIN / "qdrouterd"
+        if not exe.exists():
+            pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % exe)
+        self.id = rid
+        self.port, self.ir_port = free_port(), free_port()
+        self.log = tmp_path / ("%s.log" % rid)
+        text = ("router {\n mode: interior\n id: %s\n}\n"
+                "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
+                "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
+                "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
+                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
+                % (rid, self.log, self.port, self.ir_port))
+        if connect_port:
+            text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
+                     " saslMechanisms: ANONYMOUS\n}\n" % connect_port)
+        cfg = tmp_path / ("%s.conf" % rid)
+        cfg.write_text(text)
+        self.proc = subprocess.Popen([str(exe), "-c", str(cfg)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+    @property
+    def url(self):
+        return "amqp://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    def log_text(self):
+        return self.log.read_text() if self.log.exists() else ""
+
+
+def qdstat(url, *args):
+    p = subprocess.run([str(PEER_BIN / "qdstat"), "-b", url.replace("amqp://", "")] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout
+    return p.stdout
+
+
+def agree(rows_j, rows_q):
+    """Both routers' rows name the same routers, each with its neighbours' ids."""
+    view = lambda rows: {k: sorted(v["linkState"]) for k, v in rows.items()}
+    return view(rows_j) == view(rows_q)
+
+
+@pytest.mark.parametrize("junction_connects", [True, False],
+                         ids=["junction-connector", "qdrouterd-connector"])
+def test_with_qdrouterd(make_router, tmp_path, junction_connects):
+    if not (PEER_BIN / "qdrouterd").exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    if junction_connects:
+        q = Qdrouterd(tmp_path, "Q")
+        j = junction(make_router, "J", connect=[q.ir_port])
+    else:
+        j = junction(make_router, "J", inter_listen=True)
+        q = Qdrouterd(tmp_path, "Q", connect_port=inter_port(j))
+    try:
+        rows_j = wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
+        rows_q = wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
+        rows_j = wait_for("J holds Q's link state",
+                          lambda: (lambda r: r if r["Q"]["linkState"] == ["J"] else None)(
+                              nodes(j.url)))
+        assert agree(rows_j, rows_q), (rows_j, rows_q)
+        assert rows_q["J"]["instance"] == rows_j["J"]["instance"]
+        assert rows_j["Q"]["instance"] == rows_q["Q"]["instance"]
+        for url in (j.url, q.url):  # the real tool, both ways
+            out = qdstat(url, "-n")
+            assert "Routers in the Network" in out and " J " in out and " Q " in out, out
+
+        cj, cq = BlockingConnection(j.url), BlockingConnection(q.url)
+        try:
+            cj.create_receiver("on.j")
+            cq.create_receiver("on.q")
+
+            def remote_on_q():
+                n = Node(q.url)
+                try:
+                    rows = {r["key"]: r for r in n.query_dicts(
+                        "org.apache.qpid.dispatch.router.address")}
+                finally:
+                    n.close()
+                r = rows.get("M0on.j")
+                return r if r and r["remoteCount"] == 1 and r["subscriberCount"] == 0 else None
+
+            wait_for("qdrouterd learns J's address", remote_on_q)
+            out = qdstat(q.url, "-a")
+            line = [x for x in out.splitlines() if " on.j " in x]
+            assert line and line[0].split()[6] == "1", out  # the `remote` column
+            j.wait_log(r"Router Q: address M0on\.q reachable", timeout=10)
+        finally:
+            cj.close()
+            cq.close()
+        text = q.log_text()
+        for bad in ("protocol error", "Exceeded Maximum", "duplicate", "CRITICAL"):
+            assert bad not in text, "qdrouterd logged %r:\n%s" % (bad, text[-3000:])
+    finally:
+        q.stop()
