@@ -195,6 +195,27 @@ def test_router_lost_and_back(make_router, request):
     assert rows["B"]["instance"] != first, "the restart was seen"
 
 
+def test_silent_neighbour_expires(make_router):
+    """B stops (SIGSTOP) with its connection open: no HELLO comes, and A drops B from its
+    link state after helloMaxAgeSeconds (3) - the timer, not a detach; B resumed (SIGCONT)
+    is A's neighbour again, the same instance."""
+    a = junction(make_router, "A", inter_listen=True)
+    b = junction(make_router, "B", connect=[inter_port(a)])
+    first = wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B"))["B"]["instance"]
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        wait_for("A drops the silent B",
+                 lambda: "B" not in nodes(a.url)["A"]["linkState"] or None, timeout=8)
+        took = time.monotonic() - t0
+        assert 2 <= took < 3 + 2, "helloMaxAgeSeconds (3), give or take a tick: %.1fs" % took
+        assert nodes(a.url)["B"]["routerLink"] is None
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    rows = wait_for("A sees B again", lambda: neighbour_of(a.url, "A", "B"))
+    assert rows["B"]["instance"] == first
+
+
 # ---------------------------------------------------------------- with qdrouterd 1.19
 
 
