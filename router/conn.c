@@ -440,7 +440,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             rtr_autolink_remote_open_WT(k); /* the router attached it (link_auto.c) */
         else if (k && k->lr)
             rtr_lr_remote_open_WT(k); /* a route container answered the router's attach */
-        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k && link_admit_WT(c, pl))
+        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k &&
+                 !rtr_ir_attach_refused_WT(c, pl) && link_admit_WT(c, pl))
             link_attach_WT(c, pl);
         break;
     }

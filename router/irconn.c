@@ -484,6 +484,25 @@ bool rtr_ir_event_WT(rtr_conn_t *c, pn_event_t *e)
     }
 }
 
+bool rtr_ir_attach_refused_WT(rtr_conn_t *c, pn_link_t *pl)
+{
+    pn_terminus_t *t = pn_link_is_receiver(pl) ? pn_link_remote_target(pl)
+                                               : pn_link_remote_source(pl);
+    if (!c->ir) {
+        if (!terminus_cap_is(t, RTR_IR_CAPS_CTL) && !terminus_cap_is(t, RTR_IR_CAPS_DATA))
+            return false;
+        rtr_pn_link_close_error_WT(pl, "qd:forbidden", "Connectivity to the node is forbidden");
+        LOGC(c, INFO, "Router attach forbidden on non-inter-router connection");
+        return true;
+    }
+    if (c->ir->ctl_out)
+        return false;
+    rtr_pn_link_close_error_WT(pl, "qd:connection-role",
+                               "Link attach forbidden on inter-router connection");
+    LOGC(c, INFO, "Endpoint attach forbidden on inter-router connection");
+    return true;
+}
+
 void rtr_ir_send_WT(rtr_worker_t *w, core_work_t *work)
 {
     rtr_conn_t *c = w->conns;

@@ -31,6 +31,11 @@ void rtr_ir_opened_WT(rtr_conn_t *c);
 /* An event of c (which has c->ir): true when it concerned an inter-router link and was
  * handled here; false for conn.c to handle. */
 bool rtr_ir_event_WT(rtr_conn_t *c, pn_event_t *e);
+/* A peer's attach that conn.c is about to take as an ordinary link: refused (true) as
+ * qdrouterd refuses it - an inter-router link on a connection of another role
+ * (qd:forbidden), an endpoint's link on an inter-router connection before its control link
+ * exists (qd:connection-role). */
+bool rtr_ir_attach_refused_WT(rtr_conn_t *c, pn_link_t *pl);
 /* CORE_W_RT_SEND. */
 void rtr_ir_send_WT(rtr_worker_t *w, core_work_t *work);
 /* c is being freed (its Proton objects are gone): tell the core, free c->ir. */

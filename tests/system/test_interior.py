@@ -20,7 +20,8 @@ import subprocess
 import time
 
 import pytest
-from proton.utils import BlockingConnection
+from proton.reactor import LinkOption
+from proton.utils import BlockingConnection, LinkDetached
 
 from conftest import REPO_ROOT, run_junctiond, write_config
 from mgmt_tool import Node
@@ -105,6 +106,37 @@ def test_interior_refused_without_the_switch(tmp_path, ent, want):
     assert p.returncode != 0
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and want in lines[0], p.stderr
+
+
+class RouterCaps(LinkOption):
+    """A link that says it is an inter-router control link (a bare qd.router symbol)."""
+
+    def apply(self, link):
+        link.source.capabilities.put_symbol("qd.router")
+        link.target.capabilities.put_symbol("qd.router")
+
+
+def refusal(url, address=None, options=None):
+    c = BlockingConnection(url)
+    try:
+        with pytest.raises(LinkDetached) as e:
+            c.create_receiver(address, options=options)
+        cond = e.value.link.remote_condition
+        return cond.name, cond.description
+    finally:
+        c.close()
+
+
+def test_router_links_only_on_inter_router_connections(make_router):
+    """As qdrouterd: a control link on a client's connection is refused (qd:forbidden), and
+    a client's link on an inter-router connection without a control link too
+    (qd:connection-role)."""
+    r = junction(make_router, "A", inter_listen=True)
+    assert refusal(r.url, options=RouterCaps()) == (
+        "qd:forbidden", "Connectivity to the node is forbidden")
+    assert refusal(r.url_of(1), "foo") == (
+        "qd:connection-role", "Link attach forbidden on inter-router connection")
+    r.wait_log(r"Router attach forbidden on non-inter-router connection")
 
 
 # ---------------------------------------------------------------- Junction routers
