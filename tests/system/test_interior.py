@@ -147,10 +147,12 @@ def test_two_junction_routers(make_router):
     as a neighbour; a consumer's address on each reaches the other (mobile-address sync)."""
     a = junction(make_router, "A", inter_listen=True)
     b = junction(make_router, "B", connect=[inter_port(a)], cost=3)
-    rows_a = wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B", cost=3))
+    wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B", cost=3))
     rows_b = wait_for("B sees A", lambda: neighbour_of(b.url, "B", "A", cost=3))
+    # B's link state reaches A by LSR and LSU once B is A's neighbour
+    rows_a = wait_for("A holds B's link state", lambda: (
+        lambda r: r if r["B"]["linkState"] == ["A"] else None)(nodes(a.url)))
     assert rows_a["A"]["linkState"] == ["B"] and rows_b["B"]["linkState"] == ["A"]
-    assert rows_a["B"]["linkState"] == ["A"], "A holds B's link state (LSR/LSU)"
     assert rows_a["B"]["address"] == "amqp:/_topo/0/B"
     assert rows_a["B"]["validOrigins"] == [] and rows_a["B"]["protocolVersion"] == 1
     assert rows_a["B"]["instance"] > 1500000000, "B's boot number from its HELLO/RA"
@@ -178,12 +180,12 @@ def test_line_of_three(make_router):
         rows = nodes(a.url)
         r = rows.get("C")
         # C's link state came back from C through B (an LSR and an LSU B passed on)
-        ok = r and r["nextHop"] == "B" and r["cost"] == 2 and r["linkState"] == ["B"]
+        ok = r and r["nextHop"] == "B" and r["cost"] == 2 and r["linkState"] == ["B"] and \
+            sorted(rows["B"]["linkState"]) == ["A", "C"]
         return rows if ok else None
 
     rows_a = wait_for("A reaches C through B", a_sees_c)
     assert rows_a["C"]["routerLink"] is None
-    assert sorted(rows_a["B"]["linkState"]) == ["A", "C"]
     rows_c = wait_for("C reaches A through B",
                       lambda: (lambda r: r if r.get("A", {}).get("nextHop") == "B" else None)(
                           nodes(c.url)))
@@ -240,7 +242,7 @@ def test_silent_neighbour_expires(make_router):
         wait_for("A drops the silent B",
                  lambda: "B" not in nodes(a.url)["A"]["linkState"] or None, timeout=8)
         took = time.monotonic() - t0
-        assert 2 <= took < 3 + 2, "helloMaxAgeSeconds (3), give or take a tick: %.1fs" % took
+        assert 1.5 <= took < 3 + 2, "helloMaxAgeSeconds (3), give or take a tick: %.1fs" % took
         assert nodes(a.url)["B"]["routerLink"] is None
     finally:
         b.proc.send_signal(signal.SIGCONT)
