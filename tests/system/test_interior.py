@@ -10,7 +10,9 @@ loss of a router (killed: the other drops it within helloMaxAgeSeconds) and its 
 mixed with the real qdrouterd 1.19 of ../shared/peer, each side connecting: both routers'
 router.node rows agree, the real `qdstat -n` runs against both, and a consumer's address on
 either router reaches the other's address table (qdrouterd's `qdstat -a` shows Junction's as
-remote).  The qdrouterd tests skip where ../shared/peer is absent.  Forwarding client messages
+remote), and qdrouterd sees Junction's control and priority data links as its own; mixed lines
+Q1-J-Q2 and J1-Q-J2 where every router's rows agree.  The qdrouterd tests skip where
+../shared/peer is absent.  Forwarding client messages
 between routers is not tested here (the data plane's).
 """
 import os
@@ -335,6 +337,19 @@ def test_with_qdrouterd(make_router, tmp_path, junction_connects):
         assert agree(rows_j, rows_q), (rows_j, rows_q)
         assert rows_q["J"]["instance"] == rows_j["J"]["instance"]
         assert rows_j["Q"]["instance"] == rows_q["Q"]["instance"]
+        # qdrouterd took the links for what they are: two control links, and a data link
+        # each way for every priority (the capabilities are bare symbols, the attach order
+        # qdrouterd's)
+        n = Node(q.url)
+        try:
+            links = n.query_dicts("org.apache.qpid.dispatch.router.link")
+        finally:
+            n.close()
+        ctl = sorted(x["linkDir"] for x in links if x["linkType"] == "router-control")
+        data = sorted((x["linkDir"], x["priority"]) for x in links
+                      if x["linkType"] == "inter-router")
+        assert ctl == ["in", "out"], links
+        assert data == sorted((d, p) for d in ("in", "out") for p in range(10)), links
         for url in (j.url, q.url):  # the real tool, both ways
             out = qdstat(url, "-n")
             assert "Routers in the Network" in out and " J " in out and " Q " in out, out
@@ -365,5 +380,70 @@ def test_with_qdrouterd(make_router, tmp_path, junction_connects):
         text = q.log_text()
         for bad in ("protocol error", "Exceeded Maximum", "duplicate", "CRITICAL"):
             assert bad not in text, "qdrouterd logged %r:\n%s" % (bad, text[-3000:])
+    finally:
+        q.stop()
+
+
+def test_line_qdrouterd_junction_qdrouterd(make_router, tmp_path):
+    """Q1 - J - Q2, Junction in the middle: J passes the qdrouterds' LSR and LSU on, floods
+    their RAs, so each end reaches the other through J; all three routers' router.node rows
+    agree, and J's valid origins are what qdrouterd would compute (each end for the other)."""
+    if not (PEER_BIN / "qdrouterd").exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    q1 = Qdrouterd(tmp_path, "Q1")
+    q2 = Qdrouterd(tmp_path, "Q2")
+    try:
+        j = junction(make_router, "J", connect=[q1.ir_port, q2.ir_port])
+
+        def end_sees_end(q, me, other):
+            rows = nodes(q.url)
+            r = rows.get(other)
+            ok = r and r["nextHop"] == "J" and r["cost"] == 2 and r["linkState"] == ["J"] \
+                and sorted(rows.get("J", {}).get("linkState", [])) == ["Q1", "Q2"]
+            return rows if ok else None
+
+        rows_1 = wait_for("Q1 reaches Q2 through J", lambda: end_sees_end(q1, "Q1", "Q2"))
+        rows_2 = wait_for("Q2 reaches Q1 through J", lambda: end_sees_end(q2, "Q2", "Q1"))
+
+        def j_origins():
+            rows = nodes(j.url)
+            ok = rows.get("Q1", {}).get("validOrigins") == ["Q2"] and \
+                rows.get("Q2", {}).get("validOrigins") == ["Q1"]
+            return rows if ok else None
+
+        rows_j = wait_for("J's valid origins", j_origins)
+        assert agree(rows_j, rows_1) and agree(rows_j, rows_2), (rows_j, rows_1, rows_2)
+        assert rows_1["Q2"]["validOrigins"] == [] and rows_2["Q1"]["validOrigins"] == []
+        for q in (q1, q2):
+            text = q.log_text()
+            for bad in ("protocol error", "Exceeded Maximum", "duplicate", "CRITICAL"):
+                assert bad not in text, "%s logged %r:\n%s" % (q.id, bad, text[-3000:])
+    finally:
+        q1.stop()
+        q2.stop()
+
+
+def test_line_junction_qdrouterd_junction(make_router, tmp_path):
+    """J1 - Q - J2, qdrouterd in the middle: the Junction ends take the link states and RAs
+    qdrouterd passes on (with its trace), reach each other through Q, and agree with Q."""
+    if not (PEER_BIN / "qdrouterd").exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    q = Qdrouterd(tmp_path, "Q")
+    try:
+        j1 = junction(make_router, "J1", connect=[q.ir_port])
+        j2 = junction(make_router, "J2", connect=[q.ir_port])
+
+        def end_sees_end(j, other):
+            rows = nodes(j.url)
+            r = rows.get(other)
+            ok = r and r["nextHop"] == "Q" and r["cost"] == 2 and r["linkState"] == ["Q"] \
+                and sorted(rows.get("Q", {}).get("linkState", [])) == ["J1", "J2"]
+            return rows if ok else None
+
+        rows_1 = wait_for("J1 reaches J2 through Q", lambda: end_sees_end(j1, "J2"))
+        rows_2 = wait_for("J2 reaches J1 through Q", lambda: end_sees_end(j2, "J1"))
+        rows_q = nodes(q.url)
+        assert agree(rows_1, rows_q) and agree(rows_2, rows_q), (rows_1, rows_2, rows_q)
+        assert rows_q["J1"]["validOrigins"] == ["J2"] and rows_q["J2"]["validOrigins"] == ["J1"]
     finally:
         q.stop()
