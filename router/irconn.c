@@ -4,7 +4,7 @@
  *
  * DESIGN: the links of this layer are Proton links without an rtr_link_t: the core never
  * hears of them as links.  They are listed in c->ir (kind and priority), found by their
- * pn_link_t, forgotten when the peer detaches them or their session ends.  The outgoing
+ * pn_link_t, forgotten (removed) when the peer detaches them or their session ends.  The outgoing
  * control link's queue holds the core's messages until there is credit (at most
  * RTR_IR_QUEUE_MAX; the oldest go first when it is full: HELLO and RA come again anyway).
  * The incoming control link's message being received is gathered in one buffer (routing
@@ -43,7 +43,7 @@ typedef enum ir_kind {
 } ir_kind_t;
 
 typedef struct ir_link {
-    pn_link_t *pn;   /* NULL once forgotten */
+    pn_link_t *pn;   /* the Proton link */
     uint8_t    kind; /* ir_kind_t */
     int        prio; /* data links: 0-9 in attach order, -1 beyond (streaming) */
 } ir_link_t;
@@ -55,7 +55,7 @@ typedef struct ir_msg {
 } ir_msg_t;
 
 typedef struct rtr_ir {
-    ir_link_t *links;      /* every link of this layer (forgotten ones have pn NULL) */
+    ir_link_t *links;      /* every live link of this layer */
     size_t     n_links;    /* used entries */
     size_t     cap;        /* allocated */
     pn_link_t *ctl_in;     /* the incoming control link, or NULL */
@@ -269,6 +269,8 @@ static void ctl_lost_WT(rtr_conn_t *c)
     LOGC(c, INFO, "Inter-router control link lost");
 }
 
+/* Forget l (an entry of c->ir->links; the last entry takes its place, so a connection
+ * whose peer keeps making and dropping streaming links holds only the live ones). */
 static void forget_WT(rtr_conn_t *c, ir_link_t *l)
 {
     rtr_ir_t *ir = c->ir;
@@ -279,7 +281,7 @@ static void forget_WT(rtr_conn_t *c, ir_link_t *l)
             ir->ctl_out = NULL;
         ctl_lost_WT(c);
     }
-    l->pn = NULL;
+    *l = ir->links[--ir->n_links];
 }
 
 /* A bare symbol, or an array (or list) whose first element is a symbol: the capability. */
@@ -468,16 +470,15 @@ bool rtr_ir_event_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_SESSION_REMOTE_CLOSE: {
         /* conn.c frees the session, and Proton its links with it */
         pn_session_t *s = pn_event_session(e);
-        for (size_t i = 0; i < ir->n_links; i++)
-            if (ir->links[i].pn && pn_link_session(ir->links[i].pn) == s)
+        for (size_t i = ir->n_links; i-- > 0;) /* backwards: forget_WT moves the last */
+            if (pn_link_session(ir->links[i].pn) == s)
                 forget_WT(c, &ir->links[i]);
         return false;
     }
     case PN_CONNECTION_REMOTE_CLOSE:
     case PN_TRANSPORT_CLOSED:
-        for (size_t i = 0; i < ir->n_links; i++)
-            if (ir->links[i].pn)
-                forget_WT(c, &ir->links[i]);
+        while (ir->n_links)
+            forget_WT(c, &ir->links[ir->n_links - 1]);
         return false;
     default:
         return false;

@@ -442,8 +442,9 @@ def test_line_junction_qdrouterd_junction(make_router, tmp_path):
 
         rows_1 = wait_for("J1 reaches J2 through Q", lambda: end_sees_end(j1, "J2"))
         rows_2 = wait_for("J2 reaches J1 through Q", lambda: end_sees_end(j2, "J1"))
-        rows_q = nodes(q.url)
+        rows_q = wait_for("Q's valid origins", lambda: (lambda r: r if r.get("J1", {}).get(
+            "validOrigins") == ["J2"] and r.get("J2", {}).get("validOrigins") == ["J1"]
+            else None)(nodes(q.url)))
         assert agree(rows_1, rows_q) and agree(rows_2, rows_q), (rows_1, rows_2, rows_q)
-        assert rows_q["J1"]["validOrigins"] == ["J2"] and rows_q["J2"]["validOrigins"] == ["J1"]
     finally:
         q.stop()
