@@ -22,8 +22,9 @@ import subprocess
 import time
 
 import pytest
+from proton import Delivery, Message
 from proton.reactor import LinkOption
-from proton.utils import BlockingConnection, LinkDetached
+from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from conftest import REPO_ROOT, run_junctiond, write_config
 from mgmt_tool import Node
@@ -116,6 +117,35 @@ class RouterCaps(LinkOption):
     def apply(self, link):
         link.source.capabilities.put_symbol("qd.router")
         link.target.capabilities.put_symbol("qd.router")
+
+
+class DataCaps(LinkOption):
+    """An inter-router data link (a bare qd.router-data symbol)."""
+
+    def apply(self, link):
+        link.source.capabilities.put_symbol("qd.router-data")
+        link.target.capabilities.put_symbol("qd.router-data")
+
+
+def test_late_data_links_are_accepted(make_router):
+    """A peer router (here a Proton client on the inter-router listener) attaches the control
+    links, the ten priority data links each way, then one more data link, as qdrouterd does
+    for a streaming message: Junction answers it, and releases what arrives on it (carrying
+    client messages between routers is the data plane's, not yet there)."""
+    r = junction(make_router, "A", inter_listen=True)
+    c = BlockingConnection(r.url_of(1))
+    try:
+        c.create_receiver(None, options=RouterCaps())
+        c.create_sender(None, options=RouterCaps())
+        for _ in range(10):
+            c.create_receiver(None, options=DataCaps())
+            c.create_sender(None, options=DataCaps())
+        late = c.create_sender(None, options=DataCaps())  # blocks until answered
+        with pytest.raises(SendException) as e:
+            late.send(Message(address="somewhere", body="x"), timeout=10)
+        assert e.value.state == Delivery.RELEASED
+    finally:
+        c.close()
 
 
 def refusal(url, address=None, options=None):
