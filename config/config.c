@@ -682,9 +682,10 @@ static int build_router(ent_t *e)
         free(r->mode);
         r->mode = base_strdup("interior");
         r->interior = true;
+        /* read for the routing protocol; a standalone router drops them (as before) */
+        if (router_timers_fill(e, r) < 0)
+            return -1;
     }
-    if (router_timers_fill(e, r) < 0)
-        return -1;
 
     if (get_int(e, R_WORKER_THREADS, 1, CFG_WORKER_THREADS_MAX, 0, &x) < 0)
         return -1;
@@ -2054,7 +2055,7 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
         ld.cfg->router.id = random_router_id();
     if (!ld.cfg->router.mode)
         ld.cfg->router.mode = base_strdup("standalone");
-    if (!ld.cfg->router.hello_interval) /* no router entity: the protocol's defaults */
+    if (!ld.cfg->router.hello_interval) /* not interior: the protocol's defaults */
         ld.cfg->router.hello_interval = 1, ld.cfg->router.hello_max_age = 3,
         ld.cfg->router.ra_interval = 30, ld.cfg->router.ra_interval_flux = 4,
         ld.cfg->router.remote_ls_max_age = 60;
