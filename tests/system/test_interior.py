@@ -40,10 +40,12 @@ def interior_env():
     return env
 
 
-def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=None):
+def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=None,
+             router=None):
     """An interior Junction router: listener 0 is for clients, listener 1 (when asked for)
-    takes inter-router connections; one inter-router connector per port in `connect`."""
-    ents = [["router", {"id": rid, "mode": "interior"}],
+    takes inter-router connections; one inter-router connector per port in `connect`;
+    `router`: more router attributes."""
+    ents = [["router", dict({"id": rid, "mode": "interior"}, **(router or {}))],
             ["listener", {"host": "127.0.0.1", "port": "0"}]]
     if inter_listen:
         lst = {"host": "127.0.0.1", "port": "0", "role": "inter-router"}
@@ -261,20 +263,24 @@ def test_router_lost_and_back(make_router, request):
     assert rows["B"]["instance"] != first, "the restart was seen"
 
 
-def test_silent_neighbour_expires(make_router):
+@pytest.mark.parametrize("max_age", [None, 6], ids=["default", "helloMaxAgeSeconds-6"])
+def test_silent_neighbour_expires(make_router, max_age):
     """B stops (SIGSTOP) with its connection open: no HELLO comes, and A drops B from its
-    link state after helloMaxAgeSeconds (3) - the timer, not a detach; B resumed (SIGCONT)
-    is A's neighbour again, the same instance."""
-    a = junction(make_router, "A", inter_listen=True)
+    link state after A's helloMaxAgeSeconds (3 by default) - the timer, not a detach; B
+    resumed (SIGCONT) is A's neighbour again, the same instance."""
+    age = max_age or 3
+    a = junction(make_router, "A", inter_listen=True,
+                 router={"helloMaxAgeSeconds": max_age} if max_age else None)
     b = junction(make_router, "B", connect=[inter_port(a)])
     first = wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B"))["B"]["instance"]
     b.proc.send_signal(signal.SIGSTOP)
     try:
         t0 = time.monotonic()
         wait_for("A drops the silent B",
-                 lambda: "B" not in nodes(a.url)["A"]["linkState"] or None, timeout=8)
+                 lambda: "B" not in nodes(a.url)["A"]["linkState"] or None, timeout=age + 5)
         took = time.monotonic() - t0
-        assert 1.5 <= took < 3 + 2, "helloMaxAgeSeconds (3), give or take a tick: %.1fs" % took
+        assert age - 1.5 <= took < age + 2, \
+            "helloMaxAgeSeconds (%d), give or take a tick: %.1fs" % (age, took)
         assert nodes(a.url)["B"]["routerLink"] is None
     finally:
         b.proc.send_signal(signal.SIGCONT)
