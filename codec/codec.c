@@ -988,10 +988,6 @@ static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
     if (ra->to.len > UINT32_MAX || ra->ingress.len > UINT32_MAX || ra->trace.len > UINT32_MAX ||
         ra->trace_append.len > UINT32_MAX)
         return false;
-    if (ra->to.ptr) {
-        t->pairs++;
-        t->bytes += KEY_SIZE(KEY_TO) + str_size(ra->to.len);
-    }
     if (ra->phase) {
         t->pairs++;
         t->bytes += KEY_SIZE(KEY_PHASE) + int_size(ra->phase);
@@ -999,6 +995,10 @@ static bool trailer_plan(const codec_ra_out_t *ra, trailer_t *t)
     if (ra->stream) {
         t->pairs++;
         t->bytes += KEY_SIZE(KEY_STREAM) + int_size(ra->stream);
+    }
+    if (ra->to.ptr) {
+        t->pairs++;
+        t->bytes += KEY_SIZE(KEY_TO) + str_size(ra->to.len);
     }
     if (ra->ingress.ptr) {
         t->pairs++;
@@ -1023,10 +1023,7 @@ static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t
 {
     uint8_t *start = w;
 
-    if (ra->to.ptr) {
-        w = PUT_KEY(w, KEY_TO);
-        w = put_str(w, ra->to);
-    }
+    /* qdrouterd 1.19's order (message.c, compose_router_message_annotations) */
     if (ra->phase) {
         w = PUT_KEY(w, KEY_PHASE);
         w = put_int(w, ra->phase);
@@ -1034,6 +1031,10 @@ static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t
     if (ra->stream) {
         w = PUT_KEY(w, KEY_STREAM);
         w = put_int(w, ra->stream);
+    }
+    if (ra->to.ptr) {
+        w = PUT_KEY(w, KEY_TO);
+        w = put_str(w, ra->to);
     }
     if (ra->ingress.ptr) {
         w = PUT_KEY(w, KEY_INGRESS);
@@ -1180,4 +1181,54 @@ void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const code
     }
     *scratch_len = o.used;
     *n_iov = o.n;
+}
+
+uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan)
+{
+    const uint8_t *h = msg + scan->header.off;
+    size_t         len = scan->header.len;
+    const uint8_t *p;
+    const uint8_t *end;
+    int            code;
+    size_t         dlen;
+    size_t         body;
+    size_t         hend;
+    uint32_t       count;
+    codec_err_t    err;
+
+    if (!len || codec__descriptor_read(h, len, &code, &dlen, &err) != 0 ||
+        section_value_open(h, len, dlen, false, &body, &count, &hend, &err) != 0 || count < 2)
+        return CODEC_PRIORITY_DEFAULT;
+    p = h + body;
+    end = h + hend;
+    if (!(p = value_skip(p, end, &err))) /* durable */
+        return CODEC_PRIORITY_DEFAULT;
+    return p < end && p + 1 < end && *p == CODEC_CODE_UBYTE ? p[1] : CODEC_PRIORITY_DEFAULT;
+}
+
+bool codec_trace_next(codec_bytes_t *trace, codec_bytes_t *id)
+{
+    const uint8_t *p = trace->ptr;
+    size_t         n = trace->len;
+    size_t         h;
+    size_t         l;
+
+    if (!p || n < 2)
+        return false;
+    if (*p == CODEC_CODE_STR8 || *p == CODEC_CODE_SYM8) {
+        h = 2;
+        l = p[1];
+    } else if ((*p == CODEC_CODE_STR32 || *p == CODEC_CODE_SYM32) && n >= 5) {
+        h = 5;
+        l = be32(p + 1);
+    } else {
+        return false;
+    }
+    if (l > n - h)
+        return false;
+    id->ptr = p + h;
+    id->len = l;
+    trace->ptr = p + h + l;
+    trace->len = n - h - l;
+    return true;
 }

@@ -133,9 +133,9 @@ typedef struct codec_iov {
  *
  * Details: `scan` must be codec_scan()'s result for these very bytes (it is trusted).  `ra`
  * NULL means write nothing.  The router trailer is written in this order, each pair only when
- * it has a value: x-opt-qd.to, .phase, .stream, .ingress, .trace (codec_int.h has the byte
- * layouts); the map is a map8 when it fits, else a map32.  When nothing is left to put in
- * the section (no user pairs, nothing to write) it is omitted.  Adjacent byte ranges are
+ * it has a value: x-opt-qd.phase, .stream, .to, .ingress, .trace, qdrouterd 1.19's order
+ * (codec_int.h has the byte layouts); the map is a map8 when it fits, else a map32.  When
+ * nothing is left to put in the section (no user pairs, nothing to write) it is omitted.  Adjacent byte ranges are
  * merged, so without ma_user_split at most CODEC_COMPOSE_IOV_MAX entries are used (one more
  * per extra run of user pairs with it).  Zero-length entries are never produced; an empty
  * prefix returns 0.  Writes nothing but scratch[0, need) and iov[0, n); on CODEC_INVALID
@@ -148,6 +148,17 @@ int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const cod
  * long for any AMQP encoding).  Costs about as much as the compose itself. */
 void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
                         size_t *scratch_len, int *n_iov);
+
+/* The message's priority (header.priority, AMQP 1.0 3.2.1): its value, or
+ * CODEC_PRIORITY_DEFAULT when the header or the field is absent.  `scan` must be
+ * codec_scan()'s result for msg (the header is trusted to be well-formed). */
+#define CODEC_PRIORITY_DEFAULT 4
+uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan);
+
+/* Take the first element of a router trace (codec_ra_t.trace: encoded string or symbol
+ * elements, as codec_scan() validated them): *id gets its bytes, *trace is advanced past it.
+ * Returns false when nothing is left (or the rest is not a string element). */
+bool codec_trace_next(codec_bytes_t *trace, codec_bytes_t *id);
 
 /* The iov entries codec_compose_prefix() needs at most when !scan->ma_user_split: header and
  * delivery annotations, MA header, user pairs, router trailer, properties and app-props. */

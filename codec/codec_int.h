@@ -42,15 +42,16 @@
  *
  *   pair              key (sym8)                      value
  *   ----------------  ------------------------------  ---------------------------------------
- *   to                0xa3 0x0b "x-opt-qd.to"         str8 0xa1 len:1 | str32 0xb1 len:4, bytes
  *   phase             0xa3 0x0e "x-opt-qd.phase"      smallint 0x54 v:1 | int 0x71 v:4
  *   stream            0xa3 0x0f "x-opt-qd.stream"     smallint 0x54 v:1 | int 0x71 v:4
+ *   to                0xa3 0x0b "x-opt-qd.to"         str8 0xa1 len:1 | str32 0xb1 len:4, bytes
  *   ingress           0xa3 0x10 "x-opt-qd.ingress"    str8 | str32 as for `to`
  *   trace             0xa3 0x0e "x-opt-qd.trace"      list8 0xc0 size:1 count:1 | list32 0xd0
  *                                                     size:4 count:4, then the carried-over
  *                                                     elements verbatim, then the appended
  *                                                     router id as str8 | str32
  *
+ *   This is qdrouterd 1.19's order (message.c, compose_router_message_annotations).
  *   str8/smallint/list8 are used whenever the value fits, as Proton and qdrouterd do.
  */
 #ifndef JUNCTION_CODEC_INT_H

@@ -1326,7 +1326,6 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
 {
     load_t   *ld = e->ld;
     long long x;
-    bool      b;
     int       i;
 
     if (check_common(e, A_TYPE, A_NAME, &ad->name) < 0)
@@ -1380,10 +1379,12 @@ static int address_fill(ent_t *e, cfg_address_t *ad)
     if (get_int(e, A_PRIORITY, 0, 9, -1, &x) < 0)
         return -1;
     ad->priority = (int)x;
-    if (get_bool(e, A_ENABLE_FALLBACK, false, &b) < 0)
+    if (get_bool(e, A_ENABLE_FALLBACK, false, &ad->fallback) < 0)
         return -1;
-    if (b)
-        return unsupported(e, A_ENABLE_FALLBACK, "enableFallback: true (fallback destinations)");
+    /* qdrouterd 1.19 refuses the same (agent_config_address.c) */
+    if (ad->fallback && (ad->waypoint || ad->ingress_phase > 0 || ad->egress_phase > 0))
+        return ent_fail(e, "attribute 'enableFallback': cannot be used with waypoint or a "
+                           "non-zero ingressPhase or egressPhase");
     return 0;
 }
 
@@ -1479,7 +1480,6 @@ void cfg_autolink_fini(cfg_autolink_t *a)
 static int autolink_fill(ent_t *e, cfg_autolink_t *al)
 {
     long long x;
-    bool      b;
     int       i;
 
     if (check_common(e, AL_TYPE, AL_NAME, &al->name) < 0)
@@ -1495,8 +1495,10 @@ static int autolink_fill(ent_t *e, cfg_autolink_t *al)
     if (get_enum(e, AL_DIRECTION, 0, &i) < 0)
         return -1;
     al->dir = i == 0 ? CFG_AUTOLINK_IN : CFG_AUTOLINK_OUT;
-    /* qdrouterd: phase 0 for outgoing links, 1 for incoming ones */
-    if (get_int(e, AL_PHASE, 0, 9, al->dir == CFG_AUTOLINK_OUT ? 0 : 1, &x) < 0)
+    if (get_bool(e, AL_FALLBACK, false, &al->fallback) < 0)
+        return -1;
+    /* qdrouterd: phase 0 for outgoing links and fallback ones, 1 for other incoming ones */
+    if (get_int(e, AL_PHASE, 0, 9, al->dir == CFG_AUTOLINK_OUT || al->fallback ? 0 : 1, &x) < 0)
         return -1;
     al->phase = (int)x;
     if (get_str(e, AL_CONTAINER_ID, NULL, &al->container_id) < 0 ||
@@ -1506,10 +1508,6 @@ static int autolink_fill(ent_t *e, cfg_autolink_t *al)
     if (!al->container_id && !al->connection)
         return ent_fail(e, "attributes 'containerId' and 'connection': expected at least one "
                            "of them, got neither");
-    if (get_bool(e, AL_FALLBACK, false, &b) < 0)
-        return -1;
-    if (b)
-        return unsupported(e, AL_FALLBACK, "fallback: true (fallback destinations)");
     return 0;
 }
 

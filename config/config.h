@@ -242,6 +242,9 @@ typedef struct cfg_address {
                                          waypoint, else 0 */
     int                priority;      /* -1 when unset, else 0-9 (qdrouterd uses it between
                                          routers only, so nothing differs standalone) */
+    bool               fallback;      /* `enableFallback`: what finds no consumer goes to the
+                                         address's fallback destination (never with a
+                                         waypoint or phases) */
 } cfg_address_t;
 
 /* `autoLink` (router.config.autoLink): a link the router attaches to a route container
@@ -261,6 +264,9 @@ typedef struct cfg_autolink {
                                             name, or NULL */
     char              *external_address; /* `externalAddress` (old: externalAddr): the
                                             broker's name for the node, or NULL: `address` */
+    bool               fallback;         /* `fallback`: out: the link is the address's
+                                            fallback destination; in: its deliveries go to
+                                            the address's consumers only (phase default 0) */
 } cfg_autolink_t;
 
 /* `log`: module is one of qdrouterd's module names (ROUTER, ROUTER_CORE, ..., DEFAULT). */

@@ -298,9 +298,24 @@ int core_autolink_phase_CT(core_t *core, uint64_t link_id)
     pthread_mutex_lock(&t->lock);
     for (core_al_t *al = t->head; al && phase < 0; al = al->next)
         if (al->link_id == link_id)
-            phase = al->cfg.phase;
+            phase = al->cfg.fallback && al->cfg.dir == CFG_AUTOLINK_OUT ? CORE_PHASE_FALLBACK
+                                                                         : al->cfg.phase;
     pthread_mutex_unlock(&t->lock);
     return phase;
+}
+
+bool core_autolink_fallback_CT(core_t *core, uint64_t link_id)
+{
+    struct core_autolinks *t = core->autolinks;
+    bool                   fallback = false;
+    pthread_mutex_lock(&t->lock);
+    for (core_al_t *al = t->head; al; al = al->next)
+        if (al->link_id == link_id) {
+            fallback = al->cfg.fallback;
+            break;
+        }
+    pthread_mutex_unlock(&t->lock);
+    return fallback;
 }
 
 void core_autolink_link_gone_CT(core_t *core, uint64_t link_id)

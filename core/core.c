@@ -192,6 +192,21 @@ static size_t addr_key_make_CT(core_t *core, const char *text, size_t len, char 
     return klen;
 }
 
+/* A new address with hash key key[0, klen) and treatment dist, in the table. */
+static core_addr_t *addr_new_CT(core_t *core, const char *key, size_t klen,
+                                cfg_distribution_t dist)
+{
+    core_addr_t *addr = base_calloc(1, sizeof(*addr));
+    addr->key = base_strndup(key, klen);
+    addr->keylen = klen;
+    addr->dist = dist;
+    base_map_put(&core->addrs, key, klen, addr);
+    const char *labels[] = {addr->key, cfg_distribution_name(dist)};
+    core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
+    LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
+    return addr;
+}
+
 /* Find the address for a terminus/`to` string, creating it when `create`.  Returns NULL when
  * it does not exist (and !create) or the address is too long to key. */
 static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, bool create,
@@ -210,16 +225,8 @@ static core_addr_t *addr_lookup_CT(core_t *core, const char *text, size_t len, b
         cfg_distribution_t dist = addr_dist_CT(core, a, n, mobile);
         if (dist_out)
             *dist_out = dist;
-        if (create) {
-            addr = base_calloc(1, sizeof(*addr));
-            addr->key = base_strndup(buf, klen);
-            addr->keylen = klen;
-            addr->dist = dist;
-            base_map_put(&core->addrs, buf, klen, addr);
-            const char *labels[] = {addr->key, cfg_distribution_name(dist)};
-            core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
-            LOG(DEBUG, "Address %s created (%s)", addr->key, cfg_distribution_name(dist));
-        }
+        if (create)
+            addr = addr_new_CT(core, buf, klen, dist);
     } else if (addr && dist_out) {
         *dist_out = addr->dist;
     }
@@ -269,15 +276,40 @@ static bool receiver_admit_CT(core_t *core, const char *address, const char **co
 
 static void addr_release_CT(core_t *core, core_addr_t *addr)
 {
-    if (addr->consumers.count || addr->senders.count)
+    if (addr->consumers.count || addr->senders.count || core_addr_remote(addr) || addr->tracked)
         return;
     LOG(DEBUG, "Address %s removed", addr->key);
     stats_object_retire(core->stats->reg, addr->stats); /* live or sink */
     base_map_del(&core->addrs, addr->key, addr->keylen);
     free(addr->consumers.items);
     free(addr->senders.items);
+    free(addr->ir_out);
     free(addr->key);
     free(addr);
+}
+
+void core__addr_release_CT(core_t *core, core_addr_t *addr)
+{
+    addr_release_CT(core, addr);
+}
+
+core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool create,
+                               int hint)
+{
+    core_addr_t *addr = base_map_get(&core->addrs, key, klen);
+    if (addr || !create || klen < 2)
+        return addr;
+    bool mobile = key[0] == 'M';
+    const char *a = key + (mobile ? 2 : 1);
+    size_t n = klen - (mobile ? 2 : 1);
+    cfg_distribution_t dist = CFG_DIST_BALANCED;
+    if (mobile && !node_reserved_CT(core, a, n)) {
+        const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
+        dist = ac ? ac->distribution
+             : hint >= 0 ? (cfg_distribution_t)hint
+                         : core->cfg->router.default_distribution;
+    }
+    return addr_new_CT(core, key, klen, dist);
 }
 
 /* ---- work for the workers ---- */
@@ -303,6 +335,33 @@ static void credit_CT(core_t *core, core_link_t *l, bool grant)
         return;
     l->credit_on = grant;
     work_add_CT(core, l->worker, CORE_W_LINK_CREDIT, l->handle)->u.credit.grant = grant;
+}
+
+void core__addr_credit_CT(core_t *core, core_addr_t *addr, bool grant)
+{
+    for (size_t i = 0; i < addr->senders.count; i++)
+        credit_CT(core, addr->senders.items[i], grant);
+}
+
+/* Fallback destinations (fallback.c): whether addr's producers have somewhere to send while
+ * addr has no consumer, i.e. its fallback destination has one. */
+static bool fallback_serves_CT(core_t *core, const core_addr_t *addr)
+{
+    core_addr_t *fb = core_fallback_of_CT(core, addr);
+    return fb && fb->consumers.count > 0;
+}
+
+/* fb's consumers came (have) or all went: the producers of the address fb is the fallback
+ * destination of get credit, or lose it when that address has no consumer either (an in
+ * autoLink with `fallback` only ever sends to the address's own consumers). */
+static void fallback_consumers_CT(core_t *core, core_addr_t *fb, bool have)
+{
+    core_addr_t *primary = core_fallback_primary_CT(core, fb);
+    if (!primary || (!have && primary->consumers.count > 0))
+        return;
+    for (size_t i = 0; i < primary->senders.count; i++)
+        if (!primary->senders.items[i]->fallback)
+            credit_CT(core, primary->senders.items[i], have);
 }
 
 static void free_disp_strings(core_disposition_t *d)
@@ -505,6 +564,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         int phase = core_autolink_phase_CT(core, l->id);
         if (phase < 0)
             phase = l->dir == CORE_LINK_OUT ? PHASE_EGRESS : PHASE_INGRESS;
+        else
+            l->fallback = core_autolink_fallback_CT(core, l->id);
         core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist, phase);
         if (!addr && dist == CFG_DIST_UNAVAILABLE) {
             w->u.attached.cond_name = "amqp:not-found";
@@ -522,14 +583,17 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         l->addr = addr;
         if (l->dir == CORE_LINK_OUT) {
             set_add(&addr->consumers, l);
-            if (addr->consumers.count == 1)
+            if (addr->consumers.count == 1 && !core_addr_remote(addr)) {
                 for (size_t i = 0; i < addr->senders.count; i++)
                     credit_CT(core, addr->senders.items[i], true);
+                fallback_consumers_CT(core, addr, true);
+            }
             if (addr->consumers.count == 1 && core->rt && l->conn_id)
                 core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, true);
         } else {
             set_add(&addr->senders, l);
-            if (addr->consumers.count > 0)
+            if (addr->consumers.count > 0 || core_addr_remote(addr) ||
+                (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
@@ -562,6 +626,9 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     l->worker = a->worker;
     l->dir = a->u.attach.dir;
     l->capacity = a->u.attach.capacity;
+    l->ir_link = a->u.attach.ir_link;
+    l->ir_priority = a->u.attach.ir_priority;
+    l->ir_conn = -1;
     BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
 
     core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
@@ -583,6 +650,8 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     w->u.attached.stats = l->stats;
     if (l->addr)
         addr_gauges_CT(core, l->addr);
+    if (BASE_UNLIKELY(l->ir_link))
+        core_ir_link_attach_CT(core, l);
     BASE_FREE(a->u.attach.name);
     free(lr_key);
 }
@@ -592,13 +661,19 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     core_link_t *l = base_map_udel(&core->links, a->link_id);
     if (BASE_WARN_ONCE(!l))
         return;
+    if (BASE_UNLIKELY(l->ir_link))
+        core_ir_link_detach_CT(core, l);
     core_addr_t *addr = l->addr;
     if (addr) {
         if (l->dir == CORE_LINK_OUT) {
             set_del(&addr->consumers, l);
-            if (addr->consumers.count == 0)
+            if (addr->consumers.count == 0 && !core_addr_remote(addr)) {
+                bool fb = fallback_serves_CT(core, addr);
                 for (size_t i = 0; i < addr->senders.count; i++)
-                    credit_CT(core, addr->senders.items[i], false);
+                    if (!fb || addr->senders.items[i]->fallback)
+                        credit_CT(core, addr->senders.items[i], false);
+                fallback_consumers_CT(core, addr, false);
+            }
             if (addr->consumers.count == 0 && core->rt && l->conn_id)
                 core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, false);
         } else {
@@ -622,7 +697,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
 
 /* ---- forwarding ---- */
 
-static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
+static core_work_t *send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
 {
     core_work_t *w = work_add_CT(core, out->worker, CORE_W_SEND, out->handle);
     w->u.send.dlv = dlv->presettled ? NULL : dlv;
@@ -637,6 +712,50 @@ static void send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
     }
     out->delivered++;
     stats_obj_add(core->shard, out->stats, CORE_LINK_DELIVERIES, 1);
+    return w;
+}
+
+core_work_t *core__send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv)
+{
+    return send_copy_CT(core, out, dlv);
+}
+
+/* No route: unsettled comes back RELEASED; presettled is dropped. */
+static void deliver_unroutable_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
+{
+    if (dlv->presettled) {
+        stats_obj_add(core->shard, core->stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        stats_obj_add(core->shard, in->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
+        work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+    } else {
+        core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
+        settle_in_CT(core, owner, dlv, &d);
+    }
+}
+
+void core__deliver_unroutable_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
+{
+    deliver_unroutable_CT(core, in, dlv, owner);
+}
+
+/* The copies are out: an unsettled delivery waits for their outcomes on the in-flight list;
+ * a presettled one is done. */
+static void deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
+{
+    if (!dlv->presettled) {
+        BASE_DLIST_APPEND(core->inflight, core->inflight_tail, dlv, _fprev, _fnext);
+        dlv->_listed = true;
+    } else {
+        /* at-most-once: nothing will come back; the owner may recycle it now */
+        rate_settled_CT(core, in);
+        dlv->_copies = 0;
+        work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
+    }
+}
+
+void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
+{
+    deliver_finish_CT(core, in, dlv, owner);
 }
 
 /* Balanced: the consumer with the fewest unsettled copies; ties go round-robin. */
@@ -667,6 +786,7 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     dlv->_mcast = false;
     dlv->_listed = false;
     dlv->_out_link = 0;
+    dlv->_track_addr = NULL;
     dlv->_ingress_ms = core->now_ms;
 
     if (BASE_WARN_ONCE(!in)) {
@@ -694,7 +814,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
                          "Routing failure: no address present");
             return 0;
         }
-        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist, PHASE_INGRESS);
+        /* interior: x-opt-qd.phase names the phase of x-opt-qd.to (a waypoint's next leg) */
+        int phase = BASE_UNLIKELY(dlv->ra_phase && core->ir) ? dlv->ra_phase - 1 : PHASE_INGRESS;
+        addr = addr_lookup_CT(core, dlv->to, dlv->to_len, false, &dist, phase);
     }
     if (dist == CFG_DIST_UNAVAILABLE) {
         reject_in_CT(core, owner, dlv, "amqp:not-found",
@@ -702,17 +824,22 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         return 0;
     }
 
+    if (BASE_UNLIKELY(core->ir != NULL))
+        return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
     size_t n = addr ? addr->consumers.count : 0;
-    if (n == 0) {
-        /* No route: unsettled comes back RELEASED; presettled is dropped. */
-        if (dlv->presettled) {
-            stats_obj_add(core->shard, router, CORE_ROUTER_DROPPED_PRESETTLED, 1);
-            stats_obj_add(core->shard, in->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
-            work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
-        } else {
-            core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
-            settle_in_CT(core, owner, dlv, &d);
+    if (n == 0 && addr && !in->fallback) {
+        /* no consumer: the address's fallback destination, if it has one that has one */
+        core_addr_t *fb = core_fallback_of_CT(core, addr);
+        if (fb && fb->consumers.count > 0) {
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_REDIRECTED, 1);
+            stats_obj_add(core->shard, router, CORE_ROUTER_REDIRECTED, 1);
+            addr = fb;
+            dist = fb->dist;
+            n = fb->consumers.count;
         }
+    }
+    if (n == 0) {
+        deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
     }
     addr->ingress++;
@@ -738,16 +865,7 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
     unsigned copies = dlv->_copies;
     stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, copies);
     stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, copies);
-    if (!dlv->presettled) {
-        BASE_DLIST_APPEND(core->inflight, core->inflight_tail, dlv, _fprev, _fnext);
-        dlv->_listed = true;
-    }
-    if (dlv->presettled) {
-        /* at-most-once: nothing will come back; the owner may recycle it now */
-        rate_settled_CT(core, in);
-        dlv->_copies = 0;
-        work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
-    }
+    deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }
 
@@ -784,6 +902,8 @@ static void disposition_CT(core_t *core, core_action_t *a)
             rate_settled_CT(core, out);
     }
     BASE_BUG_ON(dlv->_copies == 0);
+    if (BASE_UNLIKELY(dlv->_track_addr != NULL))
+        core_ir_untrack_CT(core, dlv);
 
     if (outcome_rank(d->outcome) > outcome_rank(dlv->_result.outcome)) {
         free_disp_strings(&dlv->_result);
@@ -961,9 +1081,11 @@ void core_free(core_t *core)
         core_addr_t *addr = s->value;
         free(addr->consumers.items);
         free(addr->senders.items);
+        free(addr->ir_out);
         free(addr->key);
         free(addr);
     }
+    core_ir_free(core);
     base_map_fini(&core->links);
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);

@@ -2,8 +2,10 @@
  *
  * The core owns every address, link and connection record, picks the destinations of each
  * delivery (multicast, closest, balanced), aggregates outcomes back to the sender, and runs
- * credit policy.  It never touches a socket, a Proton object or a message's bytes, and never
- * frees message memory: it talks to the workers only through batched queues.
+ * credit policy.  It never touches a socket, a Proton object or a message's bytes (beyond
+ * the views the worker hands over with a delivery: its `to`, and in interior mode its router
+ * annotations), and never frees message memory: it talks to the workers only through batched
+ * queues.
  *
  *   workers --(core_action_t batches, one MPSC queue)--> core thread
  *   core thread --(core_work_t batches, one MPSC queue per worker + its wake-up)--> worker
@@ -73,6 +75,7 @@ enum core_addr_field {
     CORE_ADDR_INGRESS,
     CORE_ADDR_EGRESS,
     CORE_ADDR_TRANSIT,
+    CORE_ADDR_REDIRECTED, /* sent to its fallback destination instead (core/fallback.c) */
     CORE_ADDR_NFIELDS
 };
 enum core_alloc_field {
@@ -107,6 +110,7 @@ enum core_router_field {
     CORE_ROUTER_STUCK,
     CORE_ROUTER_LINKS_BLOCKED,
     CORE_ROUTER_LOG_DROPPED,
+    CORE_ROUTER_REDIRECTED, /* deliveries sent to a fallback destination (core/fallback.c) */
     CORE_ROUTER_NFIELDS
 };
 
@@ -185,6 +189,19 @@ typedef struct core_delivery {
                                     x-opt-qd.to), not NUL-terminated; NULL for targeted links */
     uint32_t        to_len;      /* its length */
     bool            presettled;  /* the sender settled it on sending: at-most-once */
+    uint8_t         priority;    /* header.priority + 1 (0: not read, taken as 4); read by
+                                    interior mode only, to pick an inter-router data link */
+    /* The router annotations that arrived with it (views into the content, like `to`), set
+     * only on a link that keeps them (stripAnnotations no/out, inter-router).  Read by
+     * interior mode only (core/interior.h). */
+    const uint8_t  *ra_ingress;     /* x-opt-qd.ingress string bytes, or NULL */
+    const uint8_t  *ra_trace;       /* x-opt-qd.trace: its encoded elements, or NULL */
+    uint32_t        ra_ingress_len; /* bytes at ra_ingress */
+    uint32_t        ra_trace_len;   /* bytes at ra_trace */
+    uint32_t        ra_trace_count; /* elements of the trace (the distance travelled) */
+    uint8_t         ra_phase;       /* x-opt-qd.phase 1..9 + 1 when `to` is x-opt-qd.to,
+                                       else 0 (the address's configured ingress phase); read
+                                       in interior mode only */
     /* Core-thread fields (_CT), valid between CORE_A_DELIVER and CORE_W_SETTLE/RELEASE. */
     uint32_t           _copies;  /* outgoing copies not yet settled */
     bool               _mcast;   /* aggregate outcomes with the multicast rule */
@@ -193,6 +210,9 @@ typedef struct core_delivery {
     bool               _listed;  /* on the core's in-flight list (a stuck one has left it) */
     uint64_t           _ingress_ms; /* the core's loop clock when it arrived (monotonic) */
     uint64_t           _out_link;   /* the one outgoing link of a single-copy delivery, or 0 */
+    struct core_addr  *_track_addr; /* interior, balanced: the address whose per-connection
+                                       count this copy is in (core/interior.c), or NULL */
+    uint32_t           _track_conn; /* ... and the connection mask bit */
     struct core_delivery *_fnext; /* in-flight list (oldest first: the stuck sweep's order) */
     struct core_delivery *_fprev;
 } core_delivery_t;
@@ -252,6 +272,9 @@ typedef struct core_action {
             uint32_t capacity;  /* linkCapacity of the connection's listener */
             uint8_t  dir;       /* core_link_dir_t */
             bool     dynamic;   /* dynamic source: the core makes an address */
+            uint8_t  ir_link;   /* core_ir_link_t (core/interior.h): an inter-router
+                                   connection's control or data link; 0 for others */
+            uint8_t  ir_priority; /* CORE_IR_LINK_DATA: its priority, 0..9 */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {
@@ -325,6 +348,13 @@ typedef struct core_work {
                                             NULL when presettled (it may be gone already) */
             core_content_t  *content;    /* the message (one reference taken for this copy) */
             bool             presettled; /* send settled */
+            uint8_t          to_phase;   /* with to_override: x-opt-qd.phase (0: none) */
+            bool             to_router;  /* interior: the copy goes to another router (a
+                                            streamed message says so: x-opt-qd.stream) */
+            char            *to_override;/* interior, a copy to another router of a message
+                                            that came on a targeted link: the x-opt-qd.to
+                                            to write (heap, NUL-terminated; the worker frees
+                                            it), else NULL */
         } send;
         struct {
             core_delivery_t   *dlv;  /* owner's incoming delivery */

@@ -39,6 +39,12 @@ struct core_link {
     core_link_t *rate_next;    /* in core->rate_links */
     core_link_t *rate_prev;    /* in core->rate_links */
     uint64_t     stuck;        /* deliveries counted stuck (logged at the first) */
+    uint8_t      ir_link;      /* core_ir_link_t: an inter-router control or data link */
+    uint8_t      ir_priority;  /* CORE_IR_LINK_DATA: its priority */
+    int16_t      ir_conn;      /* its connection's mask bit once registered, else -1 (set
+                                  only for inter-router links) */
+    bool         fallback;     /* an autoLink's with `fallback` (fallback.c): OUT, the fallback
+                                  destination's; IN, its deliveries never go to one */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -53,7 +59,17 @@ struct core_addr {
     uint64_t           ingress;    /* deliveries routed to it */
     uint64_t           egress;     /* copies sent from it */
     stats_obj_t        stats;      /* its `address` stats object (retired with it) */
+    uint64_t           rnodes[2];  /* interior: remote routers with a consumer, by mask bit */
+    uint32_t          *ir_out;     /* interior, balanced: unsettled copies per inter-router
+                                      connection (CORE_RT_MAX_CONNS entries), or NULL */
+    uint32_t           tracked;    /* copies counted in ir_out (the address stays while any) */
 };
+
+/* Does addr have a destination on another router? */
+static inline bool core_addr_remote(const core_addr_t *addr)
+{
+    return (addr->rnodes[0] | addr->rnodes[1]) != 0;
+}
 
 struct core {
     const cfg_t       *cfg;        /* immutable after start */
@@ -85,7 +101,42 @@ struct core {
     size_t             n_nodes;    /* their count */
     struct core_lr_table *lr;      /* _CT: the link routes (core/linkroute.c) */
     struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
+    struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
+                                      until the first core_rt_*_CT() call (interior.h) */
 };
+
+/* ---- core.c: what interior.c shares with the standalone forwarder ---- */
+
+/* Queue a copy of dlv on out (counts it as an outgoing copy of the link); returns the work
+ * item (CORE_W_SEND), to add to before the pass ends. */
+core_work_t *core__send_copy_CT(core_t *core, core_link_t *out, core_delivery_t *dlv);
+/* No destination: unsettled comes back RELEASED, presettled is dropped. */
+void core__deliver_unroutable_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
+                                 int owner);
+/* dlv got its copies (dlv->_copies set): track it until settled, or let presettled go. */
+void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner);
+/* Senders of addr get credit (grant) or are drained. */
+void core__addr_credit_CT(core_t *core, core_addr_t *addr, bool grant);
+/* Find the address with hash key key[0, klen), creating it (treatment: configured, else
+ * `hint` when >= 0, else the default) when `create`. */
+core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool create,
+                               int hint);
+/* Free addr when nothing refers to it any more. */
+void core__addr_release_CT(core_t *core, core_addr_t *addr);
+
+/* ---- interior.c: interior mode's hooks ---- */
+
+/* Route dlv (arrived on `in`, address addr or NULL, treatment dist) by interior rules;
+ * posts everything the standalone path would.  Returns the copies made. */
+unsigned core_ir_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
+                            core_addr_t *addr, cfg_distribution_t dist, int owner);
+/* A copy counted in an address's per-connection count settled. */
+void core_ir_untrack_CT(core_t *core, core_delivery_t *dlv);
+/* Link l (ir_link set) attached / is detaching. */
+void core_ir_link_attach_CT(core_t *core, core_link_t *l);
+void core_ir_link_detach_CT(core_t *core, core_link_t *l);
+/* core_free(): interior state. */
+void core_ir_free(core_t *core);
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
 
@@ -94,8 +145,24 @@ void core_autolink_init(core_t *core);
 void core_autolink_fini(core_t *core);
 /* CORE_A_CONN_OPENED, CORE_A_CONN_CLOSED, CORE_A_AUTOLINK. */
 void core_autolink_action_CT(core_t *core, core_action_t *a);
-/* The phase of link_id when it is an autoLink's link, else -1. */
+/* The phase of link_id when it is an autoLink's link, else -1 (CORE_PHASE_FALLBACK for an
+ * out autoLink with `fallback`). */
 int core_autolink_phase_CT(core_t *core, uint64_t link_id);
+/* Whether link_id is the link of an autoLink with `fallback`. */
+bool core_autolink_fallback_CT(core_t *core, uint64_t link_id);
+
+/* ---- fallback.c: fallback destinations ---- */
+
+/* The "phase" of a fallback destination's key: a mobile address X with `enableFallback` has
+ * its fallback destination at key "MG" X (qdrouterd's phase character 'G'); an address lookup
+ * with this phase makes that key. */
+#define CORE_PHASE_FALLBACK ('G' - '0')
+/* The fallback destination of addr (key "M0" X, X configured with enableFallback), when it
+ * exists in the table; else NULL. */
+core_addr_t *core_fallback_of_CT(core_t *core, const core_addr_t *addr);
+/* The address fb (key "MG" X) is the fallback destination of, when that address exists and
+ * X is configured with enableFallback; else NULL. */
+core_addr_t *core_fallback_primary_CT(core_t *core, const core_addr_t *fb);
 /* link_id detached (whatever it was). */
 void core_autolink_link_gone_CT(core_t *core, uint64_t link_id);
 /* Once a second: re-attach the autoLinks whose retry time came. */

@@ -66,6 +66,7 @@ static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
     [CORE_ADDR_INGRESS]     = C("deliveriesIngress", "Deliveries routed to the address"),
     [CORE_ADDR_EGRESS]      = C("deliveriesEgress", "Copies sent to its consumers"),
     [CORE_ADDR_TRANSIT]     = C("deliveriesTransit", "Deliveries in transit to other routers"),
+    [CORE_ADDR_REDIRECTED]  = C("deliveriesRedirectedToFallback", "Deliveries that found no consumer, sent to the fallback destination"),
 };
 
 static const stats_field_t alloc_fields[CORE_ALLOC_NFIELDS] = {
@@ -131,6 +132,9 @@ static const stats_field_t router_fields[CORE_ROUTER_NFIELDS] = {
                                  .prom = "qdr_links_blocked_total"},
     [CORE_ROUTER_LOG_DROPPED] = {.name = "logLinesDropped", .kind = STATS_COUNTER,
                                  .help = "Log lines dropped because the log output did not keep up"},
+    [CORE_ROUTER_REDIRECTED]  = {.name = "deliveriesRedirectedToFallback", .kind = STATS_COUNTER,
+                                 .help = "Deliveries that found no consumer, sent to a fallback destination",
+                                 .prom = "qdr_deliveries_redirected_to_fallback_total"},
 };
 // clang-format on
 

@@ -462,8 +462,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             break;
         if (k->lr)
             rtr_lr_delivery_WT(k, d);
-        else if (k->out)
-            rtr_out_update_WT(k, d);
+        else if (k->out && !rtr_out_update_WT(k, d))
+            rtr_link_errant_transfer_WT(k); /* the peer sent where it receives */
         else
             rtr_in_delivery_WT(k, d);
         break;
@@ -485,6 +485,7 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         pn_session_t *ls = pn_link_session(pl);
         pn_link_free(pl);
         rtr_lr_link_freed_WT(ls);
+        rtr_autolink_link_freed_WT(ls);
         break;
     }
     case PN_SESSION_REMOTE_CLOSE: {
@@ -562,7 +563,7 @@ void rtr_conn_process_WT(rtr_conn_t *c)
         if (c->credit_sync)
             rtr_conn_credit_sync_WT(c);
         rtr_conn_write_WT(c);
-        bool again = c->lr_drain_due && rtr_lr_conn_written_WT(c);
+        bool again = (c->lr_drain_due || c->n_lr_backlog) && rtr_lr_conn_written_WT(c);
         /* While a write is in flight (the socket is full), Proton still frames what it has to
          * say (its head stays the bytes being written): a session or link the client ended is
          * freed once its answer is framed, so a client that does not read leaves bytes here,

@@ -459,6 +459,14 @@ static rtr_connector_t *find_LH(rtr_connectors_t *cs, long id)
     return NULL;
 }
 
+rtr_connector_t *rtr_connectors_get(rtr_connectors_t *cs, long id)
+{
+    pthread_mutex_lock(&cs->lock);
+    rtr_connector_t *ct = find_LH(cs, id);
+    pthread_mutex_unlock(&cs->lock);
+    return ct;
+}
+
 bool rtr_connector_note(rtr_connector_t *ct, const char *msg)
 {
     pthread_mutex_lock(&ct->cs->lock);

@@ -125,6 +125,12 @@ bool rtr_connectors_status(rtr_connectors_t *cs, long id, rtr_connector_state_t 
  * entries only); false when there is no such connector.  Thread-safe. */
 bool rtr_connectors_failover_urls(rtr_connectors_t *cs, long id, char *buf, size_t len);
 
+/* Connector `id`'s record, or NULL when there is none (or it was deleted): for a caller
+ * that hands a connected socket to a worker itself (RTR_EXT_CONNECT), as the fuzz target
+ * tests/fuzz/fuzz_conn.c does with a set that was never started.  The record lives until
+ * _free.  Thread-safe. */
+rtr_connector_t *rtr_connectors_get(rtr_connectors_t *cs, long id);
+
 /* qdrouterd's connectionStatus text of a state. */
 const char *rtr_connector_state_name(rtr_connector_state_t st);
 

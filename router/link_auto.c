@@ -4,15 +4,19 @@
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
  * DESIGN: the core decides (which autoLink, on which connection, when to retry); the worker
- * makes the Proton link (CORE_W_AUTOLINK), opens it, and waits for the peer's attach.  An
+ * makes the Proton link (CORE_W_AUTOLINK) in a session of its own (a broker may end a whole
+ * session over one link, docs/brokers.md R3: one refused autoLink must take no other down;
+ * with no session left on the connection the autoLink is reported failed, and the core
+ * retries), opens it, and waits for the peer's attach.  An
  * attach with the node named (source of an incoming link, target of an outgoing one) makes
  * the autoLink active: the worker reports it (CORE_A_AUTOLINK) and announces the link to the
  * core like any link (CORE_A_LINK_ATTACH), from which on it is an ordinary link of link_in.c
  * or link_out.c.  A peer that refuses answers with no node and detaches; a detach (with its
- * error, if any) reports the autoLink failed.  A route container's connection is announced
- * to the core when it opens (CORE_A_CONN_OPENED, with its listener's name; a connector's
- * outgoing connection is announced the same way, with the connector's name) and when it is
- * freed (CORE_A_CONN_CLOSED).
+ * error, if any) reports the autoLink failed, as does a detach the router makes for what the
+ * peer did on the link (link_in.c: a transfer without credit).  A route container's
+ * connection is announced to the core when it opens (CORE_A_CONN_OPENED, with its listener's
+ * name; a connector's outgoing connection is announced the same way, with the connector's
+ * name) and when it is freed (CORE_A_CONN_CLOSED).
  *
  * Layer: beside conn.c, which calls it from Proton's events and the core's work.
  */
@@ -26,10 +30,12 @@
 #include <proton/link.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
+#include <proton/transport.h>
 #include <stdio.h>
 #include <string.h>
 
-/* The context of the session the router opens for its own links: its address tags it. */
+/* The context of the sessions the router opens for its autoLinks, one per link: its address
+ * tags them (rtr_autolink_link_freed_WT). */
 static const char session_tag = 0;
 
 void rtr_autolink_conn_announce_WT(rtr_conn_t *c, const char *name)
@@ -80,17 +86,43 @@ void rtr_autolink_watch_WT(void *arg, const rtr_conn_info_t *ci, bool open)
         rtr_autolink_conn_announce_WT(c, c->listener->name);
 }
 
-/* The router's own session on c, opened on first use. */
-static pn_session_t *own_session_WT(rtr_conn_t *c)
+/* A session of the autoLink's own on c.  A broker may end the whole session over one link
+ * (RabbitMQ does on a refused attach, docs/brokers.md R3): a session per autoLink keeps
+ * the others up.  NULL when the connection has no session left (the channel-max both ends
+ * allow, the connector's maxSessions included, all in use), with *why saying so. */
+uint32_t rtr_conn_sessions_left_WT(rtr_conn_t *c, uint32_t *limit)
 {
     pn_connection_t *pc = c->driver.connection;
+    pn_transport_t  *t = c->driver.transport;
+    /* channel-max is the highest channel number: a count of channel-max + 1 sessions */
+    uint32_t lim = (uint32_t)pn_transport_get_channel_max(t) + 1;
+    if ((pn_connection_state(pc) & PN_REMOTE_ACTIVE) &&
+        (uint32_t)pn_transport_remote_channel_max(t) + 1 < lim)
+        lim = (uint32_t)pn_transport_remote_channel_max(t) + 1;
+    uint32_t used = 0;
     for (pn_session_t *s = pn_session_head(pc, 0); s; s = pn_session_next(s, 0))
-        if (pn_session_get_context(s) == &session_tag &&
-            !(pn_session_state(s) & (PN_LOCAL_CLOSED | PN_REMOTE_CLOSED)))
-            return s;
-    pn_session_t *s = pn_session(pc);
-    if (!s)
+        if (!(pn_session_state(s) & PN_LOCAL_UNINIT))
+            used++; /* open, or ended and not yet freed: its channel may still be taken */
+    if (limit)
+        *limit = lim;
+    return used < lim ? lim - used : 0;
+}
+
+static pn_session_t *own_session_WT(rtr_conn_t *c, char **why)
+{
+    pn_connection_t *pc = c->driver.connection;
+    uint32_t         limit;
+    /* Proton would find no channel only when it writes the begin, and end the connection */
+    pn_session_t *s = rtr_conn_sessions_left_WT(c, &limit) ? pn_session(pc) : NULL;
+    if (!s) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "No session left on the connection for the autoLink: all %u in use "
+                 "(channel-max, the connector's maxSessions included)",
+                 limit);
+        *why = base_strdup(msg);
         return NULL;
+    }
     /* the window a client's session gets: at most the connection's input budget */
     size_t cap = RTR_CONN_IN_MAX;
     if (c->listener->max_session_frames &&
@@ -102,6 +134,12 @@ static pn_session_t *own_session_WT(rtr_conn_t *c)
     pn_session_set_context(s, (void *)&session_tag);
     pn_session_open(s);
     return s;
+}
+
+void rtr_autolink_link_freed_WT(pn_session_t *s)
+{
+    if (pn_session_get_context(s) == &session_tag && !(pn_session_state(s) & PN_LOCAL_CLOSED))
+        pn_session_close(s); /* freed when the peer's end comes, or with the connection */
 }
 
 static void report_WT(rtr_worker_t *w, uint32_t id, uint32_t gen, uint64_t link_id,
@@ -142,10 +180,15 @@ void rtr_autolink_attach_WT(rtr_worker_t *w, core_work_t *work)
         return;
     }
     pn_session_t *ssn = NULL;
+    char         *why = NULL;
     /* a connection that is gone or ending: the core hears of its end and forgets it */
     if (!c || c->closing || w->stopping ||
         (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED) ||
-        !(ssn = own_session_WT(c))) {
+        !(ssn = own_session_WT(c, &why))) {
+        if (why) { /* no session left: failed, and the core retries */
+            LOGC(c, INFO, "Auto link %u not attached: %s", work->u.autolink.id, why);
+            report_WT(w, work->u.autolink.id, work->u.autolink.gen, 0, CORE_AUTOLINK_FAILED, why);
+        }
         free(address);
         free(peer);
         return;
@@ -233,4 +276,13 @@ void rtr_autolink_remote_close_WT(rtr_link_t *k)
     LOGL(k, INFO, "Auto link detached by the peer%s%s%s%s", cn || cd ? ": " : "", cn ? cn : "",
          cn && cd ? " " : "", cd ? cd : "");
     report_WT(c->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED, err);
+}
+
+void rtr_autolink_closed_WT(rtr_link_t *k, const char *cond, const char *desc)
+{
+    if (!k->al_id || !k->pn || k->conn->worker->stopping)
+        return;
+    /* left unreported, the autoLink would stay "active" with no link, never attached again */
+    report_WT(k->conn->worker, k->al_id, k->al_gen, 0, CORE_AUTOLINK_FAILED,
+              base_strdup(desc && *desc ? desc : cond));
 }

@@ -12,6 +12,7 @@
  * core's work.
  */
 #include "router/link_in.h"
+#include "router/link_auto.h"
 #include "router/linkroute.h"
 #include "router/peer_quirks.h"
 
@@ -40,11 +41,23 @@ static void in_unlink_WT(rtr_in_t *in)
     in->link = NULL;
 }
 
-/* One delivery's credit comes back to the sender. */
+static void link_credit_sync_later_WT(rtr_link_t *k);
+
+/* One delivery's credit comes back to the sender.  An autoLink's incoming link gets it back
+ * in batches, once half its window is used: every flow RabbitMQ receives while its queue is
+ * sending lets it overrun the credit again (docs/brokers.md R18), and it echoes every flow
+ * (R5). */
 static void link_credit_back_WT(rtr_link_t *k)
 {
     if (k->held)
         k->held--;
+    if (k->al_id && k->pn) {
+        if (k->credit_on && !k->drain_out &&
+            pn_link_credit(k->pn) - pn_link_queued(k->pn) <=
+                (int)k->conn->listener->max_unsettled / 2)
+            link_credit_sync_later_WT(k);
+        return;
+    }
     if (k->credit_on && !k->drain_out && k->pn && !k->conn->worker->stopping) {
         pn_link_flow(k->pn, 1);
         rtr_conn_mark_dirty_WT(k->conn);
@@ -151,14 +164,26 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
     }
 }
 
-/* Close a link with an AMQP error, and forget it as on a detach (its deliveries are handed
- * back; k may be freed). */
-static void link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
+void rtr_link_close_error_WT(rtr_link_t *k, const char *name, const char *desc)
 {
     rtr_conn_t *c = k->conn;
+    if (k->al_id)
+        rtr_autolink_closed_WT(k, name, desc);
     rtr_pn_link_close_error_WT(k->pn, name, desc);
     rtr_link_cleanup_WT(k);
     rtr_conn_mark_dirty_WT(c);
+}
+
+void rtr_link_errant_transfer_WT(rtr_link_t *k)
+{
+    rtr_conn_t *c = k->conn;
+    const char *desc = "a transfer on a link where the router sends";
+    /* Proton took the transfer for one of the link's own deliveries, queued to go out: it
+     * would hold the link's detach, and the connection's close, back for good.  The link goes
+     * first (nothing more is sent on it), then the connection, at the transport */
+    LOGL(k, DEBUG, "Link closed: amqp:not-allowed (a transfer from the link's receiver)");
+    rtr_link_close_error_WT(k, "amqp:not-allowed", desc);
+    rtr_conn_protocol_error_WT(c, "amqp:not-allowed", desc);
 }
 
 /* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
@@ -204,8 +229,10 @@ static void link_credit_sync_WT(rtr_link_t *k)
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
         int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
-        if (want > 0)
+        if (want > 0) {
             pn_link_flow(pl, want);
+            k->credit_given = true;
+        }
     }
     rtr_link_credit_seen_WT(k, pn_link_credit(pl));
 }
@@ -298,6 +325,23 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
 }
 
 /* Hand a delivery whose sections up to the body are here to the core. */
+/* The router annotations the core's interior rules read (core.h). */
+static void in_route_ra_WT(rtr_in_t *in, const rtr_msg_t *m)
+{
+    const codec_ra_t *ra = &m->scan.ra;
+    if (ra->ingress.ptr) {
+        in->dlv.ra_ingress = ra->ingress.ptr;
+        in->dlv.ra_ingress_len = (uint32_t)ra->ingress.len;
+    }
+    if (ra->to.ptr && ra->phase > 0 && ra->phase <= 9)
+        in->dlv.ra_phase = (uint8_t)(ra->phase + 1);
+    if (ra->trace.ptr) {
+        in->dlv.ra_trace = ra->trace.ptr;
+        in->dlv.ra_trace_len = (uint32_t)ra->trace.len;
+        in->dlv.ra_trace_count = ra->trace_count;
+    }
+}
+
 static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
 {
     rtr_conn_t *c = k->conn;
@@ -311,6 +355,13 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     if (to->ptr) {
         in->dlv.to = (const char *)to->ptr;
         in->dlv.to_len = (uint32_t)to->len;
+    }
+    if (m->ra_in)
+        in_route_ra_WT(in, m);
+    if (m->scan.header.len) {
+        /* the data link a copy to another router takes (core.h: +1, 0 is "absent") */
+        uint8_t p = codec_header_priority(m->data, &m->scan);
+        in->dlv.priority = (uint8_t)((p > 9 ? 9 : p) + 1);
     }
     in->link = k;
     BASE_DLIST_PUSH(k->ins, in, prev, next);
@@ -387,8 +438,34 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     else
         in_reject_WT(d, "amqp:link:message-size-exceeded", desc);
     in->pn = NULL; /* link cleanup frees or aborts the record */
-    link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
+    rtr_link_close_error_WT(k, "amqp:link:message-size-exceeded", desc);
     rtr_pn_conn_close_error_WT(c->driver.connection, "amqp:connection:forced", desc);
+    return true;
+}
+
+/* A transfer beyond the credit on an autoLink's incoming link that the router gave credit
+ * before.  RabbitMQ sends them: it applies a flow's credit from its queue's delivery-count,
+ * which runs ahead of its link's, so every grant that meets a sending queue lets it send that
+ * many more (docs/brokers.md R18).  Closing the link for it (as for a client) would fail the
+ * autoLink and put back what the router had taken, so up to four windows in all are taken,
+ * and Proton's credit is raised to what arrived: otherwise its next flow would carry a
+ * negative link-credit, which the broker reads as some four billion.  That flow says zero
+ * credit at the broker's delivery-count, which stops the overrun.  Returns false beyond four
+ * windows, or on a link never given credit (a protocol error: the link is closed as any
+ * other, and its autoLink attached again later). */
+static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
+{
+    if (!k->al_id || !k->credit_given || k->held >= 4 * k->conn->listener->max_unsettled)
+        return false;
+    int avail = pn_link_credit(pl) - pn_link_queued(pl);
+    if (avail < 0) {
+        if (!k->overrun_logged)
+            LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken "
+                          "(up to %u deliveries unsettled)",
+                 4 * k->conn->listener->max_unsettled);
+        k->overrun_logged = true;
+        pn_link_flow(pl, -avail);
+    }
     return true;
 }
 
@@ -404,12 +481,13 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         /* Proton counts a receiver's credit down when a delivery is advanced past, so the
          * credit left is credit - queued; below zero, the sender sent without credit (and
          * would make the router hold more than the link's window, maxUnsettledPerLink) */
-        if (pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
-            k->held >= k->conn->listener->max_unsettled) {
+        if ((pn_link_credit(pl) - pn_link_queued(pl) < -(int64_t)k->revoked ||
+             k->held >= k->conn->listener->max_unsettled) &&
+            !autolink_overrun_WT(k, pl)) {
             LOGL(k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
                             "without credit, %u deliveries unsettled)", k->held);
-            link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
-                                "a transfer without link credit");
+            rtr_link_close_error_WT(k, "amqp:link:transfer-limit-exceeded",
+                                    "a transfer without link credit");
             return;
         }
         in = rtr_in_t_new();

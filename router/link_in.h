@@ -41,6 +41,14 @@ BASE_POOL_DECLARE(rtr_in_t);
 /* Forget every Proton object of link k (either direction), hand back what it held, and
  * tell the core (CORE_A_LINK_DETACH), or free k when the core never knew it. */
 void rtr_link_cleanup_WT(rtr_link_t *k);
+/* Close link k with an AMQP error (logged by the caller), and forget it as on a detach:
+ * its deliveries are handed back, an autoLink's link fails the autoLink (lastError: desc),
+ * a link-routed link's other end is detached with the same error; k may be freed. */
+void rtr_link_close_error_WT(rtr_link_t *k, const char *name, const char *desc);
+/* A transfer from the peer on k, a link where the router sends (rtr_out_update_WT() said so,
+ * or a link route's sending end saw one): k is closed, and its connection ends with
+ * amqp:not-allowed (its one line is the transport error's). */
+void rtr_link_errant_transfer_WT(rtr_link_t *k);
 /* A link record for Proton link pl of c (attached by the peer, or by the router for an
  * autoLink or a link route), counted and listed on c, with pl's context set to it. */
 rtr_link_t *rtr_link_new_WT(rtr_conn_t *c, pn_link_t *pl, bool out);

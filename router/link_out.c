@@ -26,6 +26,8 @@
 
 BASE_POOL_DEFINE(rtr_out_t, 64)
 
+char rtr_dlv_forgotten;
+
 void rtr_link_schedule_pump_WT(rtr_link_t *k)
 {
     if (k->in_pump || !k->pn)
@@ -58,6 +60,7 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
     }
     BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
     rtr_msg_unref(o->msg);
+    free(o->to_override);
     rtr_out_t_free(o);
     w->n_outs--;
 }
@@ -128,6 +131,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
             core_disposition_t d = {.outcome = CORE_OUTCOME_RELEASED};
             report_WT(k, dlv, &d);
         }
+        free(work->u.send.to_override);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -139,6 +143,7 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
         /* presettled and the receiver is not keeping up: drop, as qdrouterd does */
         stats_obj_add(w->shard, k->stats, CORE_LINK_DROPPED_PRESETTLED, 1);
         stats_obj_add(w->shard, w->ctx->stats->router_obj, CORE_ROUTER_DROPPED_PRESETTLED, 1);
+        free(work->u.send.to_override);
         if (m->c.streaming)
             rtr_msg_reader_del(m, NULL);
         rtr_msg_unref(m);
@@ -149,6 +154,9 @@ void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work)
     o->in = dlv;
     o->msg = m;
     o->link = k;
+    o->to_override = work->u.send.to_override;
+    o->to_phase = work->u.send.to_phase;
+    o->to_router = work->u.send.to_router;
     o->reader.worker = w;
     if (m->c.streaming)
         rtr_msg_reader_add(m, &o->reader);
@@ -219,8 +227,22 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
             ra.to = scan->ra.to;
             ra.phase = scan->ra.phase;
         }
+        if (BASE_UNLIKELY(o->to_router)) {
+            /* qdrouterd 1.19 carries the mark on, and marks a message it routes before it
+             * is whole */
+            if (m->ra_in)
+                ra.stream = scan->ra.stream;
+            if (m->c.streaming)
+                ra.stream = 1;
+        }
         ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
         ra.trace_append.len = ctx->node_id_len;
+        if (BASE_UNLIKELY(o->to_override != NULL)) {
+            /* to another router, from a targeted link: its address routes it there */
+            ra.to.ptr = (const uint8_t *)o->to_override;
+            ra.to.len = strlen(o->to_override);
+            ra.phase = o->to_phase;
+        }
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
@@ -268,7 +290,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
                 core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
                 report_WT(k, o->in, &d);
             }
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_abort(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -342,7 +364,7 @@ void rtr_link_pump_WT(rtr_link_t *k)
         k->queued--;
         o->done_sending = true;
         if (!o->in) {
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
             pn_delivery_settle(o->pn);
             o->pn = NULL;
             out_free_WT(k, o);
@@ -356,11 +378,13 @@ void rtr_link_pump_WT(rtr_link_t *k)
 }
 
 /* The receiver settled (or updated) an outgoing copy. */
-void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
+bool rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_out_t *o = pn_delivery_get_context(d);
-    if (!o || !pn_delivery_settled(d))
-        return;
+    if (!o)
+        return false; /* not one the router made: the receiver sent a transfer */
+    if (o == RTR_DLV_FORGOTTEN || !pn_delivery_settled(d))
+        return true;
     core_disposition_t disp = {0};
     pn_disposition_t *remote = pn_delivery_remote(d);
     switch (pn_delivery_remote_state(d)) {
@@ -389,10 +413,11 @@ void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d)
     }
     if (o->in)
         report_WT(k, o->in, &disp);
-    pn_delivery_set_context(d, NULL);
+    pn_delivery_set_context(d, RTR_DLV_FORGOTTEN);
     pn_delivery_settle(d);
     o->pn = NULL;
     out_free_WT(k, o); /* settled before we finished sending it: that stops there */
+    return true;
 }
 
 /* Forget the link's copies: each is reported to the core (never started: RELEASED; sent but
@@ -412,7 +437,7 @@ void rtr_link_out_cleanup_WT(rtr_link_t *k)
             report_WT(k, o->in, &d);
         }
         if (o->pn)
-            pn_delivery_set_context(o->pn, NULL);
+            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
         out_free_WT(k, o);
         o = next;
     }

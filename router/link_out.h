@@ -29,6 +29,10 @@ struct rtr_out {
     rtr_out_t        *wnext;    /* on worker->waiters */
     rtr_out_t        *wprev;    /* on worker->waiters */
     rtr_link_t       *link;     /* its link */
+    char             *to_override; /* x-opt-qd.to to write (core_work_t send.to_override,
+                                      heap), or NULL */
+    uint8_t           to_phase;  /* with it: x-opt-qd.phase, 0 for none */
+    bool              to_router; /* core_work_t send.to_router */
 };
 
 /* Pooled (core/base/pool.h): allocated and freed on its link's worker. */
@@ -42,8 +46,15 @@ void rtr_link_pump_WT(rtr_link_t *k);
 /* CORE_W_SEND: queue a copy on outgoing link k (released at once when k is gone; a
  * presettled one is dropped when the receiver is not keeping up). */
 void rtr_on_send_WT(rtr_worker_t *w, rtr_link_t *k, core_work_t *work);
-/* The receiver settled (or updated) an outgoing copy: its outcome goes to the core. */
-void rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d);
+/* The context of a delivery on a sending link that the router made and is done with: a
+ * delivery there without a context was made by Proton from the peer's transfer. */
+extern char rtr_dlv_forgotten;
+#define RTR_DLV_FORGOTTEN ((void *)&rtr_dlv_forgotten)
+
+/* The receiver settled (or updated) an outgoing copy: its outcome goes to the core.
+ * Returns false when d is not the router's but a transfer from the receiver (the caller
+ * closes the link: rtr_link_errant_transfer_WT()). */
+bool rtr_out_update_WT(rtr_link_t *k, pn_delivery_t *d);
 /* The link is going: report every copy not settled to the core and free them all. */
 void rtr_link_out_cleanup_WT(rtr_link_t *k);
 /* The router saw link k's credit (either direction): creditAvailable, and the start or end

@@ -8,8 +8,12 @@
  * DESIGN: each end keeps its own Proton deliveries, numbered by the end that receives the
  * transfers (`seq`); a message names a delivery by that number.  An end settles its own
  * delivery exactly once: when its own peer settled it, or when the other end says its peer
- * did.  No outcome is ever made up: when a link ends, the other end is detached with the
- * error, and its unsettled deliveries stay unsettled for its peer to resolve.
+ * did.  When a link ends, the other end is detached with the error.  When the router's link
+ * to the route container ends first, its client's unsettled transfers are settled before that
+ * detach, with the container's outcome or else RELEASED / MODIFIED (settle_lost_WT, and
+ * release_unsent_WT for what never reached that link, backlog included), as qdrouterd does;
+ * a client receiver's unsettled deliveries stay unsettled (the container takes its messages
+ * back when its own link goes).
  *
  * Credit: the end whose link sends to its peer (S) sees that peer's credit; the end that
  * receives (R) grants credit to its peer.  S keeps the credit R granted and the transfers
@@ -18,12 +22,25 @@
  * granted; what R's peer already had credit for is held at S until its peer's credit allows
  * (at most the credit it had before).  A drain at S drains R's peer (DRAIN), whose answer
  * (DRAINED, with the credit it gave up) lets S answer its own peer's drain.
+ *
+ * Bytes (docs/decisions/0006, as Q2 for message-routed deliveries, router/msg.h): credit
+ * bounds deliveries, not bytes, so a pair bounds its bytes itself.  The pair's `lag` counts
+ * the bytes R took from its Proton and S has not yet handed to its own: R takes at most
+ * LR_CHUNK bytes per message and stops taking at LR_LAG_HIGH, leaving the rest in its
+ * session, whose incoming window then closes on its peer (the session's capacity, and past
+ * RTR_CONN_IN_MAX of such sessions the connection's input, bound it: transport.c); S hands
+ * bytes to Proton only within its connection's output budget (RTR_CONN_OUT_MAX, shared with
+ * message-routed copies) and keeps the rest, and every message behind them, in its backlog
+ * until the socket took what Proton framed; when the lag falls to LR_LAG_LOW, S wakes R
+ * (RESUME).  The sockets are read all the while (flows and dispositions are never held), so
+ * two links in opposite directions over the same connections wait only on their own peers.
  */
 #include "router/linkroute.h"
 
 #include "core/base/list.h"
 #include "core/base/map.h"
 #include "core/linkroute.h"
+#include "router/link_auto.h"
 #include "router/link_in.h"
 #include "router/peer_quirks.h"
 
@@ -38,10 +55,23 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The bound on a pair's bytes in transit between its workers (see DESIGN above): R stops
+ * taking bytes from its Proton at LR_LAG_HIGH and goes on at LR_LAG_LOW (Q2's figures,
+ * router/msg.h); one message carries at most LR_CHUNK bytes. */
+#define LR_LAG_HIGH (1u << 20)
+#define LR_LAG_LOW  (512u << 10)
+#define LR_CHUNK    (64u << 10)
+
+struct lr_msg;
+
 /* The two ends of a link-routed link.  `refs`: one per end alive and one per message in
  * flight; the last drop frees it. */
 typedef struct rtr_lr_pair {
     atomic_int         refs;    /* owners: ends and messages */
+    atomic_size_t      lag;     /* bytes R took from its Proton, not yet handed to S's (or
+                                   dropped): R adds, whoever frees the message subtracts */
+    atomic_bool        r_waiting; /* R stopped on the lag: the one who clears it posts (or
+                                     skips) the RESUME */
     rtr_worker_t      *w[2];    /* the worker of each end (immutable) */
     uint64_t           conn[2]; /* the connection of each end (immutable) */
     struct rtr_lr_end *e[2];    /* each end's state while it lives: e[i] is read and written
@@ -71,6 +101,9 @@ typedef struct rtr_lr_end {
     unsigned        far_quirks; /* end 0: what the route container cannot take
                                    (RTR_QUIRK_*; end 1's are its link's k->quirks) */
     rtr_da_strip_t *da;         /* end 1, RTR_QUIRK_NO_DA: the delivery being sent's filter */
+    struct lr_msg *backlog; /* S: messages waiting for the connection's output budget, in
+                               the order they came (the first is a transfer's bytes) */
+    struct lr_msg *backlog_tail; /* S: its last */
 } rtr_lr_end_t;
 
 /* Per-delivery record (the Proton delivery's context). */
@@ -90,6 +123,7 @@ enum {
     LR_XFER,       /* to S: bytes of delivery `seq` */
     LR_DISP,       /* either way: delivery `seq`'s state and settlement */
     LR_DETACH,     /* either way: the other end is gone (with its peer's error) */
+    LR_RESUME,     /* to R: the lag fell to LR_LAG_LOW: take bytes again */
 };
 
 /* A terminus carried between workers. */
@@ -105,6 +139,7 @@ typedef struct lr_term {
 } lr_term_t;
 
 typedef struct lr_msg {
+    struct lr_msg *next;   /* S: in its end's backlog */
     rtr_lr_pair_t *pair;   /* one reference */
     int            to;     /* the end it is for */
     int            type;   /* LR_* */
@@ -123,6 +158,7 @@ typedef struct lr_msg {
     char  *bytes;
     size_t len;
     bool   first, more, aborted;
+    bool   lagged; /* its `len` bytes count in the pair's lag */
     /* XFER (settled), DISP */
     bool     settled;
     uint64_t state;
@@ -193,8 +229,25 @@ static void term_fini(lr_term_t *t)
         pn_data_free(t->filter);
 }
 
+static void msg_post(lr_msg_t *m);
+static lr_msg_t *msg_new(rtr_lr_pair_t *p, int to, int type);
+
+/* m's bytes left the pair (S handed them to Proton, or m was dropped): once the lag fell to
+ * LR_LAG_LOW, a waiting R goes on.  Thread-safe (S's worker, or any that drops m). */
+static void lag_release(lr_msg_t *m)
+{
+    if (!m->lagged)
+        return;
+    m->lagged = false;
+    rtr_lr_pair_t *p = m->pair;
+    size_t left = atomic_fetch_sub(&p->lag, m->len) - m->len;
+    if (left <= LR_LAG_LOW && atomic_exchange(&p->r_waiting, false))
+        msg_post(msg_new(p, 1 - m->to, LR_RESUME));
+}
+
 static void msg_free(lr_msg_t *m)
 {
+    lag_release(m);
     free(m->name);
     free(m->key);
     term_fini(&m->source);
@@ -239,13 +292,15 @@ static bool end_is_s(const rtr_link_t *k)
     return k->out;
 }
 
+/* A delivery this end is done with.  At S (a sending link) its context becomes
+ * RTR_DLV_FORGOTTEN, so that one without a context is known for the peer's transfer. */
 static void dlv_forget_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 {
     lr_dlv_t *r = pn_delivery_get_context(d);
-    if (!r)
+    if (!r || r == RTR_DLV_FORGOTTEN)
         return;
     base_map_udel(&e->dlv, r->seq);
-    pn_delivery_set_context(d, NULL);
+    pn_delivery_set_context(d, end_is_s(e->k) ? RTR_DLV_FORGOTTEN : NULL);
     free(r);
 }
 
@@ -345,6 +400,24 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
         pair_unref(p); /* end 1's reference: it never lived */
         return;
     }
+    /* the settlement mode a peer with quirks can take (RabbitMQ, docs/brokers.md R15) */
+    unsigned quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link */
+    int      rcv_mode;
+    if (!rtr_quirk_rcv_mode(quirks, m->sender, m->rcv_mode, &rcv_mode)) {
+        LOGC(c, INFO, "Link route attach refused: the client asked for rcv-settle-mode second");
+        detach_msg(p, 0, RTR_QUIRK_RCV_SECOND_COND, RTR_QUIRK_RCV_SECOND_DESC);
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
+    if (!rtr_conn_sessions_left_WT(c, NULL)) {
+        /* a session beyond channel-max would end the whole connection (link_auto.h) */
+        LOGC(c, INFO, "Link route attach refused: no session left on the connection");
+        detach_msg(p, 0, "amqp:resource-limit-exceeded",
+                   "No session left on the route container's connection (channel-max, the "
+                   "connector's maxSessions included)");
+        pair_unref(p); /* end 1's reference: it never lived */
+        return;
+    }
     /* A session of its own: a broker may end the whole session over one link (RabbitMQ
      * does on a refused attach, docs/brokers.md R3), which must not take the others. */
     pn_session_t *s = pn_session(c->driver.connection);
@@ -355,10 +428,10 @@ static void on_attach_WT(rtr_worker_t *w, lr_msg_t *m)
     term_put(pn_link_source(pl), &m->source, NULL);
     term_put(pn_link_target(pl), &m->target, NULL);
     pn_link_set_snd_settle_mode(pl, m->snd_mode);
-    pn_link_set_rcv_settle_mode(pl, m->rcv_mode);
+    pn_link_set_rcv_settle_mode(pl, (pn_rcv_settle_mode_t)rcv_mode);
 
     rtr_link_t *k = rtr_link_new_WT(c, pl, m->sender);
-    k->quirks = rtr_peer_quirks_WT(c->driver.connection); /* once per link (peer_quirks.h) */
+    k->quirks = quirks;
     lr_end_stats_WT(k, m);
     rtr_lr_end_t *e = end_new(p, 1, k);
     e->open = true;
@@ -500,15 +573,59 @@ static void disp_out_WT(rtr_lr_end_t *e, pn_delivery_t *d, lr_dlv_t *r)
         dlv_settle_WT(e, d); /* its peer settled it: so does this end, once */
 }
 
-/* R: a transfer (or more of one) from the peer. */
+/* R: stop or go on taking bytes; a stopped link's session counts in its connection's input
+ * budget (transport.c). */
+static void pause_set_WT(rtr_lr_end_t *e, bool on)
+{
+    rtr_link_t *k = e->k;
+    if (k->lr_paused == on)
+        return;
+    k->lr_paused = on;
+    if (on)
+        k->conn->n_lr_paused++;
+    else
+        k->conn->n_lr_paused--;
+}
+
+/* R: is the pair's lag at LR_LAG_HIGH?  Then R stops taking bytes (the caller takes none)
+ * until S's RESUME. */
+static bool lag_full_WT(rtr_lr_end_t *e)
+{
+    rtr_lr_pair_t *p = e->pair;
+    if (atomic_load(&p->lag) < LR_LAG_HIGH)
+        return false;
+    atomic_store(&p->r_waiting, true);
+    if (atomic_load(&p->lag) < LR_LAG_HIGH) {
+        /* S let bytes go meanwhile; a RESUME it may have posted finds R going */
+        atomic_store(&p->r_waiting, false);
+        return false;
+    }
+    pause_set_WT(e, true);
+    return true;
+}
+
+/* R: a transfer (or more of one) from the peer.  The bytes in hand go to S LR_CHUNK at a
+ * time while the lag allows; the rest stays in Proton until RESUME brings R back here. */
 static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
 {
     pn_link_t *pl = e->k->pn;
     lr_dlv_t  *r = pn_delivery_get_context(d);
-    if (!r && d != pn_link_current(pl))
+    bool       current = d == pn_link_current(pl);
+    if (!r && !current)
         return;
+    if (current && (e->k->lr_paused || (pn_delivery_pending(d) && lag_full_WT(e))))
+        return; /* RESUME comes back */
     bool first = false;
     if (!r) {
+        if (pn_link_credit(pl) - pn_link_queued(pl) < 0) {
+            /* sent without the credit R gave (as link_in.c's check): held at S, such
+             * deliveries would be bounded by nothing */
+            LOGL(e->k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
+                               "without credit on a routed link)");
+            rtr_link_close_error_WT(e->k, "amqp:link:transfer-limit-exceeded",
+                                    "a transfer without link credit");
+            return;
+        }
         r = base_calloc(1, sizeof(*r));
         r->seq = ++e->next_seq;
         pn_delivery_set_context(d, r);
@@ -516,26 +633,37 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
         e->used++;
         first = true;
     }
-    if (d == pn_link_current(pl)) {
-        size_t avail = pn_delivery_pending(d);
+    if (current) {
         bool   aborted = pn_delivery_aborted(d);
         bool   more = pn_delivery_partial(d);
+        bool   settled = pn_delivery_settled(d);
+        size_t avail = aborted ? 0 : pn_delivery_pending(d);
         if (first || avail || aborted || !more) {
-            lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_XFER);
-            m->seq = r->seq;
-            m->first = first;
-            if (avail && !aborted) {
-                m->bytes = base_malloc(avail);
-                ssize_t n = pn_link_recv(pl, m->bytes, avail);
-                m->len = n > 0 ? (size_t)n : 0;
-            }
-            m->aborted = aborted;
-            m->more = more && !aborted;
-            bool settled = pn_delivery_settled(d);
-            m->settled = settled;
-            if (settled)
-                r->told_settled = true;
-            msg_post(m); /* the other worker owns m from here */
+            do {
+                size_t    n = avail < LR_CHUNK ? avail : LR_CHUNK;
+                lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_XFER);
+                m->seq = r->seq;
+                m->first = first;
+                first = false;
+                if (n) {
+                    m->bytes = base_malloc(n);
+                    ssize_t got = pn_link_recv(pl, m->bytes, n);
+                    m->len = got > 0 ? (size_t)got : 0;
+                }
+                avail -= n;
+                m->aborted = aborted;
+                m->more = (more || avail) && !aborted;
+                m->settled = settled;
+                if (settled)
+                    r->told_settled = true;
+                if (m->len) {
+                    m->lagged = true;
+                    atomic_fetch_add(&e->pair->lag, m->len);
+                }
+                msg_post(m); /* the other worker owns m from here */
+                if (avail && lag_full_WT(e))
+                    return; /* the rest waits in the session (its window closes) */
+            } while (avail);
             if (aborted) {
                 dlv_settle_WT(e, d);
                 pn_link_advance(pl);
@@ -555,20 +683,34 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
     disp_out_WT(e, d, r);
 }
 
+/* R: S let the lag fall to LR_LAG_LOW: take what waits in Proton. */
+static void on_resume_WT(rtr_lr_end_t *e)
+{
+    pause_set_WT(e, false);
+    pn_delivery_t *d = pn_link_current(e->k->pn);
+    if (d)
+        xfer_in_WT(e, d);
+}
+
 void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_lr_end_t *e = k->lr;
+    rtr_conn_t   *c = k->conn; /* k may be gone below: closed for what its peer did */
     if (!end_is_s(k)) {
         xfer_in_WT(e, d);
     } else {
         lr_dlv_t *r = pn_delivery_get_context(d);
-        if (r && (pn_delivery_updated(d) || pn_delivery_settled(d))) {
+        if (!r) {
+            rtr_link_errant_transfer_WT(k); /* the peer sent where it receives */
+            return;
+        }
+        if (r != RTR_DLV_FORGOTTEN && (pn_delivery_updated(d) || pn_delivery_settled(d))) {
             pn_delivery_clear(d);
             disp_out_WT(e, d, r);
         }
         flow_s_WT(e);
     }
-    rtr_conn_mark_dirty_WT(k->conn);
+    rtr_conn_mark_dirty_WT(c);
 }
 
 /* S toward a peer that must not get delivery annotations: send m's bytes without them (the
@@ -620,6 +762,8 @@ static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
     } else if (m->len) {
         pn_link_send(pl, m->bytes, m->len);
     }
+    e->k->conn->out_queued += m->len; /* the output budget, as a copy's bytes */
+    lag_release(m);
     if (!m->more) {
         pn_link_advance(pl);
         if (m->settled)
@@ -655,9 +799,62 @@ static void on_disp_WT(rtr_lr_end_t *e, lr_msg_t *m)
     }
 }
 
+static void msg_apply_WT(rtr_lr_end_t *e, lr_msg_t *m);
+
+/* S: would m wait for the connection's output budget (it, or a message before it)? */
+static bool backlog_needed_WT(rtr_lr_end_t *e, const lr_msg_t *m)
+{
+    return e->backlog ||
+           (m->type == LR_XFER && m->len && e->k->conn->out_queued >= RTR_CONN_OUT_MAX);
+}
+
+static void backlog_add_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    m->next = NULL;
+    if (e->backlog_tail) {
+        e->backlog_tail->next = m;
+    } else {
+        e->backlog = m;
+        e->k->conn->n_lr_backlog++;
+    }
+    e->backlog_tail = m;
+}
+
+/* S: hand the backlog to Proton while the output budget allows.  Returns true when some
+ * message went (e may be gone then: a DETACH frees it). */
+static bool backlog_send_WT(rtr_lr_end_t *e)
+{
+    rtr_conn_t *c = e->k->conn;
+    bool        did = false;
+    while (e->backlog) {
+        lr_msg_t *m = e->backlog;
+        if (m->type == LR_XFER && m->len && c->out_queued >= RTR_CONN_OUT_MAX)
+            break;
+        e->backlog = m->next;
+        if (!e->backlog) {
+            e->backlog_tail = NULL;
+            c->n_lr_backlog--;
+        }
+        did = true;
+        bool gone = m->type == LR_DETACH;
+        msg_apply_WT(e, m);
+        msg_free(m);
+        if (gone)
+            break;
+    }
+    return did;
+}
+
 bool rtr_lr_conn_written_WT(rtr_conn_t *c)
 {
     bool did = false;
+    for (rtr_link_t *k = c->links, *next; k && c->n_lr_backlog; k = next) {
+        next = k->next; /* a DETACH in a backlog ends k */
+        if (k->lr && k->lr->backlog && backlog_send_WT(k->lr))
+            did = true;
+    }
+    if (!c->lr_drain_due)
+        return did;
     c->lr_drain_due = false;
     for (rtr_link_t *k = c->links; k; k = k->next) {
         rtr_lr_end_t *e = k->lr;
@@ -687,10 +884,49 @@ static void end_free_WT(rtr_lr_end_t *e)
     }
     base_map_fini(&e->dlv);
     free(e->da);
+    if (e->backlog)
+        e->k->conn->n_lr_backlog--;
+    while (e->backlog) {
+        lr_msg_t *m = e->backlog;
+        e->backlog = m->next;
+        msg_free(m); /* its bytes leave the lag: a waiting R goes on to its DETACH */
+    }
+    pause_set_WT(e, false);
     e->k->lr = NULL;
     e->pair->e[e->side] = NULL;
     pair_unref(e->pair);
     free(e);
+}
+
+/* S on the route container's side, going away before its peer settled what it was sent:
+ * the client's deliveries get an outcome before the client's link is detached, as qdrouterd
+ * gives them (a producer must not be left guessing): the one the container gave, settled, or
+ * else RELEASED when none of it left the router and MODIFIED (delivery-failed) when it may
+ * have reached the container.  Either way an at-least-once producer sends it again.  The
+ * messages go before the DETACH, and the other worker takes them in order. */
+static void settle_lost_WT(rtr_lr_end_t *e)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&e->dlv, i, &s)) != 0;) {
+        pn_delivery_t *d = s->value;
+        lr_dlv_t      *r = pn_delivery_get_context(d);
+        if (!r || r->told_settled)
+            continue;
+        lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_DISP);
+        m->seq = r->seq;
+        m->settled = true;
+        if (r->state == PN_ACCEPTED || r->state == PN_REJECTED || r->state == PN_RELEASED ||
+            r->state == PN_MODIFIED) {
+            m->state = r->state; /* the container's outcome, already told */
+        } else if (pn_delivery_buffered(d)) {
+            m->state = PN_RELEASED;
+        } else {
+            m->state = PN_MODIFIED;
+            m->failed = true;
+        }
+        r->told_settled = true;
+        msg_post(m);
+    }
 }
 
 void rtr_lr_end_WT(rtr_link_t *k)
@@ -700,6 +936,8 @@ void rtr_lr_end_WT(rtr_link_t *k)
         return;
     if (!e->told) {
         e->told = true;
+        if (e->side == 1 && end_is_s(k))
+            settle_lost_WT(e);
         pn_link_t      *pl = k->pn;
         pn_condition_t *cond = pl ? pn_link_remote_condition(pl) : NULL;
         pn_session_t   *s = pl ? pn_link_session(pl) : NULL;
@@ -715,6 +953,11 @@ void rtr_lr_end_WT(rtr_link_t *k)
             detach_msg(e->pair, 1 - e->side,
                        pn_condition_is_set(cond) ? pn_condition_get_name(cond) : NULL,
                        pn_condition_is_set(cond) ? pn_condition_get_description(cond) : NULL);
+        } else if (pl && pn_condition_is_set(pn_link_condition(pl))) {
+            /* the router closed it for what its peer did (rtr_link_close_error_WT()): the
+             * other end's peer is told the same */
+            detach_msg(e->pair, 1 - e->side, pn_condition_get_name(pn_link_condition(pl)),
+                       pn_condition_get_description(pn_link_condition(pl)));
         } else {
             detach_msg(e->pair, 1 - e->side, "qd:routed-link-lost",
                        "Connectivity to the peer container was lost");
@@ -723,10 +966,31 @@ void rtr_lr_end_WT(rtr_link_t *k)
     end_free_WT(e);
 }
 
+/* R on the client's side, its other end gone: what is still unsettled here never reached
+ * the other end (what did was settled by settle_lost_WT's messages, which came first): it
+ * never left the router, so it is RELEASED, settled, before the client's link is detached. */
+static void release_unsent_WT(rtr_lr_end_t *e)
+{
+    if (!e->dlv.count)
+        return;
+    pn_delivery_t  **ds = base_calloc(e->dlv.count, sizeof(*ds));
+    size_t           n = 0;
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&e->dlv, i, &s)) != 0 && n < e->dlv.count;)
+        ds[n++] = s->value;
+    for (size_t i = 0; i < n; i++) {
+        pn_delivery_update(ds[i], PN_RELEASED);
+        dlv_settle_WT(e, ds[i]);
+    }
+    free(ds);
+}
+
 static void on_detach_WT(rtr_lr_end_t *e, lr_msg_t *m)
 {
     rtr_link_t *k = e->k;
     e->told = true; /* the other end is gone: nothing goes back */
+    if (e->side == 0 && !end_is_s(k))
+        release_unsent_WT(e);
     LOGL(k, INFO, "Link route detached by the other end: %s %s", m->cond_name ? m->cond_name : "",
          m->cond_desc ? m->cond_desc : "");
     if (!k->open) {
@@ -763,6 +1027,21 @@ void rtr_lr_msg_WT(rtr_worker_t *w, void *ptr)
         return;
     }
     rtr_conn_t *c = e->k->conn;
+    if (end_is_s(e->k) && backlog_needed_WT(e, m)) {
+        backlog_add_WT(e, m); /* sent once the socket took what Proton framed */
+        rtr_conn_mark_dirty_WT(c);
+        return;
+    }
+    msg_apply_WT(e, m);
+    rtr_conn_mark_dirty_WT(c);
+    msg_free(m);
+}
+
+/* A message for end e, in its turn (after its backlog).  The caller frees m; e is gone
+ * after a DETACH. */
+static void msg_apply_WT(rtr_lr_end_t *e, lr_msg_t *m)
+{
+    rtr_conn_t *c = e->k->conn;
     switch (m->type) {
     case LR_ATTACHED:
         on_attached_WT(e, m);
@@ -793,9 +1072,11 @@ void rtr_lr_msg_WT(rtr_worker_t *w, void *ptr)
     case LR_DETACH:
         on_detach_WT(e, m);
         break;
+    case LR_RESUME:
+        on_resume_WT(e);
+        break;
     }
     rtr_conn_mark_dirty_WT(c);
-    msg_free(m);
 }
 
 void rtr_lr_msg_drop(void *ptr)
@@ -803,6 +1084,7 @@ void rtr_lr_msg_drop(void *ptr)
     lr_msg_t *m = ptr;
     if (m->type == LR_ATTACH)
         pair_unref(m->pair); /* end 1's reference: it never lived */
+    m->lagged = false; /* no worker is left to wake */
     msg_free(m);
 }
 

@@ -30,8 +30,10 @@ void rtr_lr_delivery_WT(rtr_link_t *k, pn_delivery_t *d);
  * is detached with the peer's error, or qd:routed-link-lost when the connection went. */
 void rtr_lr_end_WT(rtr_link_t *k);
 
-/* After c's output was written: a drain waiting for its queued transfers to go out is
- * answered.  Returns true when something new is to be written. */
+/* After c's output was written: the messages of link-routed links waiting for the output
+ * budget go to Proton while it allows (c->n_lr_backlog), and a drain waiting for its queued
+ * transfers to go out is answered (c->lr_drain_due).  Returns true when something new is to
+ * be written. */
 bool rtr_lr_conn_written_WT(rtr_conn_t *c);
 
 /* A message from the other end of a pair (RTR_EXT_LR's ptr).  _drop: free one that was

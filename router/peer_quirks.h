@@ -16,6 +16,7 @@
 
 #include <proton/connection.h>
 #include <proton/disposition.h>
+#include <proton/link.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,8 @@ enum {
     RTR_QUIRK_NO_DRAIN = 1u << 2,    /* a drain ends the session (R6): never send one; take
                                         credit back by lowering it, answer a client's drain
                                         at the router */
+    RTR_QUIRK_NO_RCV_SECOND = 1u << 3, /* rcv-settle-mode second ends the session (R15):
+                                          never ask for it (rtr_quirk_rcv_mode) */
 };
 
 /* The quirks of the peer of connection pc, from what it announced in its open (the
@@ -46,6 +49,34 @@ static inline uint64_t rtr_quirk_outcome(unsigned quirks, uint64_t state)
 {
     return (quirks & RTR_QUIRK_NO_MODIFIED) && state == PN_MODIFIED ? PN_RELEASED : state;
 }
+
+/* The rcv-settle-mode to put in the router's attach toward a peer with `quirks`, for a
+ * link-routed client that attached with `wanted` (PN_RCV_FIRST or PN_RCV_SECOND);
+ * `router_sends` when the router's link toward the peer is a sender (the client sends).
+ * Returns false when the client's link must be refused instead (*mode untouched).
+ * Toward a peer with RTR_QUIRK_NO_RCV_SECOND (decision 0007):
+ *   - a sending client's second is only a wish: the receiver's attach says the mode it really
+ *     uses (AMQP 1.0 part 2, 2.7.3), so the router asks for first and the client gets the
+ *     peer's answer (first) in the router's reply;
+ *   - a receiving client's second is the mode the client itself uses: the router cannot
+ *     change it, and passing it on would end the peer's session, so it is refused. */
+static inline bool rtr_quirk_rcv_mode(unsigned quirks, bool router_sends, int wanted, int *mode)
+{
+    if (!(quirks & RTR_QUIRK_NO_RCV_SECOND) || wanted != PN_RCV_SECOND) {
+        *mode = wanted;
+        return true;
+    }
+    if (!router_sends)
+        return false;
+    *mode = PN_RCV_FIRST;
+    return true;
+}
+
+/* The condition a receiving client asking for rcv-settle-mode second is refused with. */
+#define RTR_QUIRK_RCV_SECOND_COND "amqp:not-implemented"
+#define RTR_QUIRK_RCV_SECOND_DESC                                                                  \
+    "rcv-settle-mode second is not supported by the route container (it ends the session "         \
+    "over it): attach with rcv-settle-mode first"
 
 /* ---- stripping delivery annotations from a message that arrives in pieces (link routes)
  *

@@ -232,14 +232,28 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 /* The frame guard refused bytes: Proton never sees them, the connection ends here. */
 static void guard_refused_WT(rtr_conn_t *c)
 {
-    if (!rtr_lstats_guard_refused_WT(c)) /* else logged as a failed authentication */
+    /* a connector's line (and connectionMsg) comes with the transport error (conn.c) */
+    if (!c->connector && !rtr_lstats_guard_refused_WT(c)) { /* else a failed authentication */
         LOGC(c, NOTICE, "Connection from %s closed: amqp:connection:framing-error %s", c->peer,
-         c->guard.why);
+             c->guard.why);
+        c->end_logged = true; /* Proton's transport error would say it again */
+    }
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->reading = false;
     pn_connection_driver_errorf(&c->driver, "amqp:connection:framing-error", "%s", c->guard.why);
     /* no more input; Proton's close frame (with the error, once the AMQP layer is up) still
      * goes out, then the connection ends */
+    pn_connection_driver_read_close(&c->driver);
+    c->close_after_write = true;
+}
+
+void rtr_conn_protocol_error_WT(rtr_conn_t *c, const char *name, const char *desc)
+{
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    pn_connection_driver_errorf(&c->driver, name, "%s", desc);
     pn_connection_driver_read_close(&c->driver);
     c->close_after_write = true;
 }
@@ -514,16 +528,17 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
 }
 
 /* The connection's input budget: the router reads whatever a delivery brings at once, except
- * for links stopped by Q2 (their copies lag), whose bytes wait in Proton up to each session's
- * window.  Past RTR_CONN_IN_MAX of those, all sessions together, the client is not read until
- * Q2 lets go (one session alone never gets there: its window is at most that). */
+ * for links stopped by Q2 (their copies lag) and link-routed links stopped by their pair's
+ * lag (router/linkroute.c), whose bytes wait in Proton up to each session's window.  Past
+ * RTR_CONN_IN_MAX of those, all sessions together, the client is not read until they go on
+ * (one session alone never gets there: its window is at most that). */
 static bool conn_in_full_WT(rtr_conn_t *c)
 {
-    if (!c->n_q2)
+    if (!c->n_q2 && !c->n_lr_paused)
         return false;
     size_t held = 0;
     for (rtr_link_t *k = c->links; k; k = k->next)
-        if (k->q2 && k->pn)
+        if ((k->q2 || k->lr_paused) && k->pn)
             held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
                                                                          twice: the safe side */
     return held > RTR_CONN_IN_MAX;

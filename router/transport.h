@@ -66,11 +66,16 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
     uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
     uint32_t     al_gen;     /* its activation */
+    bool         overrun_logged; /* IN, autoLink: its peer's transfers beyond credit logged */
+    bool         credit_given; /* IN: the router granted it credit once (a broker's transfers
+                                  beyond credit are taken only then: link_in.c) */
     struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
     unsigned     quirks;     /* a link the router attached on a route container's connection:
                                 what its peer cannot take (RTR_QUIRK_*, router/peer_quirks.h) */
     uint32_t     revoked;    /* IN, RTR_QUIRK_NO_DRAIN: credit taken back by lowering it, which
                                 transfers already on their way may still use */
+    bool         lr_paused;  /* link-routed, receiving: its bytes wait in Proton until the
+                                other end caught up (counts as q2 for RTR_CONN_IN_MAX) */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
@@ -143,6 +148,9 @@ struct rtr_conn {
                                           Proton's own line for that end would repeat it */
     bool                   lr_drain_due; /* a link-routed link's drain answer waits for its
                                             queued transfers (rtr_lr_conn_written_WT) */
+    uint32_t               n_lr_paused; /* links with `lr_paused` set (RTR_CONN_IN_MAX) */
+    uint32_t               n_lr_backlog; /* link-routed links whose messages wait for the
+                                            output budget (rtr_lr_conn_written_WT) */
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
     bool                   route_announced; /* told the core it opened (link_auto.c) */
@@ -199,6 +207,11 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket);
 void rtr_conn_write_WT(rtr_conn_t *c);
 /* initialHandshakeTimeoutSeconds ran out: close with an error once written. */
 void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
+/* A protocol error found above Proton that Proton cannot end with a plain close (the
+ * close would wait behind the peer's errant frames, link_in.c): the connection ends at the
+ * transport with error `name`/`desc` (Proton's close frame goes out when it can), no more
+ * input is read, and the connection's one line is the transport error's (conn.c). */
+void rtr_conn_protocol_error_WT(rtr_conn_t *c, const char *name, const char *desc);
 /* The connection's `tls` stats label: "<protocol> <cipher> <bits>" ("TLSv1.3
  * TLS_AES_256_GCM_SHA384 256"), or "" when plain (management's isEncrypted, ssl, sslProto,
  * sslCipher, sslSsf). */

@@ -575,7 +575,7 @@ static void address_row(fill_t *f, const mgmt_rec_t *rec)
         put_int(f, ac->priority);
     else
         put_null(f);
-    put_bool(f, false); /* enableFallback */
+    put_bool(f, ac->fallback); /* enableFallback */
 }
 
 static void link_route_row(fill_t *f, const mgmt_rec_t *rec)
@@ -624,7 +624,7 @@ static void autolink_row(fill_t *f, const core_autolink_row_t *al)
     put_str(f, al->cfg.container_id);
     put_str(f, al->cfg.connection);
     put_str(f, al->cfg.external_address);
-    put_bool(f, false); /* fallback: true is refused */
+    put_bool(f, al->cfg.fallback);
     snprintf(link, sizeof(f->r->sbuf[0]), "%llu", (unsigned long long)al->link_id);
     if (al->link_id)
         put_str(f, link);

@@ -188,7 +188,6 @@ static const mgmt_attr_t router_cols[] = {
     C("linkRouteCount",                  INT, INT, NULL, 0, false, NULL),
     C("autoLinkCount",                   INT, INT, NULL, 0, false, NULL),
     C("blockedLinkCount",                INT, INT, NULL, 0, false, NULL),
-    C("deliveriesRedirectedToFallback",  INT, INT, NULL, 0, false, NULL),
     C("deliveriesIngressRouteContainer", INT, INT, NULL, 0, false, NULL),
     C("deliveriesEgressRouteContainer",  INT, INT, NULL, 0, false, NULL),
 };
@@ -250,7 +249,6 @@ static const mgmt_attr_t addr_cols[] = {
     C("remoteHostRouters",               "list", NULL, NULL, 0, false, NULL),
     C("deliveriesToContainer",           INT, INT, NULL, 0, false, NULL),
     C("deliveriesFromContainer",         INT, INT, NULL, 0, false, NULL),
-    C("deliveriesRedirectedToFallback",  INT, INT, NULL, 0, false, NULL),
     C("deliveriesIngressRouteContainer", INT, INT, NULL, 0, false, NULL),
     C("deliveriesEgressRouteContainer",  INT, INT, NULL, 0, false, NULL),
     C("transitOutstanding",              INT, NULL, NULL, 0, false, NULL),

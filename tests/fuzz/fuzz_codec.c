@@ -309,6 +309,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(copy);
     s = p;
 
+    /* the interior readers: the trace yields exactly trace_count ids inside the trace, and the
+     * priority is read from inside the header (or is the default) */
+    codec_bytes_t tr = s.ra.trace, id;
+    uint32_t      ids = 0;
+    while (codec_trace_next(&tr, &id)) {
+        CHECK(id.ptr >= s.ra.trace.ptr && id.ptr + id.len <= s.ra.trace.ptr + s.ra.trace.len);
+        ids++;
+    }
+    CHECK(tr.len == 0 && ids == (s.ra.trace.ptr ? s.ra.trace_count : 0));
+    uint8_t prio = codec_header_priority(data, &s);
+    CHECK(s.header.len || prio == CODEC_PRIORITY_DEFAULT);
+
     /* prefixes of a valid message are never invalid while incomplete */
     for (size_t i = 1; i <= 8; i++) {
         size_t k = size * i / 9;

@@ -25,10 +25,23 @@
  * tests/system/test_sasl.py and test_auth_failures.py (files `sasl-*`, `tls-*`, `not-amqp-*`:
  * SASL frames out of order, malformed, at and past maxFrameSize, a SASL header alone, half a
  * ClientHello, an HTTP request).  Threads: libFuzzer's thread feeds inputs; the router runs its own.
+ *
+ * Client mode: an input whose first byte is FUZZ_CONNECTOR is what a server sends to one of
+ * the router's connectors (the rest of the input, fed the same way).  Its connection is
+ * handed to the worker as a connector's connected socket (RTR_EXT_CONNECT, with a record
+ * of a connector set of this file's own that is never started, so it never connects
+ * anywhere): the router is the client - Proton's SASL client (ANONYMOUS, or PLAIN with the
+ * connector's saslUsername and saslPassword), the frame guard's client side (a server's
+ * SASL frames) - and, the connector's role being route-container, the autoLinks and the
+ * link route that name it attach their links once the peer's open came.  Seeds: files
+ * `server-*` (tests/fuzz/conn/gen_server_corpus.py: a server's SASL exchanges, good and
+ * failing, then the recorded sessions' AMQP frames as the peer's, and the answers a router
+ * gives the autoLinks' attaches).
  */
 #include "router/server.h"
 
 #include "config/config.h"
+#include "router/connector.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
 
@@ -52,15 +65,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char CONFIG[] =
     "[[\"router\", {\"id\": \"Fuzz.A\", \"workerThreads\": 1, \"shutdownGraceSeconds\": 0,"
     "   \"saslConfigDir\": \"%s\", \"saslConfigName\": \"fuzz\"}],"
-    " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": \"0\", \"maxSessions\": 4,"
+    " [\"listener\", {\"host\": \"127.0.0.1\", \"port\": \"0\","
     "   \"saslMechanisms\": \"ANONYMOUS PLAIN SCRAM-SHA-256\","
-    "   \"maxSenders\": 4, \"maxReceivers\": 4, \"linkCapacity\": 8, \"maxUnsettledPerLink\": 5,"
-    "   \"maxMessageSize\": 50000, \"idleTimeoutSeconds\": 0, \"stripAnnotations\": \"out\"}],"
+    "   \"maxSessions\": 4, \"linkCapacity\": 8, \"idleTimeoutSeconds\": 0, \"stripAnnotations\": \"out\"}],"
     " [\"address\", {\"prefix\": \"multicast\", \"distribution\": \"multicast\"}],"
     " [\"address\", {\"prefix\": \"closest\", \"distribution\": \"closest\"}],"
-    " [\"address\", {\"prefix\": \"unavailable\", \"distribution\": \"unavailable\"}]]";
+    " [\"address\", {\"prefix\": \"unavailable\", \"distribution\": \"unavailable\"}],"
+    " [\"autoLink\", {\"address\": \"fz.in\", \"direction\": \"in\", \"phase\": 0, \"connection\": \"fuzz-connector\"}],"
+    " [\"autoLink\", {\"address\": \"fz.out\", \"direction\": \"out\", \"connection\": \"fuzz-connector\"}],"
+    " [\"linkRoute\", {\"prefix\": \"fz.lr\", \"direction\": \"in\", \"connection\": \"fuzz-connector\"}]]";
 
-static cfg_t        *cfg;
+/* Client mode: the first byte of an input that a connector's peer sends (see the top). */
+#define FUZZ_CONNECTOR 0xC5
+
+/* The connector of client mode: its own configuration, so the router's connector set never
+ * has it (nothing ever connects); the same low limits as the listener's. */
+static const char CONNECTOR_CONFIG[] =
+    "[[\"router\", {\"id\": \"Fuzz.C\"}],"
+    " [\"connector\", {\"name\": \"fuzz-connector\", \"host\": \"127.0.0.1\", \"port\": \"1\","
+    "   \"role\": \"route-container\", \"saslMechanisms\": \"ANONYMOUS PLAIN\","
+    "   \"saslUsername\": \"fuzz\", \"saslPassword\": \"fuzz\","
+    "   \"maxSessions\": 4, \"linkCapacity\": 8, \"idleTimeoutSeconds\": 0, \"stripAnnotations\": \"out\"}]]";
+
+static cfg_t            *cfg;
+static cfg_t            *ccfg;      /* CONNECTOR_CONFIG */
+static rtr_connectors_t *conns;     /* its connector set, never started */
+static rtr_connector_t  *connector; /* its one record */
 static rtr_server_t *srv;
 static char          sasl_dir[64];
 static char          sasl_conf[128];
@@ -73,6 +103,11 @@ static void teardown(void)
     rtr_server_run(srv);
     rtr_server_free(srv);
     srv = NULL;
+    rtr_connectors_free(conns); /* the worker that used its record is gone */
+    conns = NULL;
+    connector = NULL;
+    cfg_free(ccfg);
+    ccfg = NULL;
     cfg_free(cfg);
     cfg = NULL;
     unlink(sasl_conf);
@@ -108,11 +143,20 @@ static void setup(void)
         fprintf(stderr, "fuzz_conn: %s\n", err);
         abort();
     }
+    if (cfg_load_string(CONNECTOR_CONFIG, "fuzz_conn_connector.json", &ccfg, err,
+                        sizeof(err)) != 0) {
+        fprintf(stderr, "fuzz_conn: %s\n", err);
+        abort();
+    }
     srv = rtr_server_new(cfg, err, sizeof(err));
     if (!srv || rtr_server_start(srv) != 0) {
         fprintf(stderr, "fuzz_conn: cannot start the router: %s\n", srv ? "start" : err);
         abort();
     }
+    conns = rtr_connectors_new(ccfg, NULL, rtr_server_ctx(srv)->workers, 1);
+    connector = rtr_connectors_get(conns, 1);
+    if (!connector)
+        abort();
     atexit(teardown);
 }
 
@@ -208,8 +252,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
         abort();
     /* the worker owns sv[1] from here (it closes it with the connection) */
-    rtr_worker_post_ext(&rtr_server_ctx(srv)->workers[0], RTR_EXT_ACCEPT,
-                        (void *)&cfg->listeners[0], sv[1]);
+    if (size > 0 && data[0] == FUZZ_CONNECTOR) {
+        data++;
+        size--;
+        rtr_worker_post_ext(&rtr_server_ctx(srv)->workers[0], RTR_EXT_CONNECT, connector,
+                            sv[1]);
+    } else {
+        rtr_worker_post_ext(&rtr_server_ctx(srv)->workers[0], RTR_EXT_ACCEPT,
+                            (void *)&cfg->listeners[0], sv[1]);
+    }
 
     size_t at[BREAKS_MAX + 1];
     size_t n = frame_breaks(data, size, at);

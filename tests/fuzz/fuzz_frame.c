@@ -3,8 +3,10 @@
  * Input: the bytes a client sends on a fresh connection.  The guard is fed the input whole,
  * then again in pieces whose sizes come from the input itself; both runs must agree
  * (the guard is a pure function of the byte stream, however it is split), and a guard that
- * refused once must refuse every later feed.  Seeds: Proton's public connection-driver fuzz
- * inputs (tests/fuzz/frame/corpus, crashes). */
+ * refused once must refuse every later feed.  Every input is checked twice so: by a server's
+ * guard (the bytes a client sends), and by a client's guard (`client`: a connector's
+ * connection, the bytes a server sends, whose SASL frames are a server's).  Seeds: Proton's
+ * public connection-driver fuzz inputs (tests/fuzz/frame/corpus, crashes). */
 #include "codec/codec.h"
 #include "codec/frame.h"
 
@@ -26,11 +28,12 @@ static void *fuzz_mem(void *p, size_t n)
     return q;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check(const uint8_t *data, size_t size, bool client)
 {
     codec_guard_t whole, pieces;
     codec_guard_init(&whole, 16384, fuzz_mem);
     codec_guard_init(&pieces, 16384, fuzz_mem);
+    whole.client = pieces.client = client;
 
     int rc_whole = codec_guard_feed(&whole, data, size);
 
@@ -53,5 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     codec_guard_fini(&whole);
     codec_guard_fini(&pieces);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    check(data, size, false);
+    check(data, size, true);
     return 0;
 }

@@ -12,7 +12,7 @@ queue with it; the Proton broker takes it as a plain queue name).
 import time
 
 import pytest
-from proton import Message
+from proton import Delivery, Message
 
 from brokers import unique_name
 from clients import Client
@@ -153,6 +153,63 @@ def test_rabbitmq_session_end_fails_the_autolink_and_it_comes_back(rabbitmq, mak
         m = rcv.get(timeout=15)
         assert m.body == "m"
         m.accept()
+    finally:
+        c.close()
+        node.close()
+
+
+def test_rabbitmq_consumer_leaving_keeps_the_autolinks(rabbitmq, make_router):
+    # when the waypoint's last consumer goes, the in autoLink's credit is taken back with a
+    # flow of zero credit, never a drain, which would end the session (docs/brokers.md R6):
+    # both autoLinks stay active and nothing the consumer accepted comes back
+    q = unique_name("wp")
+    r = broker_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_states(node, ACTIVE, timeout=30)
+        for round_ in range(2):
+            conn = c.connect(r.url)
+            bodies = ["%d-%d" % (round_, i) for i in range(5)]
+            rcv, got = round_trip(c, conn, q, bodies, False)
+            conn.close()
+            c.run_for(1.5)
+            rows = {x["name"]: x for x in node.query_dicts("autoLink")}
+            assert {n: x["operStatus"] for n, x in rows.items()} == ACTIVE
+            assert not rows["in"]["lastError"] and not rows["out"]["lastError"], rows
+        assert not [x for x in r.stderr_lines() if "session ended by the peer" in x]
+        # a consumer now finds the queue empty: every accepted message was settled
+        conn = c.connect(r.url)
+        rcv = conn.receiver(q, credit=10)
+        with pytest.raises(Exception):
+            rcv.get(timeout=1.5)
+    finally:
+        c.close()
+        node.close()
+
+
+@pytest.mark.deadline(120)
+def test_rabbitmq_transfers_beyond_credit_are_taken(rabbitmq, make_router, client):
+    # RabbitMQ sends beyond the link credit when a flow meets a busy queue (docs/brokers.md
+    # R18); the in autoLink, which gives credit back one delivery at a time, takes them:
+    # every message comes exactly once and the autoLink is not closed
+    q = unique_name("wp")
+    conn = client.connect(rabbitmq.url)
+    snd = conn.sender("/queue/" + q)
+    n = 3000
+    dlvs = [snd.send(Message(body=i)) for i in range(n)]
+    assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * n
+    conn.close()
+    r = broker_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        cc = c.connect(r.url)
+        rcv = cc.receiver(q, credit=500, settle="accept")
+        got = [rcv.get(timeout=30).body for _ in range(n)]
+        assert sorted(got) == list(range(n))
+        assert not [x for x in r.stderr_lines() if "transfer-limit-exceeded" in x]
+        assert {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")} == ACTIVE
     finally:
         c.close()
         node.close()

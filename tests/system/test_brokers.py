@@ -7,9 +7,11 @@ upgrade that changes one is noticed here first.  Frames are read with Proton's f
 """
 
 import socket
+import time
 
 import pytest
-from proton import Delivery, Endpoint, Link, Message, Transport, symbol
+from proton import (Collector, Connection, Delivery, Endpoint, Link, Message, Transport,
+                    symbol)
 
 from proton.reactor import AtMostOnce, LinkOption
 
@@ -232,6 +234,90 @@ def test_rabbitmq_credit_lowered(rabbitmq, client):
         snd.send(Message(id=i, body=i))
     client.run_for(1.0)
     assert rcv.count == 3
+
+
+class HandDriver:
+    """A Proton connection on a socket, read only when the test says so: transfers the broker
+    sent stay in the socket while the test's flow goes out, as when a flow crosses transfers
+    in flight."""
+
+    def __init__(self, port):
+        self.conn = Connection()
+        self.conn.container = unique_name("hand")
+        self.conn.hostname = "127.0.0.1"
+        self.collector = Collector()
+        self.conn.collect(self.collector)
+        self.transport = Transport()
+        self.transport.sasl().allowed_mechs("ANONYMOUS")
+        self.transport.bind(self.conn)
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.conn.open()
+
+    def write(self):
+        while self.transport.pending() > 0:
+            n = self.transport.pending()
+            self.sock.sendall(self.transport.peek(n))
+            self.transport.pop(n)
+
+    def receive(self):
+        """Read once (waiting for it) what fits."""
+        self.sock.settimeout(10)
+        data = self.sock.recv(max(1, min(4096, self.transport.capacity())))
+        assert data, "the broker closed the connection"
+        self.transport.push(data)
+
+    def read(self, seconds):
+        """Write what is pending, then read for `seconds`."""
+        self.write()
+        end = time.monotonic() + seconds
+        self.sock.settimeout(0.05)
+        while time.monotonic() < end:
+            try:
+                data = self.sock.recv(max(1, min(4096, self.transport.capacity())))
+            except socket.timeout:
+                self.write()
+                continue
+            if not data:
+                break
+            self.transport.push(data)
+            self.write()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client):
+    """A flow that reaches RabbitMQ while the queue is sending is applied from a delivery
+    count ahead of the one the broker's link has sent (the queue process is ahead of the
+    session's): the receiver gets more than the credit it granted.  Here: 1000 credits on a
+    queue of 3000, then 1 more five times while the transfers stream in (1005 in all); more
+    than 1005 arrive."""
+    q = "/queue/" + unique_name()
+    conn = client.connect(rabbitmq.url)
+    snd = conn.sender(q)
+    dlvs = [snd.send(Message(body=i)) for i in range(3000)]
+    assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * 3000
+    h = HandDriver(rabbitmq.port)
+    try:
+        ssn = h.conn.session()
+        ssn.open()
+        rcv = ssn.receiver("overrun")
+        rcv.source.address = q
+        rcv.open()
+        h.read(1.0)
+        assert rcv.state & Endpoint.REMOTE_ACTIVE
+        rcv.flow(1000)
+        h.write()
+        for at in (20, 60, 100, 140, 180):
+            while rcv.queued < at:
+                h.receive()
+            rcv.flow(1)
+            h.write()
+        h.read(2.0)
+        # Proton counts what arrived (a receiver does not police the sender's credit)
+        assert rcv.queued > 1005, rcv.queued
+    finally:
+        h.close()
 
 
 def test_rabbitmq_detach_answered_without_closed(rabbitmq, client):

@@ -54,8 +54,6 @@ NO_BROKER_PROFILE = refused("sslProfile 'broker-tls': no sslProfile entity has t
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
-AUTOLINK_FALLBACK = refused("Junction does not support fallback: true (fallback destinations) yet")
-FALLBACK = refused("Junction does not support enableFallback: true (fallback destinations)")
 VHOST = refused("Junction does not support the 'vhost' entity yet")
 VHOST_POLICY = refused("Junction does not support enableVhostPolicy: true (vhost policies) yet")
 POLICY_DIR = refused("Junction does not support policyDir (vhost policies) yet")
@@ -94,9 +92,9 @@ EXPECTED = {
     'docs/enabling-username-password-authentication-L94.conf': MODE_INTERIOR,
     'docs/enabling-vhost-policies-L36.conf': VHOST_POLICY,
     'docs/exploring-default-router-configuration-file-L49.conf': SERVES,
-    'docs/handling-undeliverable-messages-for-address-L50.conf': FALLBACK,
-    'docs/handling-undeliverable-messages-for-address-L63.conf': AUTOLINK_FALLBACK,
-    'docs/handling-undeliverable-messages-for-address-L81.conf': AUTOLINK_FALLBACK,
+    'docs/handling-undeliverable-messages-for-address-L50.conf': SERVES,
+    'docs/handling-undeliverable-messages-for-address-L63.conf': SERVES,
+    'docs/handling-undeliverable-messages-for-address-L81.conf': SERVES,
     'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
     'docs/integrating-with-kerberos-L83.conf': SERVES,
     'docs/link-route-example-L50.conf': SERVES,

@@ -17,7 +17,7 @@ import pytest
 from proton import Condition, Delivery, Endpoint, Handler, Message
 from proton.reactor import Container
 
-from clients import Client, WaitTimeout
+from clients import Client, WaitTimeout, outcome_name
 
 BROKER_ID = "lr-broker"
 
@@ -25,7 +25,8 @@ BROKER_ID = "lr-broker"
 class Broker(threading.Thread):
     """A broker on its own thread: accepts every attach (or refuses those whose address is in
     `refuse` with that error), stores what it receives in per-address queues (accepting each
-    message, or rejecting those whose address starts with 'reject'), and sends queued messages
+    message, or rejecting those whose address starts with 'reject', or leaving unsettled
+    those whose address has '.hold' in it), and sends queued messages
     on its senders as credit allows (answering a drain when it has nothing left).
 
     The test talks to it only through thread-safe calls: `put`, `messages`, `attaches`,
@@ -219,13 +220,17 @@ class _BrokerHandler(Handler):
             dlv.settle()
             link.advance()
             return
-        if dlv.partial:
-            return
+        if dlv.partial or getattr(dlv, "jn_read", False):
+            return  # more to come, or a held one the router settled
+        dlv.jn_read = True
         raw = link.recv(dlv.pending)
         link.advance()
         addr = link.target.address
         with self.b.lock:
             self.b.queues[addr].append(raw)
+        if ".hold" in addr:
+            link.flow(1)  # kept, never settled
+            return
         dlv.update(Delivery.REJECTED if addr.startswith("reject") else Delivery.ACCEPTED)
         dlv.settle()
         link.flow(1)
@@ -403,6 +408,28 @@ def test_broker_goes_away(lr_router, broker, client):
     snd2 = conn.sender("lr.in.k2")
     assert snd2.wait_remote_closed()
     assert snd2.remote_condition.name == "qd:no-route-to-dest"
+
+
+@pytest.mark.parametrize("how", ["kill", "detach"])
+def test_broker_goes_away_holding_deliveries(lr_router, broker, client, how):
+    # the broker holds two transfers unsettled and goes away (or detaches the link): the
+    # router settles them MODIFIED (delivery-failed) before it detaches the client's link, as
+    # qdrouterd does, so that an at-least-once producer sends them again instead of guessing
+    conn = client.connect(url_of(lr_router, 0))
+    snd = conn.sender("lr.in.hold-" + how)
+    dlvs = [snd.send(Message(body="h%d" % i)) for i in range(2)]
+    client.wait(lambda: len(broker.messages("lr.in.hold-" + how)) == 2, msg="the broker to "
+                "hold the messages")
+    if how == "kill":
+        broker.kill()
+    else:
+        broker.detach("lr.in.hold-" + how, "amqp:resource-deleted", "queue deleted")
+    assert snd.wait_remote_closed()
+    assert snd.remote_condition.name == ("qd:routed-link-lost" if how == "kill"
+                                         else "amqp:resource-deleted")
+    for d in dlvs:
+        assert d.settled and d.remote_state == Delivery.MODIFIED, outcome_name(d.remote_state)
+        assert d.remote.failed
 
 
 def test_no_route_container(lr_router, client):

@@ -1521,10 +1521,10 @@ static void test_compose_write(void **state)
                         18);
     assert_int_equal(o.ra.phase, 1);
     assert_int_equal(o.ra.stream, 300);
-    /* the trailer, byte for byte, in the documented order */
-    static const uint8_t trailer[] = "\xa3\x0bx-opt-qd.to\xa1\x06new-to"
-                                     "\xa3\x0ex-opt-qd.phase\x54\x01"
+    /* the trailer, byte for byte, in the documented order (qdrouterd 1.19's) */
+    static const uint8_t trailer[] = "\xa3\x0ex-opt-qd.phase\x54\x01"
                                      "\xa3\x0fx-opt-qd.stream\x71\x00\x00\x01\x2c"
+                                     "\xa3\x0bx-opt-qd.to\xa1\x06new-to"
                                      "\xa3\x10x-opt-qd.ingress\xa1\x04"
                                      "0/R1"
                                      "\xa3\x0ex-opt-qd.trace\xc0\x13\x03\xa1\x04"

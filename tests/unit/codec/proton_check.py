@@ -75,12 +75,13 @@ def expected_ma(ma, setting):
     args = dict(a.split("=", 1) if "=" in a else (a, True) for a in setting[1:])
     router = []
     if setting[0] == "write":
-        if "to" in args:
-            router.append((symbol("x-opt-qd.to"), args["to"]))
+        # qdrouterd 1.19's order: phase, stream, to, ingress, trace
         if int(args.get("phase", 0)):
             router.append((symbol("x-opt-qd.phase"), int32(int(args["phase"]))))
         if int(args.get("stream", 0)):
             router.append((symbol("x-opt-qd.stream"), int32(int(args["stream"]))))
+        if "to" in args:
+            router.append((symbol("x-opt-qd.to"), args["to"]))
         if "ingress" in args:
             router.append((symbol("x-opt-qd.ingress"), args["ingress"]))
         carried = (ma or {}).get(symbol("x-opt-qd.trace")) if "carry" in args else None

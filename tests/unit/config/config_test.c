@@ -1143,10 +1143,16 @@ static void test_autolink(void **state)
              "'phase': 10}]]",
              "t.json: entity 0 (autoLink): attribute 'phase': expected an integer from 0 to 9, "
              "got 10");
-    load_err("[['autoLink', {'address': 'q', 'direction': 'in', 'containerId': 'b', "
-             "'fallback': true}]]",
-             "t.json: entity 0 (autoLink): attribute 'fallback': Junction does not support "
-             "fallback: true (fallback destinations) yet");
+    /* fallback: an in autoLink's phase defaults to 0 then (qdrouterd) */
+    cfg = load_ok("[['autoLink', {'address': 'q', 'direction': 'in', 'containerId': 'b', "
+                  "'fallback': true}], ['autoLink', {'address': 'q', 'direction': 'out', "
+                  "'containerId': 'b', 'fallback': true}]]");
+    assert_int_equal(cfg->n_autolinks, 2);
+    assert_true(cfg->autolinks[0].fallback);
+    assert_int_equal(cfg->autolinks[0].phase, 0);
+    assert_true(cfg->autolinks[1].fallback);
+    assert_int_equal(cfg->autolinks[1].phase, 0);
+    cfg_free(cfg);
 }
 
 /* -- address -- */
@@ -1203,9 +1209,12 @@ static void test_address(void **state)
     address_err("'prefix': 'a', 'waypoint': 'maybe'",
                 "attribute 'waypoint': expected a boolean (true/false, yes/no, on/off), got "
                 "\"maybe\"");
-    address_err("'prefix': 'a', 'enableFallback': true",
-                "attribute 'enableFallback': Junction does not support enableFallback: true "
-                "(fallback destinations) yet");
+    address_err("'prefix': 'a', 'enableFallback': true, 'waypoint': true",
+                "attribute 'enableFallback': cannot be used with waypoint or a non-zero "
+                "ingressPhase or egressPhase");
+    address_err("'prefix': 'a', 'enableFallback': true, 'egressPhase': 1",
+                "attribute 'enableFallback': cannot be used with waypoint or a non-zero "
+                "ingressPhase or egressPhase");
     address_err("'prefix': 'a', 'containerId': 'b'", "attribute 'containerId': unknown attribute");
 }
 

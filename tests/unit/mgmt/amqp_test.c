@@ -267,6 +267,8 @@ static void fill_create_fallback(pn_data_t *b)
     pn_data_put_string(b, pn_bytes(2, "fb"));
     pn_data_put_string(b, pn_bytes(14, "enableFallback"));
     pn_data_put_bool(b, true);
+    pn_data_put_string(b, pn_bytes(8, "waypoint"));
+    pn_data_put_bool(b, true);
     pn_data_exit(b);
 }
 
@@ -869,7 +871,8 @@ static void test_rows_are_the_live_configuration(void **state)
                      400);
     assert_int_equal(call(f, NULL, "operation", "UPDATE", "type", "router", NULL), 200);
 
-    /* an attribute Junction would not act on: 400, and nothing reaches the core */
+    /* a combination qdrouterd refuses too (enableFallback with a waypoint): 400, and
+     * nothing reaches the core */
     assert_int_equal(call(f, fill_create_fallback, "operation", "CREATE", "type",
                           "org.apache.qpid.dispatch.router.config.address", NULL),
                      400);

@@ -1,7 +1,8 @@
 /* tests/unit/router/peer_quirks_test.c: stripping delivery annotations (router/peer_quirks.c)
  * from messages that arrive in pieces of every size - header kept, delivery annotations gone
  * in each descriptor form, everything after them byte for byte, bytes that are no message
- * passed as they are - and cutting a range out of a prefix held whole. */
+ * passed as they are - and cutting a range out of a prefix held whole; the rcv-settle-mode
+ * asked of a peer (granted, downgraded or refused). */
 #include "router/peer_quirks.h"
 
 #include <setjmp.h>
@@ -159,6 +160,26 @@ static void test_outcome(void **state)
     assert_int_equal(rtr_quirk_outcome(0, PN_ACCEPTED), PN_ACCEPTED);
 }
 
+static void test_rcv_mode(void **state)
+{
+    (void)state;
+    int mode = -1;
+    /* toward RabbitMQ: a sending client's second is asked as first */
+    assert_true(rtr_quirk_rcv_mode(RTR_QUIRK_NO_RCV_SECOND, true, PN_RCV_SECOND, &mode));
+    assert_int_equal(mode, PN_RCV_FIRST);
+    /* a receiving client's second is refused, mode untouched */
+    mode = -1;
+    assert_false(rtr_quirk_rcv_mode(RTR_QUIRK_NO_RCV_SECOND, false, PN_RCV_SECOND, &mode));
+    assert_int_equal(mode, -1);
+    /* first passes both ways; any other peer gets what the client asked */
+    assert_true(rtr_quirk_rcv_mode(RTR_QUIRK_NO_RCV_SECOND, false, PN_RCV_FIRST, &mode));
+    assert_int_equal(mode, PN_RCV_FIRST);
+    assert_true(rtr_quirk_rcv_mode(RTR_QUIRK_NO_DRAIN, false, PN_RCV_SECOND, &mode));
+    assert_int_equal(mode, PN_RCV_SECOND);
+    assert_true(rtr_quirk_rcv_mode(0, true, PN_RCV_SECOND, &mode));
+    assert_int_equal(mode, PN_RCV_SECOND);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +188,7 @@ int main(void)
         cmocka_unit_test(test_garbage_passes),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_outcome),
+        cmocka_unit_test(test_rcv_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
