@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -259,6 +261,40 @@ static int unsupported(const ent_t *e, int a, const char *what)
 }
 
 /* -- typed getters: an absent slot gives the default -- */
+
+static int get_int(const ent_t *e, int a, long long lo, long long hi, long long dflt,
+                   long long *out);
+
+bool cfg_interior_enabled(void)
+{
+    /* Interior mode is being built (issue 16): until it is whole, `mode: interior` and
+     * `role: inter-router` are taken only when this experimental switch is set. */
+    const char *v = getenv("JUNCTION_EXPERIMENTAL_INTERIOR");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* The routing protocol's timers (router entity), qdrouterd's ranges and defaults. */
+static int router_timers_fill(const ent_t *e, cfg_router_t *r)
+{
+    static const struct {
+        int slot;
+        int dflt;
+        size_t off;
+    } t[] = {
+        {R_HELLO_INTERVAL, 1, offsetof(cfg_router_t, hello_interval)},
+        {R_HELLO_MAX_AGE, 3, offsetof(cfg_router_t, hello_max_age)},
+        {R_RA_INTERVAL, 30, offsetof(cfg_router_t, ra_interval)},
+        {R_RA_INTERVAL_FLUX, 4, offsetof(cfg_router_t, ra_interval_flux)},
+        {R_REMOTE_LS_MAX_AGE, 60, offsetof(cfg_router_t, remote_ls_max_age)},
+    };
+    for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++) {
+        long long x;
+        if (get_int(e, t[k].slot, 1, 86400, t[k].dflt, &x) < 0)
+            return -1;
+        *(int *)((char *)r + t[k].off) = (int)x;
+    }
+    return 0;
+}
 
 static bool int_from_double(double d, long long *out)
 {
@@ -640,8 +676,16 @@ static int build_router(ent_t *e)
 
     if (get_enum(e, R_MODE, 0, &i) < 0)
         return -1;
-    if (i != 0)
+    if (i != 0 && !(i == 1 && cfg_interior_enabled()))
         return unsupported(e, R_MODE, i == 1 ? "mode \"interior\"" : "mode \"edge\"");
+    if (i == 1) {
+        free(r->mode);
+        r->mode = base_strdup("interior");
+        r->interior = true;
+        /* read for the routing protocol; a standalone router drops them (as before) */
+        if (router_timers_fill(e, r) < 0)
+            return -1;
+    }
 
     if (get_int(e, R_WORKER_THREADS, 1, CFG_WORKER_THREADS_MAX, 0, &x) < 0)
         return -1;
@@ -781,7 +825,8 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
         return -1;
     /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
      * lead there (core/linkroute.h) */
-    if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER) {
+    if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER &&
+        !(i == CFG_ROLE_INTER_ROUTER && cfg_interior_enabled())) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);
@@ -984,7 +1029,7 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     l->cost = (int64_t)cost;
     if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    if (i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) {
+    if (i == CFG_ROLE_EDGE || (i == CFG_ROLE_INTER_ROUTER && !cfg_interior_enabled())) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, CN_ROLE, what);
@@ -2008,6 +2053,10 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
         ld.cfg->router.id = random_router_id();
     if (!ld.cfg->router.mode)
         ld.cfg->router.mode = base_strdup("standalone");
+    if (!ld.cfg->router.hello_interval) /* not interior: the protocol's defaults */
+        ld.cfg->router.hello_interval = 1, ld.cfg->router.hello_max_age = 3,
+        ld.cfg->router.ra_interval = 30, ld.cfg->router.ra_interval_flux = 4,
+        ld.cfg->router.remote_ls_max_age = 60;
     /* a listener without its own maxMessageSize has the policy's (in any order in the file) */
     for (size_t i = 0; i < ld.cfg->n_listeners; i++)
         if (!ld.cfg->listeners[i].max_message_size_set)

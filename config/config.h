@@ -63,7 +63,14 @@ typedef enum cfg_role {
 typedef struct cfg_router {
     char              *id;                   /* router id; default: "Junction.<random 8 hex>" style
                                                 random id when absent; never contains whitespace */
-    char              *mode;                 /* "standalone" (the only mode accepted for now) */
+    char              *mode;                 /* "standalone", or "interior" (only with the
+                                                experimental switch, cfg_interior_enabled()) */
+    bool               interior;             /* mode is "interior" */
+    int                hello_interval;       /* helloIntervalSeconds, default 1 */
+    int                hello_max_age;        /* helloMaxAgeSeconds, default 3 */
+    int                ra_interval;          /* raIntervalSeconds, default 30 */
+    int                ra_interval_flux;     /* raIntervalFluxSeconds, default 4 */
+    int                remote_ls_max_age;    /* remoteLsMaxAgeSeconds, default 60 */
     int                worker_threads;       /* 1-CFG_WORKER_THREADS_MAX; 0 when absent =
                                                 number of CPUs */
     cfg_distribution_t default_distribution; /* default CFG_DIST_BALANCED */
@@ -371,6 +378,10 @@ void cfg_autolink_fini(cfg_autolink_t *a);
 const char *cfg_distribution_name(cfg_distribution_t d);
 const char *cfg_strip_name(cfg_strip_t s);
 const char *cfg_role_name(cfg_role_t r);
+
+/* Whether the environment's JUNCTION_EXPERIMENTAL_INTERIOR=1 lets `mode: interior` and
+ * `role: inter-router` through (interior mode is not complete yet).  Thread-safe. */
+bool cfg_interior_enabled(void);
 /* "IPv4", "IPv6", or NULL for CFG_FAMILY_ANY.  Thread-safe. */
 const char *cfg_family_name(cfg_family_t f);
 

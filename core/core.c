@@ -15,6 +15,7 @@
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 #include "core/linkroute.h"
+#include "core/rt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -475,6 +476,8 @@ static void tick_CT(core_t *core)
         l = next;
     }
     core_autolink_tick_CT(core);
+    if (core->rt)
+        core_rt_tick_CT(core);
 }
 
 static uint64_t clock_ms(void)
@@ -585,6 +588,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
                     credit_CT(core, addr->senders.items[i], true);
                 fallback_consumers_CT(core, addr, true);
             }
+            if (addr->consumers.count == 1 && core->rt && l->conn_id)
+                core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, true);
         } else {
             set_add(&addr->senders, l);
             if (addr->consumers.count > 0 || core_addr_remote(addr) ||
@@ -669,6 +674,8 @@ static void link_detach_CT(core_t *core, core_action_t *a)
                         credit_CT(core, addr->senders.items[i], false);
                 fallback_consumers_CT(core, addr, false);
             }
+            if (addr->consumers.count == 0 && core->rt && l->conn_id)
+                core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, false);
         } else {
             set_del(&addr->senders, l);
         }
@@ -947,6 +954,12 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_AUTOLINK:
         core_autolink_action_CT(core, a);
         break;
+    case CORE_A_RT:
+        if (core->rt)
+            core_rt_action_CT(core, a);
+        else
+            core_rt_action_discard(a);
+        break;
     }
 }
 
@@ -1015,6 +1028,8 @@ core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
             core->n_phased++;
     core_autolink_init(core);
     core->lr = core_lr_table_load(cfg);
+    if (cfg->router.interior)
+        core->rt = core_rt_new(cfg, core->router_id);
     if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
         core->temp_salt = base_now_ns();
     return core;
@@ -1049,6 +1064,8 @@ static void free_late_action_cb(void *ctx, void *item)
         free(a->u.attach.name);
     } else if (a->type == CORE_A_DISPOSITION) {
         free_disp_strings(&a->u.disposition.disp);
+    } else if (a->type == CORE_A_RT) {
+        core_rt_action_discard(a);
     } else {
         core_autolink_action_discard(a);
     }
@@ -1074,6 +1091,7 @@ void core_free(core_t *core)
     base_pattern_free(core->patterns);
     core_autolink_fini(core);
     core_lr_table_free(core->lr);
+    core_rt_free(core->rt);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);
     free(core->nodes);

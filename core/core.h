@@ -233,7 +233,16 @@ typedef enum core_action_type {
                                autolink.c, and link routes, linkroute.c) */
     CORE_A_CONN_CLOSED,     /* conn.conn_id: a connection that posted CONN_OPENED is gone */
     CORE_A_AUTOLINK,        /* autolink: what became of an autoLink's link (link_id) */
+    CORE_A_RT,              /* rt: an inter-router connection's news (interior mode, rt.c) */
 } core_action_type_t;
+
+/* What CORE_A_RT reports (interior mode, core/rt.h). */
+typedef enum core_rt_event {
+    CORE_RT_CONN_OPENED = 0, /* an inter-router connection opened (rt.cost is effective) */
+    CORE_RT_CONN_CLOSED,     /* it is gone */
+    CORE_RT_CTL_LOST,        /* its control links went away (the neighbour is lost) */
+    CORE_RT_MSG,             /* a routing message arrived on its incoming control link */
+} core_rt_event_t;
 
 /* States of an autoLink (qdrouterd's operStatus). */
 typedef enum core_autolink_state {
@@ -292,6 +301,13 @@ typedef struct core_action {
             char    *error; /* FAILED: the peer's error description (its condition name
                                when it has none; heap), or NULL */
         } autolink;
+        struct {
+            uint64_t conn_id; /* the inter-router connection */
+            uint8_t  event;   /* core_rt_event_t */
+            int64_t  cost;    /* OPENED: max(our cost, the peer's qd.inter-router-cost) */
+            uint8_t *bytes;   /* MSG: the whole message (heap; the core frees it) */
+            uint32_t len;     /* its length */
+        } rt;
     } u;
 } core_action_t;
 
@@ -308,6 +324,7 @@ typedef enum core_work_type {
     CORE_W_RELEASE,           /* core is done with an incoming delivery (nothing to report) */
     CORE_W_EXTERNAL,          /* posted by another thread of the router (see `ext`) */
     CORE_W_AUTOLINK,          /* attach an autoLink's link on connection autolink.conn_id */
+    CORE_W_RT_SEND,           /* send a routing message on rt_send.conn_id's control link */
 } core_work_type_t;
 
 typedef struct core_work {
@@ -359,6 +376,13 @@ typedef struct core_work {
             bool     detach;  /* instead: detach the link of that activation (the autoLink
                                  was deleted); address and peer are NULL */
         } autolink;
+        struct {
+            uint64_t conn_id; /* the inter-router connection (it may be gone: then the
+                                 worker just frees the bytes) */
+            uint8_t *bytes;   /* the whole message, router annotations included (heap; the
+                                 worker frees it) */
+            uint32_t len;     /* its length */
+        } rt_send;
     } u;
 } core_work_t;
 
@@ -425,6 +449,27 @@ uint32_t core_autolink_add(core_t *core, const cfg_autolink_t *cfg);
 /* Management DELETE of autoLink `id`: forgotten at once, its link detached.  Returns 0, or
  * -ENOENT.  Thread-safe (not the core thread). */
 int core_autolink_del(core_t *core, uint32_t id);
+
+/* Interior mode: the routers of the network as management's router.node shows them
+ * (qdstat -n), this router first.  Strings heap, freed by core_node_rows_free(). */
+typedef struct core_node_row {
+    char    *id;              /* router id */
+    uint32_t index;           /* mask bit (0: this router) */
+    int64_t  instance;        /* its boot number (0 when not known yet) */
+    int64_t  version;         /* protocol version */
+    char    *next_hop;        /* "(self)" for this router; NULL for a neighbour or an
+                                 unreachable router; else the neighbour it is reached through */
+    int32_t  router_link;     /* a neighbour's connection mask bit, else -1 */
+    int64_t  cost;            /* path cost, -1 when unreachable (0 for this router) */
+    char    *link_state;      /* its neighbours' ids, comma-separated */
+    char    *valid_origins;   /* valid origins' ids, comma-separated */
+    int64_t  last_topo_change; /* Unix seconds of this router's last topology change */
+} core_node_row_t;
+
+/* A copy of the rows (*n of them; NULL and 0 when the router is not interior).
+ * Thread-safe (the core thread publishes them under a lock after each change). */
+core_node_row_t *core_node_rows(core_t *core, size_t *n);
+void core_node_rows_free(core_node_row_t *rows, size_t n);
 
 /* Address helpers (pure, thread-safe). */
 

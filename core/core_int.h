@@ -100,6 +100,7 @@ struct core {
                                       main thread before start; read-only afterwards) */
     size_t             n_nodes;    /* their count */
     struct core_lr_table *lr;      /* _CT: the link routes (core/linkroute.c) */
+    struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
                                       until the first core_rt_*_CT() call (interior.h) */
 };

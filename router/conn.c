@@ -24,6 +24,7 @@
 #include "router/conn_watch.h"
 #include "router/conn_props.h"
 #include "router/connector.h"
+#include "router/irconn.h"
 #include "router/lstats.h"
 
 #include "core/base/list.h"
@@ -173,6 +174,9 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     case CORE_W_AUTOLINK:
         rtr_autolink_attach_WT(w, work);
         break;
+    case CORE_W_RT_SEND:
+        rtr_ir_send_WT(w, work);
+        break;
     }
 }
 
@@ -222,6 +226,8 @@ static void conn_init_WT(rtr_conn_t *c)
     if (c->connector) /* its openProperties, after the router's own (qdrouterd's order) */
         rtr_conn_props_put(props, rtr_connector_cfg(c->connector)->open_properties);
     pn_data_exit(props);
+    if (c->listener->role == CFG_ROLE_INTER_ROUTER)
+        rtr_ir_init_WT(c); /* interior mode (router/irconn.c) */
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */
 }
@@ -351,6 +357,8 @@ static void connector_failover_WT(rtr_conn_t *c, pn_connection_t *pc)
 
 static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
+    if (c->ir && rtr_ir_event_WT(c, e))
+        return; /* an inter-router link's (router/irconn.c) */
     switch (pn_event_type(e)) {
     case PN_CONNECTION_INIT:
         conn_init_WT(c);
@@ -383,6 +391,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             core_stats_object_new(cs, cs->connection, labels, &c->stats);
             stats_obj_set(c->worker->shard, c->stats, CORE_CONN_OPENED_AT, (int64_t)time(NULL));
         }
+        if (c->ir)
+            rtr_ir_opened_WT(c);
         if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER) {
             /* a connection to a container: autoLinks and link routes find it there */
             const char     *rc = pn_connection_remote_container(pc);
@@ -430,7 +440,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             rtr_autolink_remote_open_WT(k); /* the router attached it (link_auto.c) */
         else if (k && k->lr)
             rtr_lr_remote_open_WT(k); /* a route container answered the router's attach */
-        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k && link_admit_WT(c, pl))
+        else if ((pn_link_state(pl) & PN_LOCAL_UNINIT) && !k &&
+                 !rtr_ir_attach_refused_WT(c, pl) && link_admit_WT(c, pl))
             link_attach_WT(c, pl);
         break;
     }

@@ -17,6 +17,8 @@
  * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
 #include "router/transport.h"
+
+#include "router/irconn.h"
 #include "router/link_auto.h"
 #include "router/lstats.h"
 #include "router/tls.h"
@@ -107,6 +109,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
     free(c->ws_tls);
+    rtr_ir_free_WT(c);
     if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
         rtr_conn_watch_closed_WT(w->ctx->conn_watch, c->id); /* before its connector retries */
     if (c->connector)

@@ -154,6 +154,8 @@ struct rtr_conn {
     char                  *ws_tls;     /* a WebSocket of an https listener: the `tls` label of
                                           its TLS session (libwebsockets'), heap; else NULL */
     bool                   route_announced; /* told the core it opened (link_auto.c) */
+    struct rtr_ir         *ir;         /* an inter-router connection's layer (irconn.c), or
+                                          NULL */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

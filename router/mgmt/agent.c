@@ -91,6 +91,12 @@ static core_autolink_row_t *hook_autolink_rows(void *ctx, size_t *n)
     return core_autolink_rows(a->core, n);
 }
 
+static core_node_row_t *hook_node_rows(void *ctx, size_t *n)
+{
+    mgmt_agent_t *a = ctx;
+    return core_node_rows(a->core, n);
+}
+
 static uint32_t hook_autolink_add(void *ctx, const cfg_autolink_t *al)
 {
     mgmt_agent_t *a = ctx;
@@ -294,6 +300,9 @@ static void on_work(mgmt_agent_t *a, core_work_t *w)
     case CORE_W_EXTERNAL:
     case CORE_W_AUTOLINK: /* not expected: the agent has no connections */
         break;
+    case CORE_W_RT_SEND: /* not expected either */
+        free(w->u.rt_send.bytes);
+        break;
     }
 }
 
@@ -417,7 +426,9 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .autolink_rows = hook_autolink_rows,
                           .autolink_rows_free = core_autolink_rows_free,
                           .autolink_add = hook_autolink_add,
-                          .autolink_del = hook_autolink_del};
+                          .autolink_del = hook_autolink_del,
+                          .node_rows = hook_node_rows,
+                          .node_rows_free = core_node_rows_free};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);

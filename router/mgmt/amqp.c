@@ -233,6 +233,20 @@ static void enc_value(void *ctx, const mgmt_val_t *v)
     case MGMT_V_STR:
         put_string(e->d, v->s);
         return;
+    case MGMT_V_STRS: {
+        pn_data_put_list(e->d);
+        pn_data_enter(e->d);
+        for (const char *p = v->s; *p;) {
+            const char *comma = strchr(p, ',');
+            size_t      n = comma ? (size_t)(comma - p) : strlen(p);
+            char        one[256];
+            snprintf(one, sizeof(one), "%.*s", (int)n, p);
+            put_string(e->d, one);
+            p += n + (comma ? 1 : 0);
+        }
+        pn_data_exit(e->d);
+        return;
+    }
     }
 }
 

@@ -231,5 +231,18 @@ void mgmt_jb_val(mgmt_jbuf_t *b, const mgmt_val_t *v)
     case MGMT_V_STR:
         mgmt_jb_str(b, v->s);
         return;
+    case MGMT_V_STRS: {
+        mgmt_jb_c(b, '[');
+        for (const char *p = v->s; *p;) {
+            const char *comma = strchr(p, ',');
+            size_t      n = comma ? (size_t)(comma - p) : strlen(p);
+            if (p != v->s)
+                mgmt_jb_c(b, ',');
+            mgmt_jb_strn(b, p, n);
+            p += n + (comma ? 1 : 0);
+        }
+        mgmt_jb_c(b, ']');
+        return;
+    }
     }
 }

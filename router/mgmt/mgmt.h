@@ -135,6 +135,10 @@ typedef struct mgmt_hooks {
     /* Connector `id`'s failoverUrls (router/connector.h: the failover list in use, current
      * address first) into urls[len]; false when it has none (NULL hook: null). */
     bool (*connector_failover)(void *ctx, long id, char *urls, size_t len);
+    /* Interior mode: a copy of the router.node rows (core_node_rows()), *n of them; NULL
+     * when none; free with node_rows_free.  NULL hook: no rows. */
+    core_node_row_t *(*node_rows)(void *ctx, size_t *n);
+    void (*node_rows_free)(core_node_row_t *rows, size_t n);
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its

@@ -471,7 +471,7 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
         cJSON_Delete(attrs);
         return rc;
     }
-    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK || t->kind == MGMT_K_RNODE) {
         cJSON_Delete(attrs);
         return fail(q, 501, "Not Implemented: %s entities are not supported by Junction yet",
                     full);
@@ -660,7 +660,7 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
             return fail(q, 404, "Not Found: no %s with identity '%lld'", full, id);
         return ok(q, 204, false);
     }
-    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK) {
+    if (t->kind == MGMT_K_EMPTY || t->kind == MGMT_K_AUTOLINK || t->kind == MGMT_K_RNODE) {
         const char *want = q->name ? q->name : q->identity;
         return fail(q, 404, "Not Found: no %s with %s '%.200s'", full,
                     q->name ? "name" : "identity", want ? want : "");

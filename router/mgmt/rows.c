@@ -64,6 +64,9 @@ struct mgmt_rows {
     /* autoLink: a copy of the core's, taken when the producer is made */
     core_autolink_row_t *al;       /* NULL when there are none */
     size_t               n_al;     /* their count */
+    /* router.node: a copy of the core's rows, taken when the producer is made */
+    core_node_row_t     *rn;       /* NULL when there are none */
+    size_t               n_rn;     /* their count */
 };
 
 /* ---- columns ---- */
@@ -162,6 +165,8 @@ mgmt_rows_t *mgmt_rows_new(const mgmt_type_t *t, stats_registry_t *reg, const mg
         }
         if (t->kind == MGMT_K_AUTOLINK && n && n->hooks.autolink_rows)
             r->al = n->hooks.autolink_rows(n->hooks.ctx, &r->n_al);
+        if (t->kind == MGMT_K_RNODE && n && n->hooks.node_rows)
+            r->rn = n->hooks.node_rows(n->hooks.ctx, &r->n_rn);
         return r;
     }
     stats_family_t *f = reg ? stats_family_find(reg, t->family) : NULL;
@@ -198,6 +203,8 @@ void mgmt_rows_free(mgmt_rows_t *r)
         r->ssl_src->copy_free(r->ssl, r->n_ssl);
     if (r->al)
         r->node->hooks.autolink_rows_free(r->al, r->n_al);
+    if (r->rn)
+        r->node->hooks.node_rows_free(r->rn, r->n_rn);
     free(r);
 }
 
@@ -414,6 +421,14 @@ static void put_str(fill_t *f, const char *s)
     }
 }
 
+/* A list of strings, given comma-separated. */
+static void put_strs(fill_t *f, const char *s)
+{
+    mgmt_val_t *v = put(f);
+    v->t = MGMT_V_STRS;
+    v->s = s ? s : "";
+}
+
 static void put_int(fill_t *f, int64_t i)
 {
     mgmt_val_t *v = put(f);
@@ -620,6 +635,32 @@ static void autolink_row(fill_t *f, const core_autolink_row_t *al)
     put_str(f, al->last_error);
 }
 
+/* A router of the network (qdrouterd's router.node columns). */
+static void rnode_row(fill_t *f, const core_node_row_t *rn)
+{
+    char *id = f->r->sbuf[SBUF_ID], *addr = f->r->sbuf[SBUF_ENABLE];
+    snprintf(id, sizeof(f->r->sbuf[0]), "router.node/%s", rn->id);
+    snprintf(addr, sizeof(f->r->sbuf[0]), "amqp:/_topo/0/%s", rn->id);
+    put_base(f, id, id);
+    put_str(f, rn->id);
+    put_int(f, rn->version);
+    put_int(f, rn->instance);
+    put_strs(f, rn->link_state);
+    put_str(f, rn->next_hop);
+    put_strs(f, rn->valid_origins);
+    put_str(f, addr);
+    if (rn->router_link >= 0)
+        put_int(f, rn->router_link);
+    else
+        put_null(f);
+    if (rn->cost >= 0)
+        put_int(f, rn->cost);
+    else
+        put_null(f);
+    put_int(f, rn->last_topo_change);
+    put_int(f, rn->index);
+}
+
 /* The configured `log` entity of a module, or NULL. */
 static const cfg_log_t *log_cfg(const cfg_t *cfg, int mod)
 {
@@ -713,6 +754,8 @@ static size_t cfg_rows(const mgmt_rows_t *r)
         return r->n_ssl;
     case MGMT_K_AUTOLINK:
         return r->n_al;
+    case MGMT_K_RNODE:
+        return r->n_rn;
     case MGMT_K_CONNECTOR:
         return r->node->connectors.n;
     case MGMT_K_STATS:
@@ -755,6 +798,9 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_AUTOLINK:
         autolink_row(&f, &r->al[i]);
+        break;
+    case MGMT_K_RNODE:
+        rnode_row(&f, &r->rn[i]);
         break;
     case MGMT_K_CONNECTOR:
         connector_row(&f, &r->node->connectors.v[i]);

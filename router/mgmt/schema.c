@@ -305,7 +305,7 @@ const mgmt_type_t mgmt_types[] = {
      N(alloc_cols), false},
     {"logStats", NULL, MGMT_PREFIX ".logStats", MGMT_K_LOGSTATS, OE, "READ,QUERY", NULL,
      N(logstats_attrs), false},
-    {"router.node", "node", MGMT_PREFIX ".router.node", MGMT_K_EMPTY, OE, "READ,QUERY", NULL,
+    {"router.node", "node", MGMT_PREFIX ".router.node", MGMT_K_RNODE, OE, "READ,QUERY", NULL,
      N(node_attrs), false},
     /* last: mgmt_type_node() */
     {"management", NULL, MGMT_NODE_TYPE, MGMT_K_NODE, MGMT_NODE_TYPE,

@@ -889,6 +889,41 @@ static void test_listener_limits(void **state)
                  "4294967, got 4294968");
 }
 
+/* Interior mode loads only with the experimental switch (issue 16), with the protocol's
+ * timers; without it the refusals above stand. */
+static void test_interior_switch(void **state)
+{
+    (void)state;
+    const char *text = "[['router', {'id': 'R', 'mode': 'interior', 'helloMaxAgeSeconds': 5}],"
+                       " ['listener', {'port': '0', 'role': 'inter-router', 'cost': 7}],"
+                       " ['connector', {'port': '5999', 'role': 'inter-router'}]]";
+    unsetenv("JUNCTION_EXPERIMENTAL_INTERIOR");
+    load_err(text, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
+                   "mode \"interior\" yet");
+    setenv("JUNCTION_EXPERIMENTAL_INTERIOR", "0", 1);
+    load_err(text, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
+                   "mode \"interior\" yet");
+    setenv("JUNCTION_EXPERIMENTAL_INTERIOR", "1", 1);
+    cfg_t *cfg = load_ok(text);
+    assert_true(cfg->router.interior);
+    assert_string_equal(cfg->router.mode, "interior");
+    assert_int_equal(cfg->router.hello_interval, 1);
+    assert_int_equal(cfg->router.hello_max_age, 5);
+    assert_int_equal(cfg->router.ra_interval, 30);
+    assert_int_equal(cfg->router.ra_interval_flux, 4);
+    assert_int_equal(cfg->router.remote_ls_max_age, 60);
+    assert_int_equal(cfg->listeners[0].role, CFG_ROLE_INTER_ROUTER);
+    assert_int_equal(cfg->listeners[0].cost, 7);
+    assert_int_equal(cfg->connectors[0].conn.role, CFG_ROLE_INTER_ROUTER);
+    cfg_free(cfg);
+    load_err("[['router', {'mode': 'interior', 'raIntervalSeconds': 0}]]",
+             "t.json: entity 0 (router): attribute 'raIntervalSeconds': expected an integer "
+             "from 1 to 86400, got 0");
+    load_err("[['router', {'mode': 'edge'}]]", "t.json: entity 0 (router): attribute 'mode': "
+                                               "Junction does not support mode \"edge\" yet");
+    unsetenv("JUNCTION_EXPERIMENTAL_INTERIOR");
+}
+
 static void test_listener_unsupported(void **state)
 {
     (void)state;
@@ -1571,6 +1606,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_repeated_attributes),
         cmocka_unit_test(test_router),
         cmocka_unit_test(test_router_ignored),
+        cmocka_unit_test(test_interior_switch),
         cmocka_unit_test(test_listener_port),
         cmocka_unit_test(test_listener_values),
         cmocka_unit_test(test_listener_size_maxima),
