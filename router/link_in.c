@@ -229,6 +229,9 @@ static void link_credit_sync_WT(rtr_link_t *k)
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
         int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
+        if (want > 0 && k->al_id && (k->quirks & RTR_QUIRK_CREDIT_OVERRUN) &&
+            want < ((int)k->conn->listener->max_unsettled + 1) / 2)
+            want = 0; /* every flow may be overrun (R18): at least half a window, or none */
         if (want > 0) {
             pn_link_flow(pl, want);
             k->credit_given = true;
@@ -444,25 +447,26 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
 }
 
 /* A transfer beyond the credit on an autoLink's incoming link that the router gave credit
- * before.  RabbitMQ sends them: it applies a flow's credit from its queue's delivery-count,
- * which runs ahead of its link's, so every grant that meets a sending queue lets it send that
- * many more (docs/brokers.md R18).  Closing the link for it (as for a client) would fail the
- * autoLink and put back what the router had taken, so up to four windows in all are taken,
- * and Proton's credit is raised to what arrived: otherwise its next flow would carry a
- * negative link-credit, which the broker reads as some four billion.  That flow says zero
- * credit at the broker's delivery-count, which stops the overrun.  Returns false beyond four
- * windows, or on a link never given credit (a protocol error: the link is closed as any
- * other, and its autoLink attached again later). */
+ * before, from a peer known to send them (RTR_QUIRK_CREDIT_OVERRUN).  RabbitMQ applies a
+ * flow's credit from its queue's delivery-count, which runs ahead of its link's by the
+ * transfers in flight, so every flow that meets a sending queue lets it send that many more
+ * (docs/brokers.md R18).  Closing the link for it (as for a client) would fail the autoLink
+ * and put back what the router had taken, so they are all taken; what the router holds stays
+ * bounded because credit is paced on the deliveries it holds (link_credit_sync_WT: nothing
+ * more while they fill the window, then at least half a window at once, so few flows meet
+ * transfers in flight).  Proton's credit is raised to what arrived: otherwise its next flow
+ * would carry a negative link-credit, which the broker reads as some four billion; that flow
+ * says zero credit, which stops the queue.  Returns false for any other peer, or on a link
+ * never given credit (a protocol error: the link is closed as any other, and its autoLink
+ * attached again later). */
 static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
 {
-    if (!k->al_id || !k->credit_given || k->held >= 4 * k->conn->listener->max_unsettled)
+    if (!k->al_id || !k->credit_given || !(k->quirks & RTR_QUIRK_CREDIT_OVERRUN))
         return false;
     int avail = pn_link_credit(pl) - pn_link_queued(pl);
     if (avail < 0) {
         if (!k->overrun_logged)
-            LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken "
-                          "(up to %u deliveries unsettled)",
-                 4 * k->conn->listener->max_unsettled);
+            LOGL(k, INFO, "Auto link's peer sent transfers beyond the link credit; taken");
         k->overrun_logged = true;
         pn_link_flow(pl, -avail);
     }

@@ -155,10 +155,11 @@ typedef struct lr_msg {
     pn_rcv_settle_mode_t rcv_mode;
     unsigned             quirks; /* ATTACHED: the route container's (RTR_QUIRK_*) */
     /* XFER */
-    char  *bytes;
-    size_t len;
-    bool   first, more, aborted;
-    bool   lagged; /* its `len` bytes count in the pair's lag */
+    char   *bytes;
+    size_t  len;
+    bool    first, more, aborted;
+    int64_t extra;  /* first: credit R's peer used beyond what R granted (overrun_WT) */
+    bool    lagged; /* its `len` bytes count in the pair's lag */
     /* XFER (settled), DISP */
     bool     settled;
     uint64_t state;
@@ -604,6 +605,25 @@ static bool lag_full_WT(rtr_lr_end_t *e)
     return true;
 }
 
+/* R: the route container sent beyond the credit R gave, -avail deliveries in all: a peer
+ * known to do so (RabbitMQ: a flow that meets its queue sending is applied from the queue's
+ * count, ahead of the link's by the transfers in flight, docs/brokers.md R18).  A client
+ * attached to it directly would take them, so they go on to S as any other, which holds what
+ * its own peer has no credit for yet, its bytes bounded as any (the lag and S's output
+ * budget), and asks for that much less credit.  Proton's credit is raised by as many, as if
+ * granted: its next flow carries zero credit, not a negative link-credit (read as some four
+ * billion), and `got` counts them so that a drain's answer stays right.  Returns the credit
+ * so added, which S adds to what it asked for (LR_XFER's `extra`). */
+static int64_t overrun_WT(rtr_lr_end_t *e, pn_link_t *pl, int avail)
+{
+    if (!e->k->overrun_logged)
+        LOGL(e->k, INFO, "Link route's peer sent transfers beyond the link credit; relayed");
+    e->k->overrun_logged = true;
+    pn_link_flow(pl, -avail);
+    e->got -= avail;
+    return -avail;
+}
+
 /* R: a transfer (or more of one) from the peer.  The bytes in hand go to S LR_CHUNK at a
  * time while the lag allows; the rest stays in Proton until RESUME brings R back here. */
 static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
@@ -615,9 +635,13 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
         return;
     if (current && (e->k->lr_paused || (pn_delivery_pending(d) && lag_full_WT(e))))
         return; /* RESUME comes back */
-    bool first = false;
+    bool    first = false;
+    int64_t extra = 0;
     if (!r) {
-        if (pn_link_credit(pl) - pn_link_queued(pl) < 0) {
+        int avail = pn_link_credit(pl) - pn_link_queued(pl);
+        if (avail < 0 && (e->k->quirks & RTR_QUIRK_CREDIT_OVERRUN)) {
+            extra = overrun_WT(e, pl, avail);
+        } else if (avail < 0) {
             /* sent without the credit R gave (as link_in.c's check): held at S, such
              * deliveries would be bounded by nothing */
             LOGL(e->k, NOTICE, "Link closed: amqp:link:transfer-limit-exceeded (a transfer "
@@ -644,6 +668,7 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
                 lr_msg_t *m = msg_new(e->pair, 1 - e->side, LR_XFER);
                 m->seq = r->seq;
                 m->first = first;
+                m->extra = first ? extra : 0;
                 first = false;
                 if (n) {
                     m->bytes = base_malloc(n);
@@ -740,6 +765,7 @@ static void on_xfer_WT(rtr_lr_end_t *e, lr_msg_t *m)
     pn_delivery_t *d;
     if (m->first) {
         e->arrived++;
+        e->granted += m->extra; /* R's peer sent them on credit nobody asked for */
         char tag[8];
         memcpy(tag, &m->seq, sizeof(tag));
         d = pn_delivery(pl, pn_dtag(tag, sizeof(tag)));

@@ -10,9 +10,10 @@
 #include <proton/codec.h>
 #include <string.h>
 
-/* RabbitMQ 3.10's AMQP 1.0 plugin (docs/brokers.md R6, R9, R13, R15). */
+/* RabbitMQ 3.10's AMQP 1.0 plugin (docs/brokers.md R6, R9, R13, R15, R18). */
 #define RABBITMQ_QUIRKS                                                                            \
-    (RTR_QUIRK_NO_MODIFIED | RTR_QUIRK_NO_DA | RTR_QUIRK_NO_DRAIN | RTR_QUIRK_NO_RCV_SECOND)
+    (RTR_QUIRK_NO_MODIFIED | RTR_QUIRK_NO_DA | RTR_QUIRK_NO_DRAIN | RTR_QUIRK_NO_RCV_SECOND |     \
+     RTR_QUIRK_CREDIT_OVERRUN)
 
 static bool bytes_are(pn_bytes_t b, const char *s)
 {

@@ -33,6 +33,10 @@ enum {
                                         at the router */
     RTR_QUIRK_NO_RCV_SECOND = 1u << 3, /* rcv-settle-mode second ends the session (R15):
                                           never ask for it (rtr_quirk_rcv_mode) */
+    RTR_QUIRK_CREDIT_OVERRUN = 1u << 4, /* a flow that meets transfers in flight lets it send
+                                           beyond the credit (R18): such transfers are taken,
+                                           never a reason to close the link (link_in.c,
+                                           linkroute.c) */
 };
 
 /* The quirks of the peer of connection pc, from what it announced in its open (the

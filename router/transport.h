@@ -66,7 +66,8 @@ struct rtr_link {
     bool         reported_blocked; /* counted in the router's linksBlocked */
     uint32_t     al_id;      /* an autoLink's link (link_auto.c): the autoLink, else 0 */
     uint32_t     al_gen;     /* its activation */
-    bool         overrun_logged; /* IN, autoLink: its peer's transfers beyond credit logged */
+    bool         overrun_logged; /* IN, autoLink or link route: its peer's transfers beyond
+                                    credit logged */
     bool         credit_given; /* IN: the router granted it credit once (a broker's transfers
                                   beyond credit are taken only then: link_in.c) */
     struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */

@@ -193,8 +193,8 @@ def test_rabbitmq_consumer_leaving_keeps_the_autolinks(rabbitmq, make_router):
 @pytest.mark.deadline(120)
 def test_rabbitmq_transfers_beyond_credit_are_taken(rabbitmq, make_router, client):
     # RabbitMQ sends beyond the link credit when a flow meets a busy queue (docs/brokers.md
-    # R18); the in autoLink, which gives credit back one delivery at a time, takes them:
-    # every message comes exactly once and the autoLink is not closed
+    # R18); the in autoLink takes them and paces its credit on what it holds: every message
+    # comes exactly once and the autoLink is not closed
     q = unique_name("wp")
     conn = client.connect(rabbitmq.url)
     snd = conn.sender("/queue/" + q)

@@ -8,9 +8,10 @@ and the connector has connected again, new attaches work.  The brokers' quirks a
 docs/brokers.md."""
 
 import re
+import time
 
 import pytest
-from proton import Delivery, Message
+from proton import Delivery, Endpoint, Message
 
 from brokers import unique_name
 from clients import Client
@@ -129,3 +130,63 @@ def test_rabbitmq_refused_attach_takes_no_other_link(make_router, rabbitmq):
         assert snd.remote_condition is None and rcv.remote_condition is None
     finally:
         c.close()
+
+
+@pytest.mark.deadline(120)
+def test_rabbitmq_transfers_beyond_credit_are_relayed(make_router, rabbitmq):
+    """RabbitMQ sends beyond the credit when a flow meets its queue sending (docs/brokers.md
+    R18).  A link-routed receiver granting 1000 on a queue of 3000, then 1 more five times
+    while the transfers stream in, keeps its link: the router takes what the broker sent
+    beyond the credit (it says so in its log), gives the client what it has credit for, and
+    the rest when it grants more - every message once, none lost."""
+    from test_brokers import HandDriver
+    r = broker_router(make_router, rabbitmq)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    n = 3000
+    c = Client()
+    try:
+        snd = c.connect(r.url).sender(queue)
+        dlvs = [snd.send(Message(body=i)) for i in range(n)]
+        assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * n
+    finally:
+        c.close()
+    h = HandDriver(r.port)
+    try:
+        ssn = h.conn.session()
+        ssn.open()
+        rcv = ssn.receiver("overrun")
+        rcv.source.address = queue
+        rcv.open()
+        h.read(1.0)
+        assert rcv.state & Endpoint.REMOTE_ACTIVE
+        rcv.flow(1000)
+        h.write()
+        for at in (20, 60, 100, 140, 180):
+            while rcv.queued < at:
+                h.receive()
+            rcv.flow(1)
+            h.write()
+        h.read(2.0)
+        assert not rcv.state & Endpoint.REMOTE_CLOSED, rcv.remote_condition
+        assert [x for x in r.stderr_lines() if "beyond the link credit; relayed" in x]
+        # the client gets no more than its credit from the router
+        assert rcv.queued == 1005, rcv.queued
+        rcv.flow(n - 1005)
+        end = time.monotonic() + 30
+        while rcv.queued < n and time.monotonic() < end:
+            h.read(0.5)
+        got = []
+        while rcv.current:
+            d = rcv.current
+            m = Message()
+            m.decode(rcv.recv(d.pending))
+            got.append(m.body)
+            rcv.advance()
+            d.update(Delivery.ACCEPTED)
+            d.settle()
+        h.read(0.5)
+        assert sorted(got) == list(range(n)), (len(got), len(set(got)))
+        assert not rcv.state & Endpoint.REMOTE_CLOSED, rcv.remote_condition
+    finally:
+        h.close()
+    assert not [x for x in r.stderr_lines() if "transfer-limit-exceeded" in x]
