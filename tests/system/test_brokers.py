@@ -495,6 +495,9 @@ def test_rabbitmq_queue_durability_across_restart(rabbitmq, client):
     assert ssn.remote_condition.name == "amqp:not-found"
     rcv = client.connect(rabbitmq.url).receiver("/amq/queue/" + names[1], credit=10,
                                                 settle="accept")
+    # a queue just recovered may take a while to deliver on a loaded machine: wait for the
+    # first message, then a moment more for any (wrong) second one
+    client.wait(lambda: len(rcv.queue) > 0, 20, "the durable message")
     client.run_for(0.5)
     assert [g.message.id for g in rcv.queue] == [0]
 
