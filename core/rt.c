@@ -18,9 +18,13 @@
  *   LSR, LSU, MAR, abs. MAU  to router R: R's own connection when a neighbour, else its
  *                            next hop's; not sent while R is unreachable
  * A message for another router (`_topo/0/<other>/...`) that arrives here travels on the
- * same way, unread.  Forwarding client messages between routers is not here (the data
- * plane's).  The router.node rows are rebuilt after every change and published under a
- * mutex for the management agent.
+ * same way, unread.  Forwarding client messages between routers is the data plane's
+ * (core/interior.c); this file tells it what it needs: each inter-router connection's mask
+ * bit (core_rt_conn_CT), the route table after every change of routes (core_rt_set_routes_CT),
+ * and which remote routers have which mobile keys, as MAUs and flushes change that
+ * (core_rt_remote_addr_CT; the forwarder's addresses are reconciled with the mobile table
+ * after each of them).  The router.node rows are rebuilt after every change and published
+ * under a mutex for the management agent.
  */
 #include "core/rt.h"
 
@@ -29,6 +33,7 @@
 #include "codec/codec.h"
 #include "core/base/base.h"
 #include "core/base/log.h"
+#include "core/interior.h"
 #include "core/routing/lsdb.h"
 #include "core/routing/mobile.h"
 #include "core/routing/msg.h"
@@ -397,6 +402,88 @@ static void send_mar_CT(core_t *core, uint32_t maskbit)
     send_to_router_CT(core, maskbit, &o, "qdrouter.ma");
 }
 
+/* ---- the forwarder's view (core/interior.h) ---- */
+
+/* Give the forwarder the whole route table: every known router, the connection that
+ * reaches it (-1 while it is unreachable), its cost and valid origins, and the radius. */
+static void routes_to_forwarder_CT(core_t *core)
+{
+    core_rt_t       *rt = core->rt;
+    core_rt_route_t  routes[CORE_RT_MAX_ROUTERS];
+    core_rt_routes_t t = {.routers = routes, .n = 0, .radius = core_rt_lsdb_radius(rt->db)};
+    for (uint32_t b = 1; b < CORE_RT_MAX_ROUTERS && b < CORE_RT_MAX_NODES; b++) {
+        core_rt_node_t *r = core_rt_lsdb_node(rt->db, b);
+        if (!r)
+            continue;
+        int32_t cb = r->reachable ? route_CT(rt, b) : -1;
+        routes[t.n++] = (core_rt_route_t){.maskbit = b,
+                                          .id = r->id,
+                                          .conn_bit = cb >= 0 && cb < CORE_RT_MAX_CONNS ? cb : -1,
+                                          .neighbour = r->link >= 0,
+                                          .cost = r->cost,
+                                          .vo = {r->vo[0], r->vo[1]}};
+    }
+    if (core_rt_set_routes_CT(core, &t) != 0)
+        LOG(ERROR, "Route table refused by the forwarder");
+}
+
+static bool rnode_has(const core_addr_t *addr, uint32_t b)
+{
+    return (addr->rnodes[b / 64] >> (b % 64)) & 1;
+}
+
+/* Router `maskbit`'s keys as the forwarder has them, made to match the mobile table: every
+ * key of `adds` that the table gives the router is added (with the table's hint), and,
+ * when `all` (an absolute MAU, a flush), every address the forwarder gives the router that
+ * the table does not is withdrawn; else only the keys of `dels` are looked at. */
+static void keys_to_forwarder_CT(core_t *core, uint32_t maskbit, const core_rt_strs_t *adds,
+                                 const core_rt_strs_t *dels, bool all)
+{
+    core_rt_t *rt = core->rt;
+    if (adds && adds->ptr) {
+        core_rt_iter_t it = core_rt_strs_iter(adds);
+        codec_bytes_t  k;
+        while (core_rt_strs_next(&it, &k)) {
+            const char *key = (const char *)k.ptr;
+            if (core_rt_mobile_router_has(rt->mob, key, k.len, maskbit))
+                (void)core_rt_remote_addr_CT(core, key, k.len, maskbit, true,
+                                             core_rt_mobile_hint(rt->mob, key, k.len));
+        }
+    }
+    if (!all) {
+        if (!dels || !dels->ptr)
+            return;
+        core_rt_iter_t it = core_rt_strs_iter(dels);
+        codec_bytes_t  k;
+        while (core_rt_strs_next(&it, &k))
+            if (!core_rt_mobile_router_has(rt->mob, (const char *)k.ptr, k.len, maskbit))
+                (void)core_rt_remote_addr_CT(core, (const char *)k.ptr, k.len, maskbit, false,
+                                             -1);
+        return;
+    }
+    /* the keys are copied out first: a withdrawal may free the address, and the map must
+     * not change under the walk */
+    char           **gone = NULL;
+    size_t           n_gone = 0, cap = 0;
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
+        core_addr_t *addr = s->value;
+        if (!rnode_has(addr, maskbit) ||
+            core_rt_mobile_router_has(rt->mob, addr->key, addr->keylen, maskbit))
+            continue;
+        if (n_gone == cap) {
+            cap = cap ? 2 * cap : 16;
+            gone = base_realloc(gone, cap * sizeof(*gone));
+        }
+        gone[n_gone++] = base_strndup(addr->key, addr->keylen);
+    }
+    for (size_t i = 0; i < n_gone; i++) {
+        (void)core_rt_remote_addr_CT(core, gone[i], strlen(gone[i]), maskbit, false, -1);
+        free(gone[i]);
+    }
+    free(gone);
+}
+
 /* Do what the database asked for. */
 static void actions_CT(core_t *core, core_rt_actions_t *a)
 {
@@ -408,10 +495,12 @@ static void actions_CT(core_t *core, core_rt_actions_t *a)
     }
     for (uint32_t i = 0; i < a->n_deleted; i++) {
         core_rt_mobile_flush_router_CT(rt->mob, a->deleted[i]);
+        keys_to_forwarder_CT(core, a->deleted[i], NULL, NULL, true);
         LOG(INFO, "Router with mask bit %u removed from the network", a->deleted[i]);
     }
     for (uint32_t i = 0; i < a->n_restarted; i++) {
         core_rt_mobile_flush_router_CT(rt->mob, a->restarted[i]);
+        keys_to_forwarder_CT(core, a->restarted[i], NULL, NULL, true);
         core_rt_node_t *r = core_rt_lsdb_node(rt->db, a->restarted[i]);
         LOG(INFO, "Router %s restarted", r ? r->id : "?");
     }
@@ -427,6 +516,7 @@ static void actions_CT(core_t *core, core_rt_actions_t *a)
         send_ra_CT(core);
     if (a->routes_changed || a->n_deleted || a->n_restarted) {
         rt->topo_change = (int64_t)time(NULL);
+        routes_to_forwarder_CT(core);
         LOG_LS(INFO, "Topology changed: %u remote routers known, radius %u",
                core_rt_lsdb_count(rt->db), core_rt_lsdb_radius(rt->db));
     }
@@ -447,6 +537,8 @@ static void mau_CT(core_t *core, const core_rt_msg_t *m)
     switch (core_rt_mobile_mau_CT(rt->mob, r->maskbit, m)) {
     case CORE_RT_MAU_APPLIED:
         core_rt_lsdb_node_mobile_seq_CT(rt->db, r->maskbit, m->mobile_seq);
+        keys_to_forwarder_CT(core, r->maskbit, m->exist.ptr ? &m->exist : &m->add, &m->del,
+                             m->exist.ptr != NULL);
         if (base_log_enabled(BASE_LOG_MOD_ROUTER_MA, BASE_LOG_DEBUG)) {
             const core_rt_strs_t *keys[2] = {m->exist.ptr ? &m->exist : &m->add, &m->del};
             for (int k = 0; k < 2; k++) {
@@ -623,6 +715,7 @@ void core_rt_action_CT(core_t *core, core_action_t *a)
         }
         rt->conns[cb] = (rt_conn_t){.used = true, .conn_id = conn_id, .worker = a->worker,
                                     .cost = a->u.rt.cost > 0 ? a->u.rt.cost : 1};
+        (void)core_rt_conn_CT(core, conn_id, (uint32_t)cb, true);
         LOG(INFO, "[C%llu] Inter-router connection opened: mask bit %d, cost %lld",
             (unsigned long long)conn_id, cb, (long long)rt->conns[cb].cost);
         break;
@@ -633,6 +726,7 @@ void core_rt_action_CT(core_t *core, core_action_t *a)
         core_rt_lsdb_link_lost_CT(rt->db, cb);
         if (a->u.rt.event == CORE_RT_CONN_CLOSED) {
             rt->conns[cb].used = false;
+            (void)core_rt_conn_CT(core, conn_id, (uint32_t)cb, false);
             LOG(INFO, "[C%llu] Inter-router connection closed (mask bit %d)",
                 (unsigned long long)conn_id, cb);
         }

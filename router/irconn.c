@@ -2,9 +2,13 @@
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
- * DESIGN: the links of this layer are Proton links without an rtr_link_t: the core never
- * hears of them as links.  They are listed in c->ir (kind and priority), found by their
- * pn_link_t, forgotten (removed) when the peer detaches them or their session ends.  The outgoing
+ * DESIGN: the control links are Proton links without an rtr_link_t: the core never hears
+ * of them as links.  They are listed in c->ir, found by their pn_link_t, forgotten (removed)
+ * when the peer detaches them or their session ends.  The data links are ordinary links
+ * (rtr_link_t, conn.c and link_in.c/link_out.c carry their deliveries and outcomes), announced
+ * to the core with attach.ir_link and their priority (core/interior.h): the core's forwarder
+ * sends its copies for other routers on them and routes what arrives on them by the
+ * message's router annotations, which cross these connections unstripped.  The outgoing
  * control link's queue holds the core's messages until there is credit (at most
  * RTR_IR_QUEUE_MAX; the oldest go first when it is full: HELLO and RA come again anyway).
  * The incoming control link's message being received is gathered in one buffer (routing
@@ -13,6 +17,8 @@
 #include "router/irconn.h"
 
 #include "core/base/base.h"
+#include "core/interior.h"
+#include "router/link_in.h"
 
 #include <proton/codec.h>
 #include <proton/condition.h>
@@ -38,14 +44,11 @@
 typedef enum ir_kind {
     IR_CTL_IN = 0, /* control link, the router receives */
     IR_CTL_OUT,    /* control link, the router sends */
-    IR_DATA_IN,    /* data link, the router receives */
-    IR_DATA_OUT,   /* data link, the router sends */
 } ir_kind_t;
 
 typedef struct ir_link {
     pn_link_t *pn;   /* the Proton link */
     uint8_t    kind; /* ir_kind_t */
-    int        prio; /* data links: 0-9 in attach order, -1 beyond (streaming) */
 } ir_link_t;
 
 typedef struct ir_msg {
@@ -153,7 +156,6 @@ static ir_link_t *link_add_WT(rtr_ir_t *ir, pn_link_t *pl, ir_kind_t kind)
     ir_link_t *l = &ir->links[ir->n_links++];
     l->pn = pl;
     l->kind = (uint8_t)kind;
-    l->prio = -1;
     if (kind == IR_CTL_IN)
         ir->ctl_in = pl;
     else if (kind == IR_CTL_OUT)
@@ -190,9 +192,32 @@ static pn_link_t *attach_WT(rtr_conn_t *c, pn_session_t *s, bool sender, const c
     if (sender)
         pn_link_set_snd_settle_mode(pl, PN_SND_MIXED);
     pn_link_open(pl);
-    if (!sender)
-        pn_link_flow(pl, RTR_IR_CREDIT);
+    if (!sender && strcmp(cap, RTR_IR_CAPS_CTL) == 0)
+        pn_link_flow(pl, RTR_IR_CREDIT); /* a data link's credit is the core's */
     return pl;
+}
+
+/* Data link pl (of priority prio, 0-9; -1 for a streaming link, which the forwarder does not
+ * send on) becomes an ordinary link the core knows as this connection's data link. */
+static void data_link_WT(rtr_conn_t *c, pn_link_t *pl, int prio)
+{
+    rtr_worker_t *w = c->worker;
+    rtr_link_t   *k = rtr_link_new_WT(c, pl, pn_link_is_sender(pl));
+    k->zero_since = uv_now(&w->loop) | 1;
+    core_action_t *a = rtr_worker_action_WT(w);
+    a->type = CORE_A_LINK_ATTACH;
+    a->link_id = k->id;
+    a->u.attach.conn_id = c->id;
+    a->u.attach.handle = k;
+    a->u.attach.address = NULL;
+    a->u.attach.capacity = c->listener->link_capacity;
+    a->u.attach.dir = k->out ? CORE_LINK_OUT : CORE_LINK_IN;
+    a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
+    a->u.attach.ir_link = CORE_IR_LINK_DATA;
+    a->u.attach.ir_priority = (uint8_t)(prio >= 0 ? prio : CORE_RT_PRIORITIES);
+    k->at_core = true;
+    LOGL(k, DEBUG, "Inter-router data link attaching (%s, priority %d)",
+         k->out ? "outgoing" : "incoming", prio);
 }
 
 static pn_session_t *session_WT(rtr_conn_t *c)
@@ -215,8 +240,8 @@ static void attach_all_WT(rtr_conn_t *c)
         snprintf(in, sizeof(in), "data-in.%d", p);
         snprintf(out, sizeof(out), "data-out.%d", p);
         s = session_WT(c);
-        link_add_WT(ir, attach_WT(c, s, false, RTR_IR_CAPS_DATA, in), IR_DATA_IN)->prio = p;
-        link_add_WT(ir, attach_WT(c, s, true, RTR_IR_CAPS_DATA, out), IR_DATA_OUT)->prio = p;
+        data_link_WT(c, attach_WT(c, s, false, RTR_IR_CAPS_DATA, in), p);
+        data_link_WT(c, attach_WT(c, s, true, RTR_IR_CAPS_DATA, out), p);
     }
     ir->n_data_in = ir->n_data_out = RTR_IR_PRIORITIES;
 }
@@ -316,20 +341,19 @@ static bool remote_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
     pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
     pn_link_set_rcv_settle_mode(pl, pn_link_remote_rcv_settle_mode(pl));
-    ir_kind_t  kind = ctl ? (rcv ? IR_CTL_IN : IR_CTL_OUT) : (rcv ? IR_DATA_IN : IR_DATA_OUT);
-    ir_link_t *l = link_add_WT(ir, pl, kind);
     if (!ctl) {
+        /* the core's answer opens it (conn.c, CORE_W_LINK_ATTACHED) */
         int *n = rcv ? &ir->n_data_in : &ir->n_data_out;
-        l->prio = *n < RTR_IR_PRIORITIES ? *n : -1; /* beyond 10: a streaming link */
+        data_link_WT(c, pl, *n < RTR_IR_PRIORITIES ? *n : -1); /* beyond 10: streaming */
         (*n)++;
-    } else {
-        ir->ctl_lost = false;
+        return true;
     }
+    link_add_WT(ir, pl, rcv ? IR_CTL_IN : IR_CTL_OUT);
+    ir->ctl_lost = false;
     pn_link_open(pl);
     if (rcv)
         pn_link_flow(pl, RTR_IR_CREDIT);
-    LOGC(c, DEBUG, "Inter-router %s link attached (%s%s)", ctl ? "control" : "data",
-         rcv ? "incoming" : "outgoing", !ctl && l->prio < 0 ? ", streaming" : "");
+    LOGC(c, DEBUG, "Inter-router control link attached (%s)", rcv ? "incoming" : "outgoing");
     return true;
 }
 
@@ -394,27 +418,6 @@ static void ctl_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
     pn_link_flow(pl, 1);
 }
 
-/* A data link: client messages between routers are not carried yet (the data plane's
- * work): read and release. */
-static void data_delivery_WT(pn_delivery_t *d)
-{
-    pn_link_t *pl = pn_delivery_link(d);
-    if (pn_link_is_sender(pl)) {
-        if (pn_delivery_updated(d))
-            pn_delivery_settle(d);
-        return;
-    }
-    char buf[4096];
-    while (pn_link_recv(pl, buf, sizeof(buf)) > 0)
-        ;
-    if (pn_delivery_partial(d))
-        return;
-    if (!pn_delivery_settled(d))
-        pn_delivery_update(d, PN_RELEASED);
-    pn_delivery_settle(d);
-    pn_link_flow(pl, 1);
-}
-
 bool rtr_ir_event_WT(rtr_conn_t *c, pn_event_t *e)
 {
     rtr_ir_t *ir = c->ir;
@@ -447,10 +450,8 @@ bool rtr_ir_event_WT(rtr_conn_t *c, pn_event_t *e)
             return false;
         if (l->kind == IR_CTL_IN)
             ctl_delivery_WT(c, d);
-        else if (l->kind == IR_CTL_OUT)
-            pn_delivery_settle(d);
         else
-            data_delivery_WT(d);
+            pn_delivery_settle(d);
         return true;
     }
     case PN_LINK_REMOTE_CLOSE:

@@ -11,8 +11,9 @@
  * late ones too (qdrouterd's streaming data links).  A routing message that arrives on the
  * incoming control link goes to the core whole (CORE_A_RT); the core's messages
  * (CORE_W_RT_SEND) go out pre-settled on the outgoing control link, queued until it has
- * credit.  Deliveries on data links are released: carrying client messages between routers
- * is the data plane's work, not this layer's.
+ * credit.  The data links are handed to the ordinary link layers and announced to the core
+ * as the connection's data links (attach.ir_link, ir_priority; core/interior.h), whose
+ * forwarder carries client messages between routers on them.
  *
  * Every function is _WT: the connection's worker only.
  */

@@ -11,19 +11,23 @@ mixed with the real qdrouterd 1.19 of ../shared/peer, each side connecting: both
 router.node rows agree, the real `qdstat -n` runs against both, and a consumer's address on
 either router reaches the other's address table (qdrouterd's `qdstat -a` shows Junction's as
 remote), and qdrouterd sees Junction's control and priority data links as its own; mixed lines
-Q1-J-Q2 and J1-Q-J2 where every router's rows agree.  The qdrouterd tests skip where
-../shared/peer is absent.  Forwarding client messages
-between routers is not tested here (the data plane's).
+Q1-J-Q2 and J1-Q-J2 where every router's rows agree.  Client messages cross the routers'
+data links: anycast from a sender on one router to the consumer on the other, with the
+consumer's ACCEPTED back to the sender, and multicast with a consumer on each router (one copy
+each), between two Junctions and between Junction and qdrouterd.  The qdrouterd tests skip
+where ../shared/peer is absent.
 """
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
 from proton import Delivery, Message
-from proton.reactor import LinkOption
+from proton.reactor import AtMostOnce, LinkOption
+from proton import Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from conftest import REPO_ROOT, run_junctiond, write_config
@@ -41,10 +45,10 @@ def interior_env():
 
 
 def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=None,
-             router=None):
+             router=None, extra=()):
     """An interior Junction router: listener 0 is for clients, listener 1 (when asked for)
     takes inter-router connections; one inter-router connector per port in `connect`;
-    `router`: more router attributes."""
+    `router`: more router attributes; `extra`: more entities."""
     ents = [["router", dict({"id": rid, "mode": "interior"}, **(router or {}))],
             ["listener", {"host": "127.0.0.1", "port": "0"}]]
     if inter_listen:
@@ -58,6 +62,7 @@ def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=N
             cn["cost"] = cost
         ents.append(["connector", cn])
     ents.append(["log", {"module": "ROUTER_MA", "enable": "debug+"}])
+    ents.extend(extra)
     return make_router(ents, name=name or rid, env=interior_env())
 
 
@@ -132,8 +137,8 @@ class DataCaps(LinkOption):
 def test_late_data_links_are_accepted(make_router):
     """A peer router (here a Proton client on the inter-router listener) attaches the control
     links, the ten priority data links each way, then one more data link, as qdrouterd does
-    for a streaming message: Junction answers it, and releases what arrives on it (carrying
-    client messages between routers is the data plane's, not yet there)."""
+    for a streaming message: Junction answers it, and a message on it for an address no
+    router has is released."""
     r = junction(make_router, "A", inter_listen=True)
     c = BlockingConnection(r.url_of(1))
     try:
@@ -300,7 +305,7 @@ def free_port():
 
 
 class Qdrouterd:
-    def __init__(self, tmp_path, rid, connect_port=None):
+    def __init__(self, tmp_path, rid, connect_port=None, extra=""):
         exe = PEER_BIN / "qdrouterd"
         if not exe.exists():
             pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % exe)
@@ -318,7 +323,7 @@ class Qdrouterd:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n}\n" % connect_port)
         cfg = tmp_path / ("%s.conf" % rid)
-        cfg.write_text(text)
+        cfg.write_text(text + extra)
         self.proc = subprocess.Popen([str(exe), "-c", str(cfg)], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.STDOUT)
         for _ in range(100):
@@ -482,5 +487,160 @@ def test_line_junction_qdrouterd_junction(make_router, tmp_path):
             "validOrigins") == ["J2"] and r.get("J2", {}).get("validOrigins") == ["J1"]
             else None)(nodes(q.url)))
         assert agree(rows_1, rows_q) and agree(rows_2, rows_q), (rows_1, rows_2, rows_q)
+    finally:
+        q.stop()
+
+
+# ---------------------------------------------------------------- client messages across routers
+
+MULTICAST = ["address", {"prefix": "mc", "distribution": "multicast"}]
+Q_MULTICAST = "address {\n prefix: mc\n distribution: multicast\n}\n"
+
+
+def reachable_at(r, other, address):
+    """Wait until router r (a Junction) has applied `other`'s MAU with `address`."""
+    r.wait_log(r"Router %s: address M0%s reachable" % (other, address.replace(".", r"\.")),
+               timeout=20)
+
+
+def send_in_thread(url, address, body, settled=False):
+    """Send one message from a client on `url` in a thread (a blocking send waits for the
+    outcome, which needs the consumer's connection pumped meanwhile); the thread's result
+    list gets the delivery's remote state, or the exception."""
+    out = []
+
+    def run():
+        c = BlockingConnection(url)
+        try:
+            opts = AtMostOnce() if settled else None
+            s = c.create_sender(address, options=opts)
+            d = s.send(Message(address=address, body=body), timeout=20)
+            out.append(d.remote_state if not settled else "sent")
+        except Exception as e:  # reported by the caller
+            out.append(e)
+        finally:
+            c.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def receive_one(rcv, want_body, accept=True):
+    m = rcv.receive(timeout=15)
+    assert m.body == want_body
+    if accept:
+        rcv.accept()
+    return m
+
+
+def no_more(rcv, while_alive=None):
+    """No further message comes to rcv (receiving also pumps its connection, which sends the
+    consumer's outcome on): for 1.5 s, or while thread `while_alive` runs (at most 25 s)."""
+    deadline = time.monotonic() + 25
+    while True:
+        with pytest.raises(Timeout):
+            rcv.receive(timeout=0.5 if while_alive else 1.5)
+        if not while_alive or not while_alive.is_alive() or time.monotonic() > deadline:
+            return
+
+
+def anycast_across(a_url, b_url, sender_router, other_id, me_id):
+    """A consumer on the receiver's router, a sender on the sender's: the message crosses
+    the inter-router connection and ACCEPTED comes back to the sender."""
+    cb = BlockingConnection(b_url)
+    try:
+        rcv = cb.create_receiver("far.q")
+        reachable_at(sender_router, other_id, "far.q")
+        t, out = send_in_thread(a_url, "far.q", "hello from %s" % me_id)
+        receive_one(rcv, "hello from %s" % me_id)
+        no_more(rcv, while_alive=t)
+        t.join(5)
+        assert out == [Delivery.ACCEPTED], out
+    finally:
+        cb.close()
+
+
+def multicast_across(a_url, b_url, sender_router, other_id):
+    """Consumers of a multicast address on both routers, a sender on the first: each
+    consumer gets one copy."""
+    ca, cb = BlockingConnection(a_url), BlockingConnection(b_url)
+    try:
+        ra = ca.create_receiver("mc.news")
+        rb = cb.create_receiver("mc.news")
+        reachable_at(sender_router, other_id, "mc.news")
+        t, out = send_in_thread(a_url, "mc.news", "to all", settled=True)
+        t.join(25)
+        assert out == ["sent"], out
+        receive_one(ra, "to all", accept=False)
+        receive_one(rb, "to all", accept=False)
+        no_more(ra)
+        no_more(rb)
+    finally:
+        ca.close()
+        cb.close()
+
+
+def joined(make_router, extra=()):
+    a = junction(make_router, "A", inter_listen=True, extra=extra)
+    b = junction(make_router, "B", connect=[inter_port(a)], extra=extra)
+    wait_for("A sees B", lambda: neighbour_of(a.url, "A", "B"))
+    wait_for("B sees A", lambda: neighbour_of(b.url, "B", "A"))
+    return a, b
+
+
+def test_anycast_between_junction_routers(make_router):
+    """A sender on A reaches the only consumer, on B, and B's consumer's ACCEPTED comes back
+    to it hop by hop; and the other way round (data links both ways)."""
+    a, b = joined(make_router)
+    anycast_across(a.url, b.url, a, "B", "A")
+    anycast_across(b.url, a.url, b, "A", "B")
+
+
+def test_multicast_between_junction_routers(make_router):
+    """A multicast address with a consumer on each router: one copy to each."""
+    a, b = joined(make_router, extra=[MULTICAST])
+    multicast_across(a.url, b.url, a, "B")
+
+
+def test_client_messages_with_qdrouterd(make_router, tmp_path):
+    """Junction J connects to the real qdrouterd Q: a sender on J reaches a consumer on Q
+    and gets its ACCEPTED, a sender on Q one on J, and a multicast address with a consumer on
+    each router gives each one copy."""
+    if not (PEER_BIN / "qdrouterd").exists():
+        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    q = Qdrouterd(tmp_path, "Q", extra=Q_MULTICAST)
+    try:
+        j = junction(make_router, "J", connect=[q.ir_port], extra=[MULTICAST])
+        wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
+        wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
+        anycast_across(j.url, q.url, j, "Q", "J")
+        # the other way: Q learns J's consumer (its address table says so)
+        cj = BlockingConnection(j.url)
+        try:
+            rcv = cj.create_receiver("back.q")
+
+            def remote_on_q():
+                n = Node(q.url)
+                try:
+                    rows = {r["key"]: r for r in n.query_dicts(
+                        "org.apache.qpid.dispatch.router.address")}
+                finally:
+                    n.close()
+                r = rows.get("M0back.q")
+                return r if r and r["remoteCount"] == 1 else None
+
+            wait_for("Q learns J's consumer", remote_on_q)
+            t, out = send_in_thread(q.url, "back.q", "hello from Q")
+            receive_one(rcv, "hello from Q")
+            no_more(rcv, while_alive=t)
+            t.join(5)
+            assert out == [Delivery.ACCEPTED], out
+        finally:
+            cj.close()
+        multicast_across(j.url, q.url, j, "Q")
+        text = q.log_text()
+        for bad in ("protocol error", "Exceeded Maximum", "CRITICAL"):
+            assert bad not in text, "qdrouterd logged %r:\n%s" % (bad, text[-3000:])
     finally:
         q.stop()
