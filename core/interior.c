@@ -26,7 +26,8 @@ typedef struct ir_router {
     char    *id;        /* router id (heap), NULL when the mask bit is free */
     size_t   idlen;     /* its length */
     int32_t  conn_bit;  /* connection reaching it, -1 when unreachable */
-    bool     neighbour; /* conn_bit is its own connection */
+    bool     neighbour; /* it has a connection of its own, link_bit */
+    int32_t  link_bit;  /* that connection (trace exclusion) */
     int64_t  cost;      /* path cost */
     uint64_t vo[2];     /* valid origins */
 } ir_router_t;
@@ -155,7 +156,8 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
     for (uint32_t i = 0; i < t->n; i++) {
         const core_rt_route_t *r = &t->routers[i];
         if (r->maskbit == 0 || r->maskbit >= CORE_RT_MAX_NODES || !r->id || !*r->id ||
-            r->conn_bit >= CORE_RT_MAX_CONNS || r->conn_bit < -1)
+            r->conn_bit >= CORE_RT_MAX_CONNS || r->conn_bit < -1 ||
+            (r->neighbour && (r->link_bit < 0 || r->link_bit >= CORE_RT_MAX_CONNS)))
             return -EINVAL;
     }
     struct core_ir *ir = ir_get_CT(core);
@@ -188,6 +190,7 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         }
         r->conn_bit = in->conn_bit;
         r->neighbour = in->neighbour;
+        r->link_bit = in->neighbour ? in->link_bit : -1;
         r->cost = in->cost;
         r->vo[0] = in->vo[0] | 1; /* this router is a valid origin everywhere */
         r->vo[1] = in->vo[1];
@@ -317,8 +320,8 @@ static void ir_in_read_CT(core_t *core, const core_delivery_t *dlv, ir_in_t *x)
     codec_bytes_t trace = {dlv->ra_trace, dlv->ra_trace_len}, id;
     while (codec_trace_next(&trace, &id)) {
         int b = node_bit_CT(core, id.ptr, id.len);
-        if (b > 0 && ir->routers[b].neighbour && ir->routers[b].conn_bit >= 0)
-            bit_set(x->excl, (uint32_t)ir->routers[b].conn_bit);
+        if (b > 0 && ir->routers[b].neighbour)
+            bit_set(x->excl, (uint32_t)ir->routers[b].link_bit);
     }
 }
 

@@ -65,9 +65,11 @@ typedef enum core_ir_link {
 typedef struct core_rt_route {
     uint32_t    maskbit;  /* 1..127 */
     const char *id;       /* its router id (copied) */
-    int32_t     conn_bit; /* the connection it is reached through (its own when a neighbour,
-                             else its next hop's), -1 when unreachable */
-    bool     neighbour;   /* conn_bit is the router's own connection (trace exclusion) */
+    int32_t     conn_bit; /* the connection it is reached through: its next hop's whenever the
+                             cheapest path goes through another router (a neighbour's too, as
+                             in qdrouterd 1.19), else its own; -1 when unreachable */
+    bool     neighbour;   /* it has a connection of its own, link_bit */
+    int32_t  link_bit;    /* that connection, when a neighbour (trace exclusion) */
     int64_t  cost;        /* path cost */
     uint64_t vo[2];       /* valid origins by router mask bit (bit 0, this router, is
                              always taken as set) */

@@ -321,8 +321,8 @@ static void remote_addr(fixture_t *f, const char *key, uint32_t bit, bool add)
 static void set_routes(fixture_t *f, uint32_t radius, uint64_t vo_b, uint64_t vo_c, uint64_t vo_d)
 {
     core_rt_route_t r[] = {
-        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .cost = 1, .vo = {vo_b, 0}},
-        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .cost = 5, .vo = {vo_c, 0}},
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1, .vo = {vo_b, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .link_bit = 1, .cost = 5, .vo = {vo_c, 0}},
         {.maskbit = 3, .id = "D", .conn_bit = 0, .neighbour = false, .cost = 2, .vo = {vo_d, 0}},
     };
     core_rt_routes_t t = {.routers = r, .n = 3, .radius = radius};
@@ -699,7 +699,7 @@ static void test_router_gone_withdraws(void **state)
     core_work_t cr = expect(f, 0, CORE_W_LINK_CREDIT);
     assert_true(cr.u.credit.grant);
     core_rt_route_t r[] = {
-        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .cost = 1, .vo = ALL_VO},
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1, .vo = ALL_VO},
     };
     core_rt_routes_t t = {.routers = r, .n = 1, .radius = 1};
     assert_int_equal(run_on_core(f, routes_fn, &t), 0);
@@ -741,6 +741,7 @@ static int random_routes_fn(core_t *core, void *arg)
                                    .id = ids[b],
                                    .conn_bit = conn,
                                    .neighbour = conn >= 0 && rnd(2),
+                                   .link_bit = conn,
                                    .cost = 1 + rnd(4),
                                    .vo = {rnd(128) | 1, 0}};
     }
