@@ -13,7 +13,9 @@ Mixed meshes: a line A-B-C and a triangle, each position held by Junction (J) or
 (Q): every router's router.node (and the real `qdstat -n`) names the same routers with the
 same neighbours; a client on any router reaches a consumer on any other router for closest
 and balanced (each message ACCEPTED by that consumer), and a multicast message from any
-router reaches each consumer of the address, on every router, exactly once; a router killed
+router reaches each consumer of the address, on every router, exactly once (except where a
+qdrouterd passes on a copy in the triangle: qdrouterd 1.19 itself sends a second copy there,
+see copies()); a router killed
 and restarted is learned again (its new instance on every router) and traffic crosses the
 healed mesh. Cases with a qdrouterd skip where ../shared/peer is absent.
 """
@@ -130,7 +132,19 @@ def qdstat_ids(out):
     return sorted(ln.split()[0] for ln in lines[head[0] + 2:] if ln.strip())
 
 
-def traffic_round(pos, n=5):
+def copies(shape, pos, sender, rid):
+    """Copies of a multicast message from `sender` that reach the consumer on `rid`: one,
+    except that in the triangle each qdrouterd that is neither the sender's router nor the
+    consumer's passes the copy it got straight from the sender on to its other neighbour
+    as well (qdrouterd 1.19 applies no valid-origin test to multicast, only the trace, which
+    names just the sender's router; the all-qdrouterd triangle shows it). Junction applies
+    the test, so a Junction passes nothing on there."""
+    if shape != "triangle" or sender == rid:
+        return 1
+    return 1 + sum(1 for p in pos.values() if p.id not in (sender, rid) and p.kind == "Q")
+
+
+def traffic_round(pos, shape, n=5):
     """Closest and balanced from every router to a consumer on each other one, and a
     multicast message from every router to a consumer of `mc.all` on each."""
     t = Traffic()
@@ -146,19 +160,19 @@ def traffic_round(pos, n=5):
                 for kind in ("cl", "bal"):
                     prods.append((y.id, kind, t.producer(x.url, "%s.%s" % (kind, y.id), n,
                                                          tag=x.id)))
-    mc = [t.mc_producer(x.url, "mc.all", "from %s" % x.id) for x in pos.values()]
+    mc = {x.id: t.mc_producer(x.url, "mc.all", "from %s" % x.id) for x in pos.values()}
     t.start()
     try:
         t.wait("every anycast message ACCEPTED",
                lambda: all(p.done() for _, _, p in prods), timeout=40)
         mcc = [c for (k, _), c in cons.items() if k == "mc"]
         t.wait("every multicast consumer hears every router", lambda: all(
-            "probe " + m.real in c.bodies for m in mc for c in mcc), timeout=30)
-        for m in mc:
+            "probe " + m.real in c.bodies for m in mc.values() for c in mcc), timeout=30)
+        for m in mc.values():
             m.go = True
-        t.wait("the multicast messages sent", lambda: all(m.sent for m in mc))
+        t.wait("the multicast messages sent", lambda: all(m.sent for m in mc.values()))
         t.wait("the multicast messages arrived", lambda: all(
-            m.real in c.bodies for m in mc for c in mcc), timeout=15)
+            m.real in c.bodies for m in mc.values() for c in mcc), timeout=15)
         time.sleep(1.0)  # a second copy would come meanwhile
     finally:
         t.stop()
@@ -169,8 +183,9 @@ def traffic_round(pos, n=5):
         assert got == set(range(n)), (kind, p.tag, y, got)
     for (k, rid), c in cons.items():
         if k == "mc":
-            for m in mc:
-                assert c.bodies.count(m.real) == 1, (rid, m.real, c.bodies)
+            for sender, m in mc.items():
+                want = copies(shape, pos, sender, rid)
+                assert c.bodies.count(m.real) == want, (rid, m.real, want, c.bodies)
 
 
 @pytest.mark.deadline(150)
@@ -190,7 +205,7 @@ def test_mixed_mesh(net, shape, kinds):
     if (PEER_BIN / "qdstat").exists():
         for p in pos.values():
             assert qdstat_ids(qdstat_n(p.url)) == ["A", "B", "C"], p.id
-    traffic_round(pos)
+    traffic_round(pos, shape)
 
     victim = pos["B" if shape == "line" else "C"]
     first = rows[victim.id][victim.id]["instance"]
@@ -209,7 +224,7 @@ def test_mixed_mesh(net, shape, kinds):
     if (PEER_BIN / "qdstat").exists():
         for p in pos.values():
             assert qdstat_ids(qdstat_n(p.url)) == ["A", "B", "C"], p.id
-    traffic_round(pos)
+    traffic_round(pos, shape)
     for p in pos.values():
         text = p.log_text()
         for bad in ("protocol error", "CRITICAL", "Exceeded Maximum"):
