@@ -542,6 +542,41 @@ static void test_multicast(void **state)
     fx_free(f);
 }
 
+/* A neighbour whose cheapest path goes through another router (C's own connection costly,
+ * the path through B cheaper): the control plane gives C B's connection and C's own apart.
+ * A copy for C goes on B's; a multicast from C (C in the trace) arriving on C's own
+ * connection excludes that one, not B's. */
+static void test_neighbour_through_next_hop(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    core_rt_route_t r[] = {
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1,
+         .vo = {~0ull, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 0, .neighbour = true, .link_bit = 1, .cost = 2,
+         .vo = {~0ull, 0}},
+    };
+    core_rt_routes_t t = {.routers = r, .n = 2, .radius = 2};
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+
+    uint64_t snd = client_sender(f, "cl.c");
+    remote_addr(f, "M0cl.c", 2, true);
+    test_dlv_t *d = deliver_ra(f, 0, snd, NULL, true, NULL);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+
+    remote_addr(f, "M0mc.x", 1, true);
+    ra_t from_c = {.ingress = "0/C", .trace = {"0/C"}};
+    d = deliver_ra(f, 0, m.c_in, "mc.x", true, &from_c);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+}
+
 /* x-opt-qd.phase picks the phase of x-opt-qd.to: the waypoint's second leg (M1) lives on
  * router C, the first (M0) on B. */
 static void test_phase_annotation(void **state)
@@ -1011,6 +1046,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_balanced),
         cmocka_unit_test(test_balanced_valid_origin),
         cmocka_unit_test(test_multicast),
+        cmocka_unit_test(test_neighbour_through_next_hop),
         cmocka_unit_test(test_phase_annotation),
         cmocka_unit_test(test_distance_drop),
         cmocka_unit_test(test_topo_unicast),
