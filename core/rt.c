@@ -419,11 +419,17 @@ static void routes_to_forwarder_CT(core_t *core)
         if (!r)
             continue;
         int32_t cb = r->reachable ? route_CT(rt, b) : -1;
+        core_rt_node_t *u = r->reachable && r->upstream >= 0
+                                ? core_rt_lsdb_node(rt->db, (uint32_t)r->upstream)
+                                : NULL;
+        int32_t up = u ? u->link : -1;
         routes[t.n++] = (core_rt_route_t){.maskbit = b,
                                           .id = r->id,
                                           .conn_bit = cb >= 0 && cb < CORE_RT_MAX_CONNS ? cb : -1,
                                           .neighbour = r->link >= 0 && r->link < CORE_RT_MAX_CONNS,
                                           .link_bit = r->link,
+                                          .has_up = up >= 0 && up < CORE_RT_MAX_CONNS,
+                                          .up_bit = up,
                                           .cost = r->cost,
                                           .vo = {r->vo[0], r->vo[1]}};
     }

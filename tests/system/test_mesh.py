@@ -13,9 +13,10 @@ Mixed meshes: a line A-B-C and a triangle, each position held by Junction (J) or
 (Q): every router's router.node (and the real `qdstat -n`) names the same routers with the
 same neighbours; a client on any router reaches a consumer on any other router for closest
 and balanced (each message ACCEPTED by that consumer), and a multicast message from any
-router reaches each consumer of the address, on every router, exactly once (except where a
-qdrouterd passes on a copy in the triangle: qdrouterd 1.19 itself sends a second copy there,
-see copies()); a router killed
+router reaches each consumer of the address, on every router, exactly once (a consumer on
+a qdrouterd in the triangle gets the second copy qdrouterd 1.19 itself sends there, see
+copies(); a Junction delivers only the copy that came along the sender's tree); a router
+killed
 and restarted is learned again (its new instance on every router) and traffic crosses the
 healed mesh. Cases with a qdrouterd skip where ../shared/peer is absent.
 """
@@ -137,9 +138,11 @@ def copies(shape, pos, sender, rid):
     except that in the triangle each qdrouterd that is neither the sender's router nor the
     consumer's passes the copy it got straight from the sender on to its other neighbour
     as well (qdrouterd 1.19 applies no valid-origin test to multicast, only the trace, which
-    names just the sender's router; the all-qdrouterd triangle shows it). Junction applies
-    the test, so a Junction passes nothing on there."""
-    if shape != "triangle" or sender == rid:
+    names just the sender's router; the all-qdrouterd triangle shows it): a consumer on a
+    qdrouterd gets that second copy too. Junction applies the test, so a Junction passes
+    nothing on there, and a Junction delivers only the copy that came along the sender's
+    tree, so its consumers get one."""
+    if shape != "triangle" or sender == rid or pos[rid].kind == "J":
         return 1
     return 1 + sum(1 for p in pos.values() if p.id not in (sender, rid) and p.kind == "Q")
 

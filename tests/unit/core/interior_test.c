@@ -577,6 +577,38 @@ static void test_neighbour_through_next_hop(void **state)
     fx_free(f);
 }
 
+/* A multicast copy from C that comes in on C's own connection while C's tree reaches this
+ * router through B (a qdrouterd neighbour passing its copy on) is not delivered: only the
+ * copy through B is. */
+static void test_multicast_off_tree(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    core_rt_route_t r[] = {
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0,
+         .has_up = true, .up_bit = 0, .cost = 1, .vo = {~0ull, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .link_bit = 1,
+         .has_up = true, .up_bit = 0, .cost = 5, .vo = {~0ull, 0}},
+    };
+    core_rt_routes_t t = {.routers = r, .n = 2, .radius = 2};
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+    uint64_t rcv = client_receiver(f, "mc.x");
+
+    ra_t        direct = {.ingress = "0/C", .trace = {"0/C"}};
+    test_dlv_t *d = deliver_ra(f, 0, m.c_in, "mc.x", true, &direct);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+
+    ra_t via_b = {.ingress = "0/C", .trace = {"0/C", "0/B"}};
+    d = deliver_ra(f, 0, m.b_in, "mc.x", true, &via_b);
+    assert_int_equal(expect_send(f, NULL), rcv);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+}
+
 /* x-opt-qd.phase picks the phase of x-opt-qd.to: the waypoint's second leg (M1) lives on
  * router C, the first (M0) on B. */
 static void test_phase_annotation(void **state)
@@ -1047,6 +1079,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_balanced_valid_origin),
         cmocka_unit_test(test_multicast),
         cmocka_unit_test(test_neighbour_through_next_hop),
+        cmocka_unit_test(test_multicast_off_tree),
         cmocka_unit_test(test_phase_annotation),
         cmocka_unit_test(test_distance_drop),
         cmocka_unit_test(test_topo_unicast),
