@@ -26,7 +26,9 @@ typedef struct ir_router {
     char    *id;        /* router id (heap), NULL when the mask bit is free */
     size_t   idlen;     /* its length */
     int32_t  conn_bit;  /* connection reaching it, -1 when unreachable */
-    bool     neighbour; /* conn_bit is its own connection */
+    bool     neighbour; /* it has a connection of its own, link_bit */
+    int32_t  link_bit;  /* that connection (trace exclusion) */
+    int32_t  up_bit;    /* connection its multicast copies come in on, -1 when unknown */
     int64_t  cost;      /* path cost */
     uint64_t vo[2];     /* valid origins */
 } ir_router_t;
@@ -155,7 +157,9 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
     for (uint32_t i = 0; i < t->n; i++) {
         const core_rt_route_t *r = &t->routers[i];
         if (r->maskbit == 0 || r->maskbit >= CORE_RT_MAX_NODES || !r->id || !*r->id ||
-            r->conn_bit >= CORE_RT_MAX_CONNS || r->conn_bit < -1)
+            r->conn_bit >= CORE_RT_MAX_CONNS || r->conn_bit < -1 ||
+            (r->neighbour && (r->link_bit < 0 || r->link_bit >= CORE_RT_MAX_CONNS)) ||
+            (r->has_up && (r->up_bit < 0 || r->up_bit >= CORE_RT_MAX_CONNS)))
             return -EINVAL;
     }
     struct core_ir *ir = ir_get_CT(core);
@@ -188,6 +192,8 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         }
         r->conn_bit = in->conn_bit;
         r->neighbour = in->neighbour;
+        r->link_bit = in->neighbour ? in->link_bit : -1;
+        r->up_bit = in->has_up ? in->up_bit : -1;
         r->cost = in->cost;
         r->vo[0] = in->vo[0] | 1; /* this router is a valid origin everywhere */
         r->vo[1] = in->vo[1];
@@ -317,8 +323,8 @@ static void ir_in_read_CT(core_t *core, const core_delivery_t *dlv, ir_in_t *x)
     codec_bytes_t trace = {dlv->ra_trace, dlv->ra_trace_len}, id;
     while (codec_trace_next(&trace, &id)) {
         int b = node_bit_CT(core, id.ptr, id.len);
-        if (b > 0 && ir->routers[b].neighbour && ir->routers[b].conn_bit >= 0)
-            bit_set(x->excl, (uint32_t)ir->routers[b].conn_bit);
+        if (b > 0 && ir->routers[b].neighbour)
+            bit_set(x->excl, (uint32_t)ir->routers[b].link_bit);
     }
 }
 
@@ -394,9 +400,16 @@ static unsigned multicast_CT(core_t *core, core_link_t *in, core_delivery_t *dlv
     unsigned        copies = 0;
     core_link_t    *outs[CORE_RT_MAX_CONNS];
     unsigned        n_outs = 0;
+    ir_in_t         x;
+    ir_in_read_CT(core, dlv, &x);
+    /* A copy from another router that came in on a connection off that router's tree is a
+     * second one: a qdrouterd 1.19 router that got its own copy passes it on to every
+     * neighbour with a consumer (it has no valid-origin test for multicast), so in a
+     * triangle this router hears the origin twice. Only the copy on the tree is delivered. */
+    if (x.origin > 0 && in->ir_link == CORE_IR_LINK_DATA && ir->routers[x.origin].up_bit >= 0 &&
+        ir->conns[ir->routers[x.origin].up_bit].conn_id != in->conn_id)
+        return 0;
     if (core_addr_remote(addr)) {
-        ir_in_t x;
-        ir_in_read_CT(core, dlv, &x);
         uint64_t conns[2] = {0, 0};
         for (uint32_t b = 1; x.origin >= 0 && b < CORE_RT_MAX_NODES; b++) {
             if (!bit_get(addr->rnodes, b))

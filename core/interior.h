@@ -25,6 +25,8 @@
  *    routers that have the address, leaving out excluded connections and routers for which
  *    the origin is not a valid origin (qdrouterd 1.13-1.19 leave that test out; the
  *    reference says to keep it, so that a redundant mesh delivers one copy per router).
+ *    A copy from another router that came in on a connection other than `up_bit` of that
+ *    router (off its tree: a qdrouterd neighbour passing its own copy on) goes nowhere.
  *  - closest: a local consumer (round-robin), else the remote routers of lowest cost
  *    (round-robin among equals).
  *  - balanced: local consumers weighted by their unsettled copies, remote routers (origin
@@ -65,9 +67,14 @@ typedef enum core_ir_link {
 typedef struct core_rt_route {
     uint32_t    maskbit;  /* 1..127 */
     const char *id;       /* its router id (copied) */
-    int32_t     conn_bit; /* the connection it is reached through (its own when a neighbour,
-                             else its next hop's), -1 when unreachable */
-    bool     neighbour;   /* conn_bit is the router's own connection (trace exclusion) */
+    int32_t     conn_bit; /* the connection it is reached through: its next hop's whenever the
+                             cheapest path goes through another router (a neighbour's too, as
+                             in qdrouterd 1.19), else its own; -1 when unreachable */
+    bool     neighbour;   /* it has a connection of its own, link_bit */
+    int32_t  link_bit;    /* that connection, when a neighbour (trace exclusion) */
+    bool     has_up;      /* up_bit is known */
+    int32_t  up_bit;      /* the connection its multicast copies come in on: the one to this
+                             router's predecessor in the router's own tree */
     int64_t  cost;        /* path cost */
     uint64_t vo[2];       /* valid origins by router mask bit (bit 0, this router, is
                              always taken as set) */

@@ -275,18 +275,21 @@ static void send_on_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
     free(scratch);
 }
 
-/* The connection bit that leads to router `maskbit`, or -1 when it is unreachable. */
+/* The connection bit that leads to router `maskbit`, or -1 when it is unreachable: its next
+ * hop's whenever the cheapest path goes through another router, even to a neighbour (a
+ * costly direct connection then carries nothing for it, as in qdrouterd 1.19, whose
+ * forwarder takes the next hop's link before the router's own); else its own. */
 static int32_t route_CT(core_rt_t *rt, uint32_t maskbit)
 {
     core_rt_node_t *r = core_rt_lsdb_node(rt->db, maskbit);
     if (!r)
         return -1;
-    if (r->link >= 0)
-        return r->link;
-    if (r->next_hop < 0)
-        return -1;
-    core_rt_node_t *nh = core_rt_lsdb_node(rt->db, (uint32_t)r->next_hop);
-    return nh ? nh->link : -1;
+    if (r->next_hop >= 0) {
+        core_rt_node_t *nh = core_rt_lsdb_node(rt->db, (uint32_t)r->next_hop);
+        if (nh && nh->link >= 0)
+            return nh->link;
+    }
+    return r->link;
 }
 
 /* Flood msg to one connection per next hop of every known router, except `from` and the
@@ -416,10 +419,17 @@ static void routes_to_forwarder_CT(core_t *core)
         if (!r)
             continue;
         int32_t cb = r->reachable ? route_CT(rt, b) : -1;
+        core_rt_node_t *u = r->reachable && r->upstream >= 0
+                                ? core_rt_lsdb_node(rt->db, (uint32_t)r->upstream)
+                                : NULL;
+        int32_t up = u ? u->link : -1;
         routes[t.n++] = (core_rt_route_t){.maskbit = b,
                                           .id = r->id,
                                           .conn_bit = cb >= 0 && cb < CORE_RT_MAX_CONNS ? cb : -1,
-                                          .neighbour = r->link >= 0,
+                                          .neighbour = r->link >= 0 && r->link < CORE_RT_MAX_CONNS,
+                                          .link_bit = r->link,
+                                          .has_up = up >= 0 && up < CORE_RT_MAX_CONNS,
+                                          .up_bit = up,
                                           .cost = r->cost,
                                           .vo = {r->vo[0], r->vo[1]}};
     }

@@ -155,6 +155,7 @@ static core_rt_node_t *node_new(core_rt_lsdb_t *db, codec_bytes_t id, bool has_i
     r->link = -1;
     r->next_hop = -1;
     r->cost = -1;
+    r->upstream = -1;
     r->need_lsr = true;
     db->bits[bit] = r;
     db->order[db->n++] = r;
@@ -507,8 +508,12 @@ static void recompute(core_rt_lsdb_t *db, core_rt_actions_t *a)
         int32_t         nh = -1;
         int64_t         cost = -1;
         uint64_t        vo[2] = {1, 0}; /* self is a valid origin of everything */
+        int32_t         up = -1;
         bool            reachable = p.next_hop[k] >= 0;
         if (reachable) {
+            int32_t u = p.upstream[k];
+            if (u >= 1 && (uint32_t)u < p.n_coll)
+                up = (int32_t)db->order[u - 1]->maskbit;
             uint32_t hop = (uint32_t)p.next_hop[k];
             if (hop != k && hop >= 1 && hop < p.n_coll)
                 nh = (int32_t)db->order[hop - 1]->maskbit;
@@ -521,8 +526,9 @@ static void recompute(core_rt_lsdb_t *db, core_rt_actions_t *a)
             }
         }
         if (r->next_hop != nh || r->cost != cost || r->reachable != reachable ||
-            r->vo[0] != vo[0] || r->vo[1] != vo[1])
+            r->vo[0] != vo[0] || r->vo[1] != vo[1] || r->upstream != up)
             a->routes_changed = true;
+        r->upstream = up;
         r->next_hop = nh;
         r->cost = cost;
         r->reachable = reachable;

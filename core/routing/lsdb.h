@@ -86,6 +86,9 @@ typedef struct core_rt_node {
     int64_t  cost;             /* path cost; -1 when unreachable */
     bool     reachable;        /* in the last computed tree */
     uint64_t vo[2];            /* valid origins by mask bit (bit 0, self, always set) */
+    int32_t  upstream;         /* mask bit of the neighbour its multicast copies reach this
+                                  router through (this router's predecessor in its tree);
+                                  -1: none (unreachable, or a stub) */
     int64_t  mobile_seq;       /* the sequence of its addresses we hold */
     bool     need_lsr;         /* ask for its link state once reachable */
     bool     need_mar;         /* ask for its addresses once reachable */

@@ -89,6 +89,7 @@ void core_rt_paths_fini(core_rt_paths_t *p)
     BASE_FREE(p->cost);
     BASE_FREE(p->hops);
     BASE_FREE(p->vo);
+    BASE_FREE(p->upstream);
     memset(p, 0, sizeof(*p));
 }
 
@@ -185,6 +186,7 @@ int core_rt_paths_compute(const core_rt_ls_in_t *coll, uint32_t n, core_rt_paths
     out->hops = base_calloc(nodes, sizeof(*out->hops));
     out->words = (nodes + 63) / 64;
     out->vo = base_calloc((size_t)nodes * out->words, sizeof(*out->vo));
+    out->upstream = base_calloc(nodes, sizeof(*out->upstream));
 
     /* self's tree: next hops, costs, radius */
     tree_compute(&g, out->ids, 0, &t);
@@ -192,6 +194,7 @@ int core_rt_paths_compute(const core_rt_ls_in_t *coll, uint32_t n, core_rt_paths
     for (uint32_t i = 0; i < nodes; i++) {
         out->next_hop[i] = -1;
         out->cost[i] = -1;
+        out->upstream[i] = -1;
         if (i == 0 || t.prev[i] < 0)
             continue;
         mine[i] = true;
@@ -209,6 +212,7 @@ int core_rt_paths_compute(const core_rt_ls_in_t *coll, uint32_t n, core_rt_paths
         if (!mine[o])
             continue;
         tree_compute(&g, out->ids, o, &t);
+        out->upstream[o] = t.prev[0];
         for (uint32_t d = 1; d < nodes; d++) {
             if (d == o || t.prev[d] < 0)
                 continue;

@@ -15,6 +15,9 @@
  *    equal-cost predecessors the one resolved first wins.  Hops follow the predecessor.
  *  - From self's tree: next hop of R = the node after self on the path to R (R itself for a
  *    neighbour); cost of R = its tree cost; radius = the largest hop count (0 when alone).
+ *  - Upstream of a reachable origin O: self's predecessor in O's own tree (the neighbour
+ *    O's copies for every router reach self through; Junction's multicast check, not
+ *    path.py's).
  *  - Valid origins of a reachable D: every reachable O != self whose own tree (same algorithm,
  *    same graph) has self strictly between O and D.  (The forwarder adds self to every set.)
  *  - Ids must be non-empty (path.py would drop a node whose predecessor is the empty id).
@@ -54,6 +57,9 @@ typedef struct core_rt_paths {
     uint64_t *vo;            /* valid origins: bit o of vo[d * words ...] set when origin o
                                 is valid for destination d */
     uint32_t words;          /* 64-bit words per destination in vo */
+    int32_t *upstream;       /* for each origin o reachable from self: self's predecessor in
+                                o's own tree (the neighbour a copy o sends to every router
+                                reaches self through); -1 for self and the unreachable */
     uint32_t radius;         /* largest hop count of a reachable node */
 } core_rt_paths_t;
 

@@ -321,8 +321,8 @@ static void remote_addr(fixture_t *f, const char *key, uint32_t bit, bool add)
 static void set_routes(fixture_t *f, uint32_t radius, uint64_t vo_b, uint64_t vo_c, uint64_t vo_d)
 {
     core_rt_route_t r[] = {
-        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .cost = 1, .vo = {vo_b, 0}},
-        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .cost = 5, .vo = {vo_c, 0}},
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1, .vo = {vo_b, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .link_bit = 1, .cost = 5, .vo = {vo_c, 0}},
         {.maskbit = 3, .id = "D", .conn_bit = 0, .neighbour = false, .cost = 2, .vo = {vo_d, 0}},
     };
     core_rt_routes_t t = {.routers = r, .n = 3, .radius = radius};
@@ -542,6 +542,73 @@ static void test_multicast(void **state)
     fx_free(f);
 }
 
+/* A neighbour whose cheapest path goes through another router (C's own connection costly,
+ * the path through B cheaper): the control plane gives C B's connection and C's own apart.
+ * A copy for C goes on B's; a multicast from C (C in the trace) arriving on C's own
+ * connection excludes that one, not B's. */
+static void test_neighbour_through_next_hop(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    core_rt_route_t r[] = {
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1,
+         .vo = {~0ull, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 0, .neighbour = true, .link_bit = 1, .cost = 2,
+         .vo = {~0ull, 0}},
+    };
+    core_rt_routes_t t = {.routers = r, .n = 2, .radius = 2};
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+
+    uint64_t snd = client_sender(f, "cl.c");
+    remote_addr(f, "M0cl.c", 2, true);
+    test_dlv_t *d = deliver_ra(f, 0, snd, NULL, true, NULL);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+
+    remote_addr(f, "M0mc.x", 1, true);
+    ra_t from_c = {.ingress = "0/C", .trace = {"0/C"}};
+    d = deliver_ra(f, 0, m.c_in, "mc.x", true, &from_c);
+    assert_int_equal(expect_send(f, NULL), m.b_out);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+}
+
+/* A multicast copy from C that comes in on C's own connection while C's tree reaches this
+ * router through B (a qdrouterd neighbour passing its copy on) is not delivered: only the
+ * copy through B is. */
+static void test_multicast_off_tree(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    core_rt_route_t r[] = {
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0,
+         .has_up = true, .up_bit = 0, .cost = 1, .vo = {~0ull, 0}},
+        {.maskbit = 2, .id = "C", .conn_bit = 1, .neighbour = true, .link_bit = 1,
+         .has_up = true, .up_bit = 0, .cost = 5, .vo = {~0ull, 0}},
+    };
+    core_rt_routes_t t = {.routers = r, .n = 2, .radius = 2};
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+    uint64_t rcv = client_receiver(f, "mc.x");
+
+    ra_t        direct = {.ingress = "0/C", .trace = {"0/C"}};
+    test_dlv_t *d = deliver_ra(f, 0, m.c_in, "mc.x", true, &direct);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+
+    ra_t via_b = {.ingress = "0/C", .trace = {"0/C", "0/B"}};
+    d = deliver_ra(f, 0, m.b_in, "mc.x", true, &via_b);
+    assert_int_equal(expect_send(f, NULL), rcv);
+    expect_none(f, 0, CORE_W_SEND);
+    free(d);
+    fx_free(f);
+}
+
 /* x-opt-qd.phase picks the phase of x-opt-qd.to: the waypoint's second leg (M1) lives on
  * router C, the first (M0) on B. */
 static void test_phase_annotation(void **state)
@@ -699,7 +766,7 @@ static void test_router_gone_withdraws(void **state)
     core_work_t cr = expect(f, 0, CORE_W_LINK_CREDIT);
     assert_true(cr.u.credit.grant);
     core_rt_route_t r[] = {
-        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .cost = 1, .vo = ALL_VO},
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1, .vo = ALL_VO},
     };
     core_rt_routes_t t = {.routers = r, .n = 1, .radius = 1};
     assert_int_equal(run_on_core(f, routes_fn, &t), 0);
@@ -741,6 +808,7 @@ static int random_routes_fn(core_t *core, void *arg)
                                    .id = ids[b],
                                    .conn_bit = conn,
                                    .neighbour = conn >= 0 && rnd(2),
+                                   .link_bit = conn,
                                    .cost = 1 + rnd(4),
                                    .vo = {rnd(128) | 1, 0}};
     }
@@ -1010,6 +1078,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_balanced),
         cmocka_unit_test(test_balanced_valid_origin),
         cmocka_unit_test(test_multicast),
+        cmocka_unit_test(test_neighbour_through_next_hop),
+        cmocka_unit_test(test_multicast_off_tree),
         cmocka_unit_test(test_phase_annotation),
         cmocka_unit_test(test_distance_drop),
         cmocka_unit_test(test_topo_unicast),

@@ -57,6 +57,31 @@ static void test_stub_nodes(void **state)
     core_rt_paths_fini(&p);
 }
 
+/* Upstream: the neighbour each origin's copies reach self through (self's predecessor in
+ * the origin's tree).  The triangle A-B-C with a costly A-C: from C, A hears through B; from
+ * B, directly; in the line A-B-C (C a leaf beyond B), through B too. */
+static void test_upstream(void **state)
+{
+    (void)state;
+    topo_t t;
+    topo_parse(&t, "A:B=1,C=10|B:A=1,C=1|C:A=10,B=1", "A");
+    core_rt_paths_t p;
+    assert_int_equal(core_rt_paths_compute(t.ls, t.n, &p), 0);
+    int32_t b = core_rt_paths_find(&p, (const uint8_t *)"B", 1);
+    int32_t c = core_rt_paths_find(&p, (const uint8_t *)"C", 1);
+    assert_int_equal(p.upstream[0], -1);
+    assert_int_equal(p.upstream[b], b);
+    assert_int_equal(p.upstream[c], b);
+    core_rt_paths_fini(&p);
+
+    topo_parse(&t, "A:B=1|B:A=1,C=1|C:B=1|D!", "A");
+    assert_int_equal(core_rt_paths_compute(t.ls, t.n, &p), 0);
+    c = core_rt_paths_find(&p, (const uint8_t *)"C", 1);
+    b = core_rt_paths_find(&p, (const uint8_t *)"B", 1);
+    assert_int_equal(p.upstream[c], b);
+    core_rt_paths_fini(&p);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -116,6 +141,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases_match_path_py),
         cmocka_unit_test(test_stub_nodes),
+        cmocka_unit_test(test_upstream),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_full_mesh_128),
     };
