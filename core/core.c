@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/interior.h"
 #include "core/linkroute.h"
 #include "core/rt.h"
 
@@ -638,9 +639,14 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     char id[24], conn[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
+    /* an inter-router data link shows its priority, as qdrouterd's (type inter-router) */
+    char prio[4];
+    snprintf(prio, sizeof(prio), "%u",
+             l->ir_link == CORE_IR_LINK_DATA ? (unsigned)l->ir_priority : 4u);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
                             l->addr ? l->addr->key : lr_key ? lr_key : "",
-                            a->u.attach.name ? a->u.attach.name : ""};
+                            a->u.attach.name ? a->u.attach.name : "",
+                            l->ir_link == CORE_IR_LINK_DATA ? "inter-router" : "endpoint", prio};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)

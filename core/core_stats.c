@@ -148,7 +148,8 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
                                                 "sasl", "tls", "role"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
-                                     .labels = {"link", "connection", "dir", "address", "name"}};
+                                     .labels = {"link", "connection", "dir", "address", "name",
+                                                "linkType", "priority"}};
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
                                      .nfields = CORE_ADDR_NFIELDS,
                                      .labels = {"address", "distribution"}};

@@ -463,7 +463,7 @@ static void test_query_counter_exact(void **state)
     fx_t          *f = *state;
     stats_shard_t *shard = stats_shard_new(f->reg);
     stats_obj_t    l;
-    const char    *labels[] = {"7", "3", "in", "big", "big-link"};
+    const char    *labels[] = {"7", "3", "in", "big", "big-link", "endpoint", "4"};
     assert_int_equal(stats_object_new(f->reg, f->st.link, labels, &l), 0);
     uint64_t big = (UINT64_C(1) << 60) + 1;
     stats_counter_add(shard, stats_obj_stat(l, CORE_LINK_DELIVERIES), big);
