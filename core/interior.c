@@ -122,6 +122,13 @@ int core_rt_conn_CT(core_t *core, uint64_t conn_id, uint32_t conn_bit, bool add)
     return 0;
 }
 
+/* The address's remoteCount (qdstat -a's `remote`): the routers that have a consumer. */
+static void remote_gauge_CT(core_t *core, core_addr_t *addr)
+{
+    int64_t n = __builtin_popcountll(addr->rnodes[0]) + __builtin_popcountll(addr->rnodes[1]);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_REMOTE, n);
+}
+
 /* Withdraw router `bit` from every address (it is gone or forgotten). */
 static void router_flush_CT(core_t *core, uint32_t bit)
 {
@@ -133,6 +140,7 @@ static void router_flush_CT(core_t *core, uint32_t bit)
         if (!bit_get(addr->rnodes, bit))
             continue;
         bit_clear(addr->rnodes, bit);
+        remote_gauge_CT(core, addr);
         if (!core_addr_remote(addr)) {
             if (addr->consumers.count == 0)
                 core__addr_credit_CT(core, addr, false);
@@ -209,6 +217,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     if (add) {
         ir_get_CT(core);
         bit_set(addr->rnodes, router_bit);
+        remote_gauge_CT(core, addr);
         if (!had)
             core__addr_credit_CT(core, addr, true);
         return 0;
@@ -216,6 +225,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     if (!bit_get(addr->rnodes, router_bit))
         return -ENOENT;
     bit_clear(addr->rnodes, router_bit);
+    remote_gauge_CT(core, addr);
     if (!addr->consumers.count && !core_addr_remote(addr))
         core__addr_credit_CT(core, addr, false);
     core__addr_release_CT(core, addr);

@@ -46,7 +46,8 @@ typedef enum mgmt_kind {
 typedef enum mgmt_src {
     MGMT_SRC_LABEL = 0, /* the object's label `arg` ("" reads as null when null_if_empty);
                            the constant `arg2`, when set, where the family has no such label */
-    MGMT_SRC_FIELD,     /* the family's field `arg` (null when the family has none) */
+    MGMT_SRC_FIELD,     /* the family's field `arg` (null when the family has none, or
+                           the integer `arg2` when that is set) */
     MGMT_SRC_STR,       /* the constant string `arg` */
     MGMT_SRC_INT,       /* the constant `ival` */
     MGMT_SRC_BOOL,      /* the constant `ival != 0` */

@@ -308,7 +308,10 @@ static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
         return;
     }
     case MGMT_SRC_FIELD:
-        if (field_has(r, c->index)) {
+        if (c->index < 0 && c->def && c->def->arg2) {
+            v->t = MGMT_V_INT;
+            v->i = strtoll(c->def->arg2, NULL, 10);
+        } else if (field_has(r, c->index)) {
             const stats_field_t *fd = stats_family_field(r->fam, (unsigned)c->index);
             if (fd->kind == STATS_GAUGE) {
                 v->t = MGMT_V_INT;

@@ -245,7 +245,7 @@ static const mgmt_attr_t addr_cols[] = {
     C("key",            STR, LABEL, "address", 0, false, NULL),
     C("distribution",   STR, LABEL, "distribution", 0, false, NULL),
     C("inProcess",      INT, INT,   NULL, 0, false, NULL),
-    C("remoteCount",    INT, INT,   NULL, 0, false, NULL),
+    C("remoteCount",    INT, FIELD, "remoteCount", 0, false, "0"),
     C("containerCount", INT, INT,   NULL, 0, false, NULL),
     C("priority",       INT, INT,   NULL, -1, false, NULL),
     C("remoteHostRouters",               "list", NULL, NULL, 0, false, NULL),
