@@ -594,7 +594,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         } else {
             set_add(&addr->senders, l);
             if (addr->consumers.count > 0 || core_addr_remote(addr) ||
-                (!l->fallback && fallback_serves_CT(core, addr)))
+                (!l->fallback && fallback_serves_CT(core, addr)) ||
+                BASE_UNLIKELY(core->ir && core_ir_topo_reached_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",

@@ -157,6 +157,29 @@ static void router_flush_CT(core_t *core, uint32_t bit)
     free(gone);
 }
 
+static int topo_router_CT(core_t *core, const char *a, size_t n);
+
+bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr)
+{
+    if (!core->ir || addr->keylen < 2 || addr->key[0] != 'T')
+        return false;
+    int b = topo_router_CT(core, addr->key + 1, addr->keylen - 1);
+    return b > 0 && core->ir->routers[b].conn_bit >= 0;
+}
+
+/* The routes changed: senders to another router's `_topo/0/<id>/...` (qdstat -r's requests
+ * to its management node) have credit while that router is reached, none while it is not.
+ * Only addresses with senders are kept by the table, so the walk is over live ones. */
+static void topo_senders_CT(core_t *core)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
+        core_addr_t *addr = s->value;
+        if (addr->key[0] == 'T' && addr->senders.count)
+            core__addr_credit_CT(core, addr, core_ir_topo_reached_CT(core, addr));
+    }
+}
+
 int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
 {
     BASE_ASSERT_THREAD(CORE);
@@ -201,6 +224,7 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         r->vo[1] = in->vo[1];
     }
     ir->radius = t->radius;
+    topo_senders_CT(core);
     return 0;
 }
 

@@ -149,7 +149,8 @@ static int64_t peer_cost_WT(pn_connection_t *pc)
 }
 
 /* A control link's router.link row, as qdrouterd shows it: type router-control, priority
- * 9, no address.  Its deliveries count there; it is retired when the link is forgotten. */
+ * 9, the outgoing one owned by the hello address (`Lqdhello`).  Its deliveries and credit
+ * count there; it is retired when the link is forgotten. */
 static void ctl_stats_WT(rtr_conn_t *c, ir_link_t *l)
 {
     rtr_worker_t *w = c->worker;
@@ -158,11 +159,14 @@ static void ctl_stats_WT(rtr_conn_t *c, ir_link_t *l)
              (unsigned long long)atomic_fetch_add(&w->ctx->next_link_id, 1) + 1);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)c->id);
     const char         *name = pn_link_name(l->pn);
-    const char         *labels[] = {id, conn, l->kind == IR_CTL_OUT ? "out" : "in", "",
+    bool                out = l->kind == IR_CTL_OUT;
+    const char         *labels[] = {id, conn, out ? "out" : "in", out ? "Lqdhello" : "",
                                     name ? name : "", "router-control", "9"};
     const core_stats_t *cs = w->ctx->stats;
     core_stats_object_new(cs, cs->link, labels, &l->stats);
     stats_obj_set(w->shard, l->stats, CORE_LINK_CAPACITY, RTR_IR_CREDIT);
+    /* the incoming one's credit is topped up to RTR_IR_CREDIT per message */
+    stats_obj_set(w->shard, l->stats, CORE_LINK_CREDIT, out ? 0 : RTR_IR_CREDIT);
 }
 
 static ir_link_t *link_add_WT(rtr_conn_t *c, pn_link_t *pl, ir_kind_t kind)
@@ -386,6 +390,7 @@ static void pump_WT(rtr_conn_t *c)
     pn_link_t *pl = ir->ctl_out;
     if (!pl || !(pn_link_state(pl) & PN_REMOTE_ACTIVE))
         return;
+    ir_link_t *l = link_find_WT(ir, pl);
     while (ir->q_head && pn_link_credit(pl) > 0) {
         ir_msg_t *m = ir->q_head;
         ir->q_head = m->next;
@@ -397,7 +402,6 @@ static void pump_WT(rtr_conn_t *c)
         pn_link_send(pl, (const char *)m->bytes, m->len);
         pn_link_advance(pl);
         pn_delivery_settle(d); /* routing messages are pre-settled */
-        ir_link_t *l = link_find_WT(ir, pl);
         if (l) {
             stats_obj_add(c->worker->shard, l->stats, CORE_LINK_DELIVERIES, 1);
             stats_obj_add(c->worker->shard, l->stats, CORE_LINK_PRESETTLED, 1);
@@ -405,6 +409,8 @@ static void pump_WT(rtr_conn_t *c)
         free(m->bytes);
         free(m);
     }
+    if (l)
+        stats_obj_set(c->worker->shard, l->stats, CORE_LINK_CREDIT, pn_link_credit(pl));
 }
 
 /* The incoming control link: gather a message, hand it to the core when complete. */

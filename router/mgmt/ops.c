@@ -916,8 +916,9 @@ static int op_get_log(mgmt_req_t *q, const mgmt_enc_t *enc)
 }
 
 
-/* GET-MGMT-NODES: the management node of every router of the network, as qdrouterd lists
- * them (its router.node rows, "amqp:/_topo/0/<id>/$management"); none when standalone.
+/* GET-MGMT-NODES: the management node of every router of the network, this one included,
+ * as qdrouterd 1.19 lists them (its router.node rows, "amqp:/_topo/0/<id>/$management");
+ * none when standalone.
  * qdstat and qdmanage send to one of them to manage another router through this one. */
 static void op_get_mgmt_nodes(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
 {
@@ -926,8 +927,6 @@ static void op_get_mgmt_nodes(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e
     ok(q, 200, true);
     e->list(e->ctx);
     for (size_t i = 0; i < nr; i++) {
-        if (rows[i].index == 0) /* PLACEHOLDER */
-            continue;
         char addr[320];
         snprintf(addr, sizeof(addr), "amqp:/_topo/0/%.250s/$management", rows[i].id);
         put_str(e, addr);
