@@ -159,6 +159,8 @@ static void router_flush_CT(core_t *core, uint32_t bit)
 
 static int topo_router_CT(core_t *core, const char *a, size_t n);
 
+/* A router is reached while the table gives it a connection (a neighbour's own, or its next
+ * hop's). */
 bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr)
 {
     if (!core->ir || addr->keylen < 2 || addr->key[0] != 'T')
@@ -169,7 +171,7 @@ bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr)
 
 /* The routes changed: senders to another router's `_topo/0/<id>/...` (qdstat -r's requests
  * to its management node) have credit while that router is reached, none while it is not.
- * Only addresses with senders are kept by the table, so the walk is over live ones. */
+ * A walk over every address, as router_flush_CT's: routes change with the topology only. */
 static void topo_senders_CT(core_t *core)
 {
     base_map_slot_t *s;
