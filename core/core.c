@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/interior.h"
 #include "core/linkroute.h"
 #include "core/rt.h"
 
@@ -593,7 +594,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         } else {
             set_add(&addr->senders, l);
             if (addr->consumers.count > 0 || core_addr_remote(addr) ||
-                (!l->fallback && fallback_serves_CT(core, addr)))
+                (!l->fallback && fallback_serves_CT(core, addr)) ||
+                BASE_UNLIKELY(core->ir && core_ir_topo_reached_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
@@ -638,9 +640,14 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     char id[24], conn[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)l->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)l->conn_id);
+    /* an inter-router data link shows its priority, as qdrouterd's (type inter-router) */
+    char prio[4];
+    snprintf(prio, sizeof(prio), "%u",
+             l->ir_link == CORE_IR_LINK_DATA ? (unsigned)l->ir_priority : 4u);
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
                             l->addr ? l->addr->key : lr_key ? lr_key : "",
-                            a->u.attach.name ? a->u.attach.name : ""};
+                            a->u.attach.name ? a->u.attach.name : "",
+                            l->ir_link == CORE_IR_LINK_DATA ? "inter-router" : "endpoint", prio};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)

@@ -76,6 +76,7 @@ enum core_addr_field {
     CORE_ADDR_EGRESS,
     CORE_ADDR_TRANSIT,
     CORE_ADDR_REDIRECTED, /* sent to its fallback destination instead (core/fallback.c) */
+    CORE_ADDR_REMOTE,     /* interior: the other routers with a consumer (remoteCount) */
     CORE_ADDR_NFIELDS
 };
 enum core_alloc_field {

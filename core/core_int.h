@@ -130,6 +130,9 @@ void core__addr_release_CT(core_t *core, core_addr_t *addr);
  * posts everything the standalone path would.  Returns the copies made. */
 unsigned core_ir_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
                             core_addr_t *addr, cfg_distribution_t dist, int owner);
+/* addr is another router's `_topo/0/<id>/...` (a `T` key) and that router is reached now:
+ * its senders get credit. */
+bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr);
 /* A copy counted in an address's per-connection count settled. */
 void core_ir_untrack_CT(core_t *core, core_delivery_t *dlv);
 /* Link l (ir_link set) attached / is detaching. */

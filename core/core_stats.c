@@ -67,6 +67,7 @@ static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
     [CORE_ADDR_EGRESS]      = C("deliveriesEgress", "Copies sent to its consumers"),
     [CORE_ADDR_TRANSIT]     = C("deliveriesTransit", "Deliveries in transit to other routers"),
     [CORE_ADDR_REDIRECTED]  = C("deliveriesRedirectedToFallback", "Deliveries that found no consumer, sent to the fallback destination"),
+    [CORE_ADDR_REMOTE]      = G("remoteCount", "Other routers of the network with a consumer"),
 };
 
 static const stats_field_t alloc_fields[CORE_ALLOC_NFIELDS] = {
@@ -148,7 +149,8 @@ int core_stats_families_new(stats_registry_t *reg, core_stats_t *out)
                                                 "sasl", "tls", "role"}};
     const stats_family_def_t link = {.name = "link", .fields = link_fields,
                                      .nfields = CORE_LINK_NFIELDS,
-                                     .labels = {"link", "connection", "dir", "address", "name"}};
+                                     .labels = {"link", "connection", "dir", "address", "name",
+                                                "linkType", "priority"}};
     const stats_family_def_t addr = {.name = "address", .fields = addr_fields,
                                      .nfields = CORE_ADDR_NFIELDS,
                                      .labels = {"address", "distribution"}};

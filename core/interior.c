@@ -124,6 +124,13 @@ int core_rt_conn_CT(core_t *core, uint64_t conn_id, uint32_t conn_bit, bool add)
     return 0;
 }
 
+/* The address's remoteCount (qdstat -a's `remote`): the routers that have a consumer. */
+static void remote_gauge_CT(core_t *core, core_addr_t *addr)
+{
+    int64_t n = __builtin_popcountll(addr->rnodes[0]) + __builtin_popcountll(addr->rnodes[1]);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_REMOTE, n);
+}
+
 /* Withdraw router `bit` from every address (it is gone or forgotten). */
 static void router_flush_CT(core_t *core, uint32_t bit)
 {
@@ -135,6 +142,7 @@ static void router_flush_CT(core_t *core, uint32_t bit)
         if (!bit_get(addr->rnodes, bit))
             continue;
         bit_clear(addr->rnodes, bit);
+        remote_gauge_CT(core, addr);
         if (!core_addr_remote(addr)) {
             if (addr->consumers.count == 0)
                 core__addr_credit_CT(core, addr, false);
@@ -149,6 +157,31 @@ static void router_flush_CT(core_t *core, uint32_t bit)
     for (size_t i = 0; i < n_gone; i++)
         core__addr_release_CT(core, gone[i]);
     free(gone);
+}
+
+static int topo_router_CT(core_t *core, const char *a, size_t n);
+
+/* A router is reached while the table gives it a connection (a neighbour's own, or its next
+ * hop's). */
+bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr)
+{
+    if (!core->ir || addr->keylen < 2 || addr->key[0] != 'T')
+        return false;
+    int b = topo_router_CT(core, addr->key + 1, addr->keylen - 1);
+    return b > 0 && core->ir->routers[b].conn_bit >= 0;
+}
+
+/* The routes changed: senders to another router's `_topo/0/<id>/...` (qdstat -r's requests
+ * to its management node) have credit while that router is reached, none while it is not.
+ * A walk over every address, as router_flush_CT's: routes change with the topology only. */
+static void topo_senders_CT(core_t *core)
+{
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
+        core_addr_t *addr = s->value;
+        if (addr->key[0] == 'T' && addr->senders.count)
+            core__addr_credit_CT(core, addr, core_ir_topo_reached_CT(core, addr));
+    }
 }
 
 int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
@@ -199,6 +232,7 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         r->vo[1] = in->vo[1];
     }
     ir->radius = t->radius;
+    topo_senders_CT(core);
     return 0;
 }
 
@@ -215,6 +249,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     if (add) {
         ir_get_CT(core);
         bit_set(addr->rnodes, router_bit);
+        remote_gauge_CT(core, addr);
         if (!had)
             core__addr_credit_CT(core, addr, true);
         return 0;
@@ -222,6 +257,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     if (!bit_get(addr->rnodes, router_bit))
         return -ENOENT;
     bit_clear(addr->rnodes, router_bit);
+    remote_gauge_CT(core, addr);
     if (!addr->consumers.count && !core_addr_remote(addr))
         core__addr_credit_CT(core, addr, false);
     core__addr_release_CT(core, addr);

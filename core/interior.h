@@ -20,7 +20,9 @@
  *  - every trace entry naming a neighbour excludes that neighbour's connection from
  *    multicast fan-out; x-opt-qd.ingress names the origin (absent: this router; a router
  *    not in the table: no remote copies in multicast, this router in balanced, as 1.19).
- *  - `_topo/0/<id>/...` goes to router <id> over the connection that reaches it.
+ *  - `_topo/0/<id>/...` goes to router <id> over the connection that reaches it; a sender
+ *    attached to such an address (qdstat -r's requests for another router's management
+ *    node) has credit while router <id> is reached, none while it is not.
  *  - multicast: every local consumer, then one copy per distinct next-hop connection of the
  *    routers that have the address, leaving out excluded connections and routers for which
  *    the origin is not a valid origin (qdrouterd 1.13-1.19 leave that test out; the

@@ -47,8 +47,9 @@ typedef enum ir_kind {
 } ir_kind_t;
 
 typedef struct ir_link {
-    pn_link_t *pn;   /* the Proton link */
-    uint8_t    kind; /* ir_kind_t */
+    pn_link_t  *pn;    /* the Proton link */
+    uint8_t     kind;  /* ir_kind_t */
+    stats_obj_t stats; /* its router.link row (linkType router-control) */
 } ir_link_t;
 
 typedef struct ir_msg {
@@ -147,8 +148,30 @@ static int64_t peer_cost_WT(pn_connection_t *pc)
     return cost;
 }
 
-static ir_link_t *link_add_WT(rtr_ir_t *ir, pn_link_t *pl, ir_kind_t kind)
+/* A control link's router.link row, as qdrouterd shows it: type router-control, priority
+ * 9, the outgoing one owned by the hello address (`Lqdhello`).  Its deliveries and credit
+ * count there; it is retired when the link is forgotten. */
+static void ctl_stats_WT(rtr_conn_t *c, ir_link_t *l)
 {
+    rtr_worker_t *w = c->worker;
+    char          id[24], conn[24];
+    snprintf(id, sizeof(id), "%llu",
+             (unsigned long long)atomic_fetch_add(&w->ctx->next_link_id, 1) + 1);
+    snprintf(conn, sizeof(conn), "%llu", (unsigned long long)c->id);
+    const char         *name = pn_link_name(l->pn);
+    bool                out = l->kind == IR_CTL_OUT;
+    const char         *labels[] = {id, conn, out ? "out" : "in", out ? "Lqdhello" : "",
+                                    name ? name : "", "router-control", "9"};
+    const core_stats_t *cs = w->ctx->stats;
+    core_stats_object_new(cs, cs->link, labels, &l->stats);
+    stats_obj_set(w->shard, l->stats, CORE_LINK_CAPACITY, RTR_IR_CREDIT);
+    /* the incoming one's credit is topped up to RTR_IR_CREDIT per message */
+    stats_obj_set(w->shard, l->stats, CORE_LINK_CREDIT, out ? 0 : RTR_IR_CREDIT);
+}
+
+static ir_link_t *link_add_WT(rtr_conn_t *c, pn_link_t *pl, ir_kind_t kind)
+{
+    rtr_ir_t *ir = c->ir;
     if (ir->n_links == ir->cap) {
         ir->cap = ir->cap ? ir->cap * 2 : 32;
         ir->links = base_realloc(ir->links, ir->cap * sizeof(*ir->links));
@@ -160,6 +183,8 @@ static ir_link_t *link_add_WT(rtr_ir_t *ir, pn_link_t *pl, ir_kind_t kind)
         ir->ctl_in = pl;
     else if (kind == IR_CTL_OUT)
         ir->ctl_out = pl;
+    l->stats = (stats_obj_t){0};
+    ctl_stats_WT(c, l);
     return l;
 }
 
@@ -233,8 +258,8 @@ static void attach_all_WT(rtr_conn_t *c)
 {
     rtr_ir_t     *ir = c->ir;
     pn_session_t *s = session_WT(c);
-    link_add_WT(ir, attach_WT(c, s, false, RTR_IR_CAPS_CTL, "ctl-in"), IR_CTL_IN);
-    link_add_WT(ir, attach_WT(c, s, true, RTR_IR_CAPS_CTL, "ctl-out"), IR_CTL_OUT);
+    link_add_WT(c, attach_WT(c, s, false, RTR_IR_CAPS_CTL, "ctl-in"), IR_CTL_IN);
+    link_add_WT(c, attach_WT(c, s, true, RTR_IR_CAPS_CTL, "ctl-out"), IR_CTL_OUT);
     for (int p = 0; p < RTR_IR_PRIORITIES; p++) {
         char in[24], out[24];
         snprintf(in, sizeof(in), "data-in.%d", p);
@@ -306,6 +331,7 @@ static void forget_WT(rtr_conn_t *c, ir_link_t *l)
             ir->ctl_out = NULL;
         ctl_lost_WT(c);
     }
+    stats_object_retire(c->worker->ctx->stats->reg, l->stats); /* after its last write */
     *l = ir->links[--ir->n_links];
 }
 
@@ -348,7 +374,7 @@ static bool remote_attach_WT(rtr_conn_t *c, pn_link_t *pl)
         (*n)++;
         return true;
     }
-    link_add_WT(ir, pl, rcv ? IR_CTL_IN : IR_CTL_OUT);
+    link_add_WT(c, pl, rcv ? IR_CTL_IN : IR_CTL_OUT);
     ir->ctl_lost = false;
     pn_link_open(pl);
     if (rcv)
@@ -364,6 +390,7 @@ static void pump_WT(rtr_conn_t *c)
     pn_link_t *pl = ir->ctl_out;
     if (!pl || !(pn_link_state(pl) & PN_REMOTE_ACTIVE))
         return;
+    ir_link_t *l = link_find_WT(ir, pl);
     while (ir->q_head && pn_link_credit(pl) > 0) {
         ir_msg_t *m = ir->q_head;
         ir->q_head = m->next;
@@ -375,9 +402,15 @@ static void pump_WT(rtr_conn_t *c)
         pn_link_send(pl, (const char *)m->bytes, m->len);
         pn_link_advance(pl);
         pn_delivery_settle(d); /* routing messages are pre-settled */
+        if (l) {
+            stats_obj_add(c->worker->shard, l->stats, CORE_LINK_DELIVERIES, 1);
+            stats_obj_add(c->worker->shard, l->stats, CORE_LINK_PRESETTLED, 1);
+        }
         free(m->bytes);
         free(m);
     }
+    if (l)
+        stats_obj_set(c->worker->shard, l->stats, CORE_LINK_CREDIT, pn_link_credit(pl));
 }
 
 /* The incoming control link: gather a message, hand it to the core when complete. */
@@ -403,6 +436,12 @@ static void ctl_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
     }
     if (pn_delivery_partial(d))
         return;
+    ir_link_t *l = link_find_WT(ir, pl);
+    if (l) {
+        stats_obj_add(c->worker->shard, l->stats, CORE_LINK_DELIVERIES, 1);
+        if (pn_delivery_settled(d))
+            stats_obj_add(c->worker->shard, l->stats, CORE_LINK_PRESETTLED, 1);
+    }
     if (ir->rx_drop) {
         LOGC(c, WARNING, "Routing message larger than %u bytes dropped", RTR_IR_MSG_MAX);
     } else if (ir->announced) {
@@ -549,6 +588,8 @@ void rtr_ir_free_WT(rtr_conn_t *c)
         free(m);
     }
     free(ir->rx);
+    for (size_t i = 0; i < ir->n_links; i++)
+        stats_object_retire(c->worker->ctx->stats->reg, ir->links[i].stats);
     free(ir->links);
     BASE_FREE(c->ir);
 }

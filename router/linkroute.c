@@ -386,7 +386,7 @@ static void lr_end_stats_WT(rtr_link_t *k, const lr_msg_t *m)
     snprintf(id, sizeof(id), "%llu", (unsigned long long)k->id);
     snprintf(conn, sizeof(conn), "%llu", (unsigned long long)k->conn->id);
     const char         *labels[] = {id, conn, k->out ? "out" : "in", m->key ? m->key : "",
-                                    m->name ? m->name : ""};
+                                    m->name ? m->name : "", "endpoint", "4"};
     const core_stats_t *cs = k->conn->worker->ctx->stats;
     core_stats_object_new(cs, cs->link, labels, &k->stats);
 }

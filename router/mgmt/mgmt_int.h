@@ -44,8 +44,10 @@ typedef enum mgmt_kind {
 
 /* Where an operational (MGMT_K_STATS) column gets its value. */
 typedef enum mgmt_src {
-    MGMT_SRC_LABEL = 0, /* the object's label `arg` ("" reads as null when null_if_empty) */
-    MGMT_SRC_FIELD,     /* the family's field `arg` (null when the family has none) */
+    MGMT_SRC_LABEL = 0, /* the object's label `arg` ("" reads as null when null_if_empty);
+                           the constant `arg2`, when set, where the family has no such label */
+    MGMT_SRC_FIELD,     /* the family's field `arg` (null when the family has none, or
+                           the integer `arg2` when that is set) */
     MGMT_SRC_STR,       /* the constant string `arg` */
     MGMT_SRC_INT,       /* the constant `ival` */
     MGMT_SRC_BOOL,      /* the constant `ival != 0` */
@@ -55,6 +57,8 @@ typedef enum mgmt_src {
     MGMT_SRC_TIMES,     /* field `arg` times `ival` (localFreeListMax = 2 x transferBatchSize) */
     MGMT_SRC_DIFF,      /* field `arg` minus field `arg2` (heldByThreads) */
     MGMT_SRC_PREFIXED,  /* `arg2` followed by label `arg` (allocator identity "allocator/T") */
+    MGMT_SRC_LABEL_INT, /* label `arg` read as an integer; `ival` where the family has no
+                           such label or it is empty */
     MGMT_SRC_LABEL_SET, /* true when label `arg` is not empty (isAuthenticated: a mechanism) */
     MGMT_SRC_TLS,       /* word `ival` of label `arg` ("<proto> <cipher> <bits>", or "" when
                            plain): 0 = whether the label is set (isEncrypted), 1 = the

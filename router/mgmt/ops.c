@@ -916,6 +916,26 @@ static int op_get_log(mgmt_req_t *q, const mgmt_enc_t *enc)
 }
 
 
+/* GET-MGMT-NODES: the management node of every router of the network, this one included,
+ * as qdrouterd 1.19 lists them (its router.node rows, "amqp:/_topo/0/<id>/$management");
+ * none when standalone.
+ * qdstat and qdmanage send to one of them to manage another router through this one. */
+static void op_get_mgmt_nodes(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
+{
+    size_t           nr = 0;
+    core_node_row_t *rows = n->hooks.node_rows ? n->hooks.node_rows(n->hooks.ctx, &nr) : NULL;
+    ok(q, 200, true);
+    e->list(e->ctx);
+    for (size_t i = 0; i < nr; i++) {
+        char addr[320];
+        snprintf(addr, sizeof(addr), "amqp:/_topo/0/%.250s/$management", rows[i].id);
+        put_str(e, addr);
+    }
+    e->end(e->ctx);
+    if (rows)
+        n->hooks.node_rows_free(rows, nr);
+}
+
 void mgmt_ops_run(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
 {
     const char *op = q->op;
@@ -940,9 +960,7 @@ void mgmt_ops_run(mgmt_node_t *n, mgmt_req_t *q, const mgmt_enc_t *e)
         e->map(e->ctx);
         e->end(e->ctx);
     } else if (strcmp(op, "GET-MGMT-NODES") == 0) {
-        ok(q, 200, true); /* standalone: no other routers */
-        e->list(e->ctx);
-        e->end(e->ctx);
+        op_get_mgmt_nodes(n, q, e);
     } else if (strcmp(op, "GET-SCHEMA") == 0) {
         cJSON *s = mgmt_schema_json(n->reg);
         ok(q, 200, true);

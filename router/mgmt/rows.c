@@ -109,6 +109,7 @@ static void columns_stats(mgmt_rows_t *r)
         c->index = -1;
         c->index2 = -1;
         if (d->src == MGMT_SRC_LABEL || d->src == MGMT_SRC_PREFIXED ||
+            d->src == MGMT_SRC_LABEL_INT ||
             d->src == MGMT_SRC_LABEL_SET || d->src == MGMT_SRC_TLS)
             c->index = label_index(f, d->arg);
         else if (d->src == MGMT_SRC_FIELD || d->src == MGMT_SRC_UPTIME ||
@@ -293,15 +294,24 @@ static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
     v->t = MGMT_V_NULL;
     switch (c->src) {
     case MGMT_SRC_LABEL: {
-        const char *s = c->index >= 0 ? r->labels[c->index] : NULL;
+        const char *s = c->index >= 0 ? r->labels[c->index] : c->def ? c->def->arg2 : NULL;
         if (s && (*s || !c->def || !c->def->null_if_empty)) {
             v->t = MGMT_V_STR;
             v->s = s;
         }
         return;
     }
+    case MGMT_SRC_LABEL_INT: {
+        const char *s = c->index >= 0 ? r->labels[c->index] : NULL;
+        v->t = MGMT_V_INT;
+        v->i = s && *s ? strtoll(s, NULL, 10) : c->def->ival;
+        return;
+    }
     case MGMT_SRC_FIELD:
-        if (field_has(r, c->index)) {
+        if (c->index < 0 && c->def && c->def->arg2) {
+            v->t = MGMT_V_INT;
+            v->i = strtoll(c->def->arg2, NULL, 10);
+        } else if (field_has(r, c->index)) {
             const stats_field_t *fd = stats_family_field(r->fam, (unsigned)c->index);
             if (fd->kind == STATS_GAUGE) {
                 v->t = MGMT_V_INT;

@@ -224,7 +224,8 @@ static const mgmt_attr_t link_cols[] = {
     C("name",         STR, LABEL, "link", 0, false, NULL),
     C("identity",     STR, LABEL, "link", 0, false, NULL),
     C("type",         STR, STR,   MGMT_PREFIX ".router.link", 0, false, NULL),
-    C("linkType",     STR, STR,   "endpoint", 0, false, NULL),
+    /* endpoint, or an inter-router connection's router-control and inter-router links */
+    C("linkType",     STR, LABEL, "linkType", 0, false, "endpoint"),
     C("linkDir",      DIR, LABEL, "dir", 0, false, NULL),
     C("connectionId", STR, LABEL, "connection", 0, false, NULL),
     C("owningAddr",   STR, LABEL, "address", 0, true, NULL),
@@ -233,7 +234,8 @@ static const mgmt_attr_t link_cols[] = {
     C("linkName",     STR, LABEL, "name", 0, false, NULL),
     U("adminStatus",  STR, STR,   "enabled", 0, false, NULL),
     C("operStatus",   STR, STR,   "up", 0, false, NULL),
-    C("priority",     INT, INT,   NULL, 4, false, NULL),
+    /* a data link's priority (0..9), 9 for control links, else qdrouterd's default 4 */
+    C("priority",     INT, LABEL_INT, "priority", 4, false, NULL),
     C("ingressHistogram", "list", NULL, NULL, 0, false, NULL),
 };
 static const mgmt_attr_t addr_cols[] = {
@@ -243,7 +245,7 @@ static const mgmt_attr_t addr_cols[] = {
     C("key",            STR, LABEL, "address", 0, false, NULL),
     C("distribution",   STR, LABEL, "distribution", 0, false, NULL),
     C("inProcess",      INT, INT,   NULL, 0, false, NULL),
-    C("remoteCount",    INT, INT,   NULL, 0, false, NULL),
+    C("remoteCount",    INT, FIELD, "remoteCount", 0, false, "0"),
     C("containerCount", INT, INT,   NULL, 0, false, NULL),
     C("priority",       INT, INT,   NULL, -1, false, NULL),
     C("remoteHostRouters",               "list", NULL, NULL, 0, false, NULL),

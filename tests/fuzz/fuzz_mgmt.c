@@ -57,7 +57,8 @@ static void setup(void)
         const char *cl[] = {id, "127.0.0.1:1234", "client\"\\\x01", "in", "anonymous",
                             "ANONYMOUS", i % 2 ? "TLSv1.3 TLS_AES_128_GCM_SHA256 128" : "",
                             i % 2 ? "route-container" : "normal"}; /* 8 labels */
-        const char *ll[] = {id, id, i % 2 ? "in" : "out", addr, "link-name"}; /* 5 labels */
+        const char *ll[] = {id, id, i % 2 ? "in" : "out", addr, "link-name", "endpoint",
+                            "4"}; /* 7 labels */
         const char *al[] = {addr, "balanced"};
         if (stats_object_new(reg, fams.connection, cl, &c) != 0 ||
             stats_object_new(reg, fams.link, ll, &l) != 0 ||

@@ -463,7 +463,7 @@ static void test_query_counter_exact(void **state)
     fx_t          *f = *state;
     stats_shard_t *shard = stats_shard_new(f->reg);
     stats_obj_t    l;
-    const char    *labels[] = {"7", "3", "in", "big", "big-link"};
+    const char    *labels[] = {"7", "3", "in", "big", "big-link", "endpoint", "4"};
     assert_int_equal(stats_object_new(f->reg, f->st.link, labels, &l), 0);
     uint64_t big = (UINT64_C(1) << 60) + 1;
     stats_counter_add(shard, stats_obj_stat(l, CORE_LINK_DELIVERIES), big);
@@ -842,6 +842,54 @@ static void test_node_operations(void **state)
     assert_int_equal(pn_data_get_list(body(f)), 0);
 }
 
+/* Interior mode: the network's routers (this one first, mask bit 0), as core_node_rows()
+ * gives them. */
+static core_node_row_t *fake_node_rows(void *ctx, size_t *n)
+{
+    (void)ctx;
+    static const char *const ids[] = {"T1", "Q", "R2"};
+    core_node_row_t         *rows = calloc(3, sizeof(*rows));
+    for (uint32_t i = 0; i < 3; i++) {
+        rows[i].id = strdup(ids[i]);
+        rows[i].index = i;
+    }
+    *n = 3;
+    return rows;
+}
+
+static void fake_node_rows_free(core_node_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(rows[i].id);
+    free(rows);
+}
+
+/* GET-MGMT-NODES names the management node of each router of the network, as qdrouterd
+ * does (qdstat and qdmanage -r send there). */
+static void test_get_mgmt_nodes_interior(void **state)
+{
+    fx_t *f = *state;
+    mgmt_node_free(f->m);
+    mgmt_info_t  info = {.router_id = "T1", .mode = "interior", .version = "9.9"};
+    mgmt_hooks_t hooks = {.node_rows = fake_node_rows, .node_rows_free = fake_node_rows_free};
+    f->m = mgmt_node_new(f->cfg, f->reg, &info, &hooks);
+    assert_int_equal(call(f, NULL, "operation", "GET-MGMT-NODES", NULL), 200);
+    pn_data_t *b = body(f);
+    static const char *const want[] = {"amqp:/_topo/0/T1/$management", "amqp:/_topo/0/Q/$management",
+                                        "amqp:/_topo/0/R2/$management"};
+    size_t                   n = sizeof(want) / sizeof(want[0]);
+    assert_int_equal(pn_data_get_list(b), n);
+    pn_data_enter(b);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(pn_data_next(b));
+        assert_int_equal(pn_data_type(b), PN_STRING);
+        pn_bytes_t s = pn_data_get_string(b);
+        assert_int_equal(s.size, strlen(want[i]));
+        assert_memory_equal(s.start, want[i], s.size);
+    }
+    pn_data_exit(b);
+}
+
 static void test_connection_update_unknown(void **state)
 {
     fx_t *f = *state;
@@ -897,6 +945,7 @@ int main(void)
                                         teardown_tls),
         cmocka_unit_test_setup_teardown(test_log_update_and_get_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_mgmt_nodes_interior, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_update_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rows_are_the_live_configuration, setup, teardown),
     };
