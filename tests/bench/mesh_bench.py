@@ -15,12 +15,16 @@ Then, reading every router's router.node (the rows qdstat -n shows) over one man
 connection per router, polled every --poll seconds:
 
   converge     from the start of the routers until every router lists every other with a
-               next hop (a neighbour's routerLink or a nextHop);
+               next hop (a neighbour's routerLink or a nextHop) and the link states in its
+               rows join them (only links both ends list count, as in the path computation);
   drop         R(N-1) is killed (SIGKILL): until no survivor lists it any more (in a line,
-               R(N-1) is an end, so the news crosses N-2 routers);
+               R(N-1) is an end, so the news crosses N-2 routers); qdrouterd 1.19 keeps a
+               lost router's last nextHop in its rows until remoteLsMaxAgeSeconds (60 s), so
+               a survivor whose link states no longer join it to R(N-1) counts as having
+               dropped it (marked * in the table);
   return       R(N-1) starts again, on its ports: until every router lists every other
                (R(N-1)'s connectors make all of its connections, so no reconnect timer of
-               the others is in this figure);
+               the others is in this figure), every other listing its new instance;
   rest B/s     after --settle seconds, with no management traffic: the bytes both ways on
                the inter-router TCP connections (the kernel's bytes_sent and
                bytes_received of the listening ends, from ss -ti) over --quiet seconds, in
@@ -182,6 +186,22 @@ def reachable(row):
                                 row.get("nextHop") not in (None, "(self)"))
 
 
+def ls_reachable(rows, me, target):
+    """Whether the link states in one router's rows join it to target: only links that both
+    ends list count, as in the path computation."""
+    def near(a):
+        row = rows.get(a) or {}
+        return [b for b in (row.get("linkState") or [])
+                if a in ((rows.get(b) or {}).get("linkState") or [])]
+    seen, todo = {me}, [me]
+    while todo:
+        for b in near(todo.pop()):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return target in seen
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -216,15 +236,31 @@ class Bench:
                 return None, "; ".join(missing)[:400]
             time.sleep(self.args.poll)
 
-    def all_others(self, ids):
+    def all_others(self, ids, fresh=None):
+        """Every other router listed with a next hop, joined by the link states in the rows,
+        and (fresh: (id, instance)) that router as its new instance."""
         def check(r, rows):
-            lack = [o for o in ids if o != r.id and not reachable(rows.get(o))]
+            lack = [o for o in ids if o != r.id and not (
+                reachable(rows.get(o)) and ls_reachable(rows, r.id, o))]
+            if fresh and fresh[0] != r.id and fresh[0] not in lack and \
+                    rows[fresh[0]].get("instance") == fresh[1]:
+                lack.append(fresh[0] + " (its old instance)")
             return ("lacks " + ",".join(lack)) if lack else ""
         return check
 
-    def dropped(self, victim):
+    def dropped(self, victim, stale):
+        """The victim no longer reachable: no next hop, or (qdrouterd 1.19, whose rows keep a
+        lost router's last nextHop until remoteLsMaxAgeSeconds) no routerLink and no path in
+        the link states; stale collects the routers that showed such a next hop."""
         def check(r, rows):
-            return ("still lists " + victim) if reachable(rows.get(victim)) else ""
+            row = rows.get(victim)
+            if not reachable(row):
+                return ""
+            if row.get("routerLink") is None and not ls_reachable(rows, r.id, victim):
+                stale.add(r.id)
+                return ""
+            return "still lists %s (nextHop %s, routerLink %s)" % (
+                victim, row.get("nextHop"), row.get("routerLink"))
         return check
 
     def rest_bytes(self, routers):
@@ -323,15 +359,20 @@ class Bench:
                 res["converge_missing"] = why
                 return res
             victim, rest = routers[-1], routers[:-1]
+            instance = (routers[0].rows() or {}).get(victim.id, {}).get("instance")
             t0 = time.monotonic()
             victim.kill()
-            res["drop"], why = self.wait(rest, self.dropped(victim.id), t0)
+            stale = set()
+            res["drop"], why = self.wait(rest, self.dropped(victim.id, stale), t0)
             if why:
                 res["drop_missing"] = why
+            if stale:
+                res["stale_next_hop"] = ",".join(sorted(stale))
             time.sleep(1.1)  # the new instance's boot time is another second
             t0 = time.monotonic()
             victim.start()
-            res["return"], why = self.wait(routers, self.all_others(ids), t0)
+            res["return"], why = self.wait(
+                routers, self.all_others(ids, (victim.id, instance) if instance else None), t0)
             if why:
                 res["return_missing"] = why
                 return res
@@ -413,13 +454,18 @@ def table(rows):
         bps = r.get("rest_Bps")
         print("%-9s %-5s %3d %5d %8s %7s %7s %9s %7s %7s %4s %8s %7s%s" % (
             r["kind"], r["shape"], r["n"], r["links"], s(r.get("converge"), "%.2f"),
-            s(r.get("drop"), "%.2f"), s(r.get("return"), "%.2f"), s(bps, "%.0f"),
+            s(r.get("drop"), "%.2f" + ("*" if r.get("stale_next_hop") else "")), s(r.get("return"), "%.2f"), s(bps, "%.0f"),
             s(bps / r["n"] if bps is not None else None, "%.0f"),
             s(r.get("rest_cpu_pct"), "%.1f"), s(r.get("hops"), "%d"),
             s(r.get("msg_per_s"), "%.0f"),
             s(r.get("p50_us") / 1000 if r.get("p50_us") is not None else None, "%.1f"),
             ("  FAILED: " + failure(r)) if failure(r) else ""))
-    print("converge: routers started to every router listing every other with a next hop; "
+    if any(r.get("stale_next_hop") for r in rows):
+        print("*: some survivors' rows kept the lost router's last nextHop (qdrouterd 1.19 "
+              "keeps it until remoteLsMaxAgeSeconds, 60 s); drop is when their link states "
+              "no longer joined them to it")
+    print("converge: routers started to every router listing every other with a next hop "
+          "(and joined to it by the link states in its rows); "
           "drop: R(N-1) killed to no survivor listing it; return: R(N-1) restarted to every "
           "router listing every other (polled, see --poll); rest B/s: both directions of all "
           "inter-router connections at rest, and per router; rest CPU%: all routers' CPU at "
