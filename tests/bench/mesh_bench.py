@@ -2,10 +2,11 @@
 """scripts/bench mesh: N interior routers joined on loopback, their routing protocol timed.
 
 For each router kind (junctiond, and qdrouterd 1.19 where ../shared/peer/bin/qdrouterd
-exists beside the repository), each shape and each N, N routers R0..R(N-1) start at once,
-each with a client listener and an inter-router listener on 127.0.0.1 (ephemeral ports,
-chosen by the kernel before the start so that a restarted router gets its own again), and
-one inter-router connector per edge, from the higher-numbered router to the lower:
+exists beside the repository), each shape and each N, N routers R0..R(N-1) start one after
+another (each once the one before listens, so that no connector has to retry), each with
+a client listener and an inter-router listener on 127.0.0.1 (ephemeral ports, chosen by the
+kernel before the start so that a restarted router gets its own again), and one
+inter-router connector per edge, from the higher-numbered router to the lower:
 
   line   R0 - R1 - ... - R(N-1)
   ring   the line and R(N-1) - R0 (N >= 3)
@@ -14,9 +15,11 @@ one inter-router connector per edge, from the higher-numbered router to the lowe
 Then, reading every router's router.node (the rows qdstat -n shows) over one management
 connection per router, polled every --poll seconds:
 
-  converge     from the start of the routers until every router lists every other with a
-               next hop (a neighbour's routerLink or a nextHop) and the link states in its
-               rows join them (only links both ends list count, as in the path computation);
+  start        the time to start them all that way;
+  converge     from the moment the last router listens until every router lists every
+               other with a next hop (a neighbour's routerLink or a nextHop) and the link
+               states in its rows join them (only links both ends list count, as in the path
+               computation);
   drop         R(N-1) is killed (SIGKILL): until no survivor lists it any more (in a line,
                R(N-1) is an end, so the news crosses N-2 routers); qdrouterd 1.19 keeps a
                lost router's last nextHop in its rows until remoteLsMaxAgeSeconds (60 s), so
@@ -141,6 +144,18 @@ class Router:
                                      stdin=subprocess.DEVNULL, env=env)
         log.close()
         CHILDREN.append(self.proc)
+
+    def wait_up(self, seconds):
+        """Until the inter-router listener takes connections; False if the router exited or
+        the time ran out."""
+        deadline = time.monotonic() + seconds
+        while self.alive() and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.ir_port), 0.5).close()
+                return True
+            except OSError:
+                time.sleep(0.01)
+        return False
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -351,10 +366,19 @@ class Bench:
             routers[hi].connect.append(routers[lo].ir_port)
         ids = [r.id for r in routers]
         try:
+            # One after another, each once it listens, so that every connector finds its
+            # listener at the first attempt: the figure is the protocol's, not a connector's
+            # retry timer's.
             t0 = time.monotonic()
             for r in routers:
                 r.start()
-            res["converge"], why = self.wait(routers, self.all_others(ids), t0)
+                if not r.wait_up(30):
+                    res["converge_missing"] = "%s did not start (%s.1.log)" % (
+                        r.id, os.path.basename(r.base))
+                    return res
+            t1 = time.monotonic()
+            res["start"] = t1 - t0
+            res["converge"], why = self.wait(routers, self.all_others(ids), t1)
             if why:
                 res["converge_missing"] = why
                 return res
@@ -445,15 +469,16 @@ def table(rows):
     def s(v, fmt):
         return "-" if v is None else fmt % v
     print()
-    print("%-9s %-5s %3s %5s %8s %7s %7s %9s %7s %7s %4s %8s %7s" % (
-        "router", "shape", "N", "links", "converge", "drop", "return", "rest B/s", "B/s/rtr",
+    print("%-9s %-5s %3s %5s %6s %8s %7s %7s %9s %7s %7s %4s %8s %7s" % (
+        "router", "shape", "N", "links", "start", "converge", "drop", "return", "rest B/s", "B/s/rtr",
         "rest", "hops", "msg/s", "p50"))
-    print("%-9s %-5s %3s %5s %8s %7s %7s %9s %7s %7s %4s %8s %7s" % (
-        "", "", "", "", "s", "s", "s", "", "", "CPU%", "", "", "ms"))
+    print("%-9s %-5s %3s %5s %6s %8s %7s %7s %9s %7s %7s %4s %8s %7s" % (
+        "", "", "", "", "s", "s", "s", "s", "", "", "CPU%", "", "", "ms"))
     for r in rows:
         bps = r.get("rest_Bps")
-        print("%-9s %-5s %3d %5d %8s %7s %7s %9s %7s %7s %4s %8s %7s%s" % (
-            r["kind"], r["shape"], r["n"], r["links"], s(r.get("converge"), "%.2f"),
+        print("%-9s %-5s %3d %5d %6s %8s %7s %7s %9s %7s %7s %4s %8s %7s%s" % (
+            r["kind"], r["shape"], r["n"], r["links"], s(r.get("start"), "%.2f"),
+            s(r.get("converge"), "%.2f"),
             s(r.get("drop"), "%.2f" + ("*" if r.get("stale_next_hop") else "")), s(r.get("return"), "%.2f"), s(bps, "%.0f"),
             s(bps / r["n"] if bps is not None else None, "%.0f"),
             s(r.get("rest_cpu_pct"), "%.1f"), s(r.get("hops"), "%d"),
@@ -464,7 +489,7 @@ def table(rows):
         print("*: some survivors' rows kept the lost router's last nextHop (qdrouterd 1.19 "
               "keeps it until remoteLsMaxAgeSeconds, 60 s); drop is when their link states "
               "no longer joined them to it")
-    print("converge: routers started to every router listing every other with a next hop "
+    print("start: the routers started one after another; converge: the last one up to every router listing every other with a next hop "
           "(and joined to it by the link states in its rows); "
           "drop: R(N-1) killed to no survivor listing it; return: R(N-1) restarted to every "
           "router listing every other (polled, see --poll); rest B/s: both directions of all "
