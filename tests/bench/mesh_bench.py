@@ -39,7 +39,8 @@ connection per router, polled every --poll seconds:
                R0), then --seconds of at-least-once messages, checked by the receiver; its
                msg/s (first to last message) and p50 latency.
 
-A phase that does not finish within --timeout seconds is reported with what was missing
+A phase that does not finish within --timeout seconds plus 3 per router (news crosses a
+line of N routers in about 2N seconds, in qdrouterd as in Junction) is reported with what was missing
 (which router lacked which) and the case goes on to its next phase where it can.  Every
 process is a child of this one, killed when it ends whatever the way out.  Results (router
 configurations and logs, one JSON line per case in mesh.jsonl) go to --results.  Prints a
@@ -228,7 +229,7 @@ class Bench:
         """Poll until check(router, rows) holds for every router in the same sweep; returns
         (seconds since t0 when the last router was first seen to hold, None) or (None, what
         was missing)."""
-        deadline = t0 + self.args.timeout
+        deadline = t0 + self.args.timeout + 3 * len(routers)
         since = {}
         missing = "no answer"
         while True:
@@ -531,7 +532,8 @@ def main():
     p.add_argument("--settle", type=float, default=2,
                    help="wait after the return before counting (default 2 s)")
     p.add_argument("--timeout", type=pos, default=30,
-                   help="give up on a phase after this many seconds (default 30)")
+                   help="give up on a phase after this many seconds plus 3 per router "
+                        "(default 30)")
     p.add_argument("--poll", type=float, default=0.05,
                    help="pause between two sweeps of router.node queries (default 0.05 s)")
     p.add_argument("--workers", type=int, default=1,
