@@ -85,16 +85,24 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
         cls = 'L';
         rest = a + 7;
     } else if (n >= 6 && memcmp(a, "_topo/", 6) == 0) {
-        /* _topo/<area>/<router>/<rest>: ours (or "all") is local, anything else topological */
+        /* _topo/<area>/<router>/<rest>: ours (or "all") is local; another router's of area 0
+         * is that router's address, R<router> (qdrouterd's router class: every address of
+         * the router is one), anything else topological */
         const char *q = a + 6, *end = a + n;
         const char *s1 = memchr(q, '/', (size_t)(end - q));
         const char *s2 = s1 ? memchr(s1 + 1, '/', (size_t)(end - s1 - 1)) : NULL;
-        if (s2) {
-            size_t rlen = (size_t)(s2 - s1 - 1);
-            bool mine = (rlen == idlen && memcmp(s1 + 1, core->router_id, idlen) == 0) ||
-                        (rlen == 3 && memcmp(s1 + 1, "all", 3) == 0);
-            cls = mine ? 'L' : 'T';
-            rest = mine ? s2 + 1 : a;
+        size_t      idl = s1 ? (size_t)((s2 ? s2 : end) - s1 - 1) : 0;
+        bool        mine = idl && ((idl == idlen && memcmp(s1 + 1, core->router_id, idlen) == 0) ||
+                                   (idl == 3 && memcmp(s1 + 1, "all", 3) == 0));
+        if (s2 && mine) {
+            cls = 'L';
+            rest = s2 + 1;
+        } else if (idl && !mine && s1 == q + 1 && *q == '0') {
+            if (idl + 1 > cap)
+                return 0;
+            buf[0] = 'R';
+            memcpy(buf + 1, s1 + 1, idl);
+            return idl + 1;
         } else {
             cls = 'T';
             rest = a;
@@ -135,7 +143,7 @@ typedef enum addr_owner {
 
 static addr_owner_t addr_owner_CT(const core_t *core, const char *key, size_t klen)
 {
-    if (key[0] == 'T')
+    if (key[0] == 'T' || key[0] == 'R')
         return OWNER_REMOTE;
     if (key[0] == 'L' && klen > 5 && memcmp(key + 1, "temp.", 5) == 0)
         return OWNER_DYNAMIC;
@@ -201,6 +209,10 @@ static core_addr_t *addr_new_CT(core_t *core, const char *key, size_t klen,
     addr->key = base_strndup(key, klen);
     addr->keylen = klen;
     addr->dist = dist;
+    /* the router's own nodes and other routers' addresses are closest, as qdrouterd shows
+     * them (one consumer: the same choice as balanced) */
+    if (key[0] == 'R' || addr_owner_CT(core, key, klen) == OWNER_NODE)
+        addr->dist = dist = CFG_DIST_CLOSEST;
     base_map_put(&core->addrs, key, klen, addr);
     const char *labels[] = {addr->key, cfg_distribution_name(dist)};
     core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
@@ -582,8 +594,15 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         if (!addr)
             addr = addr_lookup_CT(core, address, strlen(address), true, NULL, phase);
         l->addr = addr;
+        if (addr->key[0] == 'R' && l->dir == CORE_LINK_IN) {
+            size_t      nlen;
+            const char *norm = core_addr_normalize(address, strlen(address), &nlen);
+            l->topo_to = base_strndup(norm, nlen);
+        }
         if (l->dir == CORE_LINK_OUT) {
             set_add(&addr->consumers, l);
+            if (l->conn_id == 0)
+                addr->inproc++;
             if (addr->consumers.count == 1 && !core_addr_remote(addr)) {
                 for (size_t i = 0; i < addr->senders.count; i++)
                     credit_CT(core, addr->senders.items[i], true);
@@ -594,8 +613,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         } else {
             set_add(&addr->senders, l);
             if (addr->consumers.count > 0 || core_addr_remote(addr) ||
-                (!l->fallback && fallback_serves_CT(core, addr)) ||
-                BASE_UNLIKELY(core->ir && core_ir_topo_reached_CT(core, addr)))
+                (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
@@ -615,7 +633,9 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
 
 static void addr_gauges_CT(core_t *core, core_addr_t *addr)
 {
-    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SUBSCRIBERS, (int64_t)addr->consumers.count);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SUBSCRIBERS,
+                  (int64_t)(addr->consumers.count - addr->inproc));
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_IN_PROCESS, (int64_t)addr->inproc);
     stats_obj_set(core->shard, addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
 }
 
@@ -674,6 +694,8 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     if (addr) {
         if (l->dir == CORE_LINK_OUT) {
             set_del(&addr->consumers, l);
+            if (l->conn_id == 0 && addr->inproc)
+                addr->inproc--;
             if (addr->consumers.count == 0 && !core_addr_remote(addr)) {
                 bool fb = fallback_serves_CT(core, addr);
                 for (size_t i = 0; i < addr->senders.count; i++)
@@ -699,6 +721,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
      * object (in-process link) is not retired */
     if (!stats_obj_is_none(l->stats))
         stats_object_retire(core->stats->reg, l->stats);
+    free(l->topo_to);
     free(l);
 }
 
@@ -758,6 +781,25 @@ static void deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dl
         dlv->_copies = 0;
         work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
     }
+}
+
+void core__addr_count_CT(core_t *core, const core_link_t *in, core_addr_t *addr,
+                         unsigned local, unsigned transit)
+{
+    stats_obj_t router = core->stats->router_obj;
+    bool        to_proc = addr && addr->inproc; /* clients never consume there */
+    if (addr) {
+        if (in->conn_id == 0)
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_FROM_PROC, 1);
+        else if (in->ir_link == CORE_IR_LINK_NONE)
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
+        stats_obj_add(core->shard, addr->stats, to_proc ? CORE_ADDR_TO_PROC : CORE_ADDR_EGRESS,
+                      local);
+        stats_obj_add(core->shard, addr->stats, CORE_ADDR_TRANSIT, transit);
+    }
+    if (!to_proc)
+        stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, local);
+    stats_obj_add(core->shard, router, CORE_ROUTER_TRANSIT, transit);
 }
 
 void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
@@ -849,8 +891,6 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
     }
-    addr->ingress++;
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
     if (dist == CFG_DIST_MULTICAST) {
         dlv->_mcast = true;
         core_content_ref(dlv->content, (unsigned)n);
@@ -859,7 +899,6 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         dlv->_copies = (uint32_t)n;
         if (n == 1)
             dlv->_out_link = addr->consumers.items[0]->id;
-        addr->egress += n;
     } else {
         core_link_t *out = dist == CFG_DIST_CLOSEST ? addr->consumers.items[addr->rr++ % n]
                                                     : pick_balanced_CT(addr);
@@ -867,11 +906,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         send_copy_CT(core, out, dlv);
         dlv->_copies = 1;
         dlv->_out_link = out->id;
-        addr->egress++;
     }
     unsigned copies = dlv->_copies;
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, copies);
-    stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, copies);
+    core__addr_count_CT(core, in, addr, copies, 0);
     deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }
