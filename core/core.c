@@ -603,7 +603,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
             set_add(&addr->consumers, l);
             if (l->conn_id == 0)
                 addr->inproc++;
-            if (addr->consumers.count == 1 && !core_addr_remote(addr)) {
+            if (addr->consumers.count == 1 && !core_addr_reached(core, addr)) {
                 for (size_t i = 0; i < addr->senders.count; i++)
                     credit_CT(core, addr->senders.items[i], true);
                 fallback_consumers_CT(core, addr, true);
@@ -612,7 +612,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
                 core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, true);
         } else {
             set_add(&addr->senders, l);
-            if (addr->consumers.count > 0 || core_addr_remote(addr) ||
+            if (addr->consumers.count > 0 || core_addr_reached(core, addr) ||
                 (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
         }
@@ -696,7 +696,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
             set_del(&addr->consumers, l);
             if (l->conn_id == 0 && addr->inproc)
                 addr->inproc--;
-            if (addr->consumers.count == 0 && !core_addr_remote(addr)) {
+            if (addr->consumers.count == 0 && !core_addr_reached(core, addr)) {
                 bool fb = fallback_serves_CT(core, addr);
                 for (size_t i = 0; i < addr->senders.count; i++)
                     if (!fb || addr->senders.items[i]->fallback)

@@ -69,11 +69,6 @@ struct core_addr {
                                       copies to them are deliveriesToContainer */
 };
 
-/* Does addr have a destination on another router? */
-static inline bool core_addr_remote(const core_addr_t *addr)
-{
-    return (addr->rnodes[0] | addr->rnodes[1]) != 0;
-}
 
 struct core {
     const cfg_t       *cfg;        /* immutable after start */
@@ -107,7 +102,24 @@ struct core {
     struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
                                       until the first core_rt_*_CT() call (interior.h) */
+    uint64_t           ir_reached[2]; /* _CT: the remote routers reached now, by mask bit
+                                      (interior.c; 0 in a standalone router) */
 };
+
+/* Does addr have a destination on another router (reached or not: the address stays)? */
+static inline bool core_addr_remote(const core_addr_t *addr)
+{
+    return (addr->rnodes[0] | addr->rnodes[1]) != 0;
+}
+
+/* Does addr have a destination on a router this one reaches now?  Its senders have credit
+ * while it has (or a local consumer): a router that went away keeps its addresses until the
+ * protocol deletes it (remoteLsMaxAge), but nothing sent there would arrive. */
+static inline bool core_addr_reached(const core_t *core, const core_addr_t *addr)
+{
+    return ((addr->rnodes[0] & core->ir_reached[0]) | (addr->rnodes[1] & core->ir_reached[1])) !=
+           0;
+}
 
 /* ---- core.c: what interior.c shares with the standalone forwarder ---- */
 

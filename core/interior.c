@@ -143,9 +143,9 @@ static void router_flush_CT(core_t *core, uint32_t bit)
             continue;
         bit_clear(addr->rnodes, bit);
         remote_gauge_CT(core, addr);
+        if (!core_addr_reached(core, addr) && addr->consumers.count == 0)
+            core__addr_credit_CT(core, addr, false);
         if (!core_addr_remote(addr)) {
-            if (addr->consumers.count == 0)
-                core__addr_credit_CT(core, addr, false);
             /* released after the walk: the map must not change under it */
             if (n_gone == cap) {
                 cap = cap ? 2 * cap : 16;
@@ -163,8 +163,9 @@ static void router_flush_CT(core_t *core, uint32_t bit)
  * `router` rows): it exists while the router is reached, with the router as its one remote
  * destination, so a sender attached to it (qdstat -r's requests for that router's
  * management node) has credit while the router is reached and none while it is not, and
- * closest forwarding takes a delivery there. */
-static void router_addr_CT(core_t *core, uint32_t b)
+ * closest forwarding takes a delivery there.  `was`: the routers reached before this change
+ * of routes (core->ir_reached is already the new set). */
+static void router_addr_CT(core_t *core, uint32_t b, const uint64_t was[2])
 {
     const ir_router_t *r = &core->ir->routers[b];
     char               stack[256];
@@ -178,16 +179,37 @@ static void router_addr_CT(core_t *core, uint32_t b)
         free(key);
     if (!addr || bit_get(addr->rnodes, b) == reached)
         return;
-    bool had = addr->consumers.count || core_addr_remote(addr);
+    bool had = addr->consumers.count || (addr->rnodes[0] & was[0]) || (addr->rnodes[1] & was[1]);
     if (reached)
         bit_set(addr->rnodes, b);
     else
         bit_clear(addr->rnodes, b);
     remote_gauge_CT(core, addr);
-    bool has = addr->consumers.count || core_addr_remote(addr);
+    bool has = addr->consumers.count || core_addr_reached(core, addr);
     if (had != has)
         core__addr_credit_CT(core, addr, has);
     core__addr_release_CT(core, addr);
+}
+
+/* The routers reached changed (from `was` to core->ir_reached): the senders of an address
+ * without a local consumer whose remote destinations went from none reached to some get
+ * credit, and the other way they are drained. */
+static void reached_changed_CT(core_t *core, const uint64_t was[2])
+{
+    uint64_t changed[2] = {was[0] ^ core->ir_reached[0], was[1] ^ core->ir_reached[1]};
+    if (!(changed[0] | changed[1]))
+        return;
+    base_map_slot_t *s;
+    for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
+        core_addr_t *addr = s->value;
+        if (!addr->senders.count || addr->consumers.count ||
+            !((addr->rnodes[0] & changed[0]) | (addr->rnodes[1] & changed[1])))
+            continue;
+        bool before = (addr->rnodes[0] & was[0]) | (addr->rnodes[1] & was[1]);
+        bool now = core_addr_reached(core, addr);
+        if (before != now)
+            core__addr_credit_CT(core, addr, now);
+    }
 }
 
 int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
@@ -236,9 +258,16 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         r->cost = in->cost;
         r->vo[0] = in->vo[0] | 1; /* this router is a valid origin everywhere */
         r->vo[1] = in->vo[1];
-        router_addr_CT(core, in->maskbit);
     }
     ir->radius = t->radius;
+    uint64_t was[2] = {core->ir_reached[0], core->ir_reached[1]};
+    core->ir_reached[0] = core->ir_reached[1] = 0;
+    for (uint32_t b = 1; b < CORE_RT_MAX_NODES; b++)
+        if (ir->routers[b].id && ir->routers[b].conn_bit >= 0)
+            bit_set(core->ir_reached, b);
+    for (uint32_t i = 0; i < t->n; i++)
+        router_addr_CT(core, t->routers[i].maskbit, was);
+    reached_changed_CT(core, was);
     return 0;
 }
 
@@ -251,12 +280,12 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     core_addr_t *addr = core__addr_get_CT(core, key, keylen, add, core_rt_treatment_dist(hint));
     if (!addr)
         return -ENOENT;
-    bool had = addr->consumers.count || core_addr_remote(addr);
+    bool had = addr->consumers.count || core_addr_reached(core, addr);
     if (add) {
         ir_get_CT(core);
         bit_set(addr->rnodes, router_bit);
         remote_gauge_CT(core, addr);
-        if (!had)
+        if (!had && core_addr_reached(core, addr))
             core__addr_credit_CT(core, addr, true);
         return 0;
     }
@@ -264,7 +293,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
         return -ENOENT;
     bit_clear(addr->rnodes, router_bit);
     remote_gauge_CT(core, addr);
-    if (!addr->consumers.count && !core_addr_remote(addr))
+    if (had && !addr->consumers.count && !core_addr_reached(core, addr))
         core__addr_credit_CT(core, addr, false);
     core__addr_release_CT(core, addr);
     return 0;
