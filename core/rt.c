@@ -24,7 +24,9 @@
  * and which remote routers have which mobile keys, as MAUs and flushes change that
  * (core_rt_remote_addr_CT; the forwarder's addresses are reconciled with the mobile table
  * after each of them).  The router.node rows are rebuilt after every change and published
- * under a mutex for the management agent.
+ * under a mutex for the management agent.  The protocol's own addresses (Lqdhello, ...) are
+ * `address` stats rows of this file (qdstat -a, as qdrouterd shows them; rt_row_t), and its
+ * messages to one router count on that router's R<id> address, which interior.c keeps.
  */
 #include "core/rt.h"
 
