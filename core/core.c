@@ -1119,8 +1119,11 @@ void core_free(core_t *core)
 {
     base_map_slot_t *s;
     base_mpsc_drain(&core->in, free_late_action_cb, NULL);
-    for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
-        free(s->value);
+    for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;) {
+        core_link_t *l = s->value;
+        free(l->topo_to);
+        free(l);
+    }
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
         core_addr_t *addr = s->value;
         free(addr->consumers.items);
