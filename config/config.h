@@ -410,6 +410,8 @@ typedef struct cfg_vhost {
  * Thread-safe (remoteHosts names are resolved with getaddrinfo()). */
 int cfg_vhost_parse(const struct cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen);
 void cfg_vhost_fini(cfg_vhost_t *v);
+/* A deep copy of src into dst (which holds nothing). */
+void cfg_vhost_copy(cfg_vhost_t *dst, const cfg_vhost_t *src);
 /* The group of that name, or NULL. */
 const cfg_vhost_group_t *cfg_vhost_group_find(const cfg_vhost_t *v, const char *name);
 

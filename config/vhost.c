@@ -600,3 +600,44 @@ int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen
     }
     return 0;
 }
+
+static char **vh_strv_copy(char *const *v, size_t n)
+{
+    char **out = base_calloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        out[i] = base_strdup(v[i]);
+    return out;
+}
+
+static void vh_names_copy(cfg_vnames_t *dst, const cfg_vnames_t *src)
+{
+    dst->given = src->given;
+    dst->n = src->n;
+    dst->items = base_calloc(src->n ? src->n : 1, sizeof(cfg_vname_t));
+    for (size_t i = 0; i < src->n; i++)
+        dst->items[i] = (cfg_vname_t){src->items[i].kind, base_strdup(src->items[i].s1),
+                                      base_strdup(src->items[i].s2)};
+}
+
+void cfg_vhost_copy(cfg_vhost_t *dst, const cfg_vhost_t *src)
+{
+    *dst = *src;
+    dst->name = src->name ? base_strdup(src->name) : NULL;
+    dst->hostname = base_strdup(src->hostname);
+    dst->aliases = vh_strv_copy(src->aliases, src->n_aliases);
+    dst->groups = base_calloc(src->n_groups ? src->n_groups : 1, sizeof(cfg_vhost_group_t));
+    for (size_t i = 0; i < src->n_groups; i++) {
+        const cfg_vhost_group_t *s = &src->groups[i];
+        cfg_vhost_group_t       *d = &dst->groups[i];
+        *d = *s;
+        d->name = base_strdup(s->name);
+        d->users = vh_strv_copy(s->users, s->n_users);
+        d->hosts = base_calloc(s->n_hosts ? s->n_hosts : 1, sizeof(cfg_vhost_range_t));
+        if (s->n_hosts)
+            memcpy(d->hosts, s->hosts, s->n_hosts * sizeof(cfg_vhost_range_t));
+        vh_names_copy(&d->sources, &s->sources);
+        vh_names_copy(&d->targets, &s->targets);
+        vh_names_copy(&d->source_pattern, &s->source_pattern);
+        vh_names_copy(&d->target_pattern, &s->target_pattern);
+    }
+}

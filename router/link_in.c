@@ -11,6 +11,7 @@
  * Layer: above link_out.c and transport.c; conn.c calls it from Proton's events and the
  * core's work.
  */
+#include "router/policy.h"
 #include "router/link_in.h"
 #include "router/link_auto.h"
 #include "router/linkroute.h"
@@ -420,7 +421,9 @@ static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
  * Returns true when it did that (the delivery and maybe k are gone). */
 static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
 {
-    uint64_t max = k->conn->listener->max_message_size;
+    /* a vhost group's once its policy admitted the connection, else the listener's */
+    uint64_t max = k->conn->pconn ? k->conn->max_message_size
+                                  : k->conn->listener->max_message_size;
     if (!max)
         return false;
     rtr_msg_t *m = in->msg;
@@ -435,6 +438,8 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
              (unsigned long long)max);
     LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
     stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_SIZE_DENIED], 1);
+    if (c->pconn)
+        rtr_pconn_count_size_denied(c->pconn);
     pn_delivery_set_context(d, NULL);
     if (pn_delivery_settled(d))
         pn_delivery_settle(d);

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proton import Endpoint
 
 from clients import Client
 from conftest import REPO_ROOT, Router, free_port, sanitizer_report
@@ -410,9 +411,19 @@ def prepare(rel, tmp, keypair):
 
 
 def answers_amqp(port):
+    """The listener answers an AMQP open: with its own open, or with vhost policy's refusal of
+    an open whose hostname (127.0.0.1) no vhost of the file has (qdrouterd's condition)."""
     c = Client(timeout=10)
     try:
-        c.connect("amqp://127.0.0.1:%d" % port)
+        conn = c.connect("amqp://127.0.0.1:%d" % port, wait=False)
+        c.wait(lambda: conn.pn.state & Endpoint.REMOTE_ACTIVE or conn.remote_closed
+               or conn.transport_closed, msg="the router's open")
+        if conn.pn.state & Endpoint.REMOTE_ACTIVE:
+            return True
+        cond = conn.pn.remote_condition
+        assert cond is not None, "closed without an open: %s" % conn.transport_condition
+        assert (cond.name, cond.description) == ("amqp:resource-limit-exceeded",
+                                                 "connection disallowed by local policy")
         return True
     finally:
         c.close()

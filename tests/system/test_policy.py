@@ -1,0 +1,254 @@
+"""Vhost policies (router/policy.c): qdrouterd 1.19's policy engine with real Proton clients
+authenticated through SASL users of a sasldb made here with saslpasswd2.
+
+The vhost is chosen by the open's hostname (Proton's virtual_host), else defaultVhost; the
+user's group by name, `*` or `$default`; the remote host by remoteHosts.  Denials carry
+qdrouterd's conditions and descriptions (amqp:resource-limit-exceeded "connection disallowed by
+local policy", amqp:unauthorized-access or amqp:resource-limit-exceeded "link disallowed by
+local policy", "session disallowed by local policy") and are logged once each."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from proton import Message
+
+from clients import Client
+
+REALM = "example.com"
+PASSWORD = "pw-Policy-1"
+USERS = ["alice", "bob", "carol", "dave"]
+
+pytestmark = pytest.mark.skipif(shutil.which("saslpasswd2", path=os.environ.get("PATH", "") +
+                                             ":/usr/sbin:/sbin") is None,
+                                reason="saslpasswd2 (Debian package sasl2-bin) is not installed")
+
+CONN_DENIED = ("amqp:resource-limit-exceeded", "connection disallowed by local policy")
+LINK_UNAUTH = ("amqp:unauthorized-access", "link disallowed by local policy")
+LINK_LIMIT = ("amqp:resource-limit-exceeded", "link disallowed by local policy")
+
+
+def user(name):
+    return "%s@%s" % (name, REALM)
+
+
+@pytest.fixture
+def sasl_dir(tmp_path):
+    d = tmp_path / "sasl"
+    d.mkdir()
+    exe = shutil.which("saslpasswd2", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    for u in USERS:
+        subprocess.run([exe, "-c", "-p", "-f", str(d / "users.sasldb"), "-u", REALM, u],
+                       input=PASSWORD + "\n", text=True, check=True, timeout=30)
+    (d / "junction.conf").write_text("pwcheck_method: auxprop\nauxprop_plugin: sasldb\n"
+                                     "sasldb_path: %s\nmech_list: PLAIN ANONYMOUS\n"
+                                     % (d / "users.sasldb"))
+    return d
+
+
+# Two vhosts: "photoserver" (alice and bob in "users"; carol in "admins"; unknown users get
+# $default), and "strict" (only alice, only from 10.0.0.0/8).
+PHOTOSERVER = {
+    "hostname": "photoserver",
+    "maxConnections": 50,
+    "maxConnectionsPerUser": 2,
+    "maxConnectionsPerHost": 20,
+    "allowUnknownUser": True,
+    "groups": {
+        "users": {
+            "users": "%s, %s" % (user("alice"), user("bob")),
+            "remoteHosts": "*",
+            "maxSessions": 2,
+            "maxSenders": 2,
+            "maxReceivers": 2,
+            "maxFrameSize": 4096,
+            "sources": "public, private.${user}, tmp-*",
+            "targets": "public, ${user}.inbox",
+        },
+        "admins": {
+            "users": user("carol"),
+            "remoteHosts": "127.0.0.1",
+            "allowDynamicSource": True,
+            "allowAnonymousSender": True,
+            "allowWaypointLinks": False,
+            "maxMessageSize": 1000,
+            "sourcePattern": "admin.#, ${user}.#",
+            "targetPattern": "admin.#",
+        },
+        "$default": {
+            "remoteHosts": "*",
+            "sources": "public",
+            "targets": "",
+        },
+    },
+}
+STRICT = {
+    "hostname": "strict",
+    "groups": {"only": {"users": user("alice"), "remoteHosts": "10.0.0.0-10.255.255.255",
+                        "sources": "*", "targets": "*"}},
+}
+
+
+def policy_router(make_router, sasl_dir, default_vhost="", extra=()):
+    policy = {"enableVhostPolicy": True, "defaultVhost": default_vhost}
+    return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
+                       listener={"saslMechanisms": "PLAIN ANONYMOUS"},
+                       extra=[["policy", policy], ["vhost", PHOTOSERVER], ["vhost", STRICT],
+                              *extra],
+                       logs=[["log", {"module": "POLICY", "enable": "info+"}]])
+
+
+def connect(client, r, who, vhost, wait=True):
+    kw = {"virtual_host": vhost}
+    if who == "anonymous":
+        kw["allowed_mechs"] = "ANONYMOUS"
+    else:
+        kw.update(user=user(who), password=PASSWORD, allowed_mechs="PLAIN")
+    return client.connect(r.url, wait=wait, **kw)
+
+
+def refused_with(conn, want):
+    conn.wait_closed_by_peer()
+    cond = conn.pn.remote_condition
+    assert cond is not None, "closed without a condition"
+    assert (cond.name, cond.description) == want
+
+
+def link_refused(link, want):
+    assert link.wait_remote_closed(), "link %s not refused" % link.pn.name
+    cond = link.remote_condition
+    assert cond is not None
+    assert (cond.name, cond.description) == want
+
+
+def count_log(r, text):
+    return sum(1 for line in r.stderr_lines() if text in line)
+
+
+def test_vhost_by_hostname_group_by_user(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        # alice is in "users" of photoserver: admitted, its routes work
+        a = connect(c, r, "alice", "photoserver")
+        rcv = a.receiver("public", settle="accept")
+        snd = a.sender("public")
+        snd.send(Message(body="hello"))
+        assert rcv.get().body == "hello"
+        # the group's maxFrameSize is the open's
+        assert a.pn.transport.remote_max_frame_size == 4096
+        # a hostname no vhost has, and no defaultVhost: refused
+        n = connect(c, r, "alice", "nosuchhost", wait=False)
+        refused_with(n, CONN_DENIED)
+        r.wait_log(r"DENY AMQP Open for user '%s', rhost '127\.0\.0\.1', vhost 'nosuchhost': "
+                   r"No policy defined for vhost" % user("alice"))
+        # strict: alice only from 10/8
+        s = connect(c, r, "alice", "strict", wait=False)
+        refused_with(s, CONN_DENIED)
+        r.wait_log("User is not allowed to connect from this network host")
+        # strict has no unknown users: bob is refused
+        b = connect(c, r, "bob", "strict", wait=False)
+        refused_with(b, CONN_DENIED)
+        r.wait_log("User is not in a user group and unknown users are denied")
+        # each denial logged once
+        assert count_log(r, "vhost 'nosuchhost': No policy defined") == 1
+    finally:
+        c.close()
+
+
+def test_default_vhost_and_unknown_users(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir, default_vhost="photoserver")
+    c = Client()
+    try:
+        # an unknown hostname falls back on defaultVhost; dave is in no group: $default
+        d = connect(c, r, "dave", "elsewhere")
+        rcv = d.receiver("public")
+        assert not rcv.is_remote_closed()
+        # $default has no targets: a sender is refused
+        link_refused(d.sender("public"), LINK_UNAUTH)
+        # anonymous (no SASL user) is an unknown user too
+        an = connect(c, r, "anonymous", "photoserver")
+        link_refused(an.receiver("private"), LINK_UNAUTH)
+    finally:
+        c.close()
+
+
+def test_connection_limits_per_user(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        first = [connect(c, r, "bob", "photoserver") for _ in range(2)]
+        third = connect(c, r, "bob", "photoserver", wait=False)
+        refused_with(third, CONN_DENIED)
+        r.wait_log("Connection denied by application per user limit")
+        # alice is counted apart
+        connect(c, r, "alice", "photoserver")
+        # one of bob's ends: bob may connect again
+        first[0].close()
+        connect(c, r, "bob", "photoserver")
+    finally:
+        c.close()
+
+
+def test_link_rules(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        a = connect(c, r, "alice", "photoserver")
+        # sources: public, private.${user}, tmp-*
+        a.receiver("private." + user("alice"))
+        link_refused(a.receiver("private." + user("bob")), LINK_UNAUTH)
+        b = connect(c, r, "bob", "photoserver")
+        b.receiver("tmp-anything")
+        link_refused(b.receiver("tmpx"), LINK_UNAUTH)
+        # targets: public, ${user}.inbox
+        b.sender(user("bob") + ".inbox")
+        link_refused(b.sender(user("alice") + ".inbox"), LINK_UNAUTH)
+        # no anonymous sender, no dynamic source for "users"
+        link_refused(b.sender(None), LINK_UNAUTH)
+        link_refused(b.receiver(dynamic=True), LINK_UNAUTH)
+        # maxReceivers 2: bob has one receiver (tmp-anything) open; the second is admitted,
+        # a third refused with resource-limit-exceeded
+        b.receiver("public")
+        link_refused(b.receiver("public"), LINK_LIMIT)
+        r.wait_log("DENY AMQP Attach receiver link 'public' for user '%s'.*maxReceivers"
+                   % user("bob"))
+
+        # carol (admins): patterns, dynamic source, anonymous sender, no waypoints
+        k = connect(c, r, "carol", "photoserver")
+        k.receiver("admin.a.b")
+        k.receiver(user("carol") + ".x")
+        link_refused(k.receiver("other.x"), LINK_UNAUTH)
+        k.receiver(dynamic=True)
+        k.sender(None)
+        k.sender("admin.q")
+        link_refused(k.sender("elsewhere"), LINK_UNAUTH)
+    finally:
+        c.close()
+
+
+def test_sessions_limit(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        a = connect(c, r, "alice", "photoserver")
+        # maxSessions 2 is the open's channel-max (1)
+        assert a.pn.transport.remote_channel_max == 1
+    finally:
+        c.close()
+
+
+def test_max_message_size_of_the_group(make_router, sasl_dir):
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        k = connect(c, r, "carol", "photoserver")
+        snd = k.sender("admin.big")
+        k.receiver("admin.big")
+        snd.send(Message(body="x" * 2000), wait_credit=True)
+        assert snd.wait_remote_closed()
+        assert snd.remote_condition.name == "amqp:link:message-size-exceeded"
+        assert "1000 bytes" in snd.remote_condition.description
+    finally:
+        c.close()
