@@ -12,6 +12,7 @@
  * core's work.
  */
 #include "router/policy.h"
+#include "router/policy_conn.h"
 #include "router/link_in.h"
 #include "router/link_auto.h"
 #include "router/linkroute.h"
@@ -378,6 +379,27 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     a->u.dlv = &in->dlv;
 }
 
+/* Vhost policy on a message (allowUserIdProxy; an anonymous sender's `to` against the
+ * targets): true when refused (then discarded and rejected with amqp:unauthorized-access, as
+ * qdrouterd does). */
+static bool in_policy_refused_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    rtr_msg_t     *m = in->msg;
+    const uint8_t *uid = NULL;
+    size_t         uid_len = 0;
+    rtr_policy_user_id(m->data, &m->scan, &uid, &uid_len);
+    const char *addr = pn_terminus_get_address(pn_link_remote_target(k->pn));
+    bool        anonymous = !addr || !*addr;
+    const char *desc = rtr_policy_message_WT(k->conn, anonymous, (const char *)uid, uid_len,
+                                             (const char *)m->scan.to.ptr, m->scan.to.len);
+    if (!desc)
+        return false;
+    in->discard = true;
+    in->discard_policy = true;
+    in->discard_why = desc;
+    return true;
+}
+
 /* The last byte of a routed delivery arrived (already advanced past). */
 static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
 {
@@ -403,7 +425,12 @@ static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     pn_link_advance(k->pn);
     k->receiving = NULL;
     pn_delivery_set_context(d, NULL);
-    if (pn_delivery_settled(d)) {
+    if (in->discard_policy) { /* router/policy_conn.c logged why */
+        if (pn_delivery_settled(d))
+            pn_delivery_settle(d);
+        else
+            in_reject_WT(d, "amqp:unauthorized-access", in->discard_why);
+    } else if (pn_delivery_settled(d)) {
         LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", in->discard_why);
         pn_delivery_settle(d);
     } else {
@@ -577,6 +604,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 in->discard_why = why ? why : "malformed message";
                 continue;
             }
+            if (k->conn->pconn && in_policy_refused_WT(k, in))
+                continue; /* in_discard_WT() rejects it */
             pn_link_advance(pl);
             in_route_WT(k, in);
             in_received_WT(k, in);
@@ -597,6 +626,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                                   : (why ? why : "malformed message");
             continue;
         }
+        if (k->conn->pconn && in_policy_refused_WT(k, in))
+            continue;
         rtr_msg_stream_start_WT(m, w);
         in_route_WT(k, in);
     }

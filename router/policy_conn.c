@@ -149,6 +149,75 @@ const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const char *use
     return NULL;
 }
 
+/* The bytes of an AMQP value at p (end e) for the types a message-id may have; 0 when not
+ * one of them. */
+static size_t value_size(const uint8_t *p, const uint8_t *e)
+{
+    if (p >= e)
+        return 0;
+    switch (*p) {
+    case 0x40: case 0x41: case 0x42: case 0x43: case 0x44: /* null, true, false, uint0, ulong0 */
+        return 1;
+    case 0x52: case 0x53: /* smalluint, smallulong */
+        return 2;
+    case 0x70: case 0x80: /* uint, ulong */
+        return *p == 0x70 ? 5 : 9;
+    case 0x98: /* uuid */
+        return 17;
+    case 0xa0: case 0xa1: case 0xa3: /* vbin8, str8, sym8 */
+        return p + 1 < e ? 2 + (size_t)p[1] : 0;
+    case 0xb0: case 0xb1: case 0xb3: {
+        if (p + 5 > e)
+            return 0;
+        uint32_t n = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 8) | p[4];
+        return 5 + (size_t)n;
+    }
+    default:
+        return 0;
+    }
+}
+
+void rtr_policy_user_id(const uint8_t *msg, const codec_scan_t *scan, const uint8_t **uid,
+                        size_t *len)
+{
+    *uid = NULL;
+    *len = 0;
+    if (!scan->properties.len)
+        return;
+    const uint8_t *p = msg + scan->properties.off + 3; /* past 0x00 0x53 0x73 */
+    const uint8_t *e = msg + scan->properties.off + scan->properties.len;
+    uint32_t       count;
+    if (p >= e)
+        return;
+    if (*p == 0x45) /* list0 */
+        return;
+    if (*p == 0xc0 && p + 3 <= e) {
+        count = p[2];
+        p += 3;
+    } else if (*p == 0xd0 && p + 9 <= e) {
+        count = ((uint32_t)p[5] << 24) | ((uint32_t)p[6] << 16) | ((uint32_t)p[7] << 8) | p[8];
+        p += 9;
+    } else {
+        return;
+    }
+    if (count < 2)
+        return;
+    size_t n = value_size(p, e); /* message-id */
+    if (!n || p + n > e)
+        return;
+    p += n;
+    if (p + 2 <= e && *p == 0xa0 && p + 2 + p[1] <= e) {
+        *uid = p + 2;
+        *len = p[1];
+    } else if (p + 5 <= e && *p == 0xb0) {
+        size_t l = value_size(p, e) - 5;
+        if (p + 5 + l <= e) {
+            *uid = p + 5;
+            *len = l;
+        }
+    }
+}
+
 bool rtr_policy_message_checks_WT(const rtr_conn_t *c)
 {
     return c->pconn != NULL;

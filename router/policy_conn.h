@@ -5,6 +5,7 @@
 #ifndef JUNCTION_ROUTER_POLICY_CONN_H
 #define JUNCTION_ROUTER_POLICY_CONN_H
 
+#include "codec/codec.h"
 #include "router/transport.h"
 
 /* The client's open (before the router's open is written): false when the policy refused
@@ -22,6 +23,10 @@ size_t rtr_policy_session_WT(rtr_conn_t *c, pn_session_t *s, size_t capacity);
 const char *rtr_policy_link_WT(rtr_conn_t *c, pn_link_t *pl);
 /* Whether messages on c need rtr_policy_message_WT (their properties read). */
 bool rtr_policy_message_checks_WT(const rtr_conn_t *c);
+/* The user-id of a message scanned by codec_scan (a view into msg), or NULL/0 when it has
+ * none.  Thread-safe. */
+void rtr_policy_user_id(const uint8_t *msg, const codec_scan_t *scan, const uint8_t **uid,
+                        size_t *len);
 /* A message's user-id (allowUserIdProxy) and, on an anonymous link, its `to` (targets):
  * NULL when allowed, else the description to reject it with (amqp:unauthorized-access). */
 const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const char *user_id,

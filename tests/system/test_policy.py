@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from proton import Message
+from proton import Delivery, Message
 
 from clients import Client
 
@@ -250,5 +250,32 @@ def test_max_message_size_of_the_group(make_router, sasl_dir):
         assert snd.wait_remote_closed()
         assert snd.remote_condition.name == "amqp:link:message-size-exceeded"
         assert "1000 bytes" in snd.remote_condition.description
+    finally:
+        c.close()
+
+
+def test_message_rules(make_router, sasl_dir):
+    """allowUserIdProxy false: a message whose user-id is not the connection's user is
+    rejected; an anonymous sender's messages go only to its targets (qdrouterd's outcomes)."""
+    r = policy_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        k = connect(c, r, "carol", "photoserver")
+        rcv = k.receiver("admin.x", settle="accept")
+        anon = k.sender(None)
+        d = anon.send(Message(address="admin.x", body="to a target"))
+        assert anon.wait_outcome(d) == Delivery.ACCEPTED
+        assert rcv.get().body == "to a target"
+        d = anon.send(Message(address="elsewhere", body="not a target"))
+        assert anon.wait_outcome(d) == Delivery.REJECTED
+        assert d.remote.condition.name == "amqp:unauthorized-access"
+        assert d.remote.condition.description == "policy violation on target"
+        snd = k.sender("admin.x")
+        d = snd.send(Message(user_id=user("carol").encode(), body="mine"))
+        assert snd.wait_outcome(d) == Delivery.ACCEPTED
+        d = snd.send(Message(user_id=b"someone-else", body="proxied"))
+        assert snd.wait_outcome(d) == Delivery.REJECTED
+        assert d.remote.condition.description == "user_id proxy violation"
+        assert rcv.get().body == "mine"
     finally:
         c.close()
