@@ -401,6 +401,9 @@ typedef struct cfg_vhost {
     bool               allow_unknown_user; /* default false: a user in no group is refused */
     cfg_vhost_group_t *groups;
     size_t             n_groups;
+    char              *attrs_json;         /* the attributes as given (JSON map text): what
+                                              management shows (`groups` as written) and what
+                                              an UPDATE's attributes go over */
 } cfg_vhost_t;
 
 /* Read a vhost from its attributes (a JSON map: a file's entity, a policyDir file's, or a

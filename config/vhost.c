@@ -476,6 +476,7 @@ void cfg_vhost_fini(cfg_vhost_t *v)
     for (size_t i = 0; i < v->n_groups; i++)
         vh_group_fini(&v->groups[i]);
     free(v->groups);
+    free(v->attrs_json);
     *v = (cfg_vhost_t){0};
 }
 
@@ -594,10 +595,29 @@ int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen
                        .max_conn_per_host = 65535, .max_message_size = -1};
     if (err && errlen)
         err[0] = '\0';
+    /* management tools send every value as a string: `groups` may be its JSON text (the
+     * `.conf` reader parses it the same way) */
+    cJSON       *own = NULL;
+    const cJSON *g = cJSON_IsObject(attrs) ? cJSON_GetObjectItemCaseSensitive(attrs, "groups")
+                                           : NULL;
+    if (cJSON_IsString(g) && g->valuestring) {
+        cJSON *parsed = cJSON_Parse(g->valuestring);
+        if (!cJSON_IsObject(parsed)) {
+            cJSON_Delete(parsed);
+            return vh_fail(&e, "attribute 'groups': expected a map (JSON), got \"%.40s%s\"",
+                           g->valuestring, strlen(g->valuestring) > 40 ? "..." : "");
+        }
+        own = cJSON_Duplicate(attrs, true);
+        cJSON_ReplaceItemInObjectCaseSensitive(own, "groups", parsed);
+        attrs = own;
+    }
     if (vh_parse(&e, attrs, v) < 0) {
         cfg_vhost_fini(v);
+        cJSON_Delete(own);
         return -1;
     }
+    v->attrs_json = cJSON_PrintUnformatted(attrs);
+    cJSON_Delete(own);
     return 0;
 }
 
@@ -625,6 +645,7 @@ void cfg_vhost_copy(cfg_vhost_t *dst, const cfg_vhost_t *src)
     dst->name = src->name ? base_strdup(src->name) : NULL;
     dst->hostname = base_strdup(src->hostname);
     dst->aliases = vh_strv_copy(src->aliases, src->n_aliases);
+    dst->attrs_json = src->attrs_json ? base_strdup(src->attrs_json) : NULL;
     dst->groups = base_calloc(src->n_groups ? src->n_groups : 1, sizeof(cfg_vhost_group_t));
     for (size_t i = 0; i < src->n_groups; i++) {
         const cfg_vhost_group_t *s = &src->groups[i];

@@ -428,7 +428,8 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .autolink_add = hook_autolink_add,
                           .autolink_del = hook_autolink_del,
                           .node_rows = hook_node_rows,
-                          .node_rows_free = core_node_rows_free};
+                          .node_rows_free = core_node_rows_free,
+                          .policy = ctx->policy};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);

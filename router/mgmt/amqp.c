@@ -233,6 +233,15 @@ static void enc_value(void *ctx, const mgmt_val_t *v)
     case MGMT_V_STR:
         put_string(e->d, v->s);
         return;
+    case MGMT_V_JSON: {
+        cJSON *j = cJSON_Parse(v->s);
+        if (j)
+            json_to_data(e->d, j);
+        else
+            pn_data_put_null(e->d);
+        cJSON_Delete(j);
+        return;
+    }
     case MGMT_V_STRS: {
         pn_data_put_list(e->d);
         pn_data_enter(e->d);

@@ -139,6 +139,9 @@ typedef struct mgmt_hooks {
      * when none; free with node_rows_free.  NULL hook: no rows. */
     core_node_row_t *(*node_rows)(void *ctx, size_t *n);
     void (*node_rows_free)(core_node_row_t *rows, size_t n);
+    /* The vhost policies (router/policy.h: thread-safe; vhost CREATE/UPDATE/DELETE apply to
+     * the opens after them), or NULL: no vhosts. */
+    struct rtr_policy *policy;
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its
