@@ -377,17 +377,17 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_CONNECTION_REMOTE_OPEN: {
         pn_connection_t *pc = pn_event_connection(e);
         c->handshake_due = 0; /* the handshake is done */
-        /* vhost policy (router/policy_conn.c) sets the open's frame size and channels */
-        bool admitted = rtr_policy_conn_open_WT(c, pc);
         if (pn_connection_state(pc) & PN_LOCAL_UNINIT)
             pn_connection_open(pc);
-        if (!admitted) {
-            /* closed with its condition (the close right after the open, as qdrouterd) */
+        if (!c->connector && !c->counted && !conn_admit_WT(c))
+            break;
+        /* vhost policy (router/policy_conn.c), after maxConnections as in qdrouterd: it sets
+           the open's frame size and channels (Proton writes the open after this event), or
+           refuses it (its condition set: the close right after the open, as qdrouterd) */
+        if (!rtr_policy_conn_open_WT(c, pc)) {
             pn_connection_close(pc);
             break;
         }
-        if (!c->connector && !c->counted && !conn_admit_WT(c))
-            break;
         if (stats_obj_is_none(c->stats)) {
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);

@@ -384,14 +384,9 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
  * qdrouterd does). */
 static bool in_policy_refused_WT(rtr_link_t *k, rtr_in_t *in)
 {
-    rtr_msg_t     *m = in->msg;
-    const uint8_t *uid = NULL;
-    size_t         uid_len = 0;
-    rtr_policy_user_id(m->data, &m->scan, &uid, &uid_len);
+    rtr_msg_t  *m = in->msg;
     const char *addr = pn_terminus_get_address(pn_link_remote_target(k->pn));
-    bool        anonymous = !addr || !*addr;
-    const char *desc = rtr_policy_message_WT(k->conn, anonymous, (const char *)uid, uid_len,
-                                             (const char *)m->scan.to.ptr, m->scan.to.len);
+    const char *desc = rtr_policy_message_WT(k->conn, !addr || !*addr, m->data, &m->scan);
     if (!desc)
         return false;
     in->discard = true;

@@ -136,15 +136,20 @@ const char *rtr_policy_link_WT(rtr_conn_t *c, pn_link_t *pl)
     return rtr_pconn_link(c->pconn, c->id, &l);
 }
 
-const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const char *user_id,
-                                  size_t user_id_len, const char *to, size_t to_len)
+const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *msg,
+                                  const codec_scan_t *scan)
 {
     if (!c->pconn)
         return NULL;
-    if (user_id && user_id_len && !rtr_pconn_user_id_proxy(c->pconn) &&
-        !rtr_pconn_is_user(c->pconn, user_id, user_id_len))
-        return "user_id proxy violation";
-    if (anonymous && to && !rtr_pconn_message_to(c->pconn, c->id, to, to_len))
+    if (!rtr_pconn_user_id_proxy(c->pconn)) {
+        const uint8_t *uid;
+        size_t         len;
+        rtr_policy_user_id(msg, scan, &uid, &len);
+        if (uid && len && !rtr_pconn_is_user(c->pconn, (const char *)uid, len))
+            return "user_id proxy violation";
+    }
+    if (anonymous && scan->to.ptr &&
+        !rtr_pconn_message_to(c->pconn, c->id, (const char *)scan->to.ptr, scan->to.len))
         return "policy violation on target";
     return NULL;
 }
@@ -216,9 +221,4 @@ void rtr_policy_user_id(const uint8_t *msg, const codec_scan_t *scan, const uint
             *len = l;
         }
     }
-}
-
-bool rtr_policy_message_checks_WT(const rtr_conn_t *c)
-{
-    return c->pconn != NULL;
 }
