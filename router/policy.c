@@ -65,10 +65,12 @@ struct rtr_policy {
     base_map_t      aliases;          /* alias -> pvhost_t (borrowed from vhosts) */
     base_pattern_t *hpat;             /* with patterns: hostnames and aliases -> pvhost_t */
     base_map_t      stats;            /* hostname -> pstats_t (never removed) */
+    base_map_t      conns;            /* connection id -> its rtr_pconn_t (admitted, open) */
 };
 
 struct rtr_pconn {
     rtr_policy_t            *p;
+    uint64_t                 conn_id;
     pvhost_t                *vh;
     const cfg_vhost_group_t *g;
     size_t                   gi;
@@ -244,6 +246,7 @@ rtr_policy_t *rtr_policy_new(const cfg_t *cfg)
     base_map_init(&p->vhosts);
     base_map_init(&p->aliases);
     base_map_init(&p->stats);
+    base_map_init(&p->conns);
     if (p->patterns)
         p->hpat = base_pattern_new();
     for (size_t i = 0; i < cfg->n_vhosts; i++) {
@@ -282,6 +285,7 @@ void rtr_policy_free(rtr_policy_t *p)
     base_map_fini(&p->vhosts);
     base_map_fini(&p->aliases);
     base_map_fini(&p->stats);
+    base_map_fini(&p->conns);
     base_pattern_free(p->hpat);
     free(p->default_vhost);
     pthread_mutex_destroy(&p->lock);
@@ -447,12 +451,14 @@ rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhos
     st->current++;
     st->approved++;
     atomic_fetch_add(&v->refs, 1);
-    pthread_mutex_unlock(&p->lock);
-
     rtr_pconn_t *pc = base_calloc(1, sizeof(*pc));
     pc->p = p;
+    pc->conn_id = conn_id;
     pc->vh = v;
     pc->g = g;
+    base_map_uput(&p->conns, conn_id, pc);
+    pthread_mutex_unlock(&p->lock);
+
     pc->gi = gi;
     pc->st = st;
     pc->user = base_strdup(user);
@@ -480,6 +486,8 @@ void rtr_policy_close(rtr_policy_t *p, rtr_pconn_t *pc)
     if (!pc)
         return;
     pthread_mutex_lock(&p->lock);
+    if (base_map_uget(&p->conns, pc->conn_id) == pc)
+        base_map_udel(&p->conns, pc->conn_id);
     pstats_t *st = pc->st;
     st->current--;
     puser_t *u = user_locked(st, pc->user, false);
@@ -539,6 +547,15 @@ bool rtr_pconn_is_user(const rtr_pconn_t *pc, const char *user_id, size_t len)
 bool rtr_pconn_admin_status_update(const rtr_pconn_t *pc)
 {
     return pc->g->allow_admin_status_update;
+}
+
+bool rtr_policy_admin_status_allowed(rtr_policy_t *p, uint64_t conn_id)
+{
+    pthread_mutex_lock(&p->lock);
+    rtr_pconn_t *pc = base_map_uget(&p->conns, conn_id);
+    bool         ok = !pc || pc->g->allow_admin_status_update;
+    pthread_mutex_unlock(&p->lock);
+    return ok;
 }
 
 bool rtr_pconn_dynamic_link_routes(const rtr_pconn_t *pc)

@@ -234,7 +234,11 @@ static void on_request(mgmt_agent_t *a, core_work_t *w)
         uint8_t *out = NULL;
         size_t   out_len = 0;
         char    *to = NULL;
-        if (mgmt_amqp_handle(a->mgmt, m->data, m->len, &out, &out_len, &to, &why) == 0) {
+        /* the request's link (read-only while its delivery is in flight): policy's
+           allowAdminStatusUpdate is its connection's */
+        uint64_t from = in ? in->link_id : 0;
+        if (mgmt_amqp_handle_from(a->mgmt, from, m->data, m->len, &out, &out_len, &to, &why) ==
+            0) {
             reply_send(a, out, out_len, to);
             a->requests++;
         }

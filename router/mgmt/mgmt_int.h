@@ -261,6 +261,7 @@ typedef struct mgmt_req {
     long long  limit;       /* GET-LOG; -1 when absent */
     long long  indent;      /* GET-JSON-SCHEMA; -1 when absent */
     cJSON     *body;        /* the request body, or NULL when absent or null */
+    uint64_t   from_link;   /* the link the request came on (0: unknown), for policy */
     int        status;      /* the reply's status code */
     char       desc[512];   /* its statusDescription */
     bool       wrote;       /* the operation wrote a body (else: an empty map) */

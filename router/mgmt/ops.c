@@ -892,6 +892,30 @@ static int update_log(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const
     return 0;
 }
 
+/* The connection of link `link_id` (its router.link row's connectionId), or 0. */
+static uint64_t link_conn(mgmt_node_t *m, uint64_t link_id)
+{
+    const mgmt_type_t *lt = mgmt_type_find("router.link");
+    if (!lt)
+        return 0;
+    mgmt_rows_t *r = rows_new(m, lt);
+    int          ci = mgmt_rows_col_find(r, "identity");
+    int          cc = mgmt_rows_col_find(r, "connectionId");
+    uint64_t     conn = 0;
+    while (ci >= 0 && cc >= 0 && !conn && mgmt_rows_next(r)) {
+        mgmt_val_t v;
+        mgmt_rows_get(r, (unsigned)ci, &v);
+        if (v.t != MGMT_V_STR || strtoull(v.s, NULL, 10) != link_id)
+            continue;
+        mgmt_rows_get(r, (unsigned)cc, &v);
+        conn = v.t == MGMT_V_STR ? strtoull(v.s, NULL, 10)
+               : v.t == MGMT_V_INT ? (uint64_t)v.i
+               : v.t == MGMT_V_UINT ? v.u : 0;
+    }
+    mgmt_rows_free(r);
+    return conn;
+}
+
 static int update_connection(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
                              const mgmt_enc_t *e)
 {
@@ -920,6 +944,12 @@ static int update_connection(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t
     }
     over_t over[2] = {{"adminStatus", "deleted"}, {"operStatus", "closing"}};
     size_t nover = 0;
+    if (status && m->hooks.policy && q->from_link &&
+        !rtr_policy_admin_status_allowed(m->hooks.policy, link_conn(m, q->from_link))) {
+        /* vhost policy: the asking connection's group has allowAdminStatusUpdate false */
+        mgmt_rows_free(r);
+        return fail(q, 403, "You are not allowed to perform this operation.");
+    }
     if (status && strcmp(status, "deleted") == 0) {
         mgmt_val_t id;
         int        col = mgmt_rows_col_find(r, "identity");

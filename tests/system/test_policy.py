@@ -429,3 +429,34 @@ def test_management_access_is_governed_by_policy(make_router, sasl_dir):
         assert rc == 0 and "JTest" in out, out
     finally:
         c.close()
+
+
+def test_allow_admin_status_update(make_router, sasl_dir):
+    """A connection whose group has allowAdminStatusUpdate false may not close connections
+    through management (qdrouterd's 403 "You are not allowed to perform this operation.");
+    with it true (the default) it may."""
+    r = mgmt_router(make_router, sasl_dir)
+    c = Client()
+    try:
+        victim = connect(c, r, "alice", "photoserver")
+        rc, out = run_tool("qdmanage", r, "query", "--type=connection")
+        assert rc == 0, out
+        ids = [x["identity"] for x in json.loads(out) if x.get("user") == user("alice")]
+        assert len(ids) == 1, out
+        group = dict(MGMT_VHOST["groups"]["$default"], allowAdminStatusUpdate=False)
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=mgmt",
+                           "groups=" + json.dumps({"$default": group}))
+        assert rc == 0, out
+        rc, out = run_tool("qdmanage", r, "update", "--type=connection", "--identity=" + ids[0],
+                           "adminStatus=deleted")
+        assert rc != 0 and "You are not allowed to perform this operation." in out, out
+        assert not victim.remote_closed
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=mgmt",
+                           "groups=" + json.dumps(MGMT_VHOST["groups"]))
+        assert rc == 0, out
+        rc, out = run_tool("qdmanage", r, "update", "--type=connection", "--identity=" + ids[0],
+                           "adminStatus=deleted")
+        assert rc == 0, out
+        victim.wait_closed_by_peer()
+    finally:
+        c.close()
