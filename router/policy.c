@@ -727,16 +727,19 @@ bool rtr_pconn_message_to(rtr_pconn_t *pc, uint64_t conn_id, const char *to, siz
 
 /* ---------------------------------------------------------------- management */
 
-static char *count_map_json(const base_map_t *m, bool users)
+/* users: user -> connections open (qdrouterd's perUserState), denied: user -> denials
+ * (Junction's perUserDenied), else host -> connections open. */
+static char *count_map_json(const base_map_t *m, bool users, bool denied)
 {
     cJSON           *o = cJSON_CreateObject();
     base_map_slot_t *slot;
     for (size_t i = 0; (i = base_map_next(m, i, &slot)) != 0;) {
         char key[512];
         snprintf(key, sizeof(key), "%.*s", (int)(slot->klen < 511 ? slot->klen : 511), slot->key);
-        double n = users ? (double)((puser_t *)slot->value)->current
-                         : (double)(uintptr_t)slot->value;
-        if (users && !((puser_t *)slot->value)->current)
+        const puser_t *u = users ? slot->value : NULL;
+        double         n = u ? (double)(denied ? u->denied : u->current)
+                             : (double)(uintptr_t)slot->value;
+        if (u && !n)
             continue;
         cJSON_AddNumberToObject(o, key, n);
     }
@@ -762,8 +765,9 @@ size_t rtr_policy_stats(rtr_policy_t *p, rtr_pstats_row_t **rows)
             .sender_denied = atomic_load(&st->sender_denied),
             .receiver_denied = atomic_load(&st->receiver_denied),
             .size_denied = atomic_load(&st->size_denied),
-            .per_user = count_map_json(&st->users, true),
-            .per_host = count_map_json(&st->hosts, false),
+            .per_user = count_map_json(&st->users, true, false),
+            .per_host = count_map_json(&st->hosts, false, false),
+            .per_user_denied = count_map_json(&st->users, true, true),
         };
     }
     pthread_mutex_unlock(&p->lock);
@@ -777,6 +781,7 @@ void rtr_policy_stats_free(rtr_pstats_row_t *rows, size_t n)
         free(rows[i].hostname);
         free(rows[i].per_user);
         free(rows[i].per_host);
+        free(rows[i].per_user_denied);
     }
     free(rows);
 }

@@ -109,6 +109,8 @@ typedef struct rtr_pstats_row {
     uint64_t session_denied, sender_denied, receiver_denied, size_denied;
     char    *per_user; /* JSON map user -> connections open, heap */
     char    *per_host; /* JSON map host -> connections open, heap */
+    char    *per_user_denied; /* JSON map user -> connections, sessions and links denied
+                                 (Junction's own; users past POLICY_USERS_MAX are left out) */
 } rtr_pstats_row_t;
 
 /* Every vhost's counters (also of vhosts deleted since, as qdrouterd keeps them): a new array

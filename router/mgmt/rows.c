@@ -815,6 +815,7 @@ static void vhost_stats_row(fill_t *f, const rtr_pstats_row_t *s)
     put_uint(f, s->size_denied);
     put_json(f, s->per_user);
     put_json(f, s->per_host);
+    put_json(f, s->per_user_denied);
 }
 
 /* How many rows a configuration type has. */

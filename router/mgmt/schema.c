@@ -195,6 +195,8 @@ static const mgmt_attr_t vhost_stats_attrs[] = {
     A("maxMessageSizeDenied", "integer", NULL, false, false, false),
     A("perUserState", "map", NULL, false, false, false),
     A("perHostState", "map", NULL, false, false, false),
+    /* Junction's own: denials per user */
+    A("perUserDenied", "map", NULL, false, false, false),
 };
 static const mgmt_attr_t node_attrs[] = {
     A("id", "string", NULL, false, false, false),

@@ -373,6 +373,12 @@ def test_qdstat_vhosts_groups_and_stats(make_router, sasl_dir):
         assert stats["strict"]["connectionsDenied"] == "1"
         users = [x for x in table(out, "Vhost User Stats") if x["vhost"] == "photoserver"]
         assert {x["user"] for x in users} == {user("alice"), user("bob")}
+        # denials per user (Junction's perUserDenied)
+        rc, out = run_tool("qdmanage", r, "query", "--type=vhostStats")
+        assert rc == 0, out
+        rows = {x["hostname"]: x for x in json.loads(out)}
+        assert rows["photoserver"]["perUserDenied"] == {user("bob"): 1}
+        assert rows["strict"]["perUserDenied"] == {user("bob"): 1}
     finally:
         c.close()
 

@@ -96,6 +96,11 @@ static void test_admission(void **state)
         assert_int_equal(rows[i].current, 3);
         assert_non_null(strstr(rows[i].per_user, "\"u1\":2"));
         assert_non_null(strstr(rows[i].per_host, "\"10.0.0.7\":1"));
+        /* u1 over its limit, u2 twice from outside its hosts, stranger over maxConnections
+         * and one link outside its sources */
+        assert_non_null(strstr(rows[i].per_user_denied, "\"u1\":1"));
+        assert_non_null(strstr(rows[i].per_user_denied, "\"u2\":2"));
+        assert_non_null(strstr(rows[i].per_user_denied, "\"stranger\":2"));
     }
     assert_true(seen);
     rtr_policy_stats_free(rows, n);
