@@ -98,12 +98,14 @@ static int vh_number(vh_err_t *e, const char *where, const cJSON *v, long long l
 {
     char shown[64];
     if (!vh_int(v, out)) {
-        return vh_fail(e, "%s: expected an integer, got %s", where, vh_show(v, shown, sizeof(shown)));
+        return vh_fail(e, "%s: expected an integer, got %s", where,
+                       vh_show(v, shown, sizeof(shown)));
     }
     if (*out < lo || *out > hi) {
         if (hi == LLONG_MAX)
             return vh_fail(e, "%s: expected an integer >= %lld, got %lld", where, lo, *out);
-        return vh_fail(e, "%s: expected an integer from %lld to %lld, got %lld", where, lo, hi, *out);
+        return vh_fail(e, "%s: expected an integer from %lld to %lld, got %lld", where, lo, hi,
+                       *out);
     }
     return 0;
 }
@@ -221,8 +223,7 @@ static void vh_names_fini(cfg_vnames_t *v)
 }
 
 /* sources/targets/sourcePattern/targetPattern: each item's ${user} (policy_local.py). */
-static int vh_names(vh_err_t *e, const char *where, const cJSON *v, bool pattern,
-                    cfg_vnames_t *out)
+static int vh_names(vh_err_t *e, const char *where, const cJSON *v, bool pattern, cfg_vnames_t *out)
 {
     char **items;
     size_t n;
@@ -450,11 +451,15 @@ static int vh_group(vh_err_t *e, const char *gname, const cJSON *m, cfg_vhost_gr
         /* anything else: qdrouterd warns that it is ignored, and goes on */
     }
     if (g->sources.given && g->source_pattern.given)
-        return vh_fail(e, "attribute 'groups': group '%s': 'sources' and 'sourcePattern' conflict: "
-                          "give one or the other", gname);
+        return vh_fail(e,
+                       "attribute 'groups': group '%s': 'sources' and 'sourcePattern' conflict: "
+                       "give one or the other",
+                       gname);
     if (g->targets.given && g->target_pattern.given)
-        return vh_fail(e, "attribute 'groups': group '%s': 'targets' and 'targetPattern' conflict: "
-                          "give one or the other", gname);
+        return vh_fail(e,
+                       "attribute 'groups': group '%s': 'targets' and 'targetPattern' conflict: "
+                       "give one or the other",
+                       gname);
     return 0;
 }
 
@@ -483,8 +488,17 @@ void cfg_vhost_fini(cfg_vhost_t *v)
 static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
 {
     static const char *const known[] = {
-        "name", "identity", "type", "hostname", "id", "aliases", "maxConnections",
-        "maxMessageSize", "maxConnectionsPerUser", "maxConnectionsPerHost", "allowUnknownUser",
+        "name",
+        "identity",
+        "type",
+        "hostname",
+        "id",
+        "aliases",
+        "maxConnections",
+        "maxMessageSize",
+        "maxConnectionsPerUser",
+        "maxConnectionsPerHost",
+        "allowUnknownUser",
         "groups",
     };
     char         shown[64];
@@ -496,11 +510,11 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
                        vh_show(attrs, shown, sizeof(shown)));
     cJSON_ArrayForEach(c, attrs)
     {
-        char  *k = cfg__camelcase(c->string ? c->string : "");
-        char   where[160];
-        size_t i = 0;
+        char     *k = cfg__camelcase(c->string ? c->string : "");
+        char      where[160];
+        size_t    i = 0;
         long long x;
-        int    rc = 0;
+        int       rc = 0;
         while (i < BASE_ARRAY_LEN(known) && strcmp(known[i], k) != 0)
             i++;
         snprintf(where, sizeof(where), "attribute '%s'", k);
@@ -577,8 +591,9 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
             for (size_t gj = 0; gj <= gi; gj++)
                 for (size_t uj = 0; uj < v->groups[gj].n_users && (gj < gi || uj < ui); uj++)
                     if (strcmp(v->groups[gi].users[ui], v->groups[gj].users[uj]) == 0)
-                        return vh_fail(e, "attribute 'groups': user '%s' is in two groups, '%s' "
-                                          "and '%s'",
+                        return vh_fail(e,
+                                       "attribute 'groups': user '%s' is in two groups, '%s' "
+                                       "and '%s'",
                                        v->groups[gi].users[ui], v->groups[gj].name,
                                        v->groups[gi].name);
     if (v->allow_unknown_user && !cfg_vhost_group_find(v, "$default"))
@@ -591,15 +606,17 @@ int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen
 {
     vh_err_t e = {err, errlen};
 
-    *v = (cfg_vhost_t){.max_connections = 65535, .max_conn_per_user = 65535,
-                       .max_conn_per_host = 65535, .max_message_size = -1};
+    *v = (cfg_vhost_t){.max_connections = 65535,
+                       .max_conn_per_user = 65535,
+                       .max_conn_per_host = 65535,
+                       .max_message_size = -1};
     if (err && errlen)
         err[0] = '\0';
     /* management tools send every value as a string: `groups` may be its JSON text (the
      * `.conf` reader parses it the same way) */
     cJSON       *own = NULL;
-    const cJSON *g = cJSON_IsObject(attrs) ? cJSON_GetObjectItemCaseSensitive(attrs, "groups")
-                                           : NULL;
+    const cJSON *g =
+        cJSON_IsObject(attrs) ? cJSON_GetObjectItemCaseSensitive(attrs, "groups") : NULL;
     if (cJSON_IsString(g) && g->valuestring) {
         cJSON *parsed = cJSON_Parse(g->valuestring);
         if (!cJSON_IsObject(parsed)) {

@@ -58,7 +58,7 @@ typedef struct pvhost {
 struct rtr_policy {
     pthread_mutex_t lock;
     bool            enabled;
-    bool            patterns;         /* enableVhostNamePatterns */
+    bool            patterns; /* enableVhostNamePatterns */
     char           *default_vhost;
     uint64_t        max_message_size; /* the policy entity's */
     base_map_t      vhosts;           /* hostname -> pvhost_t (a reference) */
@@ -190,8 +190,8 @@ int rtr_policy_vhost_set(rtr_policy_t *p, cfg_vhost_t *v, char *err, size_t errl
     pvhost_t   *old = base_map_get(&p->vhosts, v->hostname, strlen(v->hostname));
     const char *owner = NULL;
     if ((owner = name_owner_locked(p, v->hostname, old)) != NULL) {
-        snprintf(err, errlen, "vhost '%s': the name is an alias of vhost '%s' already",
-                 v->hostname, owner);
+        snprintf(err, errlen, "vhost '%s': the name is an alias of vhost '%s' already", v->hostname,
+                 owner);
         pthread_mutex_unlock(&p->lock);
         return -1;
     }
@@ -405,7 +405,7 @@ rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhos
     size_t      gi = 0;
 
     pthread_mutex_lock(&p->lock);
-    pvhost_t *v = lookup_locked(p, vhost_in);
+    pvhost_t                *v = lookup_locked(p, vhost_in);
     const cfg_vhost_group_t *g = NULL;
     if (!v) {
         snprintf(why, sizeof(why), "No policy defined for vhost");
@@ -427,20 +427,24 @@ rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhos
     puser_t  *u = user_locked(st, user, false);
     uint32_t  n_user = u ? u->current : 0;
     uint32_t  n_host = (uint32_t)(uintptr_t)base_map_get(&st->hosts, host, strlen(host));
-    uint32_t  max_user = g->max_conn_per_user >= 0 ? (uint32_t)g->max_conn_per_user
-                                                   : v->cfg.max_conn_per_user;
-    uint32_t  max_host = g->max_conn_per_host >= 0 ? (uint32_t)g->max_conn_per_host
-                                                   : v->cfg.max_conn_per_host;
+    uint32_t  max_user =
+        g->max_conn_per_user >= 0 ? (uint32_t)g->max_conn_per_user : v->cfg.max_conn_per_user;
+    uint32_t max_host =
+        g->max_conn_per_host >= 0 ? (uint32_t)g->max_conn_per_host : v->cfg.max_conn_per_host;
     bool by_total = st->current < v->cfg.max_connections;
     bool by_user = n_user < max_user;
     bool by_host = n_host < max_host;
     if (!by_total || !by_user || !by_host) {
         /* qdrouterd logs one line per limit hit; one line here names them all */
-        snprintf(why, sizeof(why), "%s%s%s", !by_total ? "Connection denied by application connection limit" : "",
-                 !by_user ? (!by_total ? "; per user limit" : "Connection denied by application per user limit") : "",
-                 !by_host ? ((!by_total || !by_user) ? "; per host limit"
-                                                     : "Connection denied by application per host limit")
-                          : "");
+        snprintf(why, sizeof(why), "%s%s%s",
+                 !by_total ? "Connection denied by application connection limit" : "",
+                 !by_user ? (!by_total ? "; per user limit"
+                                       : "Connection denied by application per user limit")
+                          : "",
+                 !by_host
+                     ? ((!by_total || !by_user) ? "; per host limit"
+                                                : "Connection denied by application per host limit")
+                     : "");
         count_denial_locked(st, user);
         goto deny;
     }
@@ -463,12 +467,13 @@ rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhos
     pc->st = st;
     pc->user = base_strdup(user);
     pc->host = base_strdup(host);
-    pc->max_message_size = g->max_message_size >= 0 ? (uint64_t)g->max_message_size
+    pc->max_message_size = g->max_message_size >= 0       ? (uint64_t)g->max_message_size
                            : v->cfg.max_message_size >= 0 ? (uint64_t)v->cfg.max_message_size
                                                           : p->max_message_size;
     if (strcmp(vname, vhost_in) != 0)
-        PLOG(DEBUG, "[C%llu] AMQP Open for user '%s', rhost '%s', vhost '%s': proceeds using "
-                    "vhost '%s' ruleset",
+        PLOG(DEBUG,
+             "[C%llu] AMQP Open for user '%s', rhost '%s', vhost '%s': proceeds using "
+             "vhost '%s' ruleset",
              (unsigned long long)conn_id, user, host, vhost_in, vname);
     PLOG(TRACE, "[C%llu] ALLOW AMQP Open for user '%s', rhost '%s', vhost '%s', group '%s'",
          (unsigned long long)conn_id, user, host, vname, g->name);
@@ -589,8 +594,9 @@ bool rtr_pconn_session(rtr_pconn_t *pc, uint64_t conn_id, uint32_t n_sessions)
         return true;
     atomic_fetch_add(&pc->st->session_denied, 1);
     count_user_denial(pc);
-    PLOG(INFO, "[C%llu] DENY AMQP Begin Session due to session limit. user: %s, rhost: %s, "
-               "vhost: %s",
+    PLOG(INFO,
+         "[C%llu] DENY AMQP Begin Session due to session limit. user: %s, rhost: %s, "
+         "vhost: %s",
          (unsigned long long)conn_id, pc->user, pc->host, pc->vh->cfg.hostname);
     return false;
 }
@@ -718,8 +724,9 @@ bool rtr_pconn_message_to(rtr_pconn_t *pc, uint64_t conn_id, const char *to, siz
 {
     if (address_ok(pc, false, to, len))
         return true;
-    PLOG(INFO, "[C%llu] DENY AMQP message to '%.*s' for user '%s', rhost '%s', vhost '%s' based "
-               "on target address",
+    PLOG(INFO,
+         "[C%llu] DENY AMQP message to '%.*s' for user '%s', rhost '%s', vhost '%s' based "
+         "on target address",
          (unsigned long long)conn_id, (int)(len > 512 ? 512 : len), to, pc->user, pc->host,
          pc->vh->cfg.hostname);
     return false;
@@ -737,8 +744,7 @@ static char *count_map_json(const base_map_t *m, bool users, bool denied)
         char key[512];
         snprintf(key, sizeof(key), "%.*s", (int)(slot->klen < 511 ? slot->klen : 511), slot->key);
         const puser_t *u = users ? slot->value : NULL;
-        double         n = u ? (double)(denied ? u->denied : u->current)
-                             : (double)(uintptr_t)slot->value;
+        double n = u ? (double)(denied ? u->denied : u->current) : (double)(uintptr_t)slot->value;
         if (u && !n)
             continue;
         cJSON_AddNumberToObject(o, key, n);

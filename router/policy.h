@@ -68,12 +68,12 @@ bool rtr_pconn_session(rtr_pconn_t *pc, uint64_t conn_id, uint32_t n_sessions);
 
 /* What a link's attach asks for. */
 typedef struct rtr_plink {
-    bool        client_sends;  /* the client's sender (the router's receiving end) */
-    uint32_t    n_same;        /* the connection's links of that direction already */
-    const char *address;       /* target (sender) or source (receiver) address; NULL/"" none */
-    bool        dynamic;       /* a receiver's dynamic source */
-    bool        waypoint;      /* the terminus's first capability starts qd.waypoint */
-    bool        fallback;      /* the terminus's first capability is qd.fallback */
+    bool        client_sends; /* the client's sender (the router's receiving end) */
+    uint32_t    n_same;       /* the connection's links of that direction already */
+    const char *address;      /* target (sender) or source (receiver) address; NULL/"" none */
+    bool        dynamic;      /* a receiver's dynamic source */
+    bool        waypoint;     /* the terminus's first capability starts qd.waypoint */
+    bool        fallback;     /* the terminus's first capability is qd.fallback */
 } rtr_plink_t;
 
 /* A link's attach: NULL when allowed, else the condition name (RTR_POLICY_COND_*; the
@@ -107,8 +107,8 @@ typedef struct rtr_pstats_row {
     char    *hostname;
     uint64_t approved, denied, current;
     uint64_t session_denied, sender_denied, receiver_denied, size_denied;
-    char    *per_user; /* JSON map user -> connections open, heap */
-    char    *per_host; /* JSON map host -> connections open, heap */
+    char    *per_user;        /* JSON map user -> connections open, heap */
+    char    *per_host;        /* JSON map host -> connections open, heap */
     char    *per_user_denied; /* JSON map user -> connections, sessions and links denied
                                  (Junction's own; users past POLICY_USERS_MAX are left out) */
 } rtr_pstats_row_t;

@@ -8,15 +8,14 @@
 
 #include "router/policy.h"
 
+#include <proton/codec.h>
 #include <proton/condition.h>
 #include <proton/connection.h>
-#include <proton/codec.h>
 #include <proton/link.h>
 #include <proton/sasl.h>
 #include <proton/session.h>
 #include <proton/terminus.h>
 #include <proton/transport.h>
-
 #include <string.h>
 
 /* A client's connection is under vhost policy unless it is inter-router or the router's own
@@ -37,8 +36,8 @@ bool rtr_policy_conn_open_WT(rtr_conn_t *c, pn_connection_t *pc)
     if (!user || !*user)
         user = "anonymous"; /* qdrouterd's name for a client without SASL */
     const char *hostname = pn_connection_remote_hostname(pc);
-    const char *vhost = c->listener->policy_vhost ? c->listener->policy_vhost
-                                                  : (hostname ? hostname : "");
+    const char *vhost =
+        c->listener->policy_vhost ? c->listener->policy_vhost : (hostname ? hostname : "");
     /* the client's address without its port (c->peer is "host:port") */
     char        host[64];
     const char *colon = strrchr(c->peer, ':');
@@ -161,17 +160,27 @@ static size_t value_size(const uint8_t *p, const uint8_t *e)
     if (p >= e)
         return 0;
     switch (*p) {
-    case 0x40: case 0x41: case 0x42: case 0x43: case 0x44: /* null, true, false, uint0, ulong0 */
+    case 0x40:
+    case 0x41:
+    case 0x42:
+    case 0x43:
+    case 0x44: /* null, true, false, uint0, ulong0 */
         return 1;
-    case 0x52: case 0x53: /* smalluint, smallulong */
+    case 0x52:
+    case 0x53: /* smalluint, smallulong */
         return 2;
-    case 0x70: case 0x80: /* uint, ulong */
+    case 0x70:
+    case 0x80: /* uint, ulong */
         return *p == 0x70 ? 5 : 9;
     case 0x98: /* uuid */
         return 17;
-    case 0xa0: case 0xa1: case 0xa3: /* vbin8, str8, sym8 */
+    case 0xa0:
+    case 0xa1:
+    case 0xa3: /* vbin8, str8, sym8 */
         return p + 1 < e ? 2 + (size_t)p[1] : 0;
-    case 0xb0: case 0xb1: case 0xb3: {
+    case 0xb0:
+    case 0xb1:
+    case 0xb3: {
         if (p + 5 > e)
             return 0;
         uint32_t n = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 8) | p[4];

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+// clang-format off: cmocka.h needs the headers above first
 #include <cmocka.h>
+// clang-format on
 
 static cfg_t *load(const char *json)
 {
@@ -174,8 +176,9 @@ static void test_changes_apply_to_later_opens(void **state)
     rtr_pconn_t  *old = rtr_policy_open(p, 1, "photo", "stranger", "1.2.3.4");
     assert_non_null(old);
 
-    cfg_t *upd = load("[[\"vhost\", {\"hostname\": \"photo\", \"allowUnknownUser\": true,"
-                      " \"groups\": {\"$default\": {\"remoteHosts\": \"*\", \"sources\": \"new\"}}}]]");
+    cfg_t *upd =
+        load("[[\"vhost\", {\"hostname\": \"photo\", \"allowUnknownUser\": true,"
+             " \"groups\": {\"$default\": {\"remoteHosts\": \"*\", \"sources\": \"new\"}}}]]");
     char        err[256];
     cfg_vhost_t v;
     cfg_vhost_copy(&v, &upd->vhosts[0]);
