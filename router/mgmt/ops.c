@@ -539,14 +539,30 @@ static int update_vhost(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, con
         return fail(q, 501, "Not Implemented: no vhost policies in this router");
     if (!attrs)
         return -1;
-    /* qdrouterd: the new attributes over the old ones, then the whole checked again */
+    /* qdrouterd: the new attributes over the old ones, then the whole checked again; the
+     * hostname may be written `id` (its deprecated name) on either side, not both in the
+     * request */
+    cJSON *old_id = cJSON_DetachItemFromObjectCaseSensitive(attrs, "id");
+    if (old_id && !cJSON_GetObjectItemCaseSensitive(attrs, "hostname"))
+        cJSON_AddItemToObject(attrs, "hostname", old_id);
+    else
+        cJSON_Delete(old_id);
+    bool         both = cJSON_GetObjectItemCaseSensitive(q->body, "id") &&
+                cJSON_GetObjectItemCaseSensitive(q->body, "hostname");
     const cJSON *x;
-    cJSON_ArrayForEach(x, q->body)
+    const cJSON *merge = both ? NULL : q->body;
+    cJSON_ArrayForEach(x, merge)
     {
-        if (strcmp(x->string, "identity") == 0 || strcmp(x->string, "type") == 0)
+        const char *k = strcmp(x->string, "id") == 0 ? "hostname" : x->string;
+        if (strcmp(k, "identity") == 0 || strcmp(k, "type") == 0)
             continue;
-        cJSON_DeleteItemFromObjectCaseSensitive(attrs, x->string);
-        cJSON_AddItemToObject(attrs, x->string, cJSON_Duplicate(x, true));
+        cJSON_DeleteItemFromObjectCaseSensitive(attrs, k);
+        cJSON_AddItemToObject(attrs, k, cJSON_Duplicate(x, true));
+    }
+    if (both) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: attribute 'hostname': given twice (as 'hostname' and "
+                            "'id')");
     }
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(attrs, "hostname");
     if (!h)

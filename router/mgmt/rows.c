@@ -773,8 +773,9 @@ static void put_json(fill_t *f, const char *json)
 static void vhost_row(fill_t *f, const cfg_vhost_t *v)
 {
     mgmt_rows_t *r = f->r;
+    /* qdrouterd's identity, and the name of a vhost made without one (`vhost/$default`) */
     snprintf(r->vbuf[1], sizeof(r->vbuf[1]), "vhost/%s", v->hostname);
-    put_base(f, v->name ? v->name : v->hostname, r->vbuf[1]);
+    put_base(f, v->name ? v->name : r->vbuf[1], r->vbuf[1]);
     put_str(f, v->hostname);
     size_t o = 0;
     r->vbuf[0][0] = '\0';

@@ -408,6 +408,16 @@ def test_qdmanage_vhost_changes_apply_at_once(make_router, sasl_dir):
                            "maxConnections=70000")
         assert rc != 0 and "maxConnections" in out and "65535" in out, out
         # DELETE: the next open to it is refused
+        # the hostname may be written 'id' (its old name), not both at once
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=newhost",
+                           "id=newhost", "maxConnections=7")
+        assert rc == 0 and json.loads(out)["maxConnections"] == 7, out
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=newhost",
+                           "id=newhost", "hostname=newhost")
+        assert rc != 0 and "given twice" in out, out
+        # a vhost of the configuration is named vhost/<hostname> (qdrouterd's name for it)
+        rc, out = run_tool("qdmanage", r, "read", "--type=vhost", "--name=vhost/strict")
+        assert rc == 0 and json.loads(out)["hostname"] == "strict", out
         rc, out = run_tool("qdmanage", r, "delete", "--type=vhost", "--name=newhost")
         assert rc == 0, out
         refused_with(connect(c, r, "dave", "newhost", wait=False), CONN_DENIED)
@@ -450,14 +460,14 @@ def test_allow_admin_status_update(make_router, sasl_dir):
         ids = [x["identity"] for x in json.loads(out) if x.get("user") == user("alice")]
         assert len(ids) == 1, out
         group = dict(MGMT_VHOST["groups"]["$default"], allowAdminStatusUpdate=False)
-        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=mgmt",
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
                            "groups=" + json.dumps({"$default": group}))
         assert rc == 0, out
         rc, out = run_tool("qdmanage", r, "update", "--type=connection", "--identity=" + ids[0],
                            "adminStatus=deleted")
         assert rc != 0 and "You are not allowed to perform this operation." in out, out
         assert not victim.remote_closed
-        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=mgmt",
+        rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
                            "groups=" + json.dumps(MGMT_VHOST["groups"]))
         assert rc == 0, out
         rc, out = run_tool("qdmanage", r, "update", "--type=connection", "--identity=" + ids[0],
