@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from conftest import free_port
 from meshnet import PEER_BIN, Net, Traffic, need_peer, nodes, wait_for
 
 
@@ -398,6 +399,9 @@ def test_line_restart_view_only_grows_within_timers(net):
             not watch.joined(r, victim.id) for r in rest), timeout=30)
         time.sleep(1.1)  # the restarted router's boot number is another second
         watch.losses = []
+        # new ports: the end router connects out and nothing connects to it, and its old
+        # ones may have gone to another program's connections meanwhile
+        victim.port, victim.ir_port = free_port(), free_port()
         victim.start()
         new = None
 
