@@ -14,9 +14,12 @@
  *   HELLO                    every inter-router connection (one hop)
  *   RA, differential MAU     flooded: one copy per connection that leads to some known
  *                            router, minus the one it came on and those to routers in its
- *                            trace; a message whose trace is longer than radius + 1 stops
+ *                            trace
  *   LSR, LSU, MAR, abs. MAU  to router R: R's own connection when a neighbour, else its
- *                            next hop's; not sent while R is unreachable
+ *                            next hop's; not sent while R is unreachable (an LSU answering
+ *                            an LSR waits until R is reachable: lsdb.h)
+ * A routing message whose trace is longer than the radius + 1 is dropped whole on arrival
+ * (read by nobody, passed on to nobody), as qdrouterd 1.19 drops any such delivery.
  * A message for another router (`_topo/0/<other>/...`) that arrives here travels on the
  * same way, unread.  Forwarding client messages between routers is the data plane's
  * (core/interior.c); this file tells it what it needs: each inter-router connection's mask
