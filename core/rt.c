@@ -357,8 +357,8 @@ static void put(char *buf, size_t cap, size_t *at, const char *fmt, ...)
     *at = n < 0 ? cap : *at + (size_t)n;
 }
 
-/* A received message, its fields as qdrouterd's trace lines show them (`to`: where an LSR or
- * LSU went, or NULL). */
+/* A routing message (received or sent), its fields as qdrouterd's trace lines show them
+ * (`to`: the router an LSR, LSU or MAR went to, or NULL). */
 static void log_msg_CT(const char *dir, const core_rt_msg_t *m, const char *to)
 {
     base_log_module_t mod = log_mod(m->op);
