@@ -323,7 +323,7 @@ int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t co
         return 0;
     }
     bool           seen_me = false;
-    core_rt_iter_t it = core_rt_strs_iter(&m->seen);
+    core_rt_iter_t it = core_rt_iter(&m->seen);
     codec_bytes_t  s;
     while (core_rt_strs_next(&it, &s))
         seen_me = seen_me || is_own(db, s);
@@ -386,7 +386,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
         return 0;
     /* the peers not known yet must fit before anything changes */
     uint32_t       unknown = 0;
-    core_rt_iter_t it = core_rt_peers_iter(&m->peers);
+    core_rt_iter_t it = core_rt_iter(&m->peers);
     codec_bytes_t  id;
     int64_t        cost;
     while (core_rt_peers_next(&it, &id, &cost))
@@ -395,7 +395,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
     if (db->n + unknown > CORE_RT_MAX_ROUTERS - 1)
         return -1;
     ls_clear(&r->ls);
-    it = core_rt_peers_iter(&m->peers);
+    it = core_rt_iter(&m->peers);
     while (core_rt_peers_next(&it, &id, &cost)) {
         if (!id_ok(id))
             continue; /* names no router: path.c needs real ids */
