@@ -55,7 +55,7 @@ import pytest
 from proton import Delivery, Endpoint, Message
 from proton.reactor import LinkOption
 
-from brokers import unique_name
+from brokers import autolink_pair, connector_to, unique_name
 from clients import Client, outcome_name
 from mgmt_tool import Node
 
@@ -332,13 +332,9 @@ def test_nothing_lost_when_the_broker_goes_away(kind, how, request, make_router)
         # once, it keeps them
         broker.restart()
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
+        connector_to(broker),
         ["address", {"prefix": wq, "waypoint": True}],
-        ["autoLink", {"name": "out", "address": wq, "direction": "out", "connection": "broker",
-                      "externalAddress": "/amq/queue/" + wq}],
-        ["autoLink", {"name": "in", "address": wq, "direction": "in", "connection": "broker",
-                      "externalAddress": "/amq/queue/" + wq}],
+        *autolink_pair(wq, "/amq/queue/" + wq),
         # LR.NAME -> /amq/queue/NAME
         ["linkRoute", {"name": "lrIn", "prefix": LR, "direction": "in", "connection": "broker",
                        "delExternalPrefix": LR + ".", "addExternalPrefix": "/amq/queue/"}],

@@ -10,13 +10,13 @@ The router knows RabbitMQ by the `product` property of its open.  Toward it, on 
 Each test would see the session or the connection end without the rule.
 """
 
-import re
 import time
 
 import pytest
 from proton import Delivery, Endpoint, Message, symbol
 
-from brokers import unique_name
+from brokers import (autolink_states, linkroute_router, opened_count, unique_name,
+                     wait_autolinks, waypoint_router)
 from clients import Client
 from mgmt_tool import Node
 from test_brokers import DurableTerminus, attach_answer
@@ -25,49 +25,12 @@ ACTIVE = {"out": "active", "in": "active"}
 SESSION_END = "Auto link's session ended by the peer"
 
 
-def waypoint_router(make_router, broker, q):
-    return make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["address", {"prefix": q, "waypoint": True}],
-        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-        ["autoLink", {"name": "in", "address": q, "direction": "in", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-    ])
-
-
-def linkroute_router(make_router, broker):
-    r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["linkRoute", {"name": "lrqIn", "prefix": "lrq", "direction": "in",
-                       "connection": "broker"}],
-        ["linkRoute", {"name": "lrqOut", "prefix": "lrq", "direction": "out",
-                       "connection": "broker"}],
-    ])
-    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return r
-
-
 def states(node):
-    return {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")}
+    return autolink_states(node.query_dicts("autoLink"))
 
 
 def wait_active(node, timeout=30.0):
-    end = time.monotonic() + timeout
-    got = None
-    while time.monotonic() < end:
-        got = states(node)
-        if got == ACTIVE:
-            return
-        time.sleep(0.2)
-    raise AssertionError("autoLinks never active; last %r" % got)
-
-
-def opened_count(r, broker):
-    pat = re.compile(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return sum(1 for x in r.stderr_lines() if pat.search(x))
+    wait_autolinks(lambda: node.query_dicts("autoLink"), ACTIVE, timeout)
 
 
 def stays_active(c, node, r, seconds):
