@@ -30,7 +30,7 @@ from proton.reactor import AtMostOnce, LinkOption
 from proton import Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
-from conftest import REPO_ROOT, run_junctiond, write_config
+from conftest import REPO_ROOT, free_port, run_junctiond, write_config
 from mgmt_tool import Node
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
@@ -294,14 +294,6 @@ def test_silent_neighbour_expires(make_router, max_age):
 
 
 # ---------------------------------------------------------------- with qdrouterd 1.19
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Qdrouterd:
