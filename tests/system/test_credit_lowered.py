@@ -152,12 +152,12 @@ def test_waypoint_consumer_honours_lowered_credit(make_router, brokers):
 @pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
 def test_waypoint_through_a_real_broker_honours_lowered_credit(kind, request, make_router):
     """The same through a connector to RabbitMQ and to the Proton example broker."""
-    from brokers import unique_name
-    from test_autolink_brokers import ACTIVE, broker_router
+    from brokers import unique_name, waypoint_router
+    from test_autolink_brokers import ACTIVE
     from test_autolink_brokers import wait_states as wait_broker_states
     broker = request.getfixturevalue(kind)
     q = unique_name("low")
-    r = broker_router(make_router, broker, q)
+    r = waypoint_router(make_router, broker, q)
     node = Node(r.url)
     c = Client()
     try:
