@@ -17,10 +17,10 @@
 #define N_WORKERS 2
 
 typedef struct fixture {
-    cfg_t            *cfg;   /* the configuration the core runs with */
-    stats_registry_t *reg;   /* the registry of the core's counters */
-    core_stats_t      stats; /* the core's counters */
-    core_t           *core;  /* the core, running on its own thread */
+    cfg_t            *cfg;           /* the configuration the core runs with */
+    stats_registry_t *reg;           /* the registry of the core's counters */
+    core_stats_t      stats;         /* the core's counters */
+    core_t           *core;          /* the core, running on its own thread */
     base_mpsc_t       q[N_WORKERS];  /* each "worker"'s queue */
     base_mpsc_t      *qp[N_WORKERS]; /* pointers to q, as core_new() takes them */
     /* work taken from the queues and not yet consumed by the test */
