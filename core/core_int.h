@@ -45,6 +45,7 @@ struct core_link {
                                   only for inter-router links) */
     bool         fallback;     /* an autoLink's with `fallback` (fallback.c): OUT, the fallback
                                   destination's; IN, its deliveries never go to one */
+    uint8_t      edge;         /* core_edge_link_t: a link of an edge connection (edge.c) */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -63,6 +64,12 @@ struct core_addr {
     uint32_t          *ir_out;     /* interior, balanced: unsettled copies per inter-router
                                       connection (CORE_RT_MAX_CONNS entries), or NULL */
     uint32_t           tracked;    /* copies counted in ir_out (the address stays while any) */
+    uint32_t           n_edge_cons; /* consumers that are links of an edge connection */
+    uint32_t           n_edge_snd;  /* senders likewise */
+    core_link_t       *edge_out;   /* edge mode: the proxy sender of this address toward the
+                                      interior (edge.c), joined to `consumers` only while the
+                                      interior says it has a destination there */
+    bool               edge_out_bound; /* ... it is */
 };
 
 /* Does addr have a destination on another router? */
@@ -103,6 +110,7 @@ struct core {
     struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
                                       until the first core_rt_*_CT() call (interior.h) */
+    struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
 };
 
 /* ---- core.c: what interior.c shares with the standalone forwarder ---- */
@@ -140,6 +148,36 @@ void core_ir_link_attach_CT(core_t *core, core_link_t *l);
 void core_ir_link_detach_CT(core_t *core, core_link_t *l);
 /* core_free(): interior state. */
 void core_ir_free(core_t *core);
+
+/* ---- edge.c: edge mode (the rules are at the top of core/edge.c) ---- */
+
+/* The hash key of the uplink's address (qdrouterd's): every address an edge does not serve. */
+#define CORE_EDGE_KEY "L_edge"
+
+/* Made by core_new() in edge mode; freed by core_free() (main thread). */
+void core_edge_init(core_t *core);
+void core_edge_fini(core_t *core);
+/* CORE_A_EDGE. */
+void core_edge_action_CT(core_t *core, core_action_t *a);
+/* Free the strings of a CORE_A_EDGE posted after the core stopped. */
+void core_edge_action_discard(core_action_t *a);
+/* Link l (l->edge set, attach.edge in `kind`) attaches with no address of its own: the
+ * uplink joins `L_edge`, a proxy sender its address unbound.  Returns true when it did. */
+bool core_edge_link_attach_CT(core_t *core, core_link_t *l, const char *address);
+/* Link l (any) is detaching: edge.c forgets it (uplink, proxy sender). */
+void core_edge_link_detach_CT(core_t *core, core_link_t *l);
+/* addr gained its first (add) or lost its last local consumer (dir OUT) or producer (dir
+ * IN): links of the edge connection and in-process links not counted. */
+void core_edge_local_CT(core_t *core, core_addr_t *addr, core_link_dir_t dir, bool add);
+/* Route dlv by edge rules (core->edge set): local consumers, else up to the interior. */
+unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
+                              core_addr_t *addr, cfg_distribution_t dist, int owner);
+/* core.c's consumer bookkeeping, shared with edge.c: l joins / leaves addr->consumers
+ * (credit for the senders, the routing protocol's and the edge's local-destination news). */
+void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l);
+void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l);
+/* Queue a work item for worker `worker`. */
+core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle);
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
 

@@ -157,6 +157,8 @@ struct rtr_conn {
     bool                   route_announced; /* told the core it opened (link_auto.c) */
     struct rtr_ir         *ir;         /* an inter-router connection's layer (irconn.c), or
                                           NULL */
+    struct rtr_edge       *edge;       /* an edge router's connection to an interior
+                                          (edgeconn.c), or NULL */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

@@ -1,0 +1,257 @@
+"""Edge routers (issue 17, point 1): Junction in `mode: edge` on an interior, as qdrouterd
+1.19's edges are (the interrouter reference, section 4).
+
+Shapes: a Junction edge (J) on a qdrouterd 1.19 interior, with a second qdrouterd interior
+behind it; clients on the edge reach consumers on the interior and behind it and the
+reverse, for closest, balanced and multicast (each message ACCEPTED by one consumer, each
+multicast message once at each consumer); the edge keeps its own consumers local (what a
+producer on the edge sends to a consumer on the same edge never crosses to the interior);
+`qdstat --edge` on the interior shows the Junction edge as it shows a qdrouterd edge beside
+it. Every case needs the reference qdrouterd and skips where ../shared/peer is absent.
+"""
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import free_port
+from meshnet import PEER_BIN, Net, Traffic, interior_env, need_peer, wait_for
+from mgmt_tool import Node
+
+
+class EdgeNet(Net):
+    """Net with edge routers: Q interiors with an edge listener, J or Q edges."""
+
+    def interior(self, rid, connect_to=()):
+        """A qdrouterd interior with a normal, an inter-router and an edge listener."""
+        need_peer()
+        p = self.add("Q", rid)
+        p.edge_port = free_port()
+        for other in connect_to:
+            p.connect_to(other)
+        return p
+
+    def start_interior(self, p):
+        tmp = self.tmp_path
+        p.starts += 1
+        log = tmp / ("%s-%d.log" % (p.id, p.starts))
+        text = ("router {\n mode: interior\n id: %s\n}\n"
+                "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n" % (p.id, log))
+        for port, role in ((p.port, "normal"), (p.ir_port, "inter-router"),
+                           (p.edge_port, "edge")):
+            text += ("listener {\n host: 127.0.0.1\n port: %d\n role: %s\n"
+                     " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n" % (port, role))
+        for port, _ in p.connect:
+            text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
+                     " saslMechanisms: ANONYMOUS\n}\n" % port)
+        text += "".join("address {\n prefix: %s\n distribution: %s\n}\n" % a
+                        for a in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")))
+        cfg = tmp / ("%s-%d.conf" % (p.id, p.starts))
+        cfg.write_text(text)
+        p.log = log
+        p.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.qprocs.append(p.proc)
+        wait_for("qdrouterd %s listening" % p.id, p._answers, timeout=10, every=0.1)
+        return p
+
+    def edge(self, kind, rid, uplinks):
+        """An edge router (J: junctiond, Q: qdrouterd) with edge connectors to `uplinks`."""
+        p = self.add(kind, rid)
+        p.uplinks = list(uplinks)
+        return p
+
+    def start_edge(self, p):
+        p.starts += 1
+        if p.kind == "J":
+            ents = [["router", {"id": p.id, "mode": "edge"}],
+                    ["listener", {"host": "127.0.0.1", "port": str(p.port)}]]
+            ents += [["connector", {"host": "127.0.0.1", "port": str(u.edge_port),
+                                    "role": "edge", "name": "up-%s" % u.id}]
+                     for u in p.uplinks]
+            ents += [["address", {"prefix": a, "distribution": d}]
+                     for a, d in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest"))]
+            p.jrouter = self.make_router(ents, name="%s-%d" % (p.id, p.starts),
+                                         env=interior_env())
+            p.proc = p.jrouter.proc
+            return p
+        need_peer()
+        log = self.tmp_path / ("%s-%d.log" % (p.id, p.starts))
+        text = ("router {\n mode: edge\n id: %s\n}\n"
+                "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
+                "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n" % (p.id, log, p.port))
+        for u in p.uplinks:
+            text += ("connector {\n host: 127.0.0.1\n port: %d\n role: edge\n"
+                     " saslMechanisms: ANONYMOUS\n}\n" % u.edge_port)
+        text += "".join("address {\n prefix: %s\n distribution: %s\n}\n" % a
+                        for a in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")))
+        cfg = self.tmp_path / ("%s-%d.conf" % (p.id, p.starts))
+        cfg.write_text(text)
+        p.log = log
+        p.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.qprocs.append(p.proc)
+        wait_for("qdrouterd %s listening" % p.id, p._answers, timeout=10, every=0.1)
+        return p
+
+
+@pytest.fixture
+def net(make_router, tmp_path, request):
+    n = EdgeNet(make_router, tmp_path, request)
+    yield n
+    n.close()
+
+
+def qdstat(url, *args):
+    p = subprocess.run([str(PEER_BIN / "qdstat"), "-b", url.replace("amqp://", "")] + list(args),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def addr_row(url, key):
+    n = Node(url)
+    try:
+        for r in n.query_dicts("org.apache.qpid.dispatch.router.address"):
+            if r.get("name") == key or r.get("identity") == key:
+                return r
+        return None
+    finally:
+        n.close()
+
+
+def consumers_known(interior_url, keys, count=1):
+    """The interior sees `count` destinations (local or remote) for each of `keys`."""
+    def check():
+        for k in keys:
+            r = addr_row(interior_url, k)
+            if r is None or (r.get("subscriberCount") or 0) + (r.get("remoteCount") or 0) < count:
+                return None
+        return True
+    return check
+
+
+def run_traffic(t, producers, consumers, timeout=60.0):
+    t.start()
+    try:
+        wait_for("every producer's messages accepted",
+                 lambda: all(p.done() for p in producers), timeout=timeout)
+    finally:
+        t.stopping = True
+        t.thread.join(15)
+    assert t.error is None, t.error
+
+
+def flows(net, src, dst, address, n=20):
+    """n at-least-once messages from a producer on src to a consumer on dst: every id
+    ACCEPTED and received."""
+    t = Traffic()
+    c = t.consumer(dst.url, address)
+    p = t.producer(src.url, address, n, tag=src.id)
+    run_traffic(t, [p], [c])
+    got = {b["id"] for b in c.bodies if isinstance(b, dict)}
+    assert got == set(range(n)), (src.id, dst.id, address, sorted(got))
+    assert not p.rejected
+
+
+@pytest.mark.deadline(240)
+def test_junction_edge_on_qdrouterd_interior(net):
+    """A Junction edge E on qdrouterd interior A, with qdrouterd interior B behind A:
+    closest and balanced both ways between E and A, and between E and B; multicast from E
+    reaches consumers on E, A and B once each, and from B reaches E once."""
+    a = net.interior("A")
+    b = net.interior("B", connect_to=[a])
+    e = net.edge("J", "E", [a])
+    net.start_interior(a)
+    net.start_interior(b)
+    net.start_edge(e)
+    wait_for("the edge connection on A", lambda: "E" in qdstat(a.url, "--edge"), timeout=30)
+
+    # E to A and back, E to B and back (B's consumer is advertised across the mesh)
+    for dist in ("cl", "bal"):
+        for far in (a, b):
+            flows(net, e, far, "%s.%s.%s" % (dist, "up", far.id))
+            flows(net, far, e, "%s.%s.%s" % (dist, "down", far.id))
+
+    # multicast: consumers on E, A and B; producers on E, then on B
+    t = Traffic()
+    cons = [t.consumer(x.url, "mc.fan") for x in (e, a, b)]
+    prod_e = t.mc_producer(e.url, "mc.fan", "from-E")
+    prod_b = t.mc_producer(b.url, "mc.fan", "from-B")
+    t.start()
+    try:
+        def every_probe():
+            return all(any(str(x).startswith("probe from-%s" % s) for x in c.bodies)
+                       for c in cons for s in "EB")
+        wait_for("multicast probes reach every consumer", every_probe, timeout=60)
+        prod_e.go = prod_b.go = True
+        wait_for("the real messages arrive",
+                 lambda: all("from-E" in c.bodies and "from-B" in c.bodies for c in cons),
+                 timeout=30)
+        time.sleep(1.0)  # a duplicate, if any, arrives within this
+    finally:
+        t.stopping = True
+        t.thread.join(15)
+    assert t.error is None, t.error
+    for who, c in zip("EAB", cons):
+        assert c.bodies.count("from-E") == 1, (who, c.bodies)
+        assert c.bodies.count("from-B") == 1, (who, c.bodies)
+
+
+@pytest.mark.deadline(180)
+def test_junction_edge_keeps_local_traffic_local(net):
+    """A producer and a consumer on the Junction edge: the interior advertises the edge's
+    consumer (its proxy receiver), yet none of the messages crosses to it."""
+    a = net.interior("A")
+    e = net.edge("J", "E", [a])
+    net.start_interior(a)
+    net.start_edge(e)
+    wait_for("the edge connection on A", lambda: "E" in qdstat(a.url, "--edge"), timeout=30)
+    t = Traffic()
+    c = t.consumer(e.url, "cl.local")
+    p = t.producer(e.url, "cl.local", 30)
+    t.start()
+    try:
+        wait_for("A sees the edge's consumer of cl.local",
+                 consumers_known(a.url, ["M0cl.local"]), timeout=30)
+        wait_for("every message accepted", p.done, timeout=60)
+        row = addr_row(a.url, "M0cl.local")  # while the edge's clients are there
+    finally:
+        t.stopping = True
+        t.thread.join(15)
+    assert {b["id"] for b in c.bodies} == set(range(30))
+    assert row is not None
+    assert (row.get("deliveriesEgress") or 0) == 0, row
+    assert (row.get("deliveriesIngress") or 0) == 0, row
+
+
+def edge_rows(out):
+    """qdstat --edge's rows: [columns] of each row after the header line."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("id") and "container" in line:
+            return [re.split(r"\s{2,}", x.strip()) for x in lines[i + 2:] if x.strip()]
+    return []
+
+
+@pytest.mark.deadline(120)
+def test_qdstat_edge_shows_junction_edge_as_qdrouterd_edge(net):
+    """`qdstat --edge` on a qdrouterd interior: a Junction edge's row reads as a qdrouterd
+    edge's (role edge, dir in, the same security and authentication)."""
+    a = net.interior("A")
+    ej = net.edge("J", "EJ", [a])
+    eq = net.edge("Q", "EQ", [a])
+    net.start_interior(a)
+    net.start_edge(ej)
+    net.start_edge(eq)
+
+    def both():
+        rows = {r[2]: r for r in edge_rows(qdstat(a.url, "--edge")) if len(r) > 4}
+        return rows if {"EJ", "EQ"} <= set(rows) else None
+    rows = wait_for("both edges in qdstat --edge", both, timeout=30)
+    j, q = rows["EJ"], rows["EQ"]
+    # id and host differ; role, dir, security, authentication (and tenant) agree
+    assert j[3:] == q[3:], (j, q)
+    assert j[3] == "edge" and j[4] == "in", j
