@@ -333,7 +333,7 @@ core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool 
     bool mobile = key[0] == 'M';
     const char *a = key + (mobile ? 2 : 1);
     size_t n = klen - (mobile ? 2 : 1);
-    cfg_distribution_t dist = CFG_DIST_BALANCED;
+    cfg_distribution_t dist = !mobile && hint >= 0 ? (cfg_distribution_t)hint : CFG_DIST_BALANCED;
     if (mobile && !node_reserved_CT(core, a, n)) {
         const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
         dist = ac ? ac->distribution
@@ -683,6 +683,11 @@ void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l)
     if (BASE_UNLIKELY(core->edge) && !l->edge && l->conn_id &&
         addr->consumers.count == addr->n_edge_cons)
         core_edge_local_CT(core, addr, CORE_LINK_OUT, false);
+}
+
+bool core__node_reserved_CT(const core_t *core, const char *name, size_t n)
+{
+    return node_reserved_CT(core, name, n);
 }
 
 core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle)

@@ -126,7 +126,8 @@ void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv
 /* Senders of addr get credit (grant) or are drained. */
 void core__addr_credit_CT(core_t *core, core_addr_t *addr, bool grant);
 /* Find the address with hash key key[0, klen), creating it (treatment: configured, else
- * `hint` when >= 0, else the default) when `create`. */
+ * `hint` when >= 0, else the default; a key that is not mobile: `hint`, else balanced) when
+ * `create`. */
 core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool create,
                                int hint);
 /* Free addr when nothing refers to it any more. */
@@ -176,6 +177,8 @@ unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dl
  * (credit for the senders, the routing protocol's and the edge's local-destination news). */
 void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l);
 void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l);
+/* Whether name[0, n) is reserved for a node of the router (core_node_reserve). */
+bool core__node_reserved_CT(const core_t *core, const char *name, size_t n);
 /* Queue a work item for worker `worker`. */
 core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle);
 

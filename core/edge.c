@@ -86,6 +86,14 @@ static void proxy_CT(core_t *core, const core_addr_t *addr, core_link_dir_t dir,
     w->u.edge.key = base_strndup(addr->key, addr->keylen);
 }
 
+/* Whether addr is proxied to the interior at all: a mobile address that is not one of the
+ * router's own nodes (qdrouterd proxies no address its core subscribes to: $management). */
+static bool proxied(const core_t *core, const core_addr_t *addr)
+{
+    return addr->key[0] == 'M' && addr->keylen > 2 &&
+           !core__node_reserved_CT(core, addr->key + 2, addr->keylen - 2);
+}
+
 /* Links of s that are local: neither an edge connection's nor in-process. */
 static size_t local_count(const core_link_set_t *s)
 {
@@ -111,7 +119,7 @@ static void activate_CT(core_t *core, const edge_conn_t *ci)
     base_map_slot_t *s;
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
         core_addr_t *addr = s->value;
-        if (addr->key[0] != 'M')
+        if (!proxied(core, addr))
             continue;
         if (local_count(&addr->consumers))
             proxy_CT(core, addr, CORE_LINK_IN, true);
@@ -184,8 +192,8 @@ bool core_edge_link_attach_CT(core_t *core, core_link_t *l, const char *address)
     if (!e)
         return false;
     if (l->edge == CORE_EDGE_LINK_UPLINK && l->dir == CORE_LINK_OUT) {
-        core_addr_t *addr =
-            core__addr_get_CT(core, CORE_EDGE_KEY, sizeof(CORE_EDGE_KEY) - 1, true, -1);
+        core_addr_t *addr = core__addr_get_CT(core, CORE_EDGE_KEY, sizeof(CORE_EDGE_KEY) - 1,
+                                              true, CFG_DIST_CLOSEST); /* qdrouterd's */
         l->addr = addr;
         core__consumer_add_CT(core, addr, l);
         e->uplink = l;
@@ -226,7 +234,7 @@ void core_edge_link_detach_CT(core_t *core, core_link_t *l)
 
 void core_edge_local_CT(core_t *core, core_addr_t *addr, core_link_dir_t dir, bool add)
 {
-    if (!core->edge->active || addr->key[0] != 'M')
+    if (!core->edge->active || !proxied(core, addr))
         return;
     /* local consumers: the edge receives the address from the interior (an IN link here);
      * local producers: it sends there (OUT) */
