@@ -832,7 +832,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
      * lead there (core/linkroute.h) */
     if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER &&
-        !(i == CFG_ROLE_INTER_ROUTER && cfg_interior_enabled())) {
+        !((i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) && cfg_interior_enabled())) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);

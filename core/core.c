@@ -583,7 +583,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
     const char *cond = NULL;
     char *desc = NULL;
     if (address && *address && l->conn_id != 0 && l->dir == CORE_LINK_OUT &&
-        !a->u.attach.dynamic && !receiver_admit_CT(core, address, &cond, &desc)) {
+        !a->u.attach.dynamic && l->edge != CORE_EDGE_LINK_DOWNLINK &&
+        !receiver_admit_CT(core, address, &cond, &desc)) {
         w->u.attached.cond_name = (char *)cond;
         w->u.attached.cond_desc = desc;
         LOG(INFO, "[C%llu][L%llu] Link refused: %s %s", (unsigned long long)l->conn_id,
@@ -592,7 +593,7 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         free(address);
         return; /* the record stays until the worker detaches it */
     }
-    if (BASE_UNLIKELY(l->edge >= CORE_EDGE_LINK_PROXY_OUT) &&
+    if (BASE_UNLIKELY(l->edge == CORE_EDGE_LINK_PROXY_OUT || l->edge == CORE_EDGE_LINK_UPLINK) &&
         core_edge_link_attach_CT(core, l, address)) {
         free(address);
         return;
@@ -620,13 +621,18 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         if (!addr)
             addr = addr_lookup_CT(core, address, strlen(address), true, NULL, phase);
         l->addr = addr;
+        if (BASE_UNLIKELY(addr->key[0] == 'H') && l->dir == CORE_LINK_IN)
+            l->edge_to = base_strdup(address); /* an edge's address (core/edge.c) */
         if (l->dir == CORE_LINK_OUT) {
             core__consumer_add_CT(core, addr, l);
         } else {
             set_add(&addr->senders, l);
-            if (l->edge)
+            if (l->edge) {
                 addr->n_edge_snd++;
-            else if (BASE_UNLIKELY(core->edge) && l->conn_id &&
+                l->edge_dest = false;
+                if (!core->edge)
+                    core_edge_track_CT(core, addr); /* interior: an edge's producer */
+            } else if (BASE_UNLIKELY(core->edge) && l->conn_id &&
                      addr->senders.count - addr->n_edge_snd == 1)
                 core_edge_local_CT(core, addr, CORE_LINK_IN, true);
             if (addr->consumers.count > 0 || core_addr_remote(addr) ||
@@ -664,6 +670,8 @@ void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l)
     if (BASE_UNLIKELY(core->edge) && !l->edge && l->conn_id &&
         addr->consumers.count - addr->n_edge_cons == 1)
         core_edge_local_CT(core, addr, CORE_LINK_OUT, true);
+    if (BASE_UNLIKELY(addr->n_edge_snd) && !core->edge)
+        core_edge_track_CT(core, addr);
 }
 
 void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l)
@@ -683,6 +691,8 @@ void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l)
     if (BASE_UNLIKELY(core->edge) && !l->edge && l->conn_id &&
         addr->consumers.count == addr->n_edge_cons)
         core_edge_local_CT(core, addr, CORE_LINK_OUT, false);
+    if (BASE_UNLIKELY(addr->n_edge_snd) && !core->edge)
+        core_edge_track_CT(core, addr);
 }
 
 bool core__node_reserved_CT(const core_t *core, const char *name, size_t n)
@@ -780,6 +790,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
      * object (in-process link) is not retired */
     if (!stats_obj_is_none(l->stats))
         stats_object_retire(core->stats->reg, l->stats);
+    free(l->edge_to);
     free(l);
 }
 
@@ -1175,8 +1186,10 @@ void core_free(core_t *core)
 {
     base_map_slot_t *s;
     base_mpsc_drain(&core->in, free_late_action_cb, NULL);
-    for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;)
+    for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;) {
+        free(((core_link_t *)s->value)->edge_to);
         free(s->value);
+    }
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
         core_addr_t *addr = s->value;
         free(addr->consumers.items);

@@ -255,6 +255,8 @@ typedef enum core_edge_link {
                                 joins the address only while the interior says the address
                                 has a destination there (CORE_EDGE_TRACK) */
     CORE_EDGE_LINK_UPLINK,   /* an edge's anonymous sender: everything not local (`L_edge`) */
+    CORE_EDGE_LINK_DOWNLINK, /* interior: an edge's downlink, the consumer of `_edge/<id>`
+                                (key H<id>) */
 } core_edge_link_t;
 
 /* What CORE_A_RT reports (interior mode, core/rt.h). */
@@ -362,6 +364,8 @@ typedef enum core_edge_op {
                                downlink, the tracking receiver and the heartbeat sender */
     CORE_EDGE_PROXY_ADD,    /* attach the proxy link of edge.key in direction edge.dir */
     CORE_EDGE_PROXY_DEL,    /* detach it */
+    CORE_EDGE_TRACK_SEND,   /* interior: send the edge the tracking message [edge.key,
+                               edge.flag] */
 } core_edge_op_t;
 
 typedef struct core_work {
@@ -426,7 +430,9 @@ typedef struct core_work {
             uint8_t  dir;     /* PROXY_*: core_link_dir_t, as the core will see the link: IN,
                                  the edge receives the address's messages from the interior
                                  (local consumers); OUT, it sends them there (producers) */
-            char    *key;     /* PROXY_*: the address's hash key (heap; the worker frees it) */
+            char    *key;     /* PROXY_*, TRACK_SEND: the address's hash key (heap; the worker
+                                 frees it) */
+            bool     flag;    /* TRACK_SEND: it has a destination beyond the edge */
         } edge;
     } u;
 } core_work_t;

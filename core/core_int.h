@@ -46,6 +46,10 @@ struct core_link {
     bool         fallback;     /* an autoLink's with `fallback` (fallback.c): OUT, the fallback
                                   destination's; IN, its deliveries never go to one */
     uint8_t      edge;         /* core_edge_link_t: a link of an edge connection (edge.c) */
+    char        *edge_to;      /* interior, a targeted sender to `_edge/<id>/...`: that
+                                  address (heap), written as x-opt-qd.to on what it sends */
+    bool         edge_dest;    /* interior, an edge's producer link: the tracking last told
+                                  the edge its address has a destination beyond it */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -71,6 +75,13 @@ struct core_addr {
                                       interior says it has a destination there */
     bool               edge_out_bound; /* ... it is */
 };
+
+/* Would a copy of a delivery that came on `in` go back to the edge connection it came from
+ * on `out`?  (qdrouterd's edge-echo rule: never.) */
+static inline bool core_edge_echo(const core_link_t *in, const core_link_t *out)
+{
+    return in->edge && out->edge && in->conn_id == out->conn_id;
+}
 
 /* Does addr have a destination on another router? */
 static inline bool core_addr_remote(const core_addr_t *addr)
@@ -170,6 +181,9 @@ void core_edge_link_detach_CT(core_t *core, core_link_t *l);
 /* addr gained its first (add) or lost its last local consumer (dir OUT) or producer (dir
  * IN): links of the edge connection and in-process links not counted. */
 void core_edge_local_CT(core_t *core, core_addr_t *addr, core_link_dir_t dir, bool add);
+/* Interior: addr's destinations changed (or an edge's producer link joined it): tell each
+ * edge with a producer link on addr whether it has a destination other than that edge. */
+void core_edge_track_CT(core_t *core, core_addr_t *addr);
 /* Route dlv by edge rules (core->edge set): local consumers, else up to the interior. */
 unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
                               core_addr_t *addr, cfg_distribution_t dist, int owner);

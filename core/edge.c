@@ -321,3 +321,30 @@ unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dl
     core__deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }
+
+/* ---- the interior's side: address tracking for the edges attached to this router ---- */
+
+void core_edge_track_CT(core_t *core, core_addr_t *addr)
+{
+    if (addr->key[0] != 'M' || core->edge)
+        return;
+    bool remote = core_addr_remote(addr);
+    for (size_t i = 0; i < addr->senders.count; i++) {
+        core_link_t *l = addr->senders.items[i];
+        if (!l->edge)
+            continue;
+        /* a destination other than that edge: a remote router, or a consumer that is not
+         * one of that edge's links (another edge's proxy receiver counts) */
+        bool dest = remote;
+        for (size_t k = 0; !dest && k < addr->consumers.count; k++)
+            dest = !core_edge_echo(l, addr->consumers.items[k]);
+        if (dest == l->edge_dest)
+            continue;
+        l->edge_dest = dest;
+        core_work_t *w = core__work_add_CT(core, l->worker, CORE_W_EDGE, NULL);
+        w->u.edge.conn_id = l->conn_id;
+        w->u.edge.op = CORE_EDGE_TRACK_SEND;
+        w->u.edge.key = base_strndup(addr->key, addr->keylen);
+        w->u.edge.flag = dest;
+    }
+}

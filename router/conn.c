@@ -233,8 +233,10 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_exit(props);
     if (c->listener->role == CFG_ROLE_INTER_ROUTER)
         rtr_ir_init_WT(c); /* interior mode (router/irconn.c) */
-    else if (c->listener->role == CFG_ROLE_EDGE && c->connector && c->worker->ctx->cfg->router.edge)
-        rtr_edge_init_WT(c); /* edge mode (router/edgeconn.c) */
+    else if (c->listener->role == CFG_ROLE_EDGE &&
+             (c->connector ? c->worker->ctx->cfg->router.edge
+                           : c->worker->ctx->cfg->router.interior))
+        rtr_edge_init_WT(c); /* an edge's uplink, or an edge on an interior (edgeconn.c) */
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */
 }

@@ -37,6 +37,12 @@
 #define EDGE_CAP_DOWNLINK "qd.router-edge-downlink"
 #define EDGE_TRACKING     "_$qd.edge_addr_tracking"
 #define EDGE_HEARTBEAT    "_$qd.edge_heartbeat"
+#define EDGE_ADDR_LOOKUP  "_$qd.addr_lookup"
+/* Tracking messages waiting for the edge's credit (an interior's; the oldest go first when it
+ * is full: each address's latest state is sent again when it changes). */
+#define EDGE_TRACK_QUEUE_MAX 100000
+/* Credit on an interior's heartbeat receiver (qdrouterd's). */
+#define EDGE_HB_CREDIT 2
 /* Credit on the tracking receiver (qdrouterd's), topped up by one per message. */
 #define EDGE_TRACK_CREDIT 32
 /* The largest tracking message read (a hash key and a bool). */
@@ -48,7 +54,19 @@ typedef struct edge_proxy {
     uint64_t link_id; /* the rtr_link_t's id (it may be gone) */
 } edge_proxy_t;
 
+typedef struct edge_msg {
+    uint8_t         *bytes; /* heap */
+    size_t           len;
+    struct edge_msg *next;
+} edge_msg_t;
+
 typedef struct rtr_edge {
+    bool          interior;  /* this router is the interior: the edge connected to it */
+    pn_link_t    *track_out; /* interior: the edge's tracking receiver, our sender */
+    pn_link_t    *hb_in;     /* interior: the edge's heartbeat sender, our receiver */
+    edge_msg_t   *q_head;    /* interior: tracking messages waiting for credit */
+    edge_msg_t   *q_tail;
+    uint32_t      q_len;
     bool          announced; /* the core was told the connection opened */
     pn_session_t *ssn;       /* the session of the edge links, once active */
     pn_link_t    *track;     /* the tracking receiver, or NULL */
@@ -75,6 +93,7 @@ void rtr_edge_init_WT(rtr_conn_t *c)
 {
     pn_connection_t *pc = c->driver.connection;
     c->edge = base_calloc(1, sizeof(*c->edge));
+    c->edge->interior = !c->connector;
     /* router annotations cross edge connections both ways (qdrouterd ignores
      * stripAnnotations there); an edge writes `to` and `phase` only (link_out.c) */
     c->strip_in = c->strip_out = false;
@@ -101,6 +120,12 @@ void rtr_edge_init_WT(rtr_conn_t *c)
 
 void rtr_edge_opened_WT(rtr_conn_t *c)
 {
+    if (c->edge->interior) {
+        const char *peer_id = pn_connection_remote_container(c->driver.connection);
+        LOGC(c, INFO, "Edge connection from %s (edge router %s)", c->peer,
+             peer_id ? peer_id : "?");
+        return;
+    }
     if (c->edge->announced)
         return;
     c->edge->announced = true;
@@ -253,6 +278,155 @@ static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir)
     rtr_conn_mark_dirty_WT(c);
 }
 
+/* Interior: send what waits while the edge's tracking receiver gives credit. */
+static void track_pump_WT(rtr_conn_t *c)
+{
+    rtr_edge_t *e = c->edge;
+    pn_link_t  *pl = e->track_out;
+    if (!pl || !(pn_link_state(pl) & PN_REMOTE_ACTIVE))
+        return;
+    while (e->q_head && pn_link_credit(pl) > 0) {
+        edge_msg_t *m = e->q_head;
+        e->q_head = m->next;
+        if (!e->q_head)
+            e->q_tail = NULL;
+        e->q_len--;
+        uint64_t       tag = e->tag++;
+        pn_delivery_t *d = pn_delivery(pl, pn_dtag((const char *)&tag, sizeof(tag)));
+        pn_link_send(pl, (const char *)m->bytes, m->len);
+        pn_link_advance(pl);
+        pn_delivery_settle(d); /* presettled: the edge settles them at once anyway */
+        free(m->bytes);
+        free(m);
+    }
+    rtr_conn_mark_dirty_WT(c);
+}
+
+/* Interior: the tracking message [key, dest] for the edge (body: an amqp-value list). */
+static void track_send_WT(rtr_conn_t *c, const char *key, bool dest)
+{
+    rtr_edge_t   *e = c->edge;
+    pn_message_t *m = pn_message();
+    pn_data_t    *body = pn_message_body(m);
+    pn_data_put_list(body);
+    pn_data_enter(body);
+    pn_data_put_string(body, bytes_of(key));
+    pn_data_put_bool(body, dest);
+    pn_data_exit(body);
+    size_t  cap = strlen(key) + 64;
+    uint8_t *buf = base_malloc(cap);
+    int      rc;
+    while ((rc = pn_message_encode(m, (char *)buf, &cap)) == PN_OVERFLOW) {
+        cap *= 2;
+        buf = base_realloc(buf, cap);
+    }
+    pn_message_free(m);
+    if (rc != 0) {
+        free(buf);
+        return;
+    }
+    edge_msg_t *em = base_malloc(sizeof(*em));
+    em->bytes = buf;
+    em->len = cap;
+    em->next = NULL;
+    if (e->q_tail)
+        e->q_tail->next = em;
+    else
+        e->q_head = em;
+    e->q_tail = em;
+    if (++e->q_len > EDGE_TRACK_QUEUE_MAX) {
+        edge_msg_t *old = e->q_head;
+        e->q_head = old->next;
+        e->q_len--;
+        free(old->bytes);
+        free(old);
+    }
+    LOGC(c, DEBUG, "Edge address tracking to the edge: %s %s", key,
+         dest ? "has destinations" : "has none");
+    track_pump_WT(c);
+}
+
+static bool terminus_cap_is(pn_terminus_t *t, const char *cap)
+{
+    pn_data_t *d = pn_terminus_capabilities(t);
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return false;
+    pn_bytes_t s = {0, NULL};
+    if (pn_data_type(d) == PN_SYMBOL) {
+        s = pn_data_get_symbol(d);
+    } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
+        pn_data_enter(d);
+        if (pn_data_next(d) && pn_data_type(d) == PN_SYMBOL)
+            s = pn_data_get_symbol(d);
+        pn_data_exit(d);
+    }
+    return s.size == strlen(cap) && memcmp(s.start, cap, s.size) == 0;
+}
+
+static bool address_is(pn_terminus_t *t, const char *want)
+{
+    const char *a = pn_terminus_get_address(t);
+    return a && strcmp(a, want) == 0;
+}
+
+/* Interior: the edge attaches; its tracking receiver and heartbeat sender are ours, its
+ * downlink is an ordinary link bound to `_edge/<id>`; the address lookup (link routes seen
+ * from the edge) is refused, so the edge looks up its own.  Returns true when handled. */
+static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
+{
+    rtr_edge_t    *e = c->edge;
+    bool           rcv = pn_link_is_receiver(pl);
+    pn_terminus_t *src = pn_link_remote_source(pl), *tgt = pn_link_remote_target(pl);
+    if (rcv && address_is(tgt, EDGE_ADDR_LOOKUP)) {
+        rtr_pn_link_close_error_WT(pl, "amqp:not-found",
+                                   "No address lookup service: link routes are not proxied");
+        LOGC(c, INFO, "Edge's address lookup link refused (no link routes proxied)");
+        return true;
+    }
+    bool hb = rcv && address_is(tgt, EDGE_HEARTBEAT) && !e->hb_in;
+    bool track = !rcv && address_is(src, EDGE_TRACKING) && !e->track_out;
+    bool down = !rcv && terminus_cap_is(src, EDGE_CAP_DOWNLINK) && pn_terminus_get_address(src);
+    if (!hb && !track && !down)
+        return false;
+    pn_terminus_copy(pn_link_source(pl), src);
+    pn_terminus_copy(pn_link_target(pl), tgt);
+    pn_link_set_snd_settle_mode(pl, pn_link_remote_snd_settle_mode(pl));
+    pn_link_set_rcv_settle_mode(pl, pn_link_remote_rcv_settle_mode(pl));
+    if (down) {
+        /* the core opens it with its answer (conn.c, CORE_W_LINK_ATTACHED) */
+        rtr_worker_t *w = c->worker;
+        rtr_link_t   *k = rtr_link_new_WT(c, pl, true);
+        k->zero_since = uv_now(&w->loop) | 1;
+        char addr[300];
+        snprintf(addr, sizeof(addr), "_edge/%s", pn_terminus_get_address(src));
+        core_action_t *a = rtr_worker_action_WT(w);
+        a->type = CORE_A_LINK_ATTACH;
+        a->link_id = k->id;
+        a->u.attach.conn_id = c->id;
+        a->u.attach.handle = k;
+        a->u.attach.address = base_strdup(addr);
+        a->u.attach.capacity = c->listener->link_capacity;
+        a->u.attach.dir = CORE_LINK_OUT;
+        a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
+        a->u.attach.edge = CORE_EDGE_LINK_DOWNLINK;
+        k->at_core = true;
+        LOGL(k, INFO, "Edge downlink attaching: outgoing from %s", addr);
+        return true;
+    }
+    pn_link_open(pl);
+    if (hb) {
+        e->hb_in = pl;
+        pn_link_flow(pl, EDGE_HB_CREDIT);
+        LOGC(c, INFO, "Edge attached to the heartbeat server");
+    } else {
+        e->track_out = pl;
+        track_pump_WT(c);
+    }
+    rtr_conn_mark_dirty_WT(c);
+    return true;
+}
+
 void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
 {
     char       *key = work->u.edge.key;
@@ -272,6 +446,10 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
         case CORE_EDGE_PROXY_DEL:
             if (key)
                 proxy_del_WT(c, key, work->u.edge.dir);
+            break;
+        case CORE_EDGE_TRACK_SEND:
+            if (key && c->edge->interior)
+                track_send_WT(c, key, work->u.edge.flag);
             break;
         }
     }
@@ -385,6 +563,30 @@ static void forget_WT(rtr_edge_t *e, pn_link_t *pl)
         e->track = NULL;
     if (pl == e->hb)
         e->hb = NULL;
+    if (pl == e->track_out)
+        e->track_out = NULL;
+    if (pl == e->hb_in)
+        e->hb_in = NULL;
+}
+
+static bool own_link(const rtr_edge_t *e, const pn_link_t *pl)
+{
+    return pl && (pl == e->track || pl == e->hb || pl == e->track_out || pl == e->hb_in);
+}
+
+/* Interior: a heartbeat arrived: read it, settle it, credit for the next. */
+static void hb_delivery_WT(pn_delivery_t *d)
+{
+    pn_link_t *pl = pn_delivery_link(d);
+    char       buf[256];
+    while (pn_link_recv(pl, buf, sizeof(buf)) > 0)
+        ;
+    if (pn_delivery_partial(d))
+        return;
+    if (!pn_delivery_settled(d))
+        pn_delivery_update(d, PN_ACCEPTED);
+    pn_delivery_settle(d);
+    pn_link_flow(pl, 1);
 }
 
 bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
@@ -394,6 +596,16 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_LINK_REMOTE_OPEN:
     case PN_LINK_FLOW: {
         pn_link_t *pl = pn_event_link(e);
+        if (ed->interior && pn_event_type(e) == PN_LINK_REMOTE_OPEN && !own_link(ed, pl) &&
+            !pn_link_get_context(pl) && (pn_link_state(pl) & PN_LOCAL_UNINIT) &&
+            !(pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED))
+            return interior_attach_WT(c, pl);
+        if (pl == ed->track_out) {
+            track_pump_WT(c);
+            return true;
+        }
+        if (pl == ed->hb_in)
+            return true;
         if (pl != ed->track && pl != ed->hb)
             return false;
         if (pl == ed->hb && pn_event_type(e) == PN_LINK_REMOTE_OPEN && ed->hb_seq == 0)
@@ -407,9 +619,13 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             track_delivery_WT(c, d);
             return true;
         }
-        if (pl == ed->hb) {
+        if (pl == ed->hb || pl == ed->track_out) {
             if (pn_delivery_updated(d))
                 pn_delivery_settle(d);
+            return true;
+        }
+        if (pl == ed->hb_in) {
+            hb_delivery_WT(d);
             return true;
         }
         return false;
@@ -417,10 +633,11 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH: {
         pn_link_t *pl = pn_event_link(e);
-        if (pl != ed->track && pl != ed->hb)
+        if (!own_link(ed, pl))
             return false;
-        LOGC(c, INFO, "Edge %s link detached by the interior",
-             pl == ed->track ? "tracking" : "heartbeat");
+        LOGC(c, INFO, "Edge %s link detached by the %s",
+             pl == ed->track || pl == ed->track_out ? "tracking" : "heartbeat",
+             ed->interior ? "edge" : "interior");
         forget_WT(ed, pl);
         if (pn_event_type(e) == PN_LINK_REMOTE_CLOSE)
             pn_link_close(pl);
@@ -429,15 +646,21 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
         pn_link_free(pl);
         return true;
     }
-    case PN_SESSION_REMOTE_CLOSE:
-        if (pn_event_session(e) == ed->ssn) {
+    case PN_SESSION_REMOTE_CLOSE: {
+        pn_session_t *s = pn_event_session(e);
+        if (s == ed->ssn) {
             ed->track = ed->hb = NULL; /* conn.c frees the session, Proton its links */
             ed->ssn = NULL;
         }
+        if (ed->track_out && pn_link_session(ed->track_out) == s)
+            ed->track_out = NULL;
+        if (ed->hb_in && pn_link_session(ed->hb_in) == s)
+            ed->hb_in = NULL;
         return false;
+    }
     case PN_CONNECTION_REMOTE_CLOSE:
     case PN_TRANSPORT_CLOSED:
-        ed->track = ed->hb = NULL;
+        ed->track = ed->hb = ed->track_out = ed->hb_in = NULL;
         return false;
     default:
         return false;
@@ -455,6 +678,12 @@ void rtr_edge_free_WT(rtr_conn_t *c)
         a->link_id = 0;
         a->u.edge.conn_id = c->id;
         a->u.edge.event = CORE_EDGE_CONN_CLOSED;
+    }
+    while (e->q_head) {
+        edge_msg_t *m = e->q_head;
+        e->q_head = m->next;
+        free(m->bytes);
+        free(m);
     }
     for (size_t i = 0; i < e->n_proxies; i++)
         free(e->proxies[i].key);

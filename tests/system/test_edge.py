@@ -23,10 +23,12 @@ from mgmt_tool import Node
 class EdgeNet(Net):
     """Net with edge routers: Q interiors with an edge listener, J or Q edges."""
 
-    def interior(self, rid, connect_to=()):
-        """A qdrouterd interior with a normal, an inter-router and an edge listener."""
-        need_peer()
-        p = self.add("Q", rid)
+    def interior(self, rid, connect_to=(), kind="Q"):
+        """An interior (Q: qdrouterd, J: junctiond) with a normal, an inter-router and an
+        edge listener."""
+        if kind == "Q":
+            need_peer()
+        p = self.add(kind, rid)
         p.edge_port = free_port()
         for other in connect_to:
             p.connect_to(other)
@@ -35,6 +37,19 @@ class EdgeNet(Net):
     def start_interior(self, p):
         tmp = self.tmp_path
         p.starts += 1
+        if p.kind == "J":
+            ents = [["router", {"id": p.id, "mode": "interior"}]]
+            ents += [["listener", {"host": "127.0.0.1", "port": str(port), "role": role}]
+                     for port, role in ((p.port, "normal"), (p.ir_port, "inter-router"),
+                                        (p.edge_port, "edge"))]
+            ents += [["connector", {"host": "127.0.0.1", "port": str(port),
+                                    "role": "inter-router"}] for port, _ in p.connect]
+            ents += [["address", {"prefix": a, "distribution": d}]
+                     for a, d in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest"))]
+            p.jrouter = self.make_router(ents, name="%s-%d" % (p.id, p.starts),
+                                         env=interior_env())
+            p.proc = p.jrouter.proc
+            return p
         log = tmp / ("%s-%d.log" % (p.id, p.starts))
         text = ("router {\n mode: interior\n id: %s\n}\n"
                 "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n" % (p.id, log))
@@ -255,3 +270,72 @@ def test_qdstat_edge_shows_junction_edge_as_qdrouterd_edge(net):
     # id and host differ; role, dir, security, authentication (and tenant) agree
     assert j[3:] == q[3:], (j, q)
     assert j[3] == "edge" and j[4] == "in", j
+
+
+def edges_listed(url, ids):
+    """qdstat --edge on url lists a connection of each of `ids` (role edge, dir in)."""
+    def check():
+        rows = {r[2]: r for r in edge_rows(qdstat(url, "--edge")) if len(r) > 4}
+        if not set(ids) <= set(rows):
+            return None
+        return rows
+    return check
+
+
+def multicast_once(senders, receivers, address):
+    """A multicast message from each of `senders` reaches each consumer on `receivers`
+    exactly once."""
+    t = Traffic()
+    cons = [t.consumer(x.url, address) for x in receivers]
+    prods = [t.mc_producer(x.url, address, "from-" + x.id) for x in senders]
+    t.start()
+    try:
+        def every_probe():
+            return all(any(str(b).startswith("probe from-%s" % x.id) for b in c.bodies)
+                       for c in cons for x in senders)
+        wait_for("multicast probes reach every consumer", every_probe, timeout=60)
+        for p in prods:
+            p.go = True
+        wait_for("the real messages arrive",
+                 lambda: all("from-" + x.id in c.bodies for c in cons for x in senders),
+                 timeout=30)
+        time.sleep(1.0)  # a duplicate, if any, arrives within this
+    finally:
+        t.stopping = True
+        t.thread.join(15)
+    assert t.error is None, t.error
+    for r, c in zip(receivers, cons):
+        for x in senders:
+            assert c.bodies.count("from-" + x.id) == 1, (r.id, x.id, c.bodies)
+
+
+@pytest.mark.deadline(300)
+@pytest.mark.parametrize("edge_kinds", ["Q", "J", "QJ"])
+def test_edges_on_junction_interior(net, edge_kinds):
+    """Edges (qdrouterd's, Junction's, or one of each) on Junction interior A, with qdrouterd
+    interior B behind A: closest and balanced between each edge and A, B and the other edge,
+    both ways; multicast from every router reaches every consumer once; `qdstat --edge` on A
+    lists the edges (role edge, dir in) and `qdstat --edge-router` reaches an edge's
+    management through A."""
+    a = net.interior("A", kind="J")
+    b = net.interior("B", connect_to=[a])
+    edges = [net.edge(k, "E%s%d" % (k, i), [a]) for i, k in enumerate(edge_kinds)]
+    net.start_interior(a)
+    net.start_interior(b)
+    for e in edges:
+        net.start_edge(e)
+    rows = wait_for("the edges on A", edges_listed(a.url, [e.id for e in edges]), timeout=30)
+    for e in edges:
+        assert rows[e.id][3:5] == ["edge", "in"], rows[e.id]
+    others = [a, b] + edges
+    for e in edges:
+        for far in others:
+            if far is e:
+                continue
+            for dist in ("cl", "bal"):
+                flows(net, e, far, "%s.%s.%s" % (dist, e.id, far.id))
+                flows(net, far, e, "%s.%s.%s" % (dist, far.id, e.id))
+    multicast_once(others, others, "mc.all")
+    for e in edges:
+        out = qdstat(a.url, "--edge-router", e.id, "-g")
+        assert re.search(r"Router Id\s+%s" % e.id, out), out
