@@ -48,6 +48,7 @@ enum core_conn_field {
     CORE_CONN_DELIVERIES_OUT,
     CORE_CONN_OPENED_AT,
     CORE_CONN_LAST_DLV,
+    CORE_CONN_EDGE_STANDBY, /* an edge router's edge connection that is not the active one */
     CORE_CONN_NFIELDS
 };
 enum core_link_field {

@@ -129,6 +129,8 @@ void rtr_edge_opened_WT(rtr_conn_t *c)
     if (c->edge->announced)
         return;
     c->edge->announced = true;
+    /* standby until the core makes it the active one */
+    stats_obj_set(c->worker->shard, c->stats, CORE_CONN_EDGE_STANDBY, 1);
     core_action_t *a = rtr_worker_action_WT(c->worker);
     a->type = CORE_A_EDGE;
     a->link_id = 0;
@@ -184,6 +186,7 @@ static void activate_WT(rtr_conn_t *c)
     rtr_edge_t *e = c->edge;
     if (e->ssn)
         return;
+    stats_obj_set(c->worker->shard, c->stats, CORE_CONN_EDGE_STANDBY, 0);
     e->ssn = pn_session(c->driver.connection);
     pn_session_set_incoming_capacity(e->ssn, RTR_CONN_IN_MAX);
     pn_session_open(e->ssn);

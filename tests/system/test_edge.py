@@ -339,3 +339,78 @@ def test_edges_on_junction_interior(net, edge_kinds):
     for e in edges:
         out = qdstat(a.url, "--edge-router", e.id, "-g")
         assert re.search(r"Router Id\s+%s" % e.id, out), out
+
+
+def downlink_of(url):
+    """Whether the router at url has an edge's downlink (it is that edge's active
+    interior)."""
+    n = Node(url)
+    try:
+        rows = n.query_dicts("org.apache.qpid.dispatch.router.link")
+    finally:
+        n.close()
+    return any(r.get("linkType") == "edge-downlink" for r in rows)
+
+
+@pytest.mark.deadline(240)
+def test_junction_edge_fails_over(net):
+    """A Junction edge with edge connectors to qdrouterd interiors A and B (A-B connected):
+    the interior holding the active connection is killed; the edge activates the other one
+    and its addresses follow: a consumer on the edge attached before the failure gets what
+    a producer on the other interior sends afterwards, and a producer on the edge started
+    before it has every message accepted by a consumer on that interior (deliveries in
+    flight on the lost connection come back RELEASED and are resent)."""
+    a = net.interior("A")
+    b = net.interior("B", connect_to=[a])
+    e = net.edge("J", "E", [a, b])
+    net.start_interior(a)
+    net.start_interior(b)
+    net.start_edge(e)
+
+    def active():
+        for p, other in ((a, b), (b, a)):
+            if downlink_of(p.url):
+                return p, other
+        return None
+    x, y = wait_for("one interior has the edge's downlink", active, timeout=30)
+    assert not downlink_of(y.url)
+    # the edge's own qdstat --edge: both connections, the one to x active
+    def both_up():
+        rows = {r[2]: r for r in edge_rows(qdstat(e.url, "--edge")) if len(r) > 4}
+        return rows if len(rows) == 2 else None
+    rows = wait_for("both edge connections on E", both_up, timeout=30)
+    assert set(rows) == {"A", "B"}, rows
+    assert rows[x.id][-1] == "yes" and rows[y.id][-1] == "no", rows
+    assert rows[x.id][3:5] == ["edge", "out"], rows
+
+    t = Traffic()
+    down = t.consumer(e.url, "cl.fo.down")
+    up_c = t.consumer(y.url, "cl.fo.up")
+    up_p = t.producer(e.url, "cl.fo.up", 60, rate=10, tag="E")
+    t.start()
+    try:
+        wait_for("the edge's consumer is known on %s" % y.id,
+                 consumers_known(y.url, ["M0cl.fo.down"]), timeout=30)
+        wait_for("some messages accepted before the failure",
+                 lambda: len(up_p.accepted) >= 5, timeout=30)
+        x.kill()
+        wait_for("%s has the edge's downlink" % y.id, lambda: downlink_of(y.url),
+                 timeout=30)
+        wait_for("the edge's consumer is known on %s again" % y.id,
+                 consumers_known(y.url, ["M0cl.fo.down"]), timeout=30)
+        t2 = Traffic()
+        p2 = t2.producer(y.url, "cl.fo.down", 20, tag=y.id)
+        run_traffic(t2, [p2], [])
+        wait_for("every message from the edge accepted after the failover", up_p.done,
+                 timeout=60)
+    finally:
+        t.stopping = True
+        t.thread.join(15)
+    assert t.error is None, t.error
+    assert {m["id"] for m in down.bodies} == set(range(20))
+    got = {m["id"] for m in up_c.bodies}
+    assert got == set(range(60)), sorted(set(range(60)) - got)
+    log = e.log_text()
+    assert "Edge connection to interior lost, activating alternate" in log
+    rows = {r[2]: r for r in edge_rows(qdstat(e.url, "--edge")) if len(r) > 4}
+    assert rows.get(y.id, [""])[-1] == "yes", rows
