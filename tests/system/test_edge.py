@@ -7,7 +7,9 @@ reverse, for closest, balanced and multicast (each message ACCEPTED by one consu
 multicast message once at each consumer); the edge keeps its own consumers local (what a
 producer on the edge sends to a consumer on the same edge never crosses to the interior);
 `qdstat --edge` on the interior shows the Junction edge as it shows a qdrouterd edge beside
-it. Every case needs the reference qdrouterd and skips where ../shared/peer is absent.
+it. Then edges (qdrouterd's, Junction's) on a Junction interior; failover of a Junction edge
+between two interiors; and qpid-dispatch 1.19's tests/config-2-edge/ set run by junctiond.
+Every case with a qdrouterd (or its qdstat) skips where ../shared/peer is absent.
 """
 import re
 import subprocess
@@ -133,6 +135,16 @@ def addr_row(url, key):
             if r.get("name") == key or r.get("identity") == key:
                 return r
         return None
+    finally:
+        n.close()
+
+
+def edge_containers(url):
+    """The containers of the router's connections of role edge (management, no qdstat)."""
+    n = Node(url)
+    try:
+        return {r["container"] for r in n.query_dicts("org.apache.qpid.dispatch.connection")
+                if r.get("role") == "edge"}
     finally:
         n.close()
 
@@ -414,3 +426,42 @@ def test_junction_edge_fails_over(net):
     assert "Edge connection to interior lost, activating alternate" in log
     rows = {r[2]: r for r in edge_rows(qdstat(e.url, "--edge")) if len(r) > 4}
     assert rows.get(y.id, [""])[-1] == "yes", rows
+
+
+@pytest.mark.deadline(180)
+def test_corpus_edge_set(tmp_path, request):
+    """qpid-dispatch 1.19's tests/config-2-edge/ (interiors INT.A and INT.B, edge E.25 with an
+    edge connector to each) started with junctiond, ports and hosts rewritten as
+    test_interior_corpus.py does: the interiors form their mesh, the edge is on one of them,
+    and messages cross from the edge to a consumer on each interior and back."""
+    from conftest import Router
+    from test_interior_corpus import CORPUS, rewrite
+    d = CORPUS / "tests" / "config-2-edge"
+    ports, started = {}, []
+    request.node.jn_routers = started
+    urls = {}
+    try:
+        for f in ("INTA.conf", "INTB.conf", "EDGE25.conf"):
+            text, client = rewrite((d / f).read_text(), ports)
+            r = Router(tmp_path, [], name=f.split(".")[0], env=interior_env())
+            r.config_path = tmp_path / f
+            started.append(r)
+            r.start(config_text=text)
+            urls[f.split(".")[0]] = "amqp://127.0.0.1:%d" % client
+
+        class P:  # the positions flows() takes
+            def __init__(self, rid, url):
+                self.id, self.url = rid, url
+        ia, ib, e = P("INT.A", urls["INTA"]), P("INT.B", urls["INTB"]), P("E.25", urls["EDGE25"])
+        wait_for("the edge on one interior",
+                 lambda: any("E.25" in edge_containers(x.url) for x in (ia, ib)), timeout=30)
+        assert edge_containers(e.url) == {"INT.A", "INT.B"}
+        for far in (ia, ib):
+            flows(None, e, far, "corpus.up.%s" % far.id)
+            flows(None, far, e, "corpus.down.%s" % far.id)
+    finally:
+        problems = []
+        for r in started:
+            r.stop()
+            problems += r.problems()
+        assert not problems, problems
