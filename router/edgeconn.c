@@ -20,6 +20,7 @@
 #include "router/edgeconn.h"
 
 #include "core/base/base.h"
+#include "router/conn.h"
 #include "router/link_in.h"
 
 #include <proton/codec.h>
@@ -43,6 +44,9 @@
 #define EDGE_TRACK_QUEUE_MAX 100000
 /* Credit on an interior's heartbeat receiver (qdrouterd's). */
 #define EDGE_HB_CREDIT 2
+/* An interior closes an edge connection whose heartbeat link went silent this long
+ * (qdrouterd 1.19: 8 s, checked every 2 s). */
+#define EDGE_HB_LOST_MS 8000
 /* Credit on the tracking receiver (qdrouterd's), topped up by one per message. */
 #define EDGE_TRACK_CREDIT 32
 /* The largest tracking message read (a hash key and a bool). */
@@ -64,6 +68,7 @@ typedef struct rtr_edge {
     bool          interior;  /* this router is the interior: the edge connected to it */
     pn_link_t    *track_out; /* interior: the edge's tracking receiver, our sender */
     pn_link_t    *hb_in;     /* interior: the edge's heartbeat sender, our receiver */
+    uint64_t      hb_last;   /* interior: when the last heartbeat came (loop ms) */
     edge_msg_t   *q_head;    /* interior: tracking messages waiting for credit */
     edge_msg_t   *q_tail;
     uint32_t      q_len;
@@ -420,6 +425,7 @@ static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     pn_link_open(pl);
     if (hb) {
         e->hb_in = pl;
+        e->hb_last = uv_now(&c->worker->loop);
         pn_link_flow(pl, EDGE_HB_CREDIT);
         LOGC(c, INFO, "Edge attached to the heartbeat server");
     } else {
@@ -554,9 +560,23 @@ static void heartbeat_WT(rtr_conn_t *c)
 
 void rtr_edge_sweep_WT(rtr_worker_t *w)
 {
-    for (rtr_conn_t *c = w->conns; c; c = c->next)
-        if (c->edge && c->edge->hb && !c->closing && ++c->edge->ticks % 2 == 0)
+    uint64_t now = uv_now(&w->loop);
+    for (rtr_conn_t *c = w->conns; c; c = c->next) {
+        rtr_edge_t *e = c->edge;
+        if (!e || c->closing)
+            continue;
+        if (e->hb && ++e->ticks % 2 == 0)
             heartbeat_WT(c);
+        if (e->hb_in && now - e->hb_last > EDGE_HB_LOST_MS) {
+            const char *peer = pn_connection_remote_container(c->driver.connection);
+            LOGC(c, INFO, "Lost heartbeat from container %s, closing connection",
+                 peer ? peer : "?");
+            e->hb_in = NULL; /* once */
+            rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
+                                     "Lost heartbeat");
+            rtr_conn_close_WT(c);
+        }
+    }
 }
 
 /* Forget a worker-only link of c->edge that is going away. */
@@ -628,6 +648,7 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             return true;
         }
         if (pl == ed->hb_in) {
+            ed->hb_last = uv_now(&c->worker->loop);
             hb_delivery_WT(d);
             return true;
         }

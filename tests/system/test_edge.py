@@ -465,3 +465,28 @@ def test_corpus_edge_set(tmp_path, request):
             r.stop()
             problems += r.problems()
         assert not problems, problems
+
+
+@pytest.mark.deadline(90)
+def test_junction_interior_closes_silent_edge(make_router):
+    """An edge that attaches its heartbeat link and then sends no heartbeat loses its
+    connection to a Junction interior (qdrouterd 1.19's heartbeat server: after 8 s), with
+    the reason logged (edges that send them keep theirs: the tests above run longer)."""
+    from proton.utils import BlockingConnection
+    edge_port = free_port()
+    r = make_router([["router", {"id": "A", "mode": "interior"}],
+                     ["listener", {"host": "127.0.0.1", "port": str(free_port())}],
+                     ["listener", {"host": "127.0.0.1", "port": str(edge_port),
+                                   "role": "edge"}]], env=interior_env())
+    conn = BlockingConnection("amqp://127.0.0.1:%d" % edge_port, timeout=10)
+    conn.create_sender("_$qd.edge_heartbeat")
+    t0 = time.monotonic()
+    wait_for("the silent edge's connection closed",
+             lambda: re.search(r"Lost heartbeat from container \S+, closing connection",
+                               r.stderr_text()),
+             timeout=40)
+    assert time.monotonic() - t0 >= 7.0  # not before qdrouterd's 8 s (less a sweep)
+    try:
+        conn.close()
+    except Exception:
+        pass
