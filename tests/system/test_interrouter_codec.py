@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,27 @@ class RouterCaps(LinkOption):
         link.target.capabilities.put_symbol("qd.router")
 
 
+class DonePoller:
+    """Runs a test's `done()` (which calls qdmanage: seconds on a loaded machine) in a thread of
+    its own, so that the peer's event loop keeps sending HELLOs meanwhile; qdrouterd drops a
+    neighbour whose HELLOs stop for 3 s, and its link state with it."""
+
+    def __init__(self, done):
+        self.done, self.thread, self.value = done, None, None
+
+    def poll(self):
+        value = self.done()
+        if value is not None:
+            self.value = value
+
+    def result(self):
+        """done()'s first non-None answer, or None; starts a new poll if none is running."""
+        if self.value is None and (self.thread is None or not self.thread.is_alive()):
+            self.thread = threading.Thread(target=self.poll, daemon=True)
+            self.thread.start()
+        return self.value
+
+
 class Peer(MessagingHandler):
     """Interior router PEER, every message from rt_compose; stops when `done()` says so."""
 
@@ -69,6 +91,7 @@ class Peer(MessagingHandler):
         self.tag = 0
         self.sent = []
         self.result = None
+        self.poller = DonePoller(done)
 
     def on_start(self, event):
         self.conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS",
@@ -109,7 +132,7 @@ class Peer(MessagingHandler):
             self.diff_sent = self.send_raw(
                 compose("MAU", "_topo/0/all/qdrouter.ma", PEER_ID, "mobile_seq=2",
                         "add=M0peer/diff", "hints=1"), "MAU-diff")
-        self.result = self.done()
+        self.result = self.poller.result()
         if self.result is not None:
             self.conn.close()
             return
@@ -257,6 +280,7 @@ class Mesh(MessagingHandler):
         self.conns = []
         self.tag = 0
         self.result = None
+        self.poller = DonePoller(done)
 
     def on_start(self, event):
         for rid in NEIGHBOURS:
@@ -295,7 +319,7 @@ class Mesh(MessagingHandler):
                     self.send_raw("P", compose("RA", "amqp:/_topo/0/all/qdrouter", rid,
                                                "instance=%d" % self.instance, "ls_seq=1",
                                                "mobile_seq=0"))
-        self.result = self.done()
+        self.result = self.poller.result()
         if self.result is not None:
             self.close()
             return
