@@ -925,8 +925,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
 
     if (BASE_UNLIKELY(core->ir != NULL))
         return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
-    if (BASE_UNLIKELY(core->edge != NULL))
-        return core_edge_deliver_CT(core, in, dlv, addr, dist, owner);
+    if (BASE_UNLIKELY(core->edge != NULL || in->edge))
+        return core_edge_deliver_CT(core, in, dlv, addr, dist, owner); /* an edge's rules, or
+                                           an interior alone with its edges: the echo rule */
     size_t n = addr ? addr->consumers.count : 0;
     if (n == 0 && addr && !in->fallback) {
         /* no consumer: the address's fallback destination, if it has one that has one */

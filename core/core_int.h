@@ -184,7 +184,8 @@ void core_edge_local_CT(core_t *core, core_addr_t *addr, core_link_dir_t dir, bo
 /* Interior: addr's destinations changed (or an edge's producer link joined it): tell each
  * edge with a producer link on addr whether it has a destination other than that edge. */
 void core_edge_track_CT(core_t *core, core_addr_t *addr);
-/* Route dlv by edge rules (core->edge set): local consumers, else up to the interior. */
+/* Route dlv by edge rules (core->edge set): local consumers, else up to the interior; on an
+ * interior that has no route yet (standalone path), a delivery from an edge: the echo rule. */
 unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
                               core_addr_t *addr, cfg_distribution_t dist, int owner);
 /* core.c's consumer bookkeeping, shared with edge.c: l joins / leaves addr->consumers

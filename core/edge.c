@@ -251,9 +251,9 @@ static inline bool eligible(const core_link_t *in, const core_link_t *out)
 unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
                               core_addr_t *addr, cfg_distribution_t dist, int owner)
 {
-    struct core_edge *e = core->edge;
+    struct core_edge *e = core->edge; /* NULL: an interior (no routes yet) */
     bool              anon = in->addr == NULL;
-    core_link_t      *up = !in->edge && anon ? e->uplink : NULL; /* NULL: not up */
+    core_link_t      *up = e && !in->edge && anon ? e->uplink : NULL; /* NULL: not up */
     if (!addr && up) {
         addr = up->addr;
         dist = addr->dist;
