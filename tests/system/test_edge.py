@@ -328,7 +328,7 @@ def test_edges_on_junction_interior(net, edge_kinds):
     interior B behind A: closest and balanced between each edge and A, B and the other edge,
     both ways; multicast from every router reaches every consumer once; `qdstat --edge` on A
     lists the edges (role edge, dir in) and `qdstat --edge-router` reaches an edge's
-    management through A."""
+    management through A, and through B (A advertises the edge's address to the mesh)."""
     a = net.interior("A", kind="J")
     b = net.interior("B", connect_to=[a])
     edges = [net.edge(k, "E%s%d" % (k, i), [a]) for i, k in enumerate(edge_kinds)]
@@ -349,8 +349,11 @@ def test_edges_on_junction_interior(net, edge_kinds):
                 flows(net, far, e, "%s.%s.%s" % (dist, far.id, e.id))
     multicast_once(others, others, "mc.all")
     for e in edges:
-        out = qdstat(a.url, "--edge-router", e.id, "-g")
-        assert re.search(r"Router Id\s+%s" % e.id, out), out
+        # directly on A, and from B: A advertises the edge's H<id> to the mesh
+        for via in (a, b):
+            out = wait_for("qdstat --edge-router %s through %s" % (e.id, via.id),
+                           lambda: qdstat(via.url, "--edge-router", e.id, "-g"), timeout=30)
+            assert re.search(r"Router Id\s+%s" % e.id, out), out
 
 
 def downlink_of(url):
