@@ -184,12 +184,14 @@ def flows(net, src, dst, address, n=20):
 
 
 @pytest.mark.deadline(240)
-def test_junction_edge_on_qdrouterd_interior(net):
-    """A Junction edge E on qdrouterd interior A, with qdrouterd interior B behind A:
-    closest and balanced both ways between E and A, and between E and B; multicast from E
-    reaches consumers on E, A and B once each, and from B reaches E once."""
+@pytest.mark.parametrize("behind", ["Q", "J"])
+def test_junction_edge_on_qdrouterd_interior(net, behind):
+    """A Junction edge E on qdrouterd interior A, with interior B (qdrouterd, or Junction)
+    behind A: closest and balanced both ways between E and A, and between E and B;
+    multicast from E reaches consumers on E, A and B once each, and from B reaches E once;
+    `qdstat --edge-router E` through B reaches E's management."""
     a = net.interior("A")
-    b = net.interior("B", connect_to=[a])
+    b = net.interior("B", connect_to=[a], kind=behind)
     e = net.edge("J", "E", [a])
     net.start_interior(a)
     net.start_interior(b)
@@ -225,6 +227,9 @@ def test_junction_edge_on_qdrouterd_interior(net):
     for who, c in zip("EAB", cons):
         assert c.bodies.count("from-E") == 1, (who, c.bodies)
         assert c.bodies.count("from-B") == 1, (who, c.bodies)
+    out = wait_for("qdstat --edge-router E through B",
+                   lambda: qdstat(b.url, "--edge-router", "E", "-g"), timeout=30)
+    assert re.search(r"Router Id\s+E\b", out), out
 
 
 @pytest.mark.deadline(180)
@@ -282,6 +287,11 @@ def test_qdstat_edge_shows_junction_edge_as_qdrouterd_edge(net):
     # id and host differ; role, dir, security, authentication (and tenant) agree
     assert j[3:] == q[3:], (j, q)
     assert j[3] == "edge" and j[4] == "in", j
+    # qdstat -n: edges are no routers of the network, a Junction edge no more than qdrouterd's
+    out = qdstat(a.url, "-n")
+    table = out.split("=", 1)[1] if "=" in out else out
+    ids = [x.split()[0] for x in table.splitlines() if x.strip() and not x.startswith("=")]
+    assert ids == ["A"], out
 
 
 def edges_listed(url, ids):
