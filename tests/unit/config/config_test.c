@@ -928,6 +928,11 @@ static void test_interior_switch(void **state)
     assert_string_equal(cfg->router.mode, "edge");
     assert_int_equal(cfg->connectors[0].conn.role, CFG_ROLE_EDGE);
     cfg_free(cfg);
+    /* an interior's edge listener */
+    cfg = load_ok("[['router', {'id': 'I', 'mode': 'interior'}],"
+                  " ['listener', {'port': '0', 'role': 'edge'}]]");
+    assert_int_equal(cfg->listeners[0].role, CFG_ROLE_EDGE);
+    cfg_free(cfg);
     unsetenv("JUNCTION_EXPERIMENTAL_INTERIOR");
     load_err(edge, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
                    "mode \"edge\" yet");
