@@ -503,3 +503,60 @@ def test_junction_interior_closes_silent_edge(make_router):
         conn.close()
     except Exception:
         pass
+
+
+@pytest.mark.deadline(90)
+def test_junction_edge_rejects_bad_tracking(make_router):
+    """An interior (here a Proton peer) that sends the edge tracking messages that are not
+    [key, bool]: each is REJECTED with one log line, and the edge connection stays up (a
+    good message after them is ACCEPTED)."""
+    import threading
+    from proton import Message
+    from proton.handlers import MessagingHandler
+    from proton.reactor import Container
+
+    port = free_port()
+    bodies = ["not a list", ["M0x"], [1, True], ["M0x", "yes"], ["M0x", True]]
+    outcomes = []
+    opened = threading.Event()
+
+    class FakeInterior(MessagingHandler):
+        def __init__(self):
+            super().__init__(auto_accept=True)
+            self.sent = False
+
+        def on_start(self, event):
+            self.acceptor = event.container.listen("127.0.0.1:%d" % port)
+
+        def on_sendable(self, event):
+            src = event.link.remote_source.address
+            if src == "_$qd.edge_addr_tracking" and not self.sent:
+                self.sent = True
+                opened.set()
+                for b in bodies:
+                    event.sender.send(Message(body=b))
+
+        def on_accepted(self, event):
+            outcomes.append("accepted")
+
+        def on_rejected(self, event):
+            outcomes.append("rejected")
+
+    c = Container(FakeInterior())
+    t = threading.Thread(target=c.run, daemon=True)
+    t.start()
+    try:
+        r = make_router([["router", {"id": "E", "mode": "edge"}],
+                         ["listener", {"host": "127.0.0.1", "port": str(free_port())}],
+                         ["connector", {"host": "127.0.0.1", "port": str(port),
+                                        "role": "edge", "saslMechanisms": "ANONYMOUS"}]],
+                        env=interior_env())
+        assert opened.wait(30), r.stderr_text()
+        wait_for("every tracking message settled", lambda: len(outcomes) == len(bodies),
+                 timeout=30)
+        assert outcomes == ["rejected"] * 4 + ["accepted"], outcomes
+        assert r.stderr_text().count("Edge address tracking: invalid message body") == 4
+        assert "Connection to 127.0.0.1:%d closed" % port not in r.stderr_text()
+    finally:
+        c.stop()
+        t.join(10)
