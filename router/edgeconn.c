@@ -1,4 +1,5 @@
-/* router/edgeconn.c: an edge router's connection to an interior (see edgeconn.h).
+/* router/edgeconn.c: an edge connection's own layer, on an edge and on an interior (see
+ * edgeconn.h).
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file).
  *
@@ -16,6 +17,11 @@
  * arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
  * seconds, while the interior gives credit, a heartbeat (body: an int counter) goes out
  * presettled (a 1.19 interior closes an edge connection that sent none for 8 s).
+ * On an interior (c->edge->interior): the edge's tracking receiver and heartbeat sender are
+ * answered as bare Proton links (a tracking message per CORE_W_EDGE TRACK_SEND, queued until
+ * credit, presettled; heartbeats read, settled and credited, 8 s without one closes the
+ * connection), its downlink becomes an ordinary link of address `_edge/<its id>`, and its
+ * address lookup link (link routes) is refused, so the edge looks them up itself.
  */
 #include "router/edgeconn.h"
 
