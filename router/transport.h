@@ -159,6 +159,11 @@ struct rtr_conn {
                                           NULL */
     struct rtr_edge       *edge;       /* an edge router's connection to an interior
                                           (edgeconn.c), or NULL */
+    struct rtr_pconn      *pconn;      /* vhost policy: what its open was admitted with
+                                          (router/policy.h), or NULL: not under vhost policy */
+    uint32_t               n_sessions; /* sessions the client began and has not ended */
+    uint64_t               max_message_size; /* maxMessageSize: the listener's, or the vhost
+                                                group's once admitted; 0 = none */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

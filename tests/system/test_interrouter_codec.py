@@ -23,6 +23,8 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container, LinkOption
 
+from conftest import free_port
+
 pytestmark = pytest.mark.no_router
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -41,14 +43,6 @@ def rt_compose_path():
 def compose(*args):
     return subprocess.run([str(rt_compose_path())] + [str(a) for a in args], check=True,
                           stdout=subprocess.PIPE).stdout
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class RouterCaps(LinkOption):
