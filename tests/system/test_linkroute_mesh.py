@@ -102,15 +102,15 @@ class Side:
     def url(self):
         return "amqp://127.0.0.1:%d" % self.port
 
-    def start(self, broker_port=None, connect=None, routes=True):
+    def start(self, broker_port=None, connect=None, routes=True, listen=None):
         self.starts += 1
         name = "%s-%d" % (self.id, self.starts)
         ents = [["router", {"id": self.id, "mode": "interior"}],
                 ["listener", {"host": "127.0.0.1", "port": str(self.port)}]]
-        if connect is None:
+        if listen or (listen is None and connect is None):
             ents.append(["listener", {"host": "127.0.0.1", "port": str(self.ir_port),
                                       "role": "inter-router"}])
-        else:
+        if connect is not None:
             ents.append(["connector", {"host": "127.0.0.1", "port": str(connect),
                                        "role": "inter-router"}])
         if broker_port is not None:
@@ -284,6 +284,25 @@ def test_patterns_learned_from_the_mesh(pair_of, proton_broker, a_kind):
     c = Client()
     try:
         exchange(c.connect(p.b.url), queue, 2, "l")
+    finally:
+        c.close()
+
+
+@pytest.mark.deadline(150)
+@pytest.mark.parametrize("kinds", ["JJJ", "JQJ"])
+def test_link_route_over_two_hops(pair_of, proton_broker, kinds):
+    """A line A - M - B: M (no linkRoute of its own) passes B's attach on toward A, and every
+    frame of the link crosses both inter-router connections."""
+    p = pair_of(kinds[0] + kinds[2])
+    m = Side(p, kinds[1], "LR.M")
+    p.a.start(broker_port=proton_broker.port)
+    m.start(connect=p.a.ir_port, routes=False, listen=True)
+    p.b.start(connect=m.ir_port)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    wait_routed(p.b.url, queue, timeout=60)
+    c = Client()
+    try:
+        exchange(c.connect(p.b.url), queue, 3, "h")
     finally:
         c.close()
 
