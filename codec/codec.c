@@ -313,12 +313,21 @@ const uint8_t *codec__value_skip(const uint8_t *p, const uint8_t *end, codec_err
     return value_skip(p, end, err);
 }
 
+int codec_section_by_name(const uint8_t *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(section_names) / sizeof(section_names[0]); i++)
+        if (strlen(section_names[i]) == len && memcmp(section_names[i], name, len) == 0)
+            return CODEC_SECTION_HEADER + (int)i;
+    return -1;
+}
+
 int codec__descriptor_read(const uint8_t *msg, size_t len, int *code, size_t *desc_len,
                            codec_err_t *err)
 {
     uint64_t v;
     size_t   h;
     size_t   n;
+    int      s;
 
     if (len < 1)
         return CODEC_PARTIAL;
@@ -350,13 +359,8 @@ int codec__descriptor_read(const uint8_t *msg, size_t len, int *code, size_t *de
             return *err = CODEC_ERR_UNKNOWN_SECTION, CODEC_INVALID;
         if (len - h < n)
             return CODEC_PARTIAL;
-        v = 0;
-        for (size_t i = 0; i < sizeof(section_names) / sizeof(section_names[0]); i++) {
-            if (strlen(section_names[i]) == n && memcmp(section_names[i], msg + h, n) == 0) {
-                v = CODEC_SECTION_HEADER + i;
-                break;
-            }
-        }
+        s = codec_section_by_name(msg + h, n);
+        v = s < 0 ? 0 : (uint64_t)s;
         *desc_len = h + n;
         break;
     default:

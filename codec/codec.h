@@ -160,6 +160,10 @@ uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan);
  * Returns false when nothing is left (or the rest is not a string element). */
 bool codec_trace_next(codec_bytes_t *trace, codec_bytes_t *id);
 
+/* The section code a symbolic descriptor names: name[0, len) is "amqp:header:list" ...
+ * "amqp:footer:map" (the table above); returns 0x70 .. 0x78, or -1 when it names no section. */
+int codec_section_by_name(const uint8_t *name, size_t len);
+
 /* The iov entries codec_compose_prefix() needs at most when !scan->ma_user_split: header and
  * delivery annotations, MA header, user pairs, router trailer, properties and app-props. */
 #define CODEC_COMPOSE_IOV_MAX 5

@@ -309,7 +309,7 @@ static void flood_CT(core_t *core, const uint8_t *msg, size_t len, int32_t from,
         to[from] = false;
     if (trace && trace->trace.ptr) {
         core_rt_strs_t l = {trace->trace.ptr, trace->trace.len, trace->trace_count};
-        core_rt_iter_t it = core_rt_strs_iter(&l);
+        core_rt_iter_t it = core_rt_iter(&l);
         codec_bytes_t  s;
         while (core_rt_strs_next(&it, &s)) {
             if (s.len > 2 && memcmp(s.ptr, "0/", 2) == 0) {
@@ -452,7 +452,7 @@ static void keys_to_forwarder_CT(core_t *core, uint32_t maskbit, const core_rt_s
 {
     core_rt_t *rt = core->rt;
     if (adds && adds->ptr) {
-        core_rt_iter_t it = core_rt_strs_iter(adds);
+        core_rt_iter_t it = core_rt_iter(adds);
         codec_bytes_t  k;
         while (core_rt_strs_next(&it, &k)) {
             const char *key = (const char *)k.ptr;
@@ -464,7 +464,7 @@ static void keys_to_forwarder_CT(core_t *core, uint32_t maskbit, const core_rt_s
     if (!all) {
         if (!dels || !dels->ptr)
             return;
-        core_rt_iter_t it = core_rt_strs_iter(dels);
+        core_rt_iter_t it = core_rt_iter(dels);
         codec_bytes_t  k;
         while (core_rt_strs_next(&it, &k))
             if (!core_rt_mobile_router_has(rt->mob, (const char *)k.ptr, k.len, maskbit))
@@ -553,7 +553,7 @@ static void mau_CT(core_t *core, const core_rt_msg_t *m)
         if (base_log_enabled(BASE_LOG_MOD_ROUTER_MA, BASE_LOG_DEBUG)) {
             const core_rt_strs_t *keys[2] = {m->exist.ptr ? &m->exist : &m->add, &m->del};
             for (int k = 0; k < 2; k++) {
-                core_rt_iter_t it = core_rt_strs_iter(keys[k]);
+                core_rt_iter_t it = core_rt_iter(keys[k]);
                 codec_bytes_t  key;
                 while (keys[k]->ptr && core_rt_strs_next(&it, &key))
                     LOG_MA(DEBUG, "Router %s: address %.*s %s", r->id, (int)key.len,
@@ -659,7 +659,7 @@ static bool trace_has_us(core_rt_t *rt, const codec_ra_t *ra)
     if (!ra->trace.ptr)
         return false;
     core_rt_strs_t l = {ra->trace.ptr, ra->trace.len, ra->trace_count};
-    core_rt_iter_t it = core_rt_strs_iter(&l);
+    core_rt_iter_t it = core_rt_iter(&l);
     codec_bytes_t  s;
     size_t         n = strlen(rt->node_id);
     while (core_rt_strs_next(&it, &s))

@@ -75,25 +75,14 @@ static const char *ssl_why(void)
     return r ? r : "unknown error";
 }
 
-__attribute__((format(printf, 4, 5))) static int prof_fail(const cfg_ssl_profile_t *p, char *err,
-                                                           size_t errlen, const char *fmt, ...)
-{
-    char    what[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    snprintf(err, errlen, "sslProfile '%s': %s", p->name, what);
-    return -1;
-}
-
 /* A file attribute that must be readable: its errno's text, as the line says it. */
 static int check_file(const cfg_ssl_profile_t *p, const char *attr, const char *path, char *err,
                       size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return prof_fail(p, err, errlen, "%s %s: %s", attr, path, strerror(errno));
+        return rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "%s %s: %s", attr, path,
+                                    strerror(errno));
     fclose(f);
     return 0;
 }
@@ -123,19 +112,21 @@ static int set_protocols(SSL_CTX *ctx, const cfg_ssl_profile_t *p, char *err, si
                 v = known[i].v;
         if (!v) {
             snprintf(tok, sizeof(tok), "%.*s", (int)(n < 24 ? n : 24), s);
-            return prof_fail(p, err, errlen,
-                             "protocols: unknown protocol '%s' (TLSv1, TLSv1.1, TLSv1.2 or "
-                             "TLSv1.3)",
-                             tok);
+            return rtr_tls_profile_fail(
+                p, NULL, NULL, err, errlen,
+                "protocols: unknown protocol '%s' (TLSv1, TLSv1.1, TLSv1.2 or "
+                "TLSv1.3)",
+                tok);
         }
         lo = lo && lo < v ? lo : v;
         hi = hi > v ? hi : v;
         s += n;
     }
     if (!lo)
-        return prof_fail(p, err, errlen, "protocols: no protocol given");
+        return rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "protocols: no protocol given");
     if (!SSL_CTX_set_min_proto_version(ctx, lo) || !SSL_CTX_set_max_proto_version(ctx, hi))
-        return prof_fail(p, err, errlen, "protocols '%s': %s", p->protocols, ssl_why());
+        return rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "protocols '%s': %s", p->protocols,
+                                    ssl_why());
     return 0;
 }
 
@@ -163,7 +154,8 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
     char    *pw = NULL;
     int      rc = -1;
     if (!ctx)
-        return prof_fail(p, err, errlen, "cannot make a TLS context: %s", ssl_why());
+        return rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "cannot make a TLS context: %s",
+                                    ssl_why());
     SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS); /* an idle connection holds no buffers */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -172,7 +164,7 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
         bool plain = false;
         char why[512];
         if (cfg_password_resolve(p->password, true, &pw, &plain, why, sizeof(why)) != 0) {
-            prof_fail(p, err, errlen, "password: %s", why);
+            rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "password: %s", why);
             goto out;
         }
         SSL_CTX_set_default_passwd_cb_userdata(ctx, pw);
@@ -181,8 +173,9 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
         if (check_file(p, "certFile", p->cert_file, err, errlen) < 0)
             goto out;
         if (SSL_CTX_use_certificate_chain_file(ctx, p->cert_file) != 1) {
-            prof_fail(p, err, errlen, "certFile %s: not a PEM certificate (%s)", p->cert_file,
-                      ssl_why());
+            rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                 "certFile %s: not a PEM certificate (%s)", p->cert_file,
+                                 ssl_why());
             goto out;
         }
         const char *key = p->private_key_file ? p->private_key_file : p->cert_file;
@@ -194,18 +187,21 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
             bool          mismatch = ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
             const char   *why = ssl_why();
             if (mismatch)
-                prof_fail(p, err, errlen, "%s %s: the key does not match certFile %s", attr, key,
-                          p->cert_file);
+                rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                     "%s %s: the key does not match certFile %s", attr, key,
+                                     p->cert_file);
             else
-                prof_fail(p, err, errlen, "%s %s: cannot read the private key (%s%s)", attr, key,
-                          why,
-                          p->password ? "; wrong password?" : "; encrypted without a password?");
+                rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                     "%s %s: cannot read the private key (%s%s)", attr, key, why,
+                                     p->password ? "; wrong password?"
+                                                 : "; encrypted without a password?");
             goto out;
         }
         if (SSL_CTX_check_private_key(ctx) != 1) {
             ERR_clear_error();
-            prof_fail(p, err, errlen, "%s %s: the key does not match certFile %s", attr, key,
-                      p->cert_file);
+            rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                 "%s %s: the key does not match certFile %s", attr, key,
+                                 p->cert_file);
             goto out;
         }
     }
@@ -213,14 +209,16 @@ static int profile_ctx_of(const cfg_ssl_profile_t *p, const SSL_METHOD *method, 
         if (check_file(p, "caCertFile", p->ca_cert_file, err, errlen) < 0)
             goto out;
         if (SSL_CTX_load_verify_locations(ctx, p->ca_cert_file, NULL) != 1) {
-            prof_fail(p, err, errlen, "caCertFile %s: not PEM certificates (%s)", p->ca_cert_file,
-                      ssl_why());
+            rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                 "caCertFile %s: not PEM certificates (%s)", p->ca_cert_file,
+                                 ssl_why());
             goto out;
         }
     }
     if (p->ciphers && SSL_CTX_set_cipher_list(ctx, p->ciphers) != 1) {
-        prof_fail(p, err, errlen, "ciphers '%.200s': no cipher OpenSSL knows (%s)", p->ciphers,
-                  ssl_why());
+        rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                             "ciphers '%.200s': no cipher OpenSSL knows (%s)", p->ciphers,
+                             ssl_why());
         goto out;
     }
     if (p->protocols && set_protocols(ctx, p, err, errlen) < 0)
@@ -259,8 +257,9 @@ static int profile_peer_setup(const cfg_ssl_profile_t *p, tls_profile_t *tp, cha
     if (p->ca_cert_file) {
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(p->ca_cert_file);
         if (!names)
-            return prof_fail(p, err, errlen, "caCertFile %s: no CA certificate names (%s)",
-                             p->ca_cert_file, ssl_why());
+            return rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                                        "caCertFile %s: no CA certificate names (%s)",
+                                        p->ca_cert_file, ssl_why());
         SSL_CTX_set_client_CA_list(tp->ctx, names); /* the context owns them */
     }
     tp->uid = rtr_tls_uid_new(p, err, errlen);
@@ -447,7 +446,8 @@ int rtr_tls_profile_add(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err, s
     }
     pthread_mutex_unlock(&tls->lock);
     if (rc == -EEXIST)
-        prof_fail(p, err, errlen, "an sslProfile of that name exists already");
+        rtr_tls_profile_fail(p, NULL, NULL, err, errlen,
+                             "an sslProfile of that name exists already");
     profile_unref(tp);
     return rc;
 }
@@ -458,7 +458,7 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
      * authServicePlugin names it) */
     tls_profile_t *old = profile_get(tls, p->name);
     if (!old) {
-        prof_fail(p, err, errlen, "no sslProfile of that name");
+        rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "no sslProfile of that name");
         return -ENOENT;
     }
     bool client = old->client != NULL;
@@ -481,7 +481,7 @@ int rtr_tls_profile_update(rtr_tls_t *tls, const cfg_ssl_profile_t *p, char *err
     pthread_mutex_unlock(&tls->lock);
     profile_unref(tp); /* the old one, or the new one when the profile went meanwhile */
     if (!sl) {
-        prof_fail(p, err, errlen, "no sslProfile of that name");
+        rtr_tls_profile_fail(p, NULL, NULL, err, errlen, "no sslProfile of that name");
         return -ENOENT;
     }
     return 0;

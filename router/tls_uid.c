@@ -41,16 +41,22 @@ struct rtr_tls_uid {
 
 static const char UID_LETTERS[] = "csloun125";
 
-__attribute__((format(printf, 4, 5))) static void uid_fail(const cfg_ssl_profile_t *p, char *err,
-                                                           size_t errlen, const char *fmt, ...)
+/* The attribute that names the mapping file, as its error lines say it. */
+static const char UID_ATTR[] = "uidNameMappingFile";
+
+int rtr_tls_profile_fail(const cfg_ssl_profile_t *p, const char *file_attr, const char *path,
+                         char *err, size_t errlen, const char *fmt, ...)
 {
     char    what[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    snprintf(err, errlen, "sslProfile '%s': uidNameMappingFile %s: %s", p->name,
-             p->uid_name_mapping_file, what);
+    if (file_attr)
+        snprintf(err, errlen, "sslProfile '%s': %s %s: %s", p->name, file_attr, path, what);
+    else
+        snprintf(err, errlen, "sslProfile '%s': %s", p->name, what);
+    return -1;
 }
 
 static int pair_cmp(const void *a, const void *b)
@@ -65,7 +71,8 @@ static char *read_file(const cfg_ssl_profile_t *p, size_t *len, char *err, size_
 {
     FILE *f = fopen(p->uid_name_mapping_file, "rb");
     if (!f) {
-        uid_fail(p, err, errlen, "%s", strerror(errno));
+        rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen, "%s",
+                             strerror(errno));
         return NULL;
     }
     size_t cap = 4096, n = 0;
@@ -73,7 +80,8 @@ static char *read_file(const cfg_ssl_profile_t *p, size_t *len, char *err, size_
     for (;;) {
         if (n + 1 == cap) {
             if (cap > UID_MAP_FILE_MAX) {
-                uid_fail(p, err, errlen, "bigger than %u MiB", UID_MAP_FILE_MAX >> 20);
+                rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen,
+                                     "bigger than %u MiB", UID_MAP_FILE_MAX >> 20);
                 fclose(f);
                 free(buf);
                 return NULL;
@@ -90,7 +98,7 @@ static char *read_file(const cfg_ssl_profile_t *p, size_t *len, char *err, size_
     int  e = errno;
     fclose(f);
     if (bad) {
-        uid_fail(p, err, errlen, "%s", strerror(e));
+        rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen, "%s", strerror(e));
         free(buf);
         return NULL;
     }
@@ -115,19 +123,22 @@ static int load_map(rtr_tls_uid_t *u, const cfg_ssl_profile_t *p, char *err, siz
         size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0, line = 1;
         for (size_t i = 0; i < at; i++)
             line += text[i] == '\n';
-        uid_fail(p, err, errlen, "not JSON (line %zu)", line);
+        rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen,
+                             "not JSON (line %zu)", line);
         goto out;
     }
     if (!cJSON_IsObject(root)) {
-        uid_fail(p, err, errlen, "not a JSON object of uid to name ({\"uid\": \"name\", ...})");
+        rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen,
+                             "not a JSON object of uid to name ({\"uid\": \"name\", ...})");
         goto out;
     }
     size_t n = (size_t)cJSON_GetArraySize(root), at = 0;
     u->map = n ? base_calloc(n, sizeof(*u->map)) : NULL;
     for (cJSON *it = root->child; it; it = it->next, at++) {
         if (!cJSON_IsString(it) || !it->valuestring) {
-            uid_fail(p, err, errlen, "the value of \"%.200s\" is not a string (a name)",
-                     it->string ? it->string : "");
+            rtr_tls_profile_fail(p, UID_ATTR, p->uid_name_mapping_file, err, errlen,
+                                 "the value of \"%.200s\" is not a string (a name)",
+                                 it->string ? it->string : "");
             goto out;
         }
         u->map[u->n_map].uid = base_strdup(it->string ? it->string : "");

@@ -31,4 +31,13 @@ void           rtr_tls_uid_free(rtr_tls_uid_t *u);
  * string (the caller frees it), or NULL when the certificate has no subject.  Thread-safe. */
 char *rtr_tls_uid_user(const rtr_tls_uid_t *u, X509 *cert);
 
+/* Write a profile's error line into err: "sslProfile '<name>': <what>", or, with file_attr (an
+ * attribute that names a file, such as "uidNameMappingFile"), "sslProfile '<name>':
+ * <file_attr> <path>: <what>"; <what> is fmt's text.  Returns -1.  Thread-safe.
+ * Declared here rather than in tls.h (tls.c uses it too) so that tls_uid.c, which its unit
+ * test builds alone, needs nothing of tls.c. */
+int rtr_tls_profile_fail(const cfg_ssl_profile_t *p, const char *file_attr, const char *path,
+                         char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 #endif

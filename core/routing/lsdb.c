@@ -323,7 +323,7 @@ int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t co
         return 0;
     }
     bool           seen_me = false;
-    core_rt_iter_t it = core_rt_strs_iter(&m->seen);
+    core_rt_iter_t it = core_rt_iter(&m->seen);
     codec_bytes_t  s;
     while (core_rt_strs_next(&it, &s))
         seen_me = seen_me || is_own(db, s);
@@ -349,16 +349,28 @@ int core_rt_lsdb_hello_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int32_t co
     return 0;
 }
 
-int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
-                       core_rt_actions_t *a)
+/* The node of the router that sent m (RA, LSU, LSR), made if it is new; has_instance says
+ * whether m carries the sender's instance.  Returns -1 for a bad sender id or a full table;
+ * 0 with *r NULL for our own id (the message is ignored); 0 with *r the node otherwise. */
+static int sender_node(core_rt_lsdb_t *db, const core_rt_msg_t *m, bool has_instance,
+                       core_rt_node_t **r)
 {
+    *r = NULL;
     if (!id_ok(m->id))
         return -1;
     if (is_own(db, m->id))
         return 0;
-    core_rt_node_t *r = node_get(db, m->id, true, m->instance, m->pv);
+    *r = node_get(db, m->id, has_instance, has_instance ? m->instance : 0, m->pv);
+    return *r ? 0 : -1;
+}
+
+int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
+                       core_rt_actions_t *a)
+{
+    core_rt_node_t *r;
+    int             rc = sender_node(db, m, true, &r);
     if (!r)
-        return -1;
+        return rc;
     if (node_restarted(r, m->instance, m->pv, a)) {
         db->recompute = true;
         r->need_lsr = true;
@@ -375,18 +387,15 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
                         core_rt_actions_t *a)
 {
     (void)a;
-    if (!id_ok(m->id))
-        return -1;
-    if (is_own(db, m->id))
-        return 0;
-    core_rt_node_t *r = node_get(db, m->id, true, m->instance, m->pv);
+    core_rt_node_t *r;
+    int             rc = sender_node(db, m, true, &r);
     if (!r)
-        return -1;
+        return rc;
     if (m->ls_ls_seq <= r->ls.ls_seq)
         return 0;
     /* the peers not known yet must fit before anything changes */
     uint32_t       unknown = 0;
-    core_rt_iter_t it = core_rt_peers_iter(&m->peers);
+    core_rt_iter_t it = core_rt_iter(&m->peers);
     codec_bytes_t  id;
     int64_t        cost;
     while (core_rt_peers_next(&it, &id, &cost))
@@ -395,7 +404,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
     if (db->n + unknown > CORE_RT_MAX_ROUTERS - 1)
         return -1;
     ls_clear(&r->ls);
-    it = core_rt_peers_iter(&m->peers);
+    it = core_rt_iter(&m->peers);
     while (core_rt_peers_next(&it, &id, &cost)) {
         if (!id_ok(id))
             continue; /* names no router: path.c needs real ids */
@@ -419,11 +428,8 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
 int core_rt_lsdb_lsr_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, core_rt_actions_t *a)
 {
     (void)a;
-    if (!id_ok(m->id))
-        return -1;
-    if (is_own(db, m->id))
-        return 0;
-    return node_get(db, m->id, false, 0, m->pv) ? 0 : -1;
+    core_rt_node_t *r;
+    return sender_node(db, m, false, &r);
 }
 
 void core_rt_lsdb_link_lost_CT(core_rt_lsdb_t *db, int32_t conn)

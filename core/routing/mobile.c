@@ -294,8 +294,8 @@ core_rt_mau_result_t core_rt_mobile_mau_CT(core_rt_mobile_t *mob, uint32_t maskb
     if (absolute)
         for (entry_t *e = mob->head; e; e = e->next)
             e->doomed = bit_get(e->rnodes, maskbit);
-    core_rt_iter_t it = core_rt_strs_iter(absolute ? &m->exist : &m->add);
-    core_rt_iter_t hit = core_rt_ints_iter(&m->hints);
+    core_rt_iter_t it = core_rt_iter(absolute ? &m->exist : &m->add);
+    core_rt_iter_t hit = core_rt_iter(&m->hints);
     codec_bytes_t  k;
     while (core_rt_strs_next(&it, &k)) {
         int64_t hint = -1;
@@ -310,7 +310,7 @@ core_rt_mau_result_t core_rt_mobile_mau_CT(core_rt_mobile_t *mob, uint32_t maskb
         bit_set(e->rnodes, maskbit, true);
     }
     if (!absolute) {
-        it = core_rt_strs_iter(&m->del);
+        it = core_rt_iter(&m->del);
         while (core_rt_strs_next(&it, &k)) {
             entry_t *e = entry_find(mob, (const char *)k.ptr, k.len);
             if (e) {

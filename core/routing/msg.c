@@ -622,22 +622,11 @@ int core_rt_body_decode(core_rt_op_t op, const uint8_t *val, size_t len, core_rt
  * ------------------------------------------------------------------------------------------ */
 
 /* Read a section's 0x00 and descriptor at p; *code is its numeric descriptor (a symbolic one
- * is mapped through `syms`, where syms[i] names code 0x70 + i).  Returns the byte after the
- * descriptor, or NULL. */
+ * is mapped through codec_section_by_name(); UINT64_MAX for one that names no section).
+ * Returns the byte after the descriptor, or NULL. */
 static const uint8_t *section_head(const uint8_t *p, const uint8_t *end, uint64_t *code,
                                    const char **why)
 {
-    static const char *const syms[] = {
-        "amqp:header:list",
-        "amqp:delivery-annotations:map",
-        "amqp:message-annotations:map",
-        "amqp:properties:list",
-        "amqp:application-properties:map",
-        "amqp:data:binary",
-        "amqp:amqp-sequence:list",
-        "amqp:amqp-value:*",
-        "amqp:footer:map",
-    };
     val_t d;
     if (p >= end || *p != 0x00) {
         *why = "expected a section (described type 0x00)";
@@ -649,9 +638,9 @@ static const uint8_t *section_head(const uint8_t *p, const uint8_t *end, uint64_
     if (d.kind == K_INT && (p[1] == 0x53 || p[1] == 0x80 || p[1] == 0x44))
         *code = (uint64_t)d.i;
     else if (d.kind == K_TEXT && (p[1] == 0xa3 || p[1] == 0xb3)) {
-        for (size_t i = 0; i < BASE_ARRAY_LEN(syms); i++)
-            if (text_eq(&d, syms[i]))
-                *code = 0x70 + i;
+        int c = codec_section_by_name(d.body, d.blen);
+        if (c >= 0)
+            *code = (uint64_t)c;
     }
     return d.next;
 }
@@ -732,53 +721,49 @@ int core_rt_msg_decode(const uint8_t *msg, size_t len, core_rt_msg_t *m, const c
  * Cursors (the views were validated when decoded)
  * ------------------------------------------------------------------------------------------ */
 
-core_rt_iter_t core_rt_strs_iter(const core_rt_strs_t *l)
+core_rt_iter_t core_rt_iter(const core_rt_list_t *l)
 {
     return (core_rt_iter_t){.p = l->ptr, .end = l->ptr ? l->ptr + l->len : NULL};
+}
+
+/* Read the cursor's next value into *v and step past it; false at the end. */
+static bool iter_take(core_rt_iter_t *it, val_t *v)
+{
+    const char *why;
+    if (!it->p || it->p >= it->end || val_read(it->p, it->end, v, 0, &why) < 0)
+        return false;
+    it->p = v->next;
+    return true;
 }
 
 bool core_rt_strs_next(core_rt_iter_t *it, codec_bytes_t *s)
 {
-    val_t       v;
-    const char *why;
-    if (!it->p || it->p >= it->end || val_read(it->p, it->end, &v, 0, &why) < 0)
+    val_t v;
+    if (!iter_take(it, &v))
         return false;
     *s = text_view(&v);
-    it->p = v.next;
     return true;
-}
-
-core_rt_iter_t core_rt_ints_iter(const core_rt_ints_t *l)
-{
-    return (core_rt_iter_t){.p = l->ptr, .end = l->ptr ? l->ptr + l->len : NULL};
 }
 
 bool core_rt_ints_next(core_rt_iter_t *it, int64_t *out)
 {
-    val_t       v;
-    const char *why;
-    if (!it->p || it->p >= it->end || val_read(it->p, it->end, &v, 0, &why) < 0)
+    val_t v;
+    if (!iter_take(it, &v))
         return false;
     *out = v.i;
-    it->p = v.next;
     return true;
-}
-
-core_rt_iter_t core_rt_peers_iter(const core_rt_peers_t *l)
-{
-    return (core_rt_iter_t){.p = l->ptr, .end = l->ptr ? l->ptr + l->len : NULL};
 }
 
 bool core_rt_peers_next(core_rt_iter_t *it, codec_bytes_t *id, int64_t *cost)
 {
-    val_t       k, v;
-    const char *why;
-    if (!it->p || it->p >= it->end || val_read(it->p, it->end, &k, 0, &why) < 0 ||
-        val_read(k.next, it->end, &v, 0, &why) < 0)
+    core_rt_iter_t at = *it;
+    val_t          k, v;
+    if (!iter_take(it, &k) || !iter_take(it, &v)) {
+        *it = at; /* a pair is taken whole or not at all */
         return false;
+    }
     *id = text_view(&k);
     *cost = v.i;
-    it->p = v.next;
     return true;
 }
 

@@ -70,26 +70,20 @@ typedef enum core_rt_op {
     CORE_RT_OP_COUNT
 } core_rt_op_t;
 
-/* A validated list of strings (or symbols), left encoded: its elements' bytes. */
-typedef struct core_rt_strs {
+/* A validated list or map, left encoded: its elements' bytes.  The element kinds are in
+ * the names of the typedefs below; one cursor (core_rt_iter()) walks all three. */
+typedef struct core_rt_list {
     const uint8_t *ptr;   /* first element's format code; NULL when the key is absent */
     size_t         len;   /* bytes of the elements */
-    uint32_t       count; /* elements */
-} core_rt_strs_t;
+    uint32_t       count; /* elements (pairs, for a map) */
+} core_rt_list_t;
 
-/* A validated list of integers (MAU hints), left encoded. */
-typedef struct core_rt_ints {
-    const uint8_t *ptr;   /* NULL when absent */
-    size_t         len;   /* bytes of the elements */
-    uint32_t       count; /* elements */
-} core_rt_ints_t;
-
-/* A validated map {router id: cost} (LSU's ls.peers), left encoded. */
-typedef struct core_rt_peers {
-    const uint8_t *ptr;   /* first key; NULL when absent */
-    size_t         len;   /* bytes of the pairs */
-    uint32_t       count; /* pairs */
-} core_rt_peers_t;
+/* A list of strings (or symbols). */
+typedef core_rt_list_t core_rt_strs_t;
+/* A list of integers (MAU hints). */
+typedef core_rt_list_t core_rt_ints_t;
+/* A map {router id: cost} (LSU's ls.peers). */
+typedef core_rt_list_t core_rt_peers_t;
 
 /* A cursor over one of the views above. */
 typedef struct core_rt_iter {
@@ -139,11 +133,9 @@ const char *core_rt_op_name(core_rt_op_t op);
 
 /* Views' cursors.  _next() returns false at the end; the views are valid (decoded by
  * core_rt_*_decode()), so there is no error case. */
-core_rt_iter_t core_rt_strs_iter(const core_rt_strs_t *l);
+core_rt_iter_t core_rt_iter(const core_rt_list_t *l);
 bool           core_rt_strs_next(core_rt_iter_t *it, codec_bytes_t *s);
-core_rt_iter_t core_rt_ints_iter(const core_rt_ints_t *l);
 bool           core_rt_ints_next(core_rt_iter_t *it, int64_t *v);
-core_rt_iter_t core_rt_peers_iter(const core_rt_peers_t *l);
 bool           core_rt_peers_next(core_rt_iter_t *it, codec_bytes_t *id, int64_t *cost);
 
 /* A growable output buffer.  Zero-initialise; core_rt_buf_fini() frees. */

@@ -118,6 +118,41 @@ static int strip_keys(cJSON *attrs, const char *name, char *err, size_t errlen)
     return 0;
 }
 
+/* The profile named `name` as profile_json() shows it, or NULL if there is none. */
+static cJSON *find_json(const mgmt_tls_t *tls, const char *name, bool secret)
+{
+    size_t             n = 0;
+    cfg_ssl_profile_t *all = tls->copy(tls->ctx, &n);
+    cJSON             *j = NULL;
+    for (size_t i = 0; i < n && !j; i++)
+        if (strcmp(all[i].name, name) == 0)
+            j = profile_json(&all[i], secret);
+    tls->copy_free(all, n);
+    return j;
+}
+
+/* CREATE's and UPDATE's last step: the attributes `a` (consumed) as a profile, added or
+ * replacing the one of that name.  st is strip_keys()'s result (not 0: refused with it). */
+static int apply(const mgmt_tls_t *tls, const char *name, bool update, cJSON *a, int st, char *err,
+                 size_t errlen)
+{
+    cfg_t *cfg = st ? NULL : parse_profile(a, err, errlen);
+    cJSON_Delete(a);
+    if (!cfg)
+        return st ? st : 400;
+    const cfg_ssl_profile_t *p = &cfg->ssl_profiles[0];
+    const char              *cert = p->cert_file ? p->cert_file : "none";
+    int rc = update ? tls->update(tls->ctx, p, err, errlen) : tls->add(tls->ctx, p, err, errlen);
+    if (rc == 0 && update)
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO,
+                 "sslProfile '%s' updated: new connections use certFile %s", name, cert);
+    else if (rc == 0)
+        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO, "sslProfile '%s' created (certFile %s)", name,
+                 cert);
+    cfg_free(cfg);
+    return rc ? status_of(rc) : 0;
+}
+
 int mgmt_ssl_create(const mgmt_tls_t *tls, const char *name, const cJSON *attrs, char *err,
                     size_t errlen)
 {
@@ -128,16 +163,7 @@ int mgmt_ssl_create(const mgmt_tls_t *tls, const char *name, const cJSON *attrs,
     cJSON *a = attrs ? cJSON_Duplicate(attrs, true) : cJSON_CreateObject();
     int    st = strip_keys(a, name, err, errlen);
     cJSON_AddStringToObject(a, "name", name);
-    cfg_t *cfg = st ? NULL : parse_profile(a, err, errlen);
-    cJSON_Delete(a);
-    if (!cfg)
-        return st ? st : 400;
-    int rc = tls->add(tls->ctx, &cfg->ssl_profiles[0], err, errlen);
-    if (rc == 0)
-        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO, "sslProfile '%s' created (certFile %s)",
-                 name, cfg->ssl_profiles[0].cert_file ? cfg->ssl_profiles[0].cert_file : "none");
-    cfg_free(cfg);
-    return rc ? status_of(rc) : 0;
+    return apply(tls, name, false, a, st, err, errlen);
 }
 
 /* The deprecated names a request may use, and the attribute each stands for (a request that
@@ -157,13 +183,7 @@ int mgmt_ssl_update(const mgmt_tls_t *tls, const char *name, const cJSON *attrs,
         return 400;
     }
     /* the profile as it is (with its password), and the request's attributes over it */
-    size_t             n = 0;
-    cfg_ssl_profile_t *all = tls->copy(tls->ctx, &n);
-    cJSON             *merged = NULL;
-    for (size_t i = 0; i < n && !merged; i++)
-        if (strcmp(all[i].name, name) == 0)
-            merged = profile_json(&all[i], true);
-    tls->copy_free(all, n);
+    cJSON *merged = find_json(tls, name, true);
     if (!merged) {
         snprintf(err, errlen, "no sslProfile with name '%.200s'", name);
         return 404;
@@ -189,17 +209,7 @@ int mgmt_ssl_update(const mgmt_tls_t *tls, const char *name, const cJSON *attrs,
         if (cJSON_IsNull(c))
             cJSON_Delete(cJSON_DetachItemViaPointer(merged, c));
     }
-    cfg_t *cfg = st ? NULL : parse_profile(merged, err, errlen);
-    cJSON_Delete(merged);
-    if (!cfg)
-        return st ? st : 400;
-    int rc = tls->update(tls->ctx, &cfg->ssl_profiles[0], err, errlen);
-    if (rc == 0)
-        base_log(BASE_LOG_MOD_AGENT, BASE_LOG_INFO,
-                 "sslProfile '%s' updated: new connections use certFile %s", name,
-                 cfg->ssl_profiles[0].cert_file ? cfg->ssl_profiles[0].cert_file : "none");
-    cfg_free(cfg);
-    return rc ? status_of(rc) : 0;
+    return apply(tls, name, true, merged, st, err, errlen);
 }
 
 int mgmt_ssl_delete(const mgmt_tls_t *tls, const char *name, char *err, size_t errlen)
@@ -255,14 +265,7 @@ static int ssl_args(const mgmt_preq_t *q, const char **name, const cJSON **attrs
 /* The reply to a change: the profile as it is now. */
 static int reply_profile(const mgmt_preq_t *q, const char *name)
 {
-    const mgmt_tls_t  *tls = q->m->_tls;
-    size_t             n = 0;
-    cfg_ssl_profile_t *all = tls->copy(tls->ctx, &n);
-    cJSON             *j = NULL;
-    for (size_t i = 0; i < n && !j; i++)
-        if (strcmp(all[i].name, name) == 0)
-            j = mgmt_ssl_json(&all[i]);
-    tls->copy_free(all, n);
+    cJSON *j = find_json(q->m->_tls, name, false);
     if (!j) /* deleted again by the other way in meanwhile */
         return mgmt__bad_arg(q, 404, "no sslProfile with name '%.200s'", name);
     return reply_json(q, "profile", j);
@@ -283,7 +286,10 @@ int mgmt__op_ssl_list(const mgmt_preq_t *q)
     return reply_json(q, "profiles", list);
 }
 
-int mgmt__op_ssl_create(const mgmt_preq_t *q)
+/* sslProfile.create and .update: `change` is mgmt_ssl_create() or mgmt_ssl_update(). */
+static int op_ssl_change(const mgmt_preq_t *q,
+                         int (*change)(const mgmt_tls_t *tls, const char *name, const cJSON *attrs,
+                                       char *err, size_t errlen))
 {
     const char  *name;
     const cJSON *attrs;
@@ -291,20 +297,18 @@ int mgmt__op_ssl_create(const mgmt_preq_t *q)
     if (!name)
         return rc;
     char err[512];
-    int  st = mgmt_ssl_create(q->m->_tls, name, attrs, err, sizeof(err));
+    int  st = change(q->m->_tls, name, attrs, err, sizeof(err));
     return st ? mgmt__bad_arg(q, st, "%s", err) : reply_profile(q, name);
+}
+
+int mgmt__op_ssl_create(const mgmt_preq_t *q)
+{
+    return op_ssl_change(q, mgmt_ssl_create);
 }
 
 int mgmt__op_ssl_update(const mgmt_preq_t *q)
 {
-    const char  *name;
-    const cJSON *attrs;
-    int          rc = ssl_args(q, &name, &attrs);
-    if (!name)
-        return rc;
-    char err[512];
-    int  st = mgmt_ssl_update(q->m->_tls, name, attrs, err, sizeof(err));
-    return st ? mgmt__bad_arg(q, st, "%s", err) : reply_profile(q, name);
+    return op_ssl_change(q, mgmt_ssl_update);
 }
 
 int mgmt__op_ssl_delete(const mgmt_preq_t *q)

@@ -60,6 +60,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "system"))
+from conftest import free_port  # noqa: E402
 from mgmt_tool import Node  # noqa: E402
 
 NODE = "org.apache.qpid.dispatch.router.node"
@@ -80,14 +81,6 @@ def kill_children():
 
 def on_signal(signum, frame):
     sys.exit(128 + signum)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def edges(shape, n):

@@ -52,7 +52,7 @@ typedef struct lists {
 static uint32_t strs_take(const core_rt_strs_t *l, codec_bytes_t **out)
 {
     *out = base_calloc(l->count + 1, sizeof(**out));
-    core_rt_iter_t it = core_rt_strs_iter(l);
+    core_rt_iter_t it = core_rt_iter(l);
     uint32_t       n = 0;
     while (n <= l->count && core_rt_strs_next(&it, &(*out)[n]))
         n++;
@@ -71,7 +71,7 @@ static void lists_take(const core_rt_msg_t *m, lists_t *l)
     case CORE_RT_OP_LSU:
         l->ids = base_calloc(m->peers.count + 1, sizeof(*l->ids));
         l->values = base_calloc(m->peers.count + 1, sizeof(*l->values));
-        it = core_rt_peers_iter(&m->peers);
+        it = core_rt_iter(&m->peers);
         while (l->n_ids <= m->peers.count &&
                core_rt_peers_next(&it, &l->ids[l->n_ids], &l->values[l->n_ids]))
             l->n_ids++;
@@ -85,7 +85,7 @@ static void lists_take(const core_rt_msg_t *m, lists_t *l)
         l->hints = m->hints.ptr != NULL;
         if (l->hints) {
             CHECK(m->hints.count == l->n_ids);
-            it = core_rt_ints_iter(&m->hints);
+            it = core_rt_iter(&m->hints);
             uint32_t n = 0;
             while (n <= l->n_ids && core_rt_ints_next(&it, &l->values[n]))
                 n++;

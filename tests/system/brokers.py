@@ -40,9 +40,9 @@ A test skips (with the reason) when a package is missing; scripts/test installs 
 import glob
 import itertools
 import os
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -52,6 +52,8 @@ from pathlib import Path
 import pytest
 
 from proton import Endpoint
+
+from conftest import free_port
 
 RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 RABBITMQ_PLUGIN_GLOB = "/usr/lib/rabbitmq/lib/rabbitmq_server-*/plugins/rabbitmq_amqp1_0-*"
@@ -69,12 +71,70 @@ def unique_name(prefix="q"):
                             next(_names))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+# ---------------------------------------------------------------- a router toward a broker
+# What the broker tests configure and wait for: one connector named "broker", autoLinks and
+# link routes through it.
+
+# The router's log line for the connector's connection (% the broker's port).
+OPENED = r"Connection to 127\.0\.0\.1:%d opened \(connector broker"
+
+
+def connector_to(broker, **attrs):
+    """The connector entity "broker" toward `broker`: role route-container unless `attrs`
+    say otherwise; `attrs` are added (maxSessions ...)."""
+    c = {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
+         "role": "route-container"}
+    c.update(attrs)
+    return ["connector", c]
+
+
+def autolink_pair(address, external, names=("out", "in"), **attrs):
+    """An out and an in autoLink of `address` to the broker's `external` address through the
+    connector "broker", named `names`; `attrs` are added to both (fallback ...)."""
+    return [["autoLink", dict({"name": n, "address": address, "direction": d,
+                               "connection": "broker", "externalAddress": external}, **attrs)]
+            for n, d in zip(names, ("out", "in"))]
+
+
+def waypoint_router(make_router, broker, q, external_prefix="/queue/"):
+    """A router whose address `q` is a waypoint to the broker's queue external_prefix + q,
+    through autoLinks "out" and "in"."""
+    return make_router(extra=[connector_to(broker), ["address", {"prefix": q, "waypoint": True}]]
+                       + autolink_pair(q, external_prefix + q))
+
+
+def linkroute_router(make_router, broker, prefix="lrq", names=("lrqIn", "lrqOut")):
+    """A router that routes links of `prefix`, both ways, to the broker (link routes named
+    `names`); returned once its connection to the broker is open."""
+    r = make_router(extra=[connector_to(broker)] + [
+        ["linkRoute", {"name": n, "prefix": prefix, "direction": d, "connection": "broker"}]
+        for n, d in zip(names, ("in", "out"))])
+    r.wait_log(OPENED % broker.port)
+    return r
+
+
+def opened_count(r, broker):
+    """How many times router r's connector opened a connection to the broker."""
+    pat = re.compile(OPENED % broker.port)
+    return sum(1 for x in r.stderr_lines() if pat.search(x))
+
+
+def autolink_states(rows):
+    """{name: operStatus} of autoLink management rows."""
+    return {x["name"]: x["operStatus"] for x in rows}
+
+
+def wait_autolinks(query, want, timeout=30.0, every=0.2):
+    """Wait until the autoLinks' states (autolink_states() of the rows `query()` returns) are
+    `want`; AssertionError with the last states if they are not within `timeout` seconds."""
+    end = time.monotonic() + timeout
+    got = None
+    while time.monotonic() < end:
+        got = autolink_states(query())
+        if got == want:
+            return
+        time.sleep(every)
+    raise AssertionError("autoLinks never became %r; last %r" % (want, got))
 
 
 def rabbitmq_missing():

@@ -52,6 +52,19 @@ def wait_for(what, fn, timeout=20.0, every=0.2):
     raise AssertionError("%s: not within %.0fs (last: %r)" % (what, timeout, last))
 
 
+def qdr_interior_conf(rid, log, port, ir_port):
+    """qdrouterd's configuration (its own format) of an interior router `rid` logging to
+    `log`, with a normal listener on `port` and an inter-router one on `ir_port` (ANONYMOUS,
+    no authentication); connectors and addresses are appended to it."""
+    return ("router {\n mode: interior\n id: %s\n}\n"
+            "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
+            "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+            " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
+            "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
+            " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
+            % (rid, log, port, ir_port))
+
+
 def nodes(url):
     n = Node(url)
     try:
@@ -99,13 +112,7 @@ class Position:
         need_peer()
         tmp = self.net.tmp_path
         log = tmp / ("%s-%d.log" % (self.id, self.starts))
-        text = ("router {\n mode: interior\n id: %s\n}\n"
-                "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
-                "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
-                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-                "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
-                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-                % (self.id, log, self.port, self.ir_port))
+        text = qdr_interior_conf(self.id, log, self.port, self.ir_port)
         for port, cost in self.connect:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n%s}\n"

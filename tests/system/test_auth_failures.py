@@ -24,9 +24,10 @@ from proton.utils import BlockingConnection
 import listener_metrics as lm
 import test_sasl as ts
 import test_tls as tt
-from conftest import router_entities
+from conftest import free_port, router_entities
 from listener_metrics import REASONS, only, samples, wait_value
 from mgmt_tool import Node
+from qdr_peer import start_standalone
 from test_management import junctionctl
 from test_sasl import sasl_dir  # noqa: F401  (fixture)
 from test_tls import certs  # noqa: F401  (fixture)
@@ -308,32 +309,15 @@ def outcome_of(addr, frame):
     return None
 
 
-PEER_QDROUTERD = tt.PEER_BIN / "qdrouterd"
-
-
 def test_qdrouterd_draws_the_same_line_for_sasl_frames(make_router, sasl_dir, tmp_path):
     """What qdrouterd 1.19 (Debian's Proton 0.37) answers: a sasl-init of maxFrameSize bytes
     is read, one byte more ends the connection without an outcome; Junction the same."""
-    if not PEER_QDROUTERD.exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_QDROUTERD)
-    import subprocess
-    from conftest import free_port
     port = free_port()
-    cfg = tmp_path / "qdrouterd.json"
-    cfg.write_text(json.dumps([
+    peer = start_standalone(tmp_path / "qdrouterd.json", [
         ["router", {"id": "Peer", "mode": "standalone"}],
-        ["listener", {"host": "127.0.0.1", "port": str(port), "saslMechanisms": "ANONYMOUS"}]]))
-    peer = subprocess.Popen([str(PEER_QDROUTERD), "-c", str(cfg)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ["listener", {"host": "127.0.0.1", "port": str(port), "saslMechanisms": "ANONYMOUS"}]],
+        port, timeout=20)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and peer.poll() is None, "qdrouterd down"
-                time.sleep(0.1)
         peer_said = [outcome_of(("127.0.0.1", port), init_of_size(n, "ANONYMOUS"))
                      for n in (600, 16384, 16385)]
     finally:

@@ -11,7 +11,6 @@ preferred_username}, address-authz).  Clients: Proton-Python with PLAIN, and the
 client of test_sasl.py where the exact frames the router sends matter (a library client that
 finds no mechanism it likes gives up by itself, which proves nothing about the router)."""
 
-import json
 import socket
 import ssl
 import struct
@@ -27,6 +26,7 @@ from proton.utils import BlockingConnection
 
 from clients import Client
 from conftest import REPO_ROOT, free_port, router_entities
+from qdr_peer import need_qdrouterd, start_standalone
 from test_sasl import AUTH, OK, SaslClient, plain_outcome, sasl_init
 from test_tls import certs, make_ca, start_fails  # noqa: F401 (certs: a fixture)
 
@@ -468,31 +468,18 @@ def test_deprecated_auth_service_attribute(make_router, service):
 def qdrouterd(tmp_path):
     """qdrouterd 1.19 from ../shared/peer with a listener whose saslPlugin names an
     authServicePlugin at the given port: qdrouterd(port) -> (host, port) of its listener."""
-    exe = PEER_BIN / "qdrouterd"
-    if not exe.exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % exe)
+    need_qdrouterd()
     procs = []
 
     def start(svc_port):
         port = free_port()
-        cfg = tmp_path / ("qdrouterd%d.json" % len(procs))
-        cfg.write_text(json.dumps([
+        procs.append(start_standalone(tmp_path / ("qdrouterd%d.json" % len(procs)), [
             ["router", {"mode": "standalone", "id": "peer"}],
             ["authServicePlugin", {"name": "auth", "host": "127.0.0.1", "port": str(svc_port),
                                    "realm": "example.com"}],
             ["listener", {"host": "127.0.0.1", "port": str(port), "saslPlugin": "auth",
-                          "authenticatePeer": True, "saslMechanisms": "PLAIN"}]]))
-        p = subprocess.Popen([str(exe), "-c", str(cfg)], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(p)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return "127.0.0.1", port
-            except OSError:
-                assert p.poll() is None and time.monotonic() < deadline, "qdrouterd did not start"
-                time.sleep(0.05)
+                          "authenticatePeer": True, "saslMechanisms": "PLAIN"}]], port))
+        return "127.0.0.1", port
 
     yield start
     for p in procs:

@@ -22,6 +22,7 @@ import pytest
 from proton import Message
 
 from clients import Client
+from brokers import wait_autolinks
 from conftest import REPO_ROOT, router_entities
 from mgmt_tool import Node
 
@@ -103,14 +104,7 @@ def states(node):
 
 
 def wait_states(node, want, timeout=15.0):
-    end = time.monotonic() + timeout
-    got = None
-    while time.monotonic() < end:
-        got = {k: v[0] for k, v in states(node).items()}
-        if got == want:
-            return
-        time.sleep(0.1)
-    raise AssertionError("autoLinks never became %r; last %r" % (want, got))
+    wait_autolinks(lambda: node.query_dicts("autoLink"), want, timeout, every=0.1)
 
 
 @pytest.fixture

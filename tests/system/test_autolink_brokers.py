@@ -14,24 +14,13 @@ import time
 import pytest
 from proton import Delivery, Message
 
-from brokers import unique_name
+from brokers import (OPENED, autolink_states, connector_to, unique_name, wait_autolinks,
+                     waypoint_router)
 from clients import Client
 from mgmt_tool import Node
 
 # the connector retries 5 s after a failed attempt; RabbitMQ takes seconds to start
 BACK_TIMEOUT = 60.0
-
-
-def broker_router(make_router, broker, q):
-    return make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["address", {"prefix": q, "waypoint": True}],
-        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-        ["autoLink", {"name": "in", "address": q, "direction": "in", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-    ])
 
 
 def autolinks(r):
@@ -49,14 +38,7 @@ def autolinks(r):
 
 
 def wait_states(r, want, timeout=20.0):
-    end = time.monotonic() + timeout
-    got = None
-    while time.monotonic() < end:
-        got = {x["name"]: x["operStatus"] for x in autolinks(r)}
-        if got == want:
-            return
-        time.sleep(0.2)
-    raise AssertionError("autoLinks never became %r; last %r" % (want, got))
+    wait_autolinks(lambda: autolinks(r), want, timeout)
 
 
 ACTIVE = {"out": "active", "in": "active"}
@@ -92,7 +74,7 @@ def round_trip(c, conn, q, bodies, settled_by_broker):
 def test_autolinks_through_a_connector_to_a_real_broker(kind, request, make_router):
     broker = request.getfixturevalue(kind)
     q = unique_name("wp")
-    r = broker_router(make_router, broker, q)
+    r = waypoint_router(make_router, broker, q)
     c = Client()
     try:
         wait_states(r, ACTIVE, timeout=30)
@@ -119,14 +101,13 @@ def test_normal_role_connector_gets_no_autolinks(proton_broker, make_router):
     # as qdrouterd's route_control.c: only route-container connections get autoLinks
     q = unique_name("wp")
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(proton_broker.port),
-                       "role": "normal"}],
+        connector_to(proton_broker, role="normal"),
         ["address", {"prefix": q, "waypoint": True}],
         ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker"}],
     ])
-    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % proton_broker.port)
+    r.wait_log(OPENED % proton_broker.port)
     time.sleep(0.5)
-    assert {x["name"]: x["operStatus"] for x in autolinks(r)} == {"out": "inactive"}
+    assert autolink_states(autolinks(r)) == {"out": "inactive"}
 
 
 def test_rabbitmq_session_end_fails_the_autolink_and_it_comes_back(rabbitmq, make_router):
@@ -136,8 +117,7 @@ def test_rabbitmq_session_end_fails_the_autolink_and_it_comes_back(rabbitmq, mak
     # it: it goes as RELEASED, test_broker_quirks.py.)
     q = unique_name("wp")
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
-                       "role": "route-container"}],
+        connector_to(rabbitmq),
         ["address", {"prefix": q, "waypoint": True}],
         ["autoLink", {"name": "in", "address": q, "direction": "in", "connection": "broker",
                       "externalAddress": "/amq/queue/" + q}],
@@ -167,7 +147,7 @@ def test_rabbitmq_consumer_leaving_keeps_the_autolinks(rabbitmq, make_router):
     # flow of zero credit, never a drain, which would end the session (docs/brokers.md R6):
     # both autoLinks stay active and nothing the consumer accepted comes back
     q = unique_name("wp")
-    r = broker_router(make_router, rabbitmq, q)
+    r = waypoint_router(make_router, rabbitmq, q)
     c = Client()
     try:
         wait_states(r, ACTIVE, timeout=30)
@@ -202,7 +182,7 @@ def test_rabbitmq_transfers_beyond_credit_are_taken(rabbitmq, make_router, clien
     dlvs = [snd.send(Message(body=i)) for i in range(n)]
     assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * n
     conn.close()
-    r = broker_router(make_router, rabbitmq, q)
+    r = waypoint_router(make_router, rabbitmq, q)
     c = Client()
     try:
         cc = c.connect(r.url)

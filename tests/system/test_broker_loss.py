@@ -55,7 +55,7 @@ import pytest
 from proton import Delivery, Endpoint, Message
 from proton.reactor import LinkOption
 
-from brokers import unique_name
+from brokers import autolink_pair, connector_to, unique_name
 from clients import Client, outcome_name
 from mgmt_tool import Node
 
@@ -79,7 +79,23 @@ class _Durable(LinkOption):
         (link.target if link.is_sender else link.source).durability = 1
 
 
-class Producer:
+class _Reattaching:
+    """A Producer's or Consumer's link that the peer closed: closed here too, and attached
+    again (`_attach()`) REATTACH_DELAY after, when `reattach` says so."""
+
+    def _link_gone(self, pn, now):
+        if pn.state & Endpoint.LOCAL_ACTIVE:
+            pn.close()
+        if not self.reattach:
+            return
+        if self.retry_at == 0.0:
+            self.retry_at = now + REATTACH_DELAY
+        if now >= self.retry_at:
+            self.retry_at = 0.0
+            self._attach()
+
+
+class Producer(_Reattaching):
     """An at-least-once producer of ids `prefix-0` .. `prefix-(n-1)` on `address`."""
 
     def __init__(self, client, conn, address, prefix, n, reattach):
@@ -146,15 +162,7 @@ class Producer:
                 self.todo.appendleft((i, now))
                 d.settle()
             self.unsettled.clear()
-            if pn.state & Endpoint.LOCAL_ACTIVE:
-                pn.close()
-            if not self.reattach:
-                return
-            if self.retry_at == 0.0:
-                self.retry_at = now + REATTACH_DELAY
-            if now >= self.retry_at:
-                self.retry_at = 0.0
-                self._attach()
+            self._link_gone(pn, now)
             return
         if not self.snd_open and pn.state & Endpoint.REMOTE_ACTIVE:
             self.snd_open = True
@@ -171,7 +179,7 @@ class Producer:
             self.unsettled[d] = (i, time.monotonic())
 
 
-class Consumer:
+class Consumer(_Reattaching):
     """Accepts everything on `address` and records the ids (a Counter: duplicates allowed)."""
 
     def __init__(self, client, conn, address, reattach):
@@ -202,15 +210,7 @@ class Consumer:
                     cond.name if cond else None)
                 if not self.reattach:
                     self.bad.append("waypoint receiver detached: %s" % cond)
-            if pn.state & Endpoint.LOCAL_ACTIVE:
-                pn.close()
-            if not self.reattach:
-                return
-            if self.retry_at == 0.0:
-                self.retry_at = now + REATTACH_DELAY
-            if now >= self.retry_at:
-                self.retry_at = 0.0
-                self._attach()
+            self._link_gone(pn, now)
             return
         if not self.rcv_open and pn.state & Endpoint.REMOTE_ACTIVE:
             self.rcv_open = True
@@ -332,13 +332,9 @@ def test_nothing_lost_when_the_broker_goes_away(kind, how, request, make_router)
         # once, it keeps them
         broker.restart()
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
+        connector_to(broker),
         ["address", {"prefix": wq, "waypoint": True}],
-        ["autoLink", {"name": "out", "address": wq, "direction": "out", "connection": "broker",
-                      "externalAddress": "/amq/queue/" + wq}],
-        ["autoLink", {"name": "in", "address": wq, "direction": "in", "connection": "broker",
-                      "externalAddress": "/amq/queue/" + wq}],
+        *autolink_pair(wq, "/amq/queue/" + wq),
         # LR.NAME -> /amq/queue/NAME
         ["linkRoute", {"name": "lrIn", "prefix": LR, "direction": "in", "connection": "broker",
                        "delExternalPrefix": LR + ".", "addExternalPrefix": "/amq/queue/"}],

@@ -10,13 +10,13 @@ The router knows RabbitMQ by the `product` property of its open.  Toward it, on 
 Each test would see the session or the connection end without the rule.
 """
 
-import re
 import time
 
 import pytest
 from proton import Delivery, Endpoint, Message, symbol
 
-from brokers import unique_name
+from brokers import (autolink_states, linkroute_router, opened_count, unique_name,
+                     wait_autolinks, waypoint_router)
 from clients import Client
 from mgmt_tool import Node
 from test_brokers import DurableTerminus, attach_answer
@@ -25,49 +25,12 @@ ACTIVE = {"out": "active", "in": "active"}
 SESSION_END = "Auto link's session ended by the peer"
 
 
-def waypoint_router(make_router, broker, q):
-    return make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["address", {"prefix": q, "waypoint": True}],
-        ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-        ["autoLink", {"name": "in", "address": q, "direction": "in", "connection": "broker",
-                      "externalAddress": "/queue/" + q}],
-    ])
-
-
-def linkroute_router(make_router, broker):
-    r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["linkRoute", {"name": "lrqIn", "prefix": "lrq", "direction": "in",
-                       "connection": "broker"}],
-        ["linkRoute", {"name": "lrqOut", "prefix": "lrq", "direction": "out",
-                       "connection": "broker"}],
-    ])
-    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return r
-
-
 def states(node):
-    return {x["name"]: x["operStatus"] for x in node.query_dicts("autoLink")}
+    return autolink_states(node.query_dicts("autoLink"))
 
 
 def wait_active(node, timeout=30.0):
-    end = time.monotonic() + timeout
-    got = None
-    while time.monotonic() < end:
-        got = states(node)
-        if got == ACTIVE:
-            return
-        time.sleep(0.2)
-    raise AssertionError("autoLinks never active; last %r" % got)
-
-
-def opened_count(r, broker):
-    pat = re.compile(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return sum(1 for x in r.stderr_lines() if pat.search(x))
+    wait_autolinks(lambda: node.query_dicts("autoLink"), ACTIVE, timeout)
 
 
 def stays_active(c, node, r, seconds):
@@ -88,117 +51,101 @@ def with_da(body):
 
 # ---- autoLinks (waypoint) ---------------------------------------------------------------------
 
-def test_rabbitmq_waypoint_modified_goes_as_released(rabbitmq, make_router):
+@pytest.fixture
+def waypoint(rabbitmq, make_router):
+    """A router whose address of its own is a waypoint to RabbitMQ, its autoLinks active:
+    (address, router, management node, client); the client and the node are closed after."""
+    q = unique_name("wp")
+    r = waypoint_router(make_router, rabbitmq, q)
+    node = Node(r.url)
+    c = Client()
+    try:
+        wait_active(node)
+        yield q, r, node, c
+    finally:
+        c.close()
+        node.close()
+
+
+def test_rabbitmq_waypoint_modified_goes_as_released(waypoint):
     """A consumer's MODIFIED reaches RabbitMQ as RELEASED: the autoLinks' session survives
     (before, RabbitMQ ended it, taking the out autoLink down with the in one), and the message
     comes again."""
-    q = unique_name("wp")
-    r = waypoint_router(make_router, rabbitmq, q)
-    node = Node(r.url)
-    c = Client()
-    try:
-        wait_active(node)
-        conn = c.connect(r.url)
-        snd = conn.sender(q)
-        d = snd.send(Message(body="m"))
-        assert snd.wait_outcome(d) == d.ACCEPTED
-        rcv = conn.receiver(q, credit=2)
-        first = rcv.get(timeout=15)
-        first.modify(failed=True)
-        again = rcv.get(timeout=15)
-        assert again.body == "m"
-        assert again.message.first_acquirer is False  # redelivered (R10)
-        again.accept()
-        stays_active(c, node, r, 1.5)
-        # the out autoLink still takes messages
-        d2 = snd.send(Message(body="after"))
-        assert snd.wait_outcome(d2) == d2.ACCEPTED
-        assert rcv.get(timeout=15).body == "after"
-    finally:
-        c.close()
-        node.close()
+    q, r, node, c = waypoint
+    conn = c.connect(r.url)
+    snd = conn.sender(q)
+    d = snd.send(Message(body="m"))
+    assert snd.wait_outcome(d) == d.ACCEPTED
+    rcv = conn.receiver(q, credit=2)
+    first = rcv.get(timeout=15)
+    first.modify(failed=True)
+    again = rcv.get(timeout=15)
+    assert again.body == "m"
+    assert again.message.first_acquirer is False  # redelivered (R10)
+    again.accept()
+    stays_active(c, node, r, 1.5)
+    # the out autoLink still takes messages
+    d2 = snd.send(Message(body="after"))
+    assert snd.wait_outcome(d2) == d2.ACCEPTED
+    assert rcv.get(timeout=15).body == "after"
 
 
-def test_rabbitmq_waypoint_consumer_gone_with_a_message(rabbitmq, make_router):
+def test_rabbitmq_waypoint_consumer_gone_with_a_message(waypoint):
     """A consumer that goes away holding an unsettled waypoint message: the router gives the
     message back to RabbitMQ as RELEASED (its own MODIFIED for a lost delivery would end the
     autoLinks' session), and the next consumer gets it."""
-    q = unique_name("wp")
-    r = waypoint_router(make_router, rabbitmq, q)
-    node = Node(r.url)
-    c = Client()
-    try:
-        wait_active(node)
-        conn = c.connect(r.url)
-        snd = conn.sender(q)
-        d = snd.send(Message(body="held"))
-        assert snd.wait_outcome(d) == d.ACCEPTED
-        gone = c.connect(r.url)
-        assert gone.receiver(q, credit=1).get(timeout=15).body == "held"
-        gone.close()
-        rcv = conn.receiver(q, credit=2)
-        m = rcv.get(timeout=15)
-        assert m.body == "held" and m.message.first_acquirer is False
-        m.accept()
-        stays_active(c, node, r, 1.0)
-    finally:
-        c.close()
-        node.close()
+    q, r, node, c = waypoint
+    conn = c.connect(r.url)
+    snd = conn.sender(q)
+    d = snd.send(Message(body="held"))
+    assert snd.wait_outcome(d) == d.ACCEPTED
+    gone = c.connect(r.url)
+    assert gone.receiver(q, credit=1).get(timeout=15).body == "held"
+    gone.close()
+    rcv = conn.receiver(q, credit=2)
+    m = rcv.get(timeout=15)
+    assert m.body == "held" and m.message.first_acquirer is False
+    m.accept()
+    stays_active(c, node, r, 1.0)
 
 
-def test_rabbitmq_waypoint_delivery_annotations_stripped(rabbitmq, make_router):
+def test_rabbitmq_waypoint_delivery_annotations_stripped(rabbitmq, waypoint):
     """A producer's message with delivery annotations goes to RabbitMQ without them: RabbitMQ
     takes it (before, it dropped the connection and every autoLink on it)."""
-    q = unique_name("wp")
-    r = waypoint_router(make_router, rabbitmq, q)
-    node = Node(r.url)
-    c = Client()
-    try:
-        wait_active(node)
-        before = opened_count(r, rabbitmq)
-        conn = c.connect(r.url)
-        snd = conn.sender(q)
-        d = snd.send(with_da("da"))
-        assert snd.wait_outcome(d, timeout=15) == d.ACCEPTED
-        rcv = conn.receiver(q, credit=2)
-        got = rcv.get(timeout=15)
-        assert got.body == "da" and not got.message.instructions
-        assert got.message.durable is True
-        got.accept()
-        stays_active(c, node, r, 1.0)
-        assert opened_count(r, rabbitmq) == before
-    finally:
-        c.close()
-        node.close()
+    q, r, node, c = waypoint
+    before = opened_count(r, rabbitmq)
+    conn = c.connect(r.url)
+    snd = conn.sender(q)
+    d = snd.send(with_da("da"))
+    assert snd.wait_outcome(d, timeout=15) == d.ACCEPTED
+    rcv = conn.receiver(q, credit=2)
+    got = rcv.get(timeout=15)
+    assert got.body == "da" and not got.message.instructions
+    assert got.message.durable is True
+    got.accept()
+    stays_active(c, node, r, 1.0)
+    assert opened_count(r, rabbitmq) == before
 
 
-def test_rabbitmq_waypoint_consumer_leaving_sends_no_drain(rabbitmq, make_router):
+def test_rabbitmq_waypoint_consumer_leaving_sends_no_drain(waypoint):
     """When a waypoint's last consumer leaves, the router takes the in autoLink's credit back
     by lowering it, not by a drain (a drain on an empty queue ends RabbitMQ's session, R6);
     messages sent meanwhile wait in the queue for the next consumer."""
-    q = unique_name("wp")
-    r = waypoint_router(make_router, rabbitmq, q)
-    node = Node(r.url)
-    c = Client()
-    try:
-        wait_active(node)
-        conn = c.connect(r.url)
-        for round_ in range(2):
-            rcv = conn.receiver(q, credit=5)
-            c.run_for(0.5)  # the in autoLink gets credit
-            rcv.close()
-            stays_active(c, node, r, 1.5)
-        snd = conn.sender(q)
-        d = snd.send(Message(body="later"))
-        assert snd.wait_outcome(d) == d.ACCEPTED
-        c.run_for(0.5)
+    q, r, node, c = waypoint
+    conn = c.connect(r.url)
+    for round_ in range(2):
         rcv = conn.receiver(q, credit=5)
-        m = rcv.get(timeout=15)
-        assert m.body == "later"
-        m.accept()
-    finally:
-        c.close()
-        node.close()
+        c.run_for(0.5)  # the in autoLink gets credit
+        rcv.close()
+        stays_active(c, node, r, 1.5)
+    snd = conn.sender(q)
+    d = snd.send(Message(body="later"))
+    assert snd.wait_outcome(d) == d.ACCEPTED
+    c.run_for(0.5)
+    rcv = conn.receiver(q, credit=5)
+    m = rcv.get(timeout=15)
+    assert m.body == "later"
+    m.accept()
 
 
 # ---- link routes ------------------------------------------------------------------------------

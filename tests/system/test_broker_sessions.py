@@ -18,7 +18,7 @@ import time
 import pytest
 from proton import Delivery, Link, Message
 
-from brokers import unique_name
+from brokers import connector_to, linkroute_router, unique_name
 from clients import Client
 from mgmt_tool import Node
 from test_brokers import RcvSettleSecond
@@ -57,8 +57,7 @@ def test_rabbitmq_refused_autolink_takes_no_other_autolink(rabbitmq, make_router
     q = unique_name("wp")
     missing = unique_name("missing")
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
-                       "role": "route-container"}],
+        connector_to(rabbitmq),
         ["address", {"prefix": q, "waypoint": True}],
         ["address", {"prefix": missing, "waypoint": True}],
         ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
@@ -109,8 +108,7 @@ def test_rabbitmq_more_autolinks_than_sessions(rabbitmq, make_router):
     q = unique_name("wp")
     names = ["a1", "a2", "a3"]
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
-                       "role": "route-container", "maxSessions": 2}],
+        connector_to(rabbitmq, maxSessions=2),
         ["address", {"prefix": q, "waypoint": True}],
     ] + [["autoLink", {"name": n, "address": "%s.%s" % (q, n), "direction": "out",
                        "connection": "broker", "externalAddress": "/queue/%s.%s" % (q, n)}]
@@ -140,19 +138,6 @@ def test_rabbitmq_more_autolinks_than_sessions(rabbitmq, make_router):
     finally:
         c.close()
         node.close()
-
-
-def linkroute_router(make_router, broker):
-    r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["linkRoute", {"name": "lrqIn", "prefix": "lrq", "direction": "in",
-                       "connection": "broker"}],
-        ["linkRoute", {"name": "lrqOut", "prefix": "lrq", "direction": "out",
-                       "connection": "broker"}],
-    ])
-    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return r
 
 
 @pytest.mark.deadline(90)
@@ -215,8 +200,7 @@ def test_rabbitmq_link_route_with_no_session_left_is_refused(rabbitmq, make_rout
     begin and ended the connector's whole connection)."""
     q = unique_name("wp")
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
-                       "role": "route-container", "maxSessions": 1}],
+        connector_to(rabbitmq, maxSessions=1),
         ["address", {"prefix": q, "waypoint": True}],
         ["autoLink", {"name": "out", "address": q, "direction": "out", "connection": "broker",
                       "externalAddress": "/queue/" + q}],

@@ -150,6 +150,12 @@ def memory_says_little(router, per_object=False):
     return rt == "tsan" or (per_object and rt == "asan")
 
 
+def rss_bound_mib(router, mib):
+    """A bound on RSS growth for the release build, with room for ASan's redzones and shadow
+    memory (which grow with every live allocation, and more so with TLS's many small ones)."""
+    return mib * 1.5 if sanitizer_runtime(router.pid) == "asan" else mib
+
+
 def end_frame(channel):
     return frame(_described(0x17, enc_list([])), channel)
 

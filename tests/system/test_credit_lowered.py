@@ -11,21 +11,16 @@ link-routed link, and run the same client against qdrouterd 1.19 (../shared/peer
 stops sending on such a link with credit left.
 """
 
-import json
-import socket
-import subprocess
 import time
 
 import pytest
 from proton import Message
 
 from clients import Client
-from conftest import REPO_ROOT, free_port
+from conftest import free_port
 from test_autolink import autolink_router, brokers, wait_states  # noqa: F401 (a fixture)
 from mgmt_tool import Node
-
-PEER_QDROUTERD = REPO_ROOT.parent / "shared" / "peer" / "bin" / "qdrouterd"
-
+from qdr_peer import start_standalone
 
 def lowered_then_raised(client, rcv, produce, settle=True, patience=5.0):
     """The receiver grants 10, lowers it to 2 before anything is there, then the messages
@@ -157,12 +152,12 @@ def test_waypoint_consumer_honours_lowered_credit(make_router, brokers):
 @pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
 def test_waypoint_through_a_real_broker_honours_lowered_credit(kind, request, make_router):
     """The same through a connector to RabbitMQ and to the Proton example broker."""
-    from brokers import unique_name
-    from test_autolink_brokers import ACTIVE, broker_router
+    from brokers import unique_name, waypoint_router
+    from test_autolink_brokers import ACTIVE
     from test_autolink_brokers import wait_states as wait_broker_states
     broker = request.getfixturevalue(kind)
     q = unique_name("low")
-    r = broker_router(make_router, broker, q)
+    r = waypoint_router(make_router, broker, q)
     node = Node(r.url)
     c = Client()
     try:
@@ -192,18 +187,18 @@ def test_link_routed_receiver_lowering_credit_with_proton(make_router):
     """The link-routed case with Proton's negative flow (test_linkroute.py has it with raw
     frames): the broker had the old credit, the client gets the new one."""
     from conftest import router_entities
-    from test_linkroute import BROKER_ID, LINK_ROUTES, Broker, url_of
+    from test_linkroute import BROKER_ID, LINK_ROUTES, Broker
     r = make_router(entities=router_entities(
         listeners=[{"host": "127.0.0.1", "port": "0"},
                    {"host": "127.0.0.1", "port": "0", "role": "route-container",
                     "name": "brokers"}], extra=LINK_ROUTES))
-    b = Broker(url_of(r, 1))
+    b = Broker(r.url_of(1))
     b.start()
     c = Client()
     try:
         assert b.opened.wait(10), "the broker did not connect"
         r.wait_log(r"Link routes activated: \d+ \(container %s\)" % BROKER_ID)
-        rcv = c.connect(url_of(r, 0)).receiver("lr.out.lowp", credit=0, auto_credit=False)
+        rcv = c.connect(r.url_of(0)).receiver("lr.out.lowp", credit=0, auto_credit=False)
 
         def produce():
             for i in range(20):
@@ -218,25 +213,11 @@ def test_link_routed_receiver_lowering_credit_with_proton(make_router):
 # ---------------------------------------------------------------- qdrouterd 1.19 beside it
 
 def start_qdrouterd(tmp_path):
-    if not PEER_QDROUTERD.exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_QDROUTERD)
     port = free_port()
-    cfg = tmp_path / "qdrouterd.json"
-    cfg.write_text(json.dumps([
+    p = start_standalone(tmp_path / "qdrouterd.json", [
         ["router", {"mode": "standalone", "id": "peer"}],
-        ["listener", {"host": "127.0.0.1", "port": str(port)}]]))
-    p = subprocess.Popen([str(PEER_QDROUTERD), "-c", str(cfg)], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return p, "amqp://127.0.0.1:%d" % port
-        except OSError:
-            if p.poll() is not None or time.monotonic() > deadline:
-                p.kill()
-                pytest.fail("qdrouterd did not start")
-            time.sleep(0.05)
+        ["listener", {"host": "127.0.0.1", "port": str(port)}]], port)
+    return p, "amqp://127.0.0.1:%d" % port
 
 
 def lowered_counts(url):

@@ -9,12 +9,11 @@ own consumers, and gets credit only while there are some.  Producers have credit
 address or its fallback destination has a consumer.
 """
 
-import time
 
 import pytest
 from proton import Delivery, Message
 
-from brokers import unique_name
+from brokers import autolink_pair, connector_to, unique_name
 from clients import Client
 from mgmt_tool import Node
 from test_autolink import autolink_router, brokers, node_of, wait_states  # noqa: F401
@@ -140,15 +139,9 @@ def test_enable_fallback_with_a_waypoint_or_phases_is_refused(tmp_path, attrs):
 def test_fallback_to_rabbitmq(rabbitmq, make_router):
     q = unique_name("fb")
     r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(rabbitmq.port),
-                       "role": "route-container"}],
+        connector_to(rabbitmq),
         ["address", {"prefix": q, "enableFallback": True}],
-        ["autoLink", {"name": "fb-out", "address": q, "direction": "out",
-                      "connection": "broker", "externalAddress": "/queue/" + q,
-                      "fallback": True}],
-        ["autoLink", {"name": "fb-in", "address": q, "direction": "in",
-                      "connection": "broker", "externalAddress": "/queue/" + q,
-                      "fallback": True}],
+        *autolink_pair(q, "/queue/" + q, names=("fb-out", "fb-in"), fallback=True),
     ])
     node = Node(r.url)
     c = Client()

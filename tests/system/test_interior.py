@@ -30,18 +30,9 @@ from proton.reactor import AtMostOnce, LinkOption
 from proton import Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
-from conftest import REPO_ROOT, run_junctiond, write_config
+from conftest import free_port, run_junctiond, write_config
+from meshnet import PEER_BIN, SWITCH, interior_env, nodes, qdr_interior_conf
 from mgmt_tool import Node
-
-PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
-NODE = "org.apache.qpid.dispatch.router.node"
-SWITCH = "JUNCTION_EXPERIMENTAL_INTERIOR"
-
-
-def interior_env():
-    env = dict(os.environ)
-    env[SWITCH] = "1"
-    return env
 
 
 def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=None,
@@ -64,14 +55,6 @@ def junction(make_router, rid, inter_listen=False, connect=(), cost=None, name=N
     ents.append(["log", {"module": "ROUTER_MA", "enable": "debug+"}])
     ents.extend(extra)
     return make_router(ents, name=name or rid, env=interior_env())
-
-
-def nodes(url):
-    n = Node(url)
-    try:
-        return {r["id"]: r for r in n.query_dicts(NODE)}
-    finally:
-        n.close()
 
 
 def wait_for(what, fn, timeout=20.0):
@@ -296,14 +279,6 @@ def test_silent_neighbour_expires(make_router, max_age):
 # ---------------------------------------------------------------- with qdrouterd 1.19
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Qdrouterd:
     def __init__(self, tmp_path, rid, connect_port=None, extra=""):
         exe = PEER_BIN / "qdrouterd"
@@ -312,13 +287,7 @@ class Qdrouterd:
         self.id = rid
         self.port, self.ir_port = free_port(), free_port()
         self.log = tmp_path / ("%s.log" % rid)
-        text = ("router {\n mode: interior\n id: %s\n}\n"
-                "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
-                "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
-                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-                "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
-                " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-                % (rid, self.log, self.port, self.ir_port))
+        text = qdr_interior_conf(rid, self.log, self.port, self.ir_port)
         if connect_port:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n}\n" % connect_port)

@@ -267,14 +267,9 @@ def lr_router(make_router):
     return r
 
 
-def url_of(router, i):
-    h, p = router.addresses[i]
-    return "amqp://%s:%s" % (h, p)
-
-
 @pytest.fixture
 def broker(lr_router):
-    b = Broker(url_of(lr_router, 1))
+    b = Broker(lr_router.url_of(1))
     b.start()
     assert b.opened.wait(10), "the broker did not connect"
     assert b.error is None, b.error
@@ -284,7 +279,7 @@ def broker(lr_router):
 
 
 def test_sender_through_link_route(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.q1")
     assert not snd.is_remote_closed()
     assert snd.pn.remote_target.address == "lr.in.q1"
@@ -297,7 +292,7 @@ def test_sender_through_link_route(lr_router, broker, client):
 
 
 def test_outcome_from_broker(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("reject.q")
     dlv = snd.send(Message(body="no"))
     assert snd.wait_outcome(dlv) == Delivery.REJECTED
@@ -306,7 +301,7 @@ def test_outcome_from_broker(lr_router, broker, client):
 def test_receiver_through_link_route(lr_router, broker, client):
     for i in range(5):
         broker.put("lr.out.q2", "r%d" % i)
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     rcv = conn.receiver("lr.out.q2", credit=3, auto_credit=False)
     got = rcv.get_n(3)
     assert [g.message.body for g in got] == ["r0", "r1", "r2"]
@@ -328,7 +323,7 @@ def test_receiver_through_link_route(lr_router, broker, client):
 def test_drain_through_link_route(lr_router, broker, client):
     for i in range(3):
         broker.put("lr.out.d", "d%d" % i)
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     rcv = conn.receiver("lr.out.d", credit=0, auto_credit=False)
     rcv.pn.drain(10)
     client.flush()
@@ -347,7 +342,7 @@ def test_drain_through_link_route(lr_router, broker, client):
 
 def test_large_message_through_link_route(lr_router, broker, client):
     body = "x" * 300000  # many frames on both connections
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.big")
     dlv = snd.send(Message(body=body))
     assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
@@ -358,7 +353,7 @@ def test_large_message_through_link_route(lr_router, broker, client):
 
 
 def test_prefix_rewrite(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("ext.orders")
     # the broker saw the rewritten address, the client sees its own
     assert ("receiver", "queue.orders") in broker.attaches()
@@ -369,13 +364,13 @@ def test_prefix_rewrite(lr_router, broker, client):
 
 
 def test_broker_refuses_attach(make_router, lr_router, client):
-    b = Broker(url_of(lr_router, 1),
+    b = Broker(lr_router.url_of(1),
                refuse={"lr.in.locked": ("amqp:unauthorized-access", "locked queue")})
     b.start()
     try:
         assert b.opened.wait(10)
         lr_router.wait_log(r"Link routes activated")
-        conn = client.connect(url_of(lr_router, 0))
+        conn = client.connect(lr_router.url_of(0))
         snd = conn.sender("lr.in.locked")
         assert snd.wait_remote_closed()
         assert snd.remote_condition.name == "amqp:unauthorized-access"
@@ -385,7 +380,7 @@ def test_broker_refuses_attach(make_router, lr_router, client):
 
 
 def test_broker_detaches_with_error(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.gone")
     dlv = snd.send(Message(body="a"))
     assert snd.wait_outcome(dlv) == Delivery.ACCEPTED
@@ -396,7 +391,7 @@ def test_broker_detaches_with_error(lr_router, broker, client):
 
 
 def test_broker_goes_away(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.k")
     rcv = conn.receiver("lr.out.k", credit=5)
     broker.kill()
@@ -415,7 +410,7 @@ def test_broker_goes_away_holding_deliveries(lr_router, broker, client, how):
     # the broker holds two transfers unsettled and goes away (or detaches the link): the
     # router settles them MODIFIED (delivery-failed) before it detaches the client's link, as
     # qdrouterd does, so that an at-least-once producer sends them again instead of guessing
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.hold-" + how)
     dlvs = [snd.send(Message(body="h%d" % i)) for i in range(2)]
     client.wait(lambda: len(broker.messages("lr.in.hold-" + how)) == 2, msg="the broker to "
@@ -433,7 +428,7 @@ def test_broker_goes_away_holding_deliveries(lr_router, broker, client, how):
 
 
 def test_no_route_container(lr_router, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     for addr, make in (("nowhere.q", conn.sender), ("lr.in.x", conn.sender),
                        ("lr.out.x", conn.receiver)):
         link = make(addr)
@@ -449,11 +444,11 @@ def test_no_route_container(lr_router, client):
 def test_normal_listener_is_no_route_container(lr_router, client):
     """A connection with the route's container id on a normal listener serves no route
     (qdrouterd: only role route-container)."""
-    b = Broker(url_of(lr_router, 0))
+    b = Broker(lr_router.url_of(0))
     b.start()
     try:
         assert b.opened.wait(10)
-        conn = client.connect(url_of(lr_router, 0))
+        conn = client.connect(lr_router.url_of(0))
         snd = conn.sender("lr.in.n")
         assert snd.wait_remote_closed()
         assert snd.remote_condition.name == "qd:no-route-to-dest"
@@ -492,7 +487,7 @@ def test_qdstat_linkroutes_oper_status(lr_router, client):
     assert rows["lrIn"]["containerId"] == BROKER_ID
     assert rows["lrIn"]["distribution"] == "linkBalanced"
     assert {r["operStatus"] for r in rows.values()} == {"inactive"}
-    b = Broker(url_of(lr_router, 1))
+    b = Broker(lr_router.url_of(1))
     b.start()
     try:
         assert b.opened.wait(10)
@@ -504,7 +499,7 @@ def test_qdstat_linkroutes_oper_status(lr_router, client):
         line = [ln for ln in text.splitlines() if ln.split()[:1] == ["lr.in"]]
         assert line and "active" in line[0].split(), text
         # a link-routed link is one of the router's links (qdstat -l)
-        conn = client.connect(url_of(lr_router, 0))
+        conn = client.connect(lr_router.url_of(0))
         conn.sender("lr.in.stat")
         links = json.loads(peer("qdmanage", lr_router, "query", "--type", "router.link"))
         assert any(ln.get("linkName", "").startswith("snd-lr.in.stat") for ln in links), links
@@ -520,10 +515,10 @@ def test_both_ends_of_a_routed_link_are_router_links(lr_router, broker, client):
     # directions, the client's address as owningAddr (M0<address>) and capacity 0 for the
     # broker's end; the broker's end goes with the link
     from mgmt_tool import Node
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.rows")
     rcv = conn.receiver("lr.out.rows")
-    n = Node(url_of(lr_router, 0))
+    n = Node(lr_router.url_of(0))
     try:
         def rows_of(key):
             return [x for x in n.query_dicts("router.link") if x["owningAddr"] == key]
@@ -568,7 +563,7 @@ def test_both_ends_of_a_routed_link_are_router_links(lr_router, broker, client):
 
 
 def test_create_and_delete_at_run_time(lr_router, broker, client):
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("late.q")  # no route yet: message-routed (no consumer, no credit)
     client.run_for(0.2)
     assert not snd.is_remote_closed() and snd.credit == 0
@@ -612,7 +607,7 @@ def test_router_stops_with_link_routed_links(lr_router, broker, client):
     router exits 0 within its grace period and leaks nothing (ASan builds check)."""
     for i in range(3):
         broker.put("lr.out.s", "s%d" % i)
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.s")
     rcv = conn.receiver("lr.out.s", credit=10, auto_credit=False)
     got = rcv.get_n(3)  # left unsettled
@@ -676,7 +671,7 @@ def test_credit_lowered_by_the_receiver(lr_router, broker):
 def test_aborted_transfer_through_link_route(lr_router, broker, client):
     """A sender that aborts a message it has begun (frames already out): the broker sees the
     abort, stores nothing, and the link goes on."""
-    conn = client.connect(url_of(lr_router, 0))
+    conn = client.connect(lr_router.url_of(0))
     snd = conn.sender("lr.in.ab")
     snd.wait_credit(1)
     dlv = snd.pn.delivery("aborted-1")

@@ -221,14 +221,9 @@ def bound_router(make_router):
     return make_router(entities=ents, env=env)
 
 
-def url_of(router, i):
-    h, p = router.addresses[i]
-    return "amqp://%s:%s" % (h, p)
-
-
 @pytest.fixture
 def slow_broker(bound_router):
-    b = SlowBroker(url_of(bound_router, 1))
+    b = SlowBroker(bound_router.url_of(1))
     b.start()
     assert b.opened.wait(10), "the broker did not connect"
     assert b.error is None, b.error
@@ -253,7 +248,7 @@ def check_growth(router, base, peak, limit_mb, what):
 def test_large_message_to_slow_broker_is_bounded(bound_router, slow_broker, client):
     """A client streams one 50 MB message through a link route to a broker that stops
     reading, then reads slowly: the router holds a bounded part of it, all of it arrives."""
-    conn = client.connect(url_of(bound_router, 0))
+    conn = client.connect(bound_router.url_of(0))
     snd = conn.sender("big.in.q")
     warm = snd.send(Message(body="warm-up"))  # small: the broker reads it at once
     assert snd.wait_outcome(warm) == Delivery.ACCEPTED
@@ -280,7 +275,7 @@ def test_both_directions_over_shared_connections(bound_router, slow_broker, clie
     a 50 MB message from it, both link-routed over the same broker connection, while each
     peer runs only part of the time: neither direction waits for the other (no deadlock),
     both arrive byte for byte, and the router's memory stays bounded."""
-    conn = client.connect(url_of(bound_router, 0))
+    conn = client.connect(bound_router.url_of(0))
     snd = conn.sender("big.in.two")
     rcv = conn.receiver("big.out.two", credit=1, settle="accept")
     warm = snd.send(Message(body="warm-up"))

@@ -133,16 +133,13 @@ def test_rabbitmq_refused_attach_takes_no_other_link(make_router, rabbitmq):
 
 
 @pytest.mark.deadline(120)
-def test_rabbitmq_transfers_beyond_credit_are_relayed(make_router, rabbitmq):
-    """RabbitMQ sends beyond the credit when a flow meets its queue sending (docs/brokers.md
-    R18).  A link-routed receiver granting 1000 on a queue of 3000, then 1 more five times
-    while the transfers stream in, keeps its link: the router takes what the broker sent
-    beyond the credit (it says so in its log), gives the client what it has credit for, and
-    the rest when it grants more - every message once, none lost."""
+def _stream_with_small_grants(r, n):
+    """One round of the overrun test: fill a fresh queue with n messages, then receive them
+    through the link route granting 1000 and then 1 more five times while the transfers
+    stream in.  Asserts what must hold whether or not RabbitMQ overran this time: the link
+    stays up, the client gets no more than its credit, and every message arrives once."""
     from test_brokers import HandDriver
-    r = broker_router(make_router, rabbitmq)
     queue = "%s.%s" % (PREFIX, unique_name())
-    n = 3000
     c = Client()
     try:
         snd = c.connect(r.url).sender(queue)
@@ -168,7 +165,6 @@ def test_rabbitmq_transfers_beyond_credit_are_relayed(make_router, rabbitmq):
             h.write()
         h.read(2.0)
         assert not rcv.state & Endpoint.REMOTE_CLOSED, rcv.remote_condition
-        assert [x for x in r.stderr_lines() if "beyond the link credit; relayed" in x]
         # the client gets no more than its credit from the router
         assert rcv.queued == 1005, rcv.queued
         rcv.flow(n - 1005)
@@ -189,4 +185,24 @@ def test_rabbitmq_transfers_beyond_credit_are_relayed(make_router, rabbitmq):
         assert not rcv.state & Endpoint.REMOTE_CLOSED, rcv.remote_condition
     finally:
         h.close()
+
+
+def test_rabbitmq_transfers_beyond_credit_are_relayed(make_router, rabbitmq):
+    """RabbitMQ sends beyond the credit when a flow meets its queue sending (docs/brokers.md
+    R18).  A link-routed receiver granting 1000 on a queue of 3000, then 1 more five times
+    while the transfers stream in, keeps its link: the router takes what the broker sent
+    beyond the credit (it says so in its log), gives the client what it has credit for, and
+    the rest when it grants more - every message once, none lost.  Whether RabbitMQ overruns
+    depends on how its queue process and the flows interleave, so the round is tried up to
+    three times; every round must keep the link and lose nothing."""
+    r = broker_router(make_router, rabbitmq)
+    overran = False
+    for _ in range(3):
+        _stream_with_small_grants(r, 3000)
+        if [x for x in r.stderr_lines() if "beyond the link credit; relayed" in x]:
+            overran = True
+            break
     assert not [x for x in r.stderr_lines() if "transfer-limit-exceeded" in x]
+    if not overran:
+        pytest.skip("RabbitMQ sent nothing beyond the credit in three rounds (each round "
+                    "kept its link and lost nothing); the relay of an overrun was not exercised")

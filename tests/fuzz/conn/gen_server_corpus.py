@@ -15,7 +15,6 @@ first recording, the SASL exchange is also replaced by hand-made ones a server m
 where SASL was expected), each followed by the recorded AMQP frames.
 """
 import os
-import socket
 import struct
 import sys
 import tempfile
@@ -30,7 +29,8 @@ from proton.handlers import MessagingHandler  # noqa: E402
 from proton.reactor import Container  # noqa: E402
 
 from clients import Client  # noqa: E402
-from conftest import Router  # noqa: E402
+from conftest import Router, free_port  # noqa: E402
+from recording_proxy import Proxy  # noqa: E402
 
 CLIENT_MODE = b"\xc5"
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
@@ -51,49 +51,6 @@ def entities(proxy_port):
         ["autoLink", {"address": "fz.out", "direction": "out", "connection": "fuzz-connector"}],
         ["linkRoute", {"prefix": "fz.lr", "direction": "in", "connection": "fuzz-connector"}],
     ]
-
-
-class Proxy(threading.Thread):
-    """Accepts the router's connector, forwards both ways, records server -> router bytes."""
-
-    def __init__(self, target):
-        super().__init__(daemon=True)
-        self.target = target
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(8)
-        self.port = self.ls.getsockname()[1]
-        self.recorded = []
-
-    def run(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            u = socket.create_connection(self.target)
-            rec = bytearray()
-            self.recorded.append(rec)
-            threading.Thread(target=self.pipe, args=(c, u, None), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(u, c, rec), daemon=True).start()
-
-    @staticmethod
-    def pipe(a, b, rec):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                if rec is not None:
-                    rec.extend(d)
-                b.sendall(d)
-        except OSError:
-            pass
-        finally:
-            try:
-                b.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
 
 
 class Server(MessagingHandler):
@@ -130,14 +87,6 @@ class Server(MessagingHandler):
         self.sent.add(link)
         for i in range(2):
             link.send(Message(body="from-server-%d" % i, properties={"i": i}))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def s_autolinks(c, url):
@@ -226,7 +175,7 @@ def record(fn, attach, work):
     th = threading.Thread(target=sc.run, daemon=True)
     th.start()
     server.ready.wait(5)
-    proxy = Proxy(("127.0.0.1", port))
+    proxy = Proxy(("127.0.0.1", port), record="target")
     proxy.start()
     r = Router(work, entities(proxy.port), name=fn.__name__).start()
     try:

@@ -1,7 +1,8 @@
 /* tests/unit/core/core_test.c: the core thread's routing decisions, driven through its real
- * queues.  The test plays the workers: it posts core_action_t batches and reads the
- * core_work_t batches the core hands back to each "worker" queue (plain MPSC queues with no
- * wake-up, read with base_mpsc_wait()).  The core runs on its own thread, as in the router. */
+ * queues.  The test plays the workers (core_fixture.h): it posts core_action_t batches and
+ * reads the core_work_t batches the core hands back to each "worker" queue (plain MPSC queues
+ * with no wake-up, read with base_mpsc_wait()).  The core runs on its own thread, as in the
+ * router. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,185 +12,12 @@
 #include "config/config.h"
 #include "core/base/mpsc.h"
 #include "core/core.h"
+#include "core_fixture.h"
 
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define N_WORKERS 2
-
-typedef struct fixture {
-    cfg_t       *cfg;
-    stats_registry_t *reg;
-    core_stats_t stats;
-    core_t      *core;
-    base_mpsc_t  q[N_WORKERS];
-    base_mpsc_t *qp[N_WORKERS];
-    /* work taken from the queues and not yet consumed by the test */
-    core_work_t  pending[N_WORKERS][4096];
-    size_t       n_pending[N_WORKERS];
-    uint64_t     next_link;
-    int          handles[64]; /* fake worker link handles: &handles[i] */
-} fixture_t;
-
-static fixture_t *fx_new(const char *json)
-{
-    fixture_t *f = calloc(1, sizeof(*f));
-    char err[512];
-    if (cfg_load_string(json, "test.json", &f->cfg, err, sizeof(err)) != 0)
-        fail_msg("config: %s", err);
-    for (int i = 0; i < N_WORKERS; i++) {
-        base_mpsc_init(&f->q[i], NULL, NULL);
-        f->qp[i] = &f->q[i];
-    }
-    f->reg = stats_registry_new();
-    assert_int_equal(core_stats_families_new(f->reg, &f->stats), 0);
-    f->core = core_new(f->cfg, &f->stats, N_WORKERS, f->qp);
-    assert_int_equal(core_start(f->core), 0);
-    return f;
-}
-
-static void fx_free(fixture_t *f)
-{
-    core_stop(f->core);
-    core_free(f->core);
-    stats_registry_free(f->reg);
-    for (int i = 0; i < N_WORKERS; i++)
-        base_mpsc_fini(&f->q[i]);
-    cfg_free(f->cfg);
-    free(f);
-}
-
-static void post(fixture_t *f, core_action_t *a)
-{
-    base_mpsc_batch_t b = {0};
-    *core_batch_add(&b) = *a;
-    core_post(f->core, &b);
-}
-
-typedef struct {
-    fixture_t *f; /* the fixture */
-    int        w; /* the worker whose queue is drained */
-} drain_ctx_t;
-
-static void drain_one(void *ctx, void *item)
-{
-    drain_ctx_t *d = ctx;
-    assert_true(d->f->n_pending[d->w] < 4096);
-    d->f->pending[d->w][d->f->n_pending[d->w]++] = *(core_work_t *)item;
-}
-
-/* Pull whatever the core queued for worker w within timeout_ms. */
-static void drain(fixture_t *f, int w, int timeout_ms)
-{
-    base_mpsc_wait(&f->q[w], timeout_ms);
-    drain_ctx_t d = {f, w};
-    base_mpsc_drain(&f->q[w], drain_one, &d);
-}
-
-/* The next work item of `type` for worker w (waiting up to a second); fails if none. */
-static core_work_t expect(fixture_t *f, int w, core_work_type_t type)
-{
-    for (int tries = 0; tries < 100; tries++) {
-        for (size_t i = 0; i < f->n_pending[w]; i++) {
-            if (f->pending[w][i].type == type) {
-                core_work_t got = f->pending[w][i];
-                memmove(&f->pending[w][i], &f->pending[w][i + 1],
-                        (f->n_pending[w] - i - 1) * sizeof(core_work_t));
-                f->n_pending[w]--;
-                return got;
-            }
-        }
-        drain(f, w, 10);
-    }
-    fail_msg("worker %d: no work of type %d", w, (int)type);
-    core_work_t none = {0};
-    return none;
-}
-
-/* Fail if worker w gets work of `type` within 50 ms. */
-static void expect_none(fixture_t *f, int w, core_work_type_t type)
-{
-    drain(f, w, 50);
-    for (size_t i = 0; i < f->n_pending[w]; i++)
-        if (f->pending[w][i].type == type)
-            fail_msg("worker %d: unexpected work of type %d", w, (int)type);
-}
-
-static uint64_t attach(fixture_t *f, int w, core_link_dir_t dir, const char *addr, bool dynamic)
-{
-    uint64_t id = ++f->next_link;
-    core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = (uint8_t)w, .link_id = id};
-    a.u.attach.conn_id = 1;
-    a.u.attach.handle = &f->handles[id];
-    a.u.attach.address = addr ? strdup(addr) : NULL;
-    a.u.attach.capacity = 250;
-    a.u.attach.dir = (uint8_t)dir;
-    a.u.attach.dynamic = dynamic;
-    post(f, &a);
-    core_work_t r = expect(f, w, CORE_W_LINK_ATTACHED);
-    assert_ptr_equal(r.handle, &f->handles[id]);
-    free(r.u.attached.address);
-    free(r.u.attached.cond_desc);
-    return id;
-}
-
-static void detach(fixture_t *f, int w, uint64_t id)
-{
-    core_action_t a = {.type = CORE_A_LINK_DETACH, .worker = (uint8_t)w, .link_id = id};
-    post(f, &a);
-    core_work_t r = expect(f, w, CORE_W_LINK_DETACHED);
-    assert_ptr_equal(r.handle, &f->handles[id]);
-}
-
-typedef struct test_dlv {
-    core_delivery_t dlv;
-    core_content_t  content;
-} test_dlv_t;
-
-static test_dlv_t *deliver(fixture_t *f, int w, uint64_t link, const char *to, bool presettled)
-{
-    test_dlv_t *t = calloc(1, sizeof(*t));
-    atomic_init(&t->content.refs, 1);
-    t->dlv.content = &t->content;
-    t->dlv.link_id = link;
-    t->dlv.presettled = presettled;
-    if (to) {
-        t->dlv.to = to;
-        t->dlv.to_len = (uint32_t)strlen(to);
-    }
-    core_action_t a = {.type = CORE_A_DELIVER, .worker = (uint8_t)w, .link_id = link};
-    a.u.dlv = &t->dlv;
-    post(f, &a);
-    return t;
-}
-
-static void settle_copy(fixture_t *f, int w, uint64_t out_link, core_delivery_t *dlv,
-                        core_outcome_t outcome)
-{
-    core_action_t a = {.type = CORE_A_DISPOSITION, .worker = (uint8_t)w, .link_id = out_link};
-    a.u.disposition.dlv = dlv;
-    a.u.disposition.disp.outcome = (uint8_t)outcome;
-    if (outcome == CORE_OUTCOME_REJECTED) {
-        a.u.disposition.disp.cond_name = strdup("app:bad");
-        a.u.disposition.disp.cond_desc = strdup("no thanks");
-    }
-    post(f, &a);
-}
-
-static core_disposition_t expect_settle(fixture_t *f, int w, core_delivery_t *dlv)
-{
-    core_work_t r = expect(f, w, CORE_W_SETTLE);
-    assert_ptr_equal(r.u.settle.dlv, dlv);
-    return r.u.settle.disp;
-}
-
-static void free_disp(core_disposition_t *d)
-{
-    free(d->cond_name);
-    free(d->cond_desc);
-}
 
 static const char *CONFIG =
     "[[\"router\", {\"id\": \"T1\", \"workerThreads\": 2}],"

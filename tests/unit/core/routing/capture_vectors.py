@@ -29,18 +29,12 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container, LinkOption
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "system"))
+from conftest import free_port  # noqa: E402
 QDROUTERD = os.path.join(ROOT, "..", "shared", "peer", "bin", "qdrouterd")
 QDR_ID = "QDR.A"
 PEER_ID = "PEER"
 WANT = ["HELLO", "HELLO-seen", "RA", "LSR", "LSU", "MAU-diff", "MAU-abs", "MAR"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class RouterCaps(LinkOption):

@@ -70,7 +70,7 @@ static core_rt_msg_t decode_ok(const file_t *f)
 /* The strings of a view, as an array (at most 16). */
 static uint32_t strs_array(const core_rt_strs_t *l, codec_bytes_t *out)
 {
-    core_rt_iter_t it = core_rt_strs_iter(l);
+    core_rt_iter_t it = core_rt_iter(l);
     uint32_t       n = 0;
     while (n < 16 && core_rt_strs_next(&it, &out[n]))
         n++;
@@ -123,7 +123,7 @@ static void test_golden_decode(void **state)
     assert_bytes(m.ls_area, "0");
     assert_int_equal(m.ls_ls_seq, 1);
     assert_int_equal(m.peers.count, 1);
-    core_rt_iter_t it = core_rt_peers_iter(&m.peers);
+    core_rt_iter_t it = core_rt_iter(&m.peers);
     codec_bytes_t  id;
     int64_t        cost;
     assert_true(core_rt_peers_next(&it, &id, &cost));
@@ -142,7 +142,7 @@ static void test_golden_decode(void **state)
     assert_non_null(m.del.ptr);
     assert_int_equal(m.del.count, 0);
     assert_int_equal(m.hints.count, 1);
-    it = core_rt_ints_iter(&m.hints);
+    it = core_rt_iter(&m.hints);
     int64_t hint;
     assert_true(core_rt_ints_next(&it, &hint));
     assert_int_equal(hint, 3); /* anycast-balanced */
@@ -201,7 +201,7 @@ static void test_golden_roundtrip(void **state)
             o.n_ids = strs_array(&m.seen, ids);
             break;
         case CORE_RT_OP_LSU:
-            it = core_rt_peers_iter(&m.peers);
+            it = core_rt_iter(&m.peers);
             while (core_rt_peers_next(&it, &ids[o.n_ids], &values[o.n_ids]))
                 o.n_ids++;
             break;
@@ -210,7 +210,7 @@ static void test_golden_roundtrip(void **state)
             o.n_ids = strs_array(o.absolute ? &m.exist : &m.add, ids);
             if (!o.absolute)
                 o.n_dels = strs_array(&m.del, dels);
-            it = core_rt_ints_iter(&m.hints);
+            it = core_rt_iter(&m.hints);
             for (uint32_t i = 0; core_rt_ints_next(&it, &values[i]); i++)
                 ;
             break;
