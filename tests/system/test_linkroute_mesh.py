@@ -27,8 +27,9 @@ from proton import Delivery, Message
 
 from brokers import unique_name
 from clients import Client
-from conftest import REPO_ROOT, Router, free_port
+from conftest import Router, free_port
 from meshnet import PEER_BIN, interior_env, need_peer, wait_for
+from qdr_peer import start_standalone
 from test_interior_corpus import CORPUS, rewrite
 
 PREFIX = "lrm"
@@ -47,7 +48,8 @@ def skip_qdrouterd_rabbitmq(a_kind, broker_name):
 
 
 class QdRouter:
-    """The real qdrouterd 1.19 on a .conf text written under tmp."""
+    """The real qdrouterd 1.19 on a .conf text written under tmp (qpid-dispatch's own files;
+    its output, trace logging included, in NAME.log)."""
 
     def __init__(self, tmp, name, text, port):
         self.name, self.port = name, port
@@ -72,10 +74,6 @@ class QdRouter:
             return True
         except OSError:
             return False
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -129,20 +127,16 @@ class Side:
             for t, a in ents:
                 if t in ("listener", "connector"):
                     a["saslMechanisms"] = "ANONYMOUS"
-            text = "".join("%s {\n%s}\n" % (t, "".join(" %s: %s\n" % kv for kv in a.items()))
-                           for t, a in ents)
-            text += "log {\n module: DEFAULT\n enable: info+\n}\n"
-            self.r = QdRouter(self.pair.tmp, name, text, self.port).start()
+            self.r = start_standalone(self.pair.tmp / (name + ".json"), ents, self.port)
             self.pair.qds.append(self.r)
         return self
 
     def kill(self):
+        proc = self.r.proc if self.kind == "J" else self.r
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
         if self.kind == "J":
-            self.r.proc.send_signal(signal.SIGKILL)
-            self.r.proc.wait(10)
             self.pair.request.node.jn_routers.remove(self.r)  # no shutdown to check
-        else:
-            self.r.kill()
 
 
 class Pair:
@@ -162,7 +156,13 @@ class Pair:
 
     def close(self):
         for q in self.qds:
-            q.stop()
+            if q.poll() is None:
+                q.terminate()
+                try:
+                    q.wait(10)
+                except subprocess.TimeoutExpired:
+                    q.kill()
+                    q.wait(5)
 
 
 @pytest.fixture
