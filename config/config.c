@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -1584,7 +1585,6 @@ static int build_policy(ent_t *e)
 {
     cfg_policy_t *p = &e->ld->cfg->policy;
     long long     x;
-    bool          b;
     char         *s = NULL;
 
     if (e->ld->policy_at >= 0)
@@ -1593,16 +1593,16 @@ static int build_policy(ent_t *e)
     e->ld->policy_at = e->index;
     if (check_common(e, P_TYPE, P_NAME, NULL) < 0)
         return -1;
-    if (get_bool(e, P_ENABLE_VHOST_POLICY, false, &b) < 0)
+    if (get_bool(e, P_ENABLE_VHOST_POLICY, false, &p->enable_vhost_policy) < 0)
         return -1;
-    if (b)
-        return unsupported(e, P_ENABLE_VHOST_POLICY, "enableVhostPolicy: true (vhost policies)");
-    if (e->vals[P_POLICY_DIR]) {
-        if (get_str(e, P_POLICY_DIR, NULL, &s) < 0)
-            return -1;
-        BASE_FREE(s);
-        return unsupported(e, P_POLICY_DIR, "policyDir (vhost policies)");
-    }
+    free(p->policy_dir);
+    p->policy_dir = NULL;
+    if (get_str(e, P_POLICY_DIR, NULL, &s) < 0)
+        return -1;
+    if (s && *s)
+        p->policy_dir = s;
+    else
+        free(s);
     if (get_bool(e, P_ENABLE_VHOST_NAME_PATTERNS, false, &p->enable_vhost_name_patterns) < 0)
         return -1;
     free(p->default_vhost);
@@ -1615,6 +1615,63 @@ static int build_policy(ent_t *e)
     if (get_int(e, P_MAX_MESSAGE_SIZE, 0, INT64_MAX, 0, &x) < 0)
         return -1;
     p->max_message_size = (uint64_t)x;
+    return 0;
+}
+
+/* -- vhosts (config/vhost.c reads them) -- */
+
+/* Whether `name` is a hostname or an alias of a vhost other than skip; *owner gets it. */
+static bool vhost_name_taken(const cfg_t *cfg, const char *name, size_t skip, const char **owner)
+{
+    for (size_t i = 0; i < cfg->n_vhosts; i++) {
+        const cfg_vhost_t *v = &cfg->vhosts[i];
+        if (i == skip)
+            continue;
+        bool hit = strcmp(v->hostname, name) == 0;
+        for (size_t j = 0; j < v->n_aliases && !hit; j++)
+            hit = strcmp(v->aliases[j], name) == 0;
+        if (hit) {
+            *owner = v->hostname;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A vhost entity: read, then added (a second one of the same hostname replaces the first, as
+ * qdrouterd updates it); aliases may not name another vhost or its aliases. */
+static int build_vhost(ent_t *e, const cJSON *attrs)
+{
+    cfg_t      *cfg = e->ld->cfg;
+    cfg_vhost_t v;
+    char        msg[768];
+    const char *owner;
+
+    if (cfg_vhost_parse(attrs, &v, msg, sizeof(msg)) < 0)
+        return ent_fail(e, "%s", msg);
+    size_t at = cfg->n_vhosts;
+    for (size_t i = 0; i < cfg->n_vhosts; i++)
+        if (strcmp(cfg->vhosts[i].hostname, v.hostname) == 0)
+            at = i;
+    int rc = 0;
+    if (vhost_name_taken(cfg, v.hostname, at, &owner) && strcmp(owner, v.hostname) != 0)
+        rc = ent_fail(e, "attribute 'hostname': '%s' is an alias of vhost '%s' already",
+                      v.hostname, owner);
+    for (size_t j = 0; rc == 0 && j < v.n_aliases; j++)
+        if (vhost_name_taken(cfg, v.aliases[j], at, &owner))
+            rc = ent_fail(e, "attribute 'aliases': '%s' names vhost '%s' already", v.aliases[j],
+                          owner);
+    if (rc < 0) {
+        cfg_vhost_fini(&v);
+        return -1;
+    }
+    if (at < cfg->n_vhosts) {
+        cfg_vhost_fini(&cfg->vhosts[at]);
+        cfg->vhosts[at] = v;
+        return 0;
+    }
+    cfg->vhosts = base_realloc(cfg->vhosts, (cfg->n_vhosts + 1) * sizeof(cfg_vhost_t));
+    cfg->vhosts[cfg->n_vhosts++] = v;
     return 0;
 }
 
@@ -1840,6 +1897,8 @@ static int load_entity(load_t *ld, int index, const cJSON *item)
                         shown);
     case TK_CONTAINER:
         return 0; /* read by read_container(); the router has its attributes */
+    case TK_VHOST:
+        return build_vhost(&e, attrs);
     case TK_FIXED_ADDRESS:
         e.defs = cfg__fixed_address_attrs;
         e.n_defs = F_N;
@@ -1977,6 +2036,101 @@ static int parse_json(load_t *ld, const char *text, cJSON **out)
                 *end ? near : "the end of the file");
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* policyDir: each *.json file in it (in name order) is qdrouterd's JSON form; its vhost
+ * entities are added, everything else in it is ignored (as in qdrouterd).  Messages name the
+ * file. */
+static int load_policy_dir(load_t *ld)
+{
+    const char *dir = ld->cfg->policy.policy_dir;
+    DIR        *d = opendir(dir);
+    char      **names = NULL;
+    size_t      n = 0;
+    int         rc = 0;
+
+    if (!d)
+        return fail(ld, "policy policyDir '%s': cannot open: %s", dir, strerror(errno));
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len > 5 && strcmp(de->d_name + len - 5, ".json") == 0) {
+            names = base_realloc(names, (n + 1) * sizeof(char *));
+            names[n++] = base_strdup(de->d_name);
+        }
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof(char *), name_cmp);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char path[CFG_PATH_MAX + 256];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        load_t sub = *ld;
+        sub.name = path;
+        sub.lines = NULL;
+        char  *text = NULL;
+        FILE  *f = fopen(path, "rb");
+        if (!f) {
+            rc = fail(&sub, "cannot open: %s", strerror(errno));
+            break;
+        }
+        size_t cap = 4096, len = 0;
+        text = base_malloc(cap);
+        for (;;) {
+            if (len + 1 >= cap) {
+                if (cap > CFG_MAX_FILE_BYTES) {
+                    rc = fail(&sub, "larger than %u MiB: not a policy file",
+                              CFG_MAX_FILE_BYTES >> 20);
+                    break;
+                }
+                cap *= 2;
+                text = base_realloc(text, cap);
+            }
+            size_t got = fread(text + len, 1, cap - len - 1, f);
+            len += got;
+            if (got == 0)
+                break;
+        }
+        fclose(f);
+        text[len] = '\0';
+        cJSON *root = NULL;
+        if (rc == 0) {
+            strip_comments(text);
+            rc = parse_json(&sub, text, &root);
+        }
+        if (rc == 0 && !cJSON_IsArray(root))
+            rc = fail(&sub, "expected a JSON list of [type, {attributes}] pairs");
+        int          index = 0;
+        const cJSON *item;
+        const cJSON *list = rc == 0 ? root : NULL;
+        cJSON_ArrayForEach(item, list)
+        {
+            char         shown[CFG_SHOW_BYTES * 4 + 8];
+            ent_t        e;
+            type_kind_t  kind;
+            const cJSON *attrs;
+            int          at = index++;
+            char         err0 = sub.err && sub.errlen ? sub.err[0] : 0;
+            if (entity_head(&sub, at, item, &e, shown, &kind, &attrs) < 0) {
+                if (sub.err && sub.errlen)
+                    sub.err[0] = err0; /* not a vhost: ignored, as in qdrouterd */
+                continue;
+            }
+            if (kind == TK_VHOST && (rc = build_vhost(&e, attrs)) < 0)
+                break;
+        }
+        cJSON_Delete(root);
+        free(text);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
 int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, size_t errlen)
 {
     load_t       ld = {.name = name ? name : "config", .err = err, .errlen = errlen,
@@ -2063,6 +2217,8 @@ int cfg_load_string(const char *text, const char *name, cfg_t **out, char *err, 
             ld.cfg->listeners[i].max_message_size = ld.cfg->policy.max_message_size;
     if (!ld.cfg->policy.default_vhost)
         ld.cfg->policy.default_vhost = base_strdup("$default");
+    if (ld.cfg->policy.policy_dir && load_policy_dir(&ld) < 0)
+        goto out;
     for (size_t i = 0; i < ld.cfg->n_listeners; i++) {
         const cfg_listener_t *l = &ld.cfg->listeners[i];
         if (l->ssl_profile && !cfg_ssl_profile_find(ld.cfg, l->ssl_profile)) {
@@ -2208,6 +2364,10 @@ void cfg_free(cfg_t *cfg)
     free(cfg->auth_plugins);
     free(cfg->management.socket);
     free(cfg->policy.default_vhost);
+    free(cfg->policy.policy_dir);
+    for (size_t i = 0; i < cfg->n_vhosts; i++)
+        cfg_vhost_fini(&cfg->vhosts[i]);
+    free(cfg->vhosts);
     for (size_t i = 0; i < cfg->n_warnings; i++)
         free(cfg->warnings[i]);
     free(cfg->warnings);

@@ -176,9 +176,9 @@ typedef struct cfg_listener {
     bool        require_encryption;   /* `requireEncryption`: a client that is not TLS is
                                          refused (amqp:connection:policy-error, as qdrouterd);
                                          not on an http listener */
-    char       *policy_vhost;         /* `policyVhost`, or NULL: used by vhost policies only,
-                                         which Junction does not have (enableVhostPolicy is
-                                         refused), as qdrouterd ignores it without them */
+    char       *policy_vhost;         /* `policyVhost`, or NULL: with enableVhostPolicy, the
+                                         vhost of every connection of this listener (whatever
+                                         its open's hostname) */
 } cfg_listener_t;
 
 /* `connector`: an outgoing AMQP connection the router keeps open (qdrouterd 1.19's
@@ -311,19 +311,112 @@ typedef struct cfg_management {
     uint32_t max_clients; /* `maxClients`: clients served at once, 1-1024, default 16 */
 } cfg_management_t;
 
-/* `policy` (qdrouterd's singleton, without vhost policies: enableVhostPolicy true and
- * policyDir are refused).  Defaults apply without the entity. */
+/* `policy` (qdrouterd's singleton).  Defaults apply without the entity. */
 typedef struct cfg_policy {
     uint32_t max_connections;  /* `maxConnections`: client connections open at once (counted
                                   from their AMQP open; more are refused with
                                   amqp:resource-limit-exceeded); 0 = no limit; default
                                   65535 */
     uint64_t max_message_size; /* `maxMessageSize`: the default of every listener's (see
-                                  cfg_listener_t); 0 = no limit */
-    bool     enable_vhost_name_patterns; /* `enableVhostNamePatterns`, default false, and */
-    char    *default_vhost;    /* `defaultVhost`, default "$default": vhost policies only,
-                                  kept for management (NULL before a load fills it) */
+                                  cfg_listener_t) and of vhost groups without one; 0 = no
+                                  limit */
+    bool     enable_vhost_policy; /* `enableVhostPolicy`: every client connection is admitted
+                                     by a vhost's rules (router/policy.h) */
+    bool     enable_vhost_name_patterns; /* `enableVhostNamePatterns`: vhost hostnames and
+                                            aliases are address patterns (`*.example.com`) */
+    char    *policy_dir;       /* `policyDir`: a directory whose *.json files add vhosts (their
+                                  other entities are ignored, as in qdrouterd), or NULL */
+    char    *default_vhost;    /* `defaultVhost`, default "$default": the vhost of an open whose
+                                  hostname names none ("" = none) (NULL before a load fills
+                                  it) */
 } cfg_policy_t;
+
+/* A `sources`/`targets`/`sourcePattern`/`targetPattern` item compiled as qdrouterd does:
+ * `${user}` at most once, as a prefix, a suffix or (names only) inside. */
+typedef enum cfg_vname_kind {
+    CFG_VNAME_ABSENT = 0, /* no ${user}: s1 is the name (may end in `*`) */
+    CFG_VNAME_PREFIX,     /* ${user}s2 */
+    CFG_VNAME_SUFFIX,     /* s1${user} */
+    CFG_VNAME_EMBED,      /* s1${user}s2 (names only) */
+    CFG_VNAME_WILDCARD,   /* exactly `*`: everything */
+} cfg_vname_kind_t;
+
+typedef struct cfg_vname {
+    cfg_vname_kind_t kind;
+    char            *s1; /* text before ${user} (or the whole name), "" when none */
+    char            *s2; /* text after ${user}, "" when none */
+} cfg_vname_t;
+
+/* A list of them (NULL items with n 0 = the attribute was absent or empty). */
+typedef struct cfg_vnames {
+    cfg_vname_t *items;
+    size_t       n;
+    bool         given; /* the attribute was given */
+} cfg_vnames_t;
+
+/* A remoteHosts item: `*`, one address, or an inclusive range lo-hi of one family. */
+typedef struct cfg_vhost_range {
+    bool          wildcard;
+    int           family;  /* AF_INET or AF_INET6 */
+    unsigned char lo[16];  /* network order; IPv4 in the first 4 bytes */
+    unsigned char hi[16];
+} cfg_vhost_range_t;
+
+/* A vhost's user group (qdrouterd's vhostUserGroupSettings; defaults are its policy
+ * compiler's). */
+typedef struct cfg_vhost_group {
+    char              *name;               /* the key in `groups`; "$default": unknown users */
+    char             **users;              /* `users`, split at commas, blanks trimmed */
+    size_t             n_users;
+    cfg_vhost_range_t *hosts;              /* `remoteHosts`; none = no host may connect */
+    size_t             n_hosts;
+    int32_t            max_conn_per_user;  /* 0-65535; -1 = the vhost's */
+    int32_t            max_conn_per_host;  /* 0-65535; -1 = the vhost's */
+    int64_t            max_message_size;   /* -1 = the vhost's, else the policy's */
+    uint32_t           max_frame_size;     /* 0 = the listener's */
+    uint32_t           max_session_window; /* bytes; 0 = the listener's */
+    uint32_t           max_sessions;       /* 0 = the listener's */
+    uint32_t           max_senders;        /* default 2147483647; 0 = no limit */
+    uint32_t           max_receivers;      /* default 2147483647; 0 = no limit */
+    bool               allow_dynamic_source;      /* default false */
+    bool               allow_anonymous_sender;    /* default false */
+    bool               allow_user_id_proxy;       /* default false */
+    bool               allow_waypoint_links;      /* default true */
+    bool               allow_dynamic_link_routes; /* default true */
+    bool               allow_admin_status_update; /* default true */
+    bool               allow_fallback_links;      /* default true */
+    cfg_vnames_t       sources, targets, source_pattern, target_pattern;
+} cfg_vhost_group_t;
+
+/* `vhost`: the rules of connections whose open names `hostname` (or an alias). */
+typedef struct cfg_vhost {
+    char              *name;               /* `name`, or NULL */
+    char              *hostname;           /* `hostname` (old: id), required; may be "" */
+    char             **aliases;            /* `aliases`, split at commas */
+    size_t             n_aliases;
+    uint32_t           max_connections;    /* 0-65535, default 65535 */
+    uint32_t           max_conn_per_user;  /* 0-65535, default 65535 */
+    uint32_t           max_conn_per_host;  /* 0-65535, default 65535 */
+    int64_t            max_message_size;   /* -1 = the policy's */
+    bool               allow_unknown_user; /* default false: a user in no group is refused */
+    cfg_vhost_group_t *groups;
+    size_t             n_groups;
+    char              *attrs_json;         /* the attributes as given (JSON map text): what
+                                              management shows (`groups` as written) and what
+                                              an UPDATE's attributes go over */
+} cfg_vhost_t;
+
+/* Read a vhost from its attributes (a JSON map: a file's entity, a policyDir file's, or a
+ * management CREATE/UPDATE body), checked as qdrouterd 1.19's policy compiler checks it
+ * (policy_local.py).  Returns 0 with *v filled (free with cfg_vhost_fini), or -1 with one
+ * line in err[errlen] naming the attribute (and the group and option), *v empty.
+ * Thread-safe (remoteHosts names are resolved with getaddrinfo()). */
+int cfg_vhost_parse(const struct cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen);
+void cfg_vhost_fini(cfg_vhost_t *v);
+/* A deep copy of src into dst (which holds nothing). */
+void cfg_vhost_copy(cfg_vhost_t *dst, const cfg_vhost_t *src);
+/* The group of that name, or NULL. */
+const cfg_vhost_group_t *cfg_vhost_group_find(const cfg_vhost_t *v, const char *name);
 
 /* Longest Unix socket path (sockaddr_un.sun_path holds 108 bytes with the NUL). */
 #define CFG_SOCKET_PATH_MAX 107
@@ -347,6 +440,8 @@ typedef struct cfg {
     size_t          n_ssl_profiles;
     cfg_auth_plugin_t *auth_plugins; /* array, in file order */
     size_t          n_auth_plugins;
+    cfg_vhost_t    *vhosts;      /* array: the file's, then policyDir's (file name order) */
+    size_t          n_vhosts;
     cfg_log_t      *logs;        /* array, in file order */
     size_t          n_logs;
     char          **warnings;    /* what loaded but qdrouterd deprecated (old names), one line

@@ -152,7 +152,7 @@ typedef enum type_kind {
     TK_ADDRESS,
     TK_LOG,
     TK_MANAGEMENT,    /* Junction's management socket (short name only) */
-    TK_POLICY,        /* qdrouterd's global limits (no vhost policies) */
+    TK_POLICY,        /* qdrouterd's global limits and vhost policy switches */
     TK_CONTAINER,     /* qdrouterd 0.x: its attributes are the router's now */
     TK_FIXED_ADDRESS, /* qdrouterd 0.x: an `address` with fanout/bias for distribution */
     TK_SSL_PROFILE,   /* TLS settings a listener names */
@@ -160,6 +160,7 @@ typedef enum type_kind {
     TK_AUTOLINK,      /* autoLink: a link the router attaches to a route container */
     TK_LINK_ROUTE,    /* linkRoute: links proxied to a route container */
     TK_CONNECTOR,     /* an outgoing connection */
+    TK_VHOST,         /* a vhost policy (config/vhost.c reads its attributes) */
     TK_UNSUPPORTED,   /* a qdrouterd configuration type Junction does not implement yet */
     TK_OPERATIONAL,   /* a qdrouterd run-time type: never in a file */
 } type_kind_t;

@@ -235,7 +235,6 @@ const attr_def_t cfg__policy_attrs[P_N] = {
     [P_MAX_CONNECTIONS]   = {"maxConnections", AT_INT},
     [P_MAX_MESSAGE_SIZE]  = {"maxMessageSize", AT_INT},
     [P_ENABLE_VHOST_POLICY] = {"enableVhostPolicy", AT_BOOL},
-    /* without vhost policies these change nothing (kept for management) */
     [P_ENABLE_VHOST_NAME_PATTERNS] = {"enableVhostNamePatterns", AT_BOOL},
     [P_POLICY_DIR]        = {"policyDir", AT_STRING},
     [P_DEFAULT_VHOST]     = {"defaultVhost", AT_STRING},
@@ -358,7 +357,7 @@ _Static_assert(R_N <= CFG_MAX_ATTRS && L_N <= CFG_MAX_ATTRS && A_N <= CFG_MAX_AT
 /* qdrouterd entity types Junction knows but does not implement yet. */
 static const char *const unsupported_types[] = {
     "linkRoute", "exchange", "binding",
-    "vhost", "vhostUserGroupSettings", "console",
+    "vhostUserGroupSettings", "console",
     "httpListener", "httpConnector", "tcpListener", "tcpConnector", "site", "network",
     "proxyProfile", NULL,
 };
@@ -444,20 +443,6 @@ static const attr_def_t binding_attrs[] = {
     {.name = "matchedCount", .type = AT_INT},
 };
 
-static const attr_def_t vhost_attrs[] = {
-    {.name = "name", .type = AT_STRING},
-    {.name = "identity", .type = AT_STRING},
-    {.name = "type", .type = AT_STRING},
-    {.name = "hostname", .type = AT_STRING},
-    {.name = "id", .type = AT_STRING, .alias_of = 3 /* hostname */, .deprecated = true},
-    {.name = "aliases", .type = AT_STRING},
-    {.name = "maxConnections", .type = AT_INT},
-    {.name = "maxMessageSize", .type = AT_INT},
-    {.name = "maxConnectionsPerUser", .type = AT_INT},
-    {.name = "maxConnectionsPerHost", .type = AT_INT},
-    {.name = "allowUnknownUser", .type = AT_BOOL},
-    {.name = "groups", .type = AT_MAP},
-};
 
 static const attr_def_t vhostUserGroupSettings_attrs[] = {
     {.name = "name", .type = AT_STRING},
@@ -494,7 +479,6 @@ static const cfg__type_table_t unsupported_tables[] = {
     TABLE("autoLink", autoLink_attrs),
     TABLE("exchange", exchange_attrs),
     TABLE("binding", binding_attrs),
-    TABLE("vhost", vhost_attrs),
     TABLE("vhostUserGroupSettings", vhostUserGroupSettings_attrs),
     /* qdrouterd 0.x types that 1.0 removed: refused with what replaced them */
     {"waypoint", NULL, 0, "autoLink"},
@@ -612,6 +596,8 @@ type_kind_t cfg__type_resolve(const char *written, char **canon)
         return TK_LINK_ROUTE;
     if (strcmp(c, "connector") == 0)
         return TK_CONNECTOR;
+    if (strcmp(c, "vhost") == 0)
+        return TK_VHOST;
     if (in_list(unsupported_types, c) || cfg__unsupported_table(c))
         return TK_UNSUPPORTED;
     free(c);

@@ -14,9 +14,12 @@
  *   HELLO                    every inter-router connection (one hop)
  *   RA, differential MAU     flooded: one copy per connection that leads to some known
  *                            router, minus the one it came on and those to routers in its
- *                            trace; a message whose trace is longer than radius + 1 stops
+ *                            trace
  *   LSR, LSU, MAR, abs. MAU  to router R: R's own connection when a neighbour, else its
- *                            next hop's; not sent while R is unreachable
+ *                            next hop's; not sent while R is unreachable (an LSU answering
+ *                            an LSR waits until R is reachable: lsdb.h)
+ * A routing message whose trace is longer than the radius + 1 is dropped whole on arrival
+ * (read by nobody, passed on to nobody), as qdrouterd 1.19 drops any such delivery.
  * A message for another router (`_topo/0/<other>/...`) that arrives here travels on the
  * same way, unread.  Forwarding client messages between routers is the data plane's
  * (core/interior.c); this file tells it what it needs: each inter-router connection's mask
@@ -40,6 +43,7 @@
 #include "core/routing/msg.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +333,92 @@ static codec_bytes_t text(const char *s)
     return (codec_bytes_t){(const uint8_t *)s, strlen(s)};
 }
 
+/* ---- trace logging (the lines qdrouterd writes: "RCVD: RA(id=... ls_seq=...)") ---- */
+
+/* The module a routing message's lines go to, as in qdrouterd: HELLO to ROUTER_HELLO,
+ * MAU/MAR to ROUTER_MA, the link-state messages to ROUTER_LS. */
+static base_log_module_t log_mod(core_rt_op_t op)
+{
+    return op == CORE_RT_OP_HELLO                         ? BASE_LOG_MOD_ROUTER_HELLO
+           : op == CORE_RT_OP_MAU || op == CORE_RT_OP_MAR ? BASE_LOG_MOD_ROUTER_MA
+                                                          : BASE_LOG_MOD_ROUTER_LS;
+}
+
+/* Append printf output to buf[*at, cap), truncating. */
+static void put(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *at, const char *fmt, ...)
+{
+    if (*at >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
+    va_end(ap);
+    *at = n < 0 ? cap : *at + (size_t)n;
+}
+
+/* A routing message (received or sent), its fields as qdrouterd's trace lines show them
+ * (`to`: the router an LSR, LSU or MAR went to, or NULL). */
+static void log_msg_CT(const char *dir, const core_rt_msg_t *m, const char *to)
+{
+    base_log_module_t mod = log_mod(m->op);
+    if (!base_log_enabled(mod, BASE_LOG_TRACE))
+        return;
+    char   b[1024];
+    size_t at = 0;
+    put(b, sizeof(b), &at, "%s(id=%.*s pv=%lld", core_rt_op_name(m->op), (int)m->id.len,
+        (const char *)m->id.ptr, (long long)m->pv);
+    switch (m->op) {
+    case CORE_RT_OP_HELLO: {
+        put(b, sizeof(b), &at, " inst=%lld seen=[", (long long)m->instance);
+        core_rt_iter_t it = core_rt_iter(&m->seen);
+        codec_bytes_t  id;
+        for (bool first = true; core_rt_strs_next(&it, &id); first = false)
+            put(b, sizeof(b), &at, "%s%.*s", first ? "" : ",", (int)id.len, (const char *)id.ptr);
+        put(b, sizeof(b), &at, "]");
+        break;
+    }
+    case CORE_RT_OP_RA:
+        put(b, sizeof(b), &at, " inst=%lld ls_seq=%lld mobile_seq=%lld", (long long)m->instance,
+            (long long)m->ls_seq, (long long)m->mobile_seq);
+        break;
+    case CORE_RT_OP_LSU: {
+        put(b, sizeof(b), &at, " inst=%lld ls_seq=%lld peers={", (long long)m->instance,
+            (long long)m->ls_ls_seq);
+        core_rt_iter_t it = core_rt_iter(&m->peers);
+        codec_bytes_t  id;
+        int64_t        cost;
+        for (bool first = true; core_rt_peers_next(&it, &id, &cost); first = false)
+            put(b, sizeof(b), &at, "%s%.*s:%lld", first ? "" : ",", (int)id.len,
+                (const char *)id.ptr, (long long)cost);
+        put(b, sizeof(b), &at, "}");
+        break;
+    }
+    case CORE_RT_OP_MAU:
+        put(b, sizeof(b), &at, " mobile_seq=%lld %s", (long long)m->mobile_seq,
+            m->exist.ptr ? "absolute" : "differential");
+        break;
+    case CORE_RT_OP_MAR:
+        put(b, sizeof(b), &at, " have_seq=%lld", (long long)m->have_seq);
+        break;
+    default:
+        break;
+    }
+    put(b, sizeof(b), &at, ")");
+    base_log(mod, BASE_LOG_TRACE, "%s: %s%s%s", dir, b, to ? " to: " : "", to ? to : "");
+}
+
+/* A message this router sends (encoded in b), logged as log_msg_CT() does. */
+static void log_sent_CT(core_rt_op_t op, const core_rt_buf_t *b, const char *to)
+{
+    core_rt_msg_t m;
+    const char   *why;
+    if (base_log_enabled(log_mod(op), BASE_LOG_TRACE) &&
+        core_rt_msg_decode(b->ptr, b->len, &m, &why) == 0)
+        log_msg_CT("SENT", &m, to);
+}
+
 /* Encode o (our id and instance filled in here) into *b; false when it does not encode. */
 static bool encode_CT(core_rt_t *rt, core_rt_out_t *o, core_rt_buf_t *b)
 {
@@ -344,14 +434,21 @@ static void send_to_router_CT(core_t *core, uint32_t maskbit, core_rt_out_t *o,
     core_rt_t      *rt = core->rt;
     core_rt_node_t *r = core_rt_lsdb_node(rt->db, maskbit);
     int32_t         cb = route_CT(rt, maskbit);
-    if (!r || cb < 0)
+    if (!r)
         return;
+    if (cb < 0) {
+        base_log(log_mod(o->op), BASE_LOG_TRACE, "%s to %s not sent: no route to it yet",
+                 core_rt_op_name(o->op), r->id);
+        return;
+    }
     char to[300];
     snprintf(to, sizeof(to), "amqp:/_topo/0/%.250s/%s", r->id, suffix);
     o->to = to;
     core_rt_buf_t b = {0};
-    if (encode_CT(rt, o, &b))
+    if (encode_CT(rt, o, &b)) {
+        log_sent_CT(o->op, &b, r->id);
         send_on_CT(core, cb, b.ptr, b.len);
+    }
     core_rt_buf_fini(&b);
 }
 
@@ -367,6 +464,8 @@ static void send_hello_CT(core_t *core)
                        .n_ids = n};
     core_rt_buf_t b = {0};
     if (encode_CT(rt, &o, &b))
+        log_sent_CT(o.op, &b, NULL);
+    if (b.len)
         for (int32_t cb = 0; cb < RT_MAX_CONNS; cb++)
             if (rt->conns[cb].used)
                 send_on_CT(core, cb, b.ptr, b.len);
@@ -381,8 +480,10 @@ static void send_ra_CT(core_t *core)
                        .ls_seq = core_rt_lsdb_ls_seq(rt->db),
                        .mobile_seq = core_rt_lsdb_mobile_seq(rt->db)};
     core_rt_buf_t b = {0};
-    if (encode_CT(rt, &o, &b))
+    if (encode_CT(rt, &o, &b)) {
+        log_sent_CT(o.op, &b, NULL);
         flood_CT(core, b.ptr, b.len, -1, NULL);
+    }
     core_rt_buf_fini(&b);
 }
 
@@ -521,6 +622,8 @@ static void actions_CT(core_t *core, core_rt_actions_t *a)
         core_rt_out_t o = {.op = CORE_RT_OP_LSR};
         send_to_router_CT(core, a->lsr[i], &o, "qdrouter");
     }
+    for (uint32_t i = 0; i < a->n_lsu; i++)
+        send_lsu_CT(core, a->lsu[i]);
     for (uint32_t i = 0; i < a->n_mar; i++)
         send_mar_CT(core, a->mar[i]);
     if (a->send_ra)
@@ -604,14 +707,9 @@ static void handle_CT(core_t *core, const core_rt_msg_t *m, int32_t cb)
     case CORE_RT_OP_LSU:
         (void)core_rt_lsdb_lsu_CT(rt->db, m, now, &a);
         break;
-    case CORE_RT_OP_LSR: {
-        if (core_rt_lsdb_lsr_CT(rt->db, m, &a) != 0)
-            break;
-        core_rt_node_t *r = core_rt_lsdb_find(rt->db, m->id.ptr, m->id.len);
-        if (r)
-            send_lsu_CT(core, r->maskbit);
+    case CORE_RT_OP_LSR:
+        (void)core_rt_lsdb_lsr_CT(rt->db, m, &a);
         break;
-    }
     case CORE_RT_OP_MAU:
         mau_CT(core, m);
         break;
@@ -681,12 +779,18 @@ static void msg_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
     codec_ra_t ra = scan.ma_router_count ? scan.ra : (codec_ra_t){0};
     if (trace_has_us(rt, &ra))
         return;
+    /* A message that has come further than the topology's radius + 1 is dropped whole, not
+     * read here either (qdrouterd 1.19's router_node.c does so for every delivery from
+     * another router): a flooded RA or an LSR from a router this one cannot reach yet would
+     * otherwise make it learn that router early, and forget it again three ticks later, as
+     * nothing it knows links to it. */
+    if (ra.trace_count > core_rt_lsdb_radius(rt->db) + 1)
+        return;
     codec_bytes_t other = {0};
     rt_dest_t     dest = dest_of(rt, scan.to, &other);
-    bool too_far = ra.trace_count > core_rt_lsdb_radius(rt->db) + 1;
     if (dest == RT_DEST_OTHER) {
         core_rt_node_t *r = core_rt_lsdb_find(rt->db, other.ptr, other.len);
-        if (r && !too_far)
+        if (r)
             send_on_CT(core, route_CT(rt, r->maskbit), msg, len);
         return;
     }
@@ -701,10 +805,9 @@ static void msg_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
             why ? why : "malformed");
         return;
     }
-    LOG_HL(TRACE, "RCVD: %s from %.*s", core_rt_op_name(m.op), (int)m.id.len,
-           (const char *)m.id.ptr);
+    log_msg_CT("RCVD", &m, NULL);
     handle_CT(core, &m, cb);
-    if (dest == RT_DEST_ALL && !too_far)
+    if (dest == RT_DEST_ALL)
         flood_CT(core, msg, len, cb, &ra);
 }
 
@@ -765,8 +868,10 @@ void core_rt_tick_CT(core_t *core)
                            .mobile_seq = d.mobile_seq, .ids = d.add, .values = d.hints,
                            .n_ids = d.n_add, .dels = d.del, .n_dels = d.n_del};
         core_rt_buf_t b = {0};
-        if (encode_CT(rt, &o, &b))
+        if (encode_CT(rt, &o, &b)) {
+            log_sent_CT(o.op, &b, NULL);
             flood_CT(core, b.ptr, b.len, -1, NULL);
+        }
         core_rt_buf_fini(&b);
         core_rt_lsdb_set_mobile_seq_CT(rt->db, d.mobile_seq);
         LOG_MA(DEBUG, "MAU sent: mobile_seq %lld, %u added, %u deleted",

@@ -26,6 +26,8 @@
 #include "router/connector.h"
 #include "router/irconn.h"
 #include "router/lstats.h"
+#include "router/policy.h"
+#include "router/policy_conn.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -64,15 +66,24 @@ static bool link_admit_WT(rtr_conn_t *c, pn_link_t *pl)
     bool client_sends = pn_link_is_receiver(pl);
     uint32_t n = client_sends ? c->n_in_links : c->n_out_links;
     uint32_t max = client_sends ? c->listener->max_senders : c->listener->max_receivers;
-    if (n < max)
+    /* vhost policy first (router/policy_conn.c): its denials are logged there */
+    const char *cond = rtr_policy_link_WT(c, pl);
+    if (cond) {
+        rtr_pn_link_close_error_WT(pl, cond, RTR_POLICY_DESC_LINK);
+        stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_LINK_DENIED],
+                          1);
+    } else if (n < max) {
         return true;
-    char desc[96];
-    snprintf(desc, sizeof(desc), "at most %u %s on one connection (%s)", max,
-             client_sends ? "senders" : "receivers",
-             client_sends ? "maxSenders" : "maxReceivers");
-    rtr_pn_link_close_error_WT(pl, "amqp:resource-limit-exceeded", desc);
-    stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_LINK_DENIED], 1);
-    LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
+    } else {
+        char desc[96];
+        snprintf(desc, sizeof(desc), "at most %u %s on one connection (%s)", max,
+                 client_sends ? "senders" : "receivers",
+                 client_sends ? "maxSenders" : "maxReceivers");
+        rtr_pn_link_close_error_WT(pl, "amqp:resource-limit-exceeded", desc);
+        stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_LINK_DENIED],
+                          1);
+        LOGC(c, NOTICE, "Link refused: amqp:resource-limit-exceeded %s", desc);
+    }
     /* Proton keeps a refused link until the client detaches it: a client that goes on
      * attaching regardless loses its connection instead of growing the router's memory */
     if (++c->n_refused > RTR_REFUSED_LINKS_MAX) {
@@ -370,6 +381,13 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
             pn_connection_open(pc);
         if (!c->connector && !c->counted && !conn_admit_WT(c))
             break;
+        /* vhost policy (router/policy_conn.c), after maxConnections as in qdrouterd: it sets
+           the open's frame size and channels (Proton writes the open after this event), or
+           refuses it (its condition set: the close right after the open, as qdrouterd) */
+        if (!rtr_policy_conn_open_WT(c, pc)) {
+            pn_connection_close(pc);
+            break;
+        }
         if (stats_obj_is_none(c->stats)) {
             char id[24];
             snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
@@ -426,8 +444,15 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         if (pn_connection_state(c->driver.connection) & PN_LOCAL_CLOSED)
             break; /* refused or closing: nothing new starts */
         if (pn_session_state(s) & PN_LOCAL_UNINIT) {
-            pn_session_set_incoming_capacity(s, conn_session_capacity(c->listener));
+            size_t cap = rtr_policy_session_WT(c, s, conn_session_capacity(c->listener));
+            if (!cap) { /* refused by vhost policy: begin, then end with its condition */
+                pn_session_open(s);
+                pn_session_close(s);
+                break;
+            }
+            pn_session_set_incoming_capacity(s, cap);
             pn_session_open(s);
+            c->n_sessions++;
         }
         break;
     }
@@ -490,6 +515,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
     }
     case PN_SESSION_REMOTE_CLOSE: {
         pn_session_t *s = pn_event_session(e);
+        if (c->n_sessions && !(pn_session_state(s) & PN_LOCAL_CLOSED))
+            c->n_sessions--;
         rtr_autolink_session_end_WT(c, s);
         links_cleanup_session_WT(c, s);
         pn_session_close(s);

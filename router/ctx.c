@@ -5,6 +5,7 @@
  * the workers, before they start and after they stopped; rtr_worker_post_ext() is
  * thread-safe.
  */
+#include "router/policy.h"
 #include "router/ctx.h"
 
 #include "router/accept.h"
@@ -61,6 +62,7 @@ void rtr_ctx_init(rtr_ctx_t *ctx, const cfg_t *cfg, const core_stats_t *stats,
     rtr_conn_watch_set(ctx->conn_watch, conn_watch_WT, ctx);
     ctx->workers = workers;
     ctx->n_workers = n_workers;
+    ctx->policy = rtr_policy_new(cfg);
 }
 
 void rtr_ctx_fini(rtr_ctx_t *ctx)
@@ -70,6 +72,8 @@ void rtr_ctx_fini(rtr_ctx_t *ctx)
     ctx->conn_watch = NULL;
     rtr_lstats_free(ctx->lstats);
     ctx->lstats = NULL;
+    rtr_policy_free(ctx->policy);
+    ctx->policy = NULL;
     ctx->stats = NULL;
     ctx->workers = NULL;
     ctx->n_workers = 0;

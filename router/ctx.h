@@ -94,6 +94,8 @@ struct rtr_ctx {
     _Atomic uint32_t    n_open_conns; /* connections past their open (maxConnections; any) */
     struct rtr_conn_watch *conn_watch; /* connections to containers (router/conn_watch.h:
                                           thread-safe), made by rtr_ctx_init */
+    struct rtr_policy  *policy;       /* vhost policies (router/policy.h: thread-safe), made by
+                                         rtr_ctx_init */
 };
 
 /* Fill ctx for the n_workers workers in `workers` (not yet initialised) of a router of

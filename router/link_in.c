@@ -11,6 +11,8 @@
  * Layer: above link_out.c and transport.c; conn.c calls it from Proton's events and the
  * core's work.
  */
+#include "router/policy.h"
+#include "router/policy_conn.h"
 #include "router/link_in.h"
 #include "router/link_auto.h"
 #include "router/linkroute.h"
@@ -377,6 +379,22 @@ static void in_route_WT(rtr_link_t *k, rtr_in_t *in)
     a->u.dlv = &in->dlv;
 }
 
+/* Vhost policy on a message (allowUserIdProxy; an anonymous sender's `to` against the
+ * targets): true when refused (then discarded and rejected with amqp:unauthorized-access, as
+ * qdrouterd does). */
+static bool in_policy_refused_WT(rtr_link_t *k, rtr_in_t *in)
+{
+    rtr_msg_t  *m = in->msg;
+    const char *addr = pn_terminus_get_address(pn_link_remote_target(k->pn));
+    const char *desc = rtr_policy_message_WT(k->conn, !addr || !*addr, m->data, &m->scan);
+    if (!desc)
+        return false;
+    in->discard = true;
+    in->discard_policy = true;
+    in->discard_why = desc;
+    return true;
+}
+
 /* The last byte of a routed delivery arrived (already advanced past). */
 static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
 {
@@ -402,7 +420,12 @@ static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
     pn_link_advance(k->pn);
     k->receiving = NULL;
     pn_delivery_set_context(d, NULL);
-    if (pn_delivery_settled(d)) {
+    if (in->discard_policy) { /* router/policy_conn.c logged why */
+        if (pn_delivery_settled(d))
+            pn_delivery_settle(d);
+        else
+            in_reject_WT(d, "amqp:unauthorized-access", in->discard_why);
+    } else if (pn_delivery_settled(d)) {
         LOGL(k, INFO, "Dropped a presettled message that cannot be decoded: %s", in->discard_why);
         pn_delivery_settle(d);
     } else {
@@ -420,7 +443,9 @@ static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
  * Returns true when it did that (the delivery and maybe k are gone). */
 static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
 {
-    uint64_t max = k->conn->listener->max_message_size;
+    /* a vhost group's once its policy admitted the connection, else the listener's */
+    uint64_t max = k->conn->pconn ? k->conn->max_message_size
+                                  : k->conn->listener->max_message_size;
     if (!max)
         return false;
     rtr_msg_t *m = in->msg;
@@ -435,6 +460,8 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
              (unsigned long long)max);
     LOGL(k, NOTICE, "Message refused: amqp:link:message-size-exceeded %s", desc);
     stats_counter_add(c->worker->shard, c->worker->ctx->policy_stats[RTR_POLICY_SIZE_DENIED], 1);
+    if (c->pconn)
+        rtr_pconn_count_size_denied(c->pconn);
     pn_delivery_set_context(d, NULL);
     if (pn_delivery_settled(d))
         pn_delivery_settle(d);
@@ -572,6 +599,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 in->discard_why = why ? why : "malformed message";
                 continue;
             }
+            if (k->conn->pconn && in_policy_refused_WT(k, in))
+                continue; /* in_discard_WT() rejects it */
             pn_link_advance(pl);
             in_route_WT(k, in);
             in_received_WT(k, in);
@@ -592,6 +621,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                                   : (why ? why : "malformed message");
             continue;
         }
+        if (k->conn->pconn && in_policy_refused_WT(k, in))
+            continue;
         rtr_msg_stream_start_WT(m, w);
         in_route_WT(k, in);
     }

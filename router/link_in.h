@@ -31,6 +31,8 @@ struct rtr_in {
     bool            has_final; /* `final` holds the outcome to give the sender */
     bool            discard;  /* drop the rest of the bytes, then reject (or drop) */
     const char     *discard_why; /* static reason for the rejection */
+    bool            discard_policy; /* refused by vhost policy: amqp:unauthorized-access, not
+                                       amqp:decode-error */
     size_t          head_limit; /* bytes to gather before routing it as a stream */
     core_disposition_t final; /* the core's outcome, kept until the last byte arrived */
 };

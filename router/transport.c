@@ -16,6 +16,7 @@
  * (rtr_transport_arm_WT) or to close (rtr_transport_close_WT); once the socket and the
  * timer closed it calls rtr_conn_closed_WT() before it destroys the Proton driver.
  */
+#include "router/policy_conn.h"
 #include "router/transport.h"
 
 #include "router/irconn.h"
@@ -103,6 +104,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     w->n_conns--;
     if (c->counted)
         atomic_fetch_sub(&w->ctx->n_open_conns, 1);
+    rtr_policy_conn_free_WT(c);
     if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
         stats_object_retire(w->ctx->stats->reg, c->stats);
     free(c->wreq); /* a write cancelled by the close */

@@ -157,6 +157,11 @@ struct rtr_conn {
     bool                   route_announced; /* told the core it opened (link_auto.c) */
     struct rtr_ir         *ir;         /* an inter-router connection's layer (irconn.c), or
                                           NULL */
+    struct rtr_pconn      *pconn;      /* vhost policy: what its open was admitted with
+                                          (router/policy.h), or NULL: not under vhost policy */
+    uint32_t               n_sessions; /* sessions the client began and has not ended */
+    uint64_t               max_message_size; /* maxMessageSize: the listener's, or the vhost
+                                                group's once admitted; 0 = none */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

@@ -388,9 +388,23 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
 {
     (void)a;
     core_rt_node_t *r;
-    int             rc = sender_node(db, m, true, &r);
+    int             rc = sender_node(db, m, m->instance != 0, &r);
     if (!r)
         return rc;
+    if (m->instance != 0) {
+        /* The instance the link state belongs to: known from now on, so that the RA or
+         * HELLO of a restart finds it changed and drops this link state (without it, the
+         * restarted router's new link state, its ls_seq counted from 0 again, would be
+         * refused as older than the one kept from its previous life).  A link state of
+         * another instance than the known one is not taken: a restart is for an RA or
+         * HELLO to announce, and one from the previous life may still be on its way. */
+        if (!r->has_instance) {
+            r->has_instance = true;
+            r->instance = m->instance;
+        } else if (r->instance != m->instance) {
+            return 0;
+        }
+    }
     if (m->ls_ls_seq <= r->ls.ls_seq)
         return 0;
     /* the peers not known yet must fit before anything changes */
@@ -427,9 +441,15 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
 
 int core_rt_lsdb_lsr_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, core_rt_actions_t *a)
 {
-    (void)a;
     core_rt_node_t *r;
-    return sender_node(db, m, false, &r);
+    int             rc = sender_node(db, m, false, &r);
+    if (!r)
+        return rc;
+    if (node_reachable(r))
+        push_bit(a->lsu, &a->n_lsu, r->maskbit);
+    else
+        r->owe_lsu = true;
+    return 0;
 }
 
 void core_rt_lsdb_link_lost_CT(core_rt_lsdb_t *db, int32_t conn)
@@ -464,15 +484,15 @@ static void expire(core_rt_lsdb_t *db, int64_t now, core_rt_actions_t *a)
             ls_clear(&r->ls);
             db->recompute = true;
         }
-        if (r->ls.n == 0 && r->link < 0) {
-            bool referred = false;
-            for (uint32_t j = 0; j < db->n && !referred; j++)
-                referred = db->order[j] != r &&
-                           ls_find(&db->order[j]->ls, (const uint8_t *)r->id, strlen(r->id)) >= 0;
-            if (!referred && ++r->keep_alive > 2) {
-                push_bit(a->deleted, &a->n_deleted, r->maskbit);
-                node_free(db, r);
-            }
+        bool referred = r->ls.n > 0 || r->link >= 0;
+        for (uint32_t j = 0; j < db->n && !referred; j++)
+            referred = db->order[j] != r &&
+                       ls_find(&db->order[j]->ls, (const uint8_t *)r->id, strlen(r->id)) >= 0;
+        if (referred) {
+            r->keep_alive = 0; /* the grace period starts again when it next becomes deletable */
+        } else if (++r->keep_alive > 2) {
+            push_bit(a->deleted, &a->n_deleted, r->maskbit);
+            node_free(db, r);
         }
     }
 }
@@ -566,9 +586,15 @@ void core_rt_lsdb_tick_CT(core_rt_lsdb_t *db, int64_t now, core_rt_actions_t *a)
         a->send_hello = true;
     }
     /* RA: the flux interval within 2 x raIntervalFlux of the last topology change */
+    if (a->send_ra)
+        db->last_ra = now; /* the caller sends one already (a new mobile_seq) */
     bool    flux = now - db->last_topo_change <= (int64_t)db->t.ra_interval_flux * 2000;
     int64_t interval = (int64_t)(flux ? db->t.ra_interval_flux : db->t.ra_interval) * 1000;
-    if (now - db->last_ra >= interval) {
+    /* Half a tick early counts as due: ticks come once a second, each a few milliseconds
+     * late or early on its second, so an interval of k seconds since an RA sent on a tick is
+     * k ticks, not k + 1 whenever this tick is a little earlier on its second than that one
+     * (qdrouterd's timer, re-armed a second after each tick, never comes early). */
+    if (now - db->last_ra >= interval - 500) {
         db->last_ra = now;
         a->send_ra = true;
     }
@@ -592,6 +618,10 @@ void core_rt_lsdb_tick_CT(core_rt_lsdb_t *db, int64_t now, core_rt_actions_t *a)
         if (r->need_lsr && node_reachable(r)) {
             r->need_lsr = false;
             push_bit(a->lsr, &a->n_lsr, r->maskbit);
+        }
+        if (r->owe_lsu && node_reachable(r)) {
+            r->owe_lsu = false;
+            push_bit(a->lsu, &a->n_lsu, r->maskbit);
         }
         if (r->need_mar && node_reachable(r)) {
             r->need_mar = false;

@@ -9,27 +9,44 @@
  *    link sets R's link to c, asks for R's link state and adds {R: k} to the own link state
  *    when R is not in it yet (a changed cost is not picked up until R is removed and re-added,
  *    as in 1.19).  A HELLO carrying our own id with another instance is a duplicate router id.
- *  - A changed `instance` (HELLO, RA, LSU) is a restart: R's link state is emptied (ls_seq 0),
+ *  - A changed `instance` (HELLO, RA) is a restart: R's link state is emptied (ls_seq 0),
  *    its mobile addresses flushed (mobile_seq 0), routes recomputed and its link state asked.
  *  - RA: R's link state is "seen" now; an ls_seq above the stored one asks for R's link state
  *    at once (an LSR, reachable or not); a mobile_seq above the stored one asks for its
  *    addresses (a MAR) once R is reachable.
  *  - LSU: replaces R's link state only when its ls.ls_seq is above the stored one; peers not
- *    known yet are learned.  LSR: R is learned; the caller answers with the own link state.
+ *    known yet are learned.  LSR: R is learned; the caller answers with the own link state,
+ *    at once when R is reachable, else on the first tick that finds it so.
  *  - Tick (once a second, in this order): expire HELLO records older than helloMaxAge; HELLO
  *    due every helloIntervalSeconds ticks; RA due when raInterval (raIntervalFlux while in flux,
  *    i.e. within 2 x raIntervalFlux of the last topology change) has passed since the last;
  *    then expirations - a neighbour without a qualifying HELLO for helloMaxAge loses its link
  *    and its place in the own link state, a remote link state not refreshed for
  *    remoteLsMaxAge is emptied, a router with an empty link state that is no neighbour and in
- *    nobody's link state is deleted on the third tick that finds it so (the count is never
- *    reset); an own link-state change bumps ls_seq once and sends an RA at once; routes are
+ *    nobody's link state is deleted on the third tick in a row that finds it so; an own
+ *    link-state change bumps ls_seq once and sends an RA at once; routes are
  *    recomputed when anything changed; LSRs and MARs go to routers that are reachable.
  *  - At most CORE_RT_MAX_ROUTERS - 1 remote routers (mask bits 1..127; 0 is self); one more is
  *    refused (qdrouterd raises "Exceeded Maximum Router Count").
  *  - Messages carrying our own id are ignored (RA, LSU, LSR).
- *  One difference from 1.19, local only: a router that becomes unreachable loses its next hop
- *  and cost here (1.19 keeps the stale ones until the router is deleted).
+ *  Differences from 1.19, local only (nothing another router sees changes):
+ *  - a router that becomes unreachable loses its next hop and cost here (1.19 keeps the stale
+ *    ones until the router is deleted);
+ *  - the deletion count starts again whenever the router is found not deletable (1.19 never
+ *    resets it, so a router that restarts, and whose link state is emptied, can be deleted
+ *    on the next tick for the ticks it spent waiting for its first link state long before,
+ *    and learned again a moment later: a route that disappears and reappears);
+ *  - an LSR from a router this one has no route to yet is answered once it has one (1.19
+ *    drops the answer, and the requester asks again only at the sender's next RA, up to
+ *    raIntervalFluxSeconds later: a router that restarts at the end of a line asks each
+ *    router of it for its link state while that router has not yet learned the way back);
+ *  - an LSU's `instance` is kept when R's is not known yet (1.19 takes it from HELLO and RA
+ *    only: a router learned from another's link state, whose RA never reached us before it
+ *    restarted, kept its old link state across the restart, and refused the new one while
+ *    its ls_seq was not above the old); an LSU of another instance than the known one is
+ *    not taken (the restart is the RA's or HELLO's to announce);
+ *  - an RA is due half a tick early (ticks here fall a few milliseconds either side of their
+ *    second; 1.19's never come early, so its raIntervalFluxSeconds of 4 means 4 ticks).
  *
  * Time is the caller's, in milliseconds; the database never reads a clock.  It sends nothing:
  * each call appends what to send to a core_rt_actions_t (the caller composes with msg.h).
@@ -92,6 +109,8 @@ typedef struct core_rt_node {
     int64_t  mobile_seq;       /* the sequence of its addresses we hold */
     bool     need_lsr;         /* ask for its link state once reachable */
     bool     need_mar;         /* ask for its addresses once reachable */
+    bool     owe_lsu;          /* it asked for our link state while we had no route to it:
+                                  the answer goes once it is reachable */
     uint32_t keep_alive;       /* ticks found deletable */
 } core_rt_node_t;
 
@@ -103,6 +122,8 @@ typedef struct core_rt_actions {
     bool     dup_id;                         /* a neighbour has our id (log it, once) */
     uint32_t n_lsr;                          /* LSR to these routers (mask bits) */
     uint32_t lsr[CORE_RT_MAX_ROUTERS];       /* ... */
+    uint32_t n_lsu;                          /* LSU (the own link state) to these */
+    uint32_t lsu[CORE_RT_MAX_ROUTERS];       /* routers (mask bits): answers to their LSRs */
     uint32_t n_mar;                          /* MAR to these routers (mask bits) */
     uint32_t mar[CORE_RT_MAX_ROUTERS];       /* ... */
     uint32_t n_deleted;                      /* routers deleted (withdraw their addresses) */
@@ -131,7 +152,9 @@ int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_m
                        core_rt_actions_t *a);
 int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_ms,
                         core_rt_actions_t *a);
-/* LSR: learns the requester; the caller then sends core_rt_lsdb_own_ls() as an LSU to it. */
+/* LSR: learns the requester and puts it in a->lsu (the caller sends it core_rt_lsdb_own_ls()
+ * as an LSU) when it is reachable; else the answer waits until it is (a tick puts it in
+ * a->lsu then). */
 int core_rt_lsdb_lsr_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, core_rt_actions_t *a);
 
 /* The control link of connection `conn` went away: its neighbour is lost at once. */

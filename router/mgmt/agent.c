@@ -234,7 +234,11 @@ static void on_request(mgmt_agent_t *a, core_work_t *w)
         uint8_t *out = NULL;
         size_t   out_len = 0;
         char    *to = NULL;
-        if (mgmt_amqp_handle(a->mgmt, m->data, m->len, &out, &out_len, &to, &why) == 0) {
+        /* the request's link (read-only while its delivery is in flight): policy's
+           allowAdminStatusUpdate is its connection's */
+        uint64_t from = in ? in->link_id : 0;
+        if (mgmt_amqp_handle_from(a->mgmt, from, m->data, m->len, &out, &out_len, &to, &why) ==
+            0) {
             reply_send(a, out, out_len, to);
             a->requests++;
         }
@@ -428,7 +432,8 @@ int mgmt_agent_new(const cfg_t *cfg, core_t *core, rtr_ctx_t *ctx, int index,
                           .autolink_add = hook_autolink_add,
                           .autolink_del = hook_autolink_del,
                           .node_rows = hook_node_rows,
-                          .node_rows_free = core_node_rows_free};
+                          .node_rows_free = core_node_rows_free,
+                          .policy = ctx->policy};
     if (ctx->tls)
         rtr_tls_mgmt(ctx->tls, &a->tls);
     a->mgmt = mgmt_node_new(cfg, reg, &info, &hooks);

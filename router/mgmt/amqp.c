@@ -233,6 +233,15 @@ static void enc_value(void *ctx, const mgmt_val_t *v)
     case MGMT_V_STR:
         put_string(e->d, v->s);
         return;
+    case MGMT_V_JSON: {
+        cJSON *j = cJSON_Parse(v->s);
+        if (j)
+            json_to_data(e->d, j);
+        else
+            pn_data_put_null(e->d);
+        cJSON_Delete(j);
+        return;
+    }
     case MGMT_V_STRS: {
         pn_data_put_list(e->d);
         pn_data_enter(e->d);
@@ -380,6 +389,12 @@ static void req_clear(mgmt_req_t *q)
 int mgmt_amqp_handle(mgmt_node_t *m, const uint8_t *bytes, size_t len, uint8_t **out,
                      size_t *out_len, char **to, const char **why)
 {
+    return mgmt_amqp_handle_from(m, 0, bytes, len, out, out_len, to, why);
+}
+
+int mgmt_amqp_handle_from(mgmt_node_t *m, uint64_t from_link, const uint8_t *bytes, size_t len,
+                          uint8_t **out, size_t *out_len, char **to, const char **why)
+{
     pn_message_t *req = m->req, *rep = m->rep;
     *out = NULL;
     *out_len = 0;
@@ -408,7 +423,8 @@ int mgmt_amqp_handle(mgmt_node_t *m, const uint8_t *bytes, size_t len, uint8_t *
         return -1;
     }
 
-    mgmt_req_t q = {.offset = -1, .count = -1, .limit = -1, .indent = -1};
+    mgmt_req_t q = {.offset = -1, .count = -1, .limit = -1, .indent = -1,
+                    .from_link = from_link};
     pn_message_clear(rep);
     pn_data_t *body = pn_message_body(rep);
     enc_t      ec = {.d = body};

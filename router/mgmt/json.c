@@ -231,6 +231,9 @@ void mgmt_jb_val(mgmt_jbuf_t *b, const mgmt_val_t *v)
     case MGMT_V_STR:
         mgmt_jb_str(b, v->s);
         return;
+    case MGMT_V_JSON:
+        mgmt_jb_lit(b, v->s);
+        return;
     case MGMT_V_STRS: {
         mgmt_jb_c(b, '[');
         for (const char *p = v->s; *p;) {

@@ -139,6 +139,9 @@ typedef struct mgmt_hooks {
      * when none; free with node_rows_free.  NULL hook: no rows. */
     core_node_row_t *(*node_rows)(void *ctx, size_t *n);
     void (*node_rows_free)(core_node_row_t *rows, size_t n);
+    /* The vhost policies (router/policy.h: thread-safe; vhost CREATE/UPDATE/DELETE apply to
+     * the opens after them), or NULL: no vhosts. */
+    struct rtr_policy *policy;
 } mgmt_hooks_t;
 
 /* A new node for the configuration `cfg` (borrowed: it must outlive the node; its
@@ -155,6 +158,10 @@ void mgmt_node_free(mgmt_node_t *n);
  * reply-to) in *to (caller frees); or -1 when no reply can be sent (the bytes are not an
  * AMQP message, or it has no reply-to), with a static reason in *why.  Never crashes on any
  * input; the node stays usable. */
+/* The same for a request that came on link `from_link` (0: unknown): vhost policy's
+ * allowAdminStatusUpdate is its connection's. */
+int mgmt_amqp_handle_from(mgmt_node_t *n, uint64_t from_link, const uint8_t *bytes, size_t len,
+                          uint8_t **out, size_t *out_len, char **to, const char **why);
 int mgmt_amqp_handle(mgmt_node_t *n, const uint8_t *bytes, size_t len, uint8_t **out,
                      size_t *out_len, char **to, const char **why);
 

@@ -40,6 +40,8 @@ typedef enum mgmt_kind {
     MGMT_K_LINK_ROUTE,  /* configuration records of the node, operStatus live */
     MGMT_K_CONNECTOR, /* the configured connectors, with their live connectionStatus */
     MGMT_K_RNODE,     /* router.node: the routers of the network (hooks.node_rows) */
+    MGMT_K_VHOST,     /* the vhost policies (hooks.policy) */
+    MGMT_K_VHOST_STATS, /* their counters */
 } mgmt_kind_t;
 
 /* Where an operational (MGMT_K_STATS) column gets its value. */
@@ -127,6 +129,7 @@ typedef enum mgmt_vtype {
     MGMT_V_UINT, /* u (a counter) */
     MGMT_V_STR,  /* s: NUL-terminated; may hold bytes that are not UTF-8 (labels) */
     MGMT_V_STRS, /* s: a list of strings, written comma-separated ("" is the empty list) */
+    MGMT_V_JSON, /* s: a JSON value as text (a vhost's groups, a map of counts) */
 } mgmt_vtype_t;
 
 /* A column's value.  A string is borrowed: valid until the producer moves on or is freed. */
@@ -258,6 +261,7 @@ typedef struct mgmt_req {
     long long  limit;       /* GET-LOG; -1 when absent */
     long long  indent;      /* GET-JSON-SCHEMA; -1 when absent */
     cJSON     *body;        /* the request body, or NULL when absent or null */
+    uint64_t   from_link;   /* the link the request came on (0: unknown), for policy */
     int        status;      /* the reply's status code */
     char       desc[512];   /* its statusDescription */
     bool       wrote;       /* the operation wrote a body (else: an empty map) */

@@ -8,6 +8,7 @@
  * Threads: the node's (the agent thread); hooks are called on it.  Log levels are changed
  * through core/base/log.h's thread-safe calls.
  */
+#include "router/policy.h"
 #include "router/mgmt/mgmt_int.h"
 
 #include "core/base/base.h"
@@ -439,6 +440,157 @@ static int create_link_route(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t
     return 0;
 }
 
+/* ---- vhost: the policy's (router/policy.h); a change applies to the opens after it ---- */
+
+/* Reply with the vhost of that hostname's row. */
+static int vhost_reply(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e,
+                       const char *hostname, int st)
+{
+    mgmt_rows_t *r = rows_new(m, t);
+    int          col = mgmt_rows_col_find(r, "hostname");
+    while (mgmt_rows_next(r)) {
+        mgmt_val_t v;
+        mgmt_rows_get(r, (unsigned)col, &v);
+        if (v.t == MGMT_V_STR && strcmp(v.s, hostname) == 0) {
+            ok(q, st, true);
+            write_row_map(e, r, NULL, 0);
+            break;
+        }
+    }
+    mgmt_rows_free(r);
+    if (!q->wrote) /* deleted again meanwhile */
+        return fail(q, 404, "Not Found: no %s with hostname '%.200s'", t->full, hostname);
+    return 0;
+}
+
+/* Check attrs as a vhost and put it in the policy (CREATE, and UPDATE with the merged
+ * attributes). */
+static int vhost_set(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e,
+                     const cJSON *attrs, bool create)
+{
+    cfg_vhost_t v;
+    char        err[768];
+    if (!m->hooks.policy)
+        return fail(q, 501, "Not Implemented: no vhost policies in this router");
+    if (cfg_vhost_parse(attrs, &v, err, sizeof(err)) < 0)
+        return fail(q, 400, "Bad Request: vhost: %s", err);
+    char *host = base_strdup(v.hostname);
+    if (create) {
+        cfg_vhost_t *all = NULL;
+        size_t       n = rtr_policy_vhosts(m->hooks.policy, &all);
+        bool         exists = false;
+        for (size_t i = 0; i < n; i++) {
+            exists = exists || strcmp(all[i].hostname, host) == 0;
+            cfg_vhost_fini(&all[i]);
+        }
+        free(all);
+        if (exists) {
+            cfg_vhost_fini(&v);
+            fail(q, 400, "Bad Request: vhost '%.200s' exists already (UPDATE changes it)", host);
+            free(host);
+            return -1;
+        }
+    }
+    if (rtr_policy_vhost_set(m->hooks.policy, &v, err, sizeof(err)) < 0) {
+        cfg_vhost_fini(&v);
+        free(host);
+        return fail(q, 400, "Bad Request: %s", err);
+    }
+    int rc = vhost_reply(m, q, t, e, host, create ? 201 : 200);
+    free(host);
+    return rc;
+}
+
+/* The vhost a request names (by name or identity): its attributes as given, as a new cJSON
+ * map and its hostname in host[len]; NULL with the 404 set when there is none. */
+static cJSON *vhost_find(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, char *host,
+                         size_t len)
+{
+    if (!q->name && !q->identity) {
+        fail(q, 400, "Bad Request: %s needs a name or an identity", q->op);
+        return NULL;
+    }
+    mgmt_rows_t *r = rows_new(m, t);
+    cJSON       *out = NULL;
+    if (find_row(q, t, r)) {
+        mgmt_val_t v;
+        mgmt_rows_get(r, (unsigned)mgmt_rows_col_find(r, "hostname"), &v);
+        snprintf(host, len, "%s", v.t == MGMT_V_STR ? v.s : "");
+        cfg_vhost_t *all = NULL;
+        size_t       n = rtr_policy_vhosts(m->hooks.policy, &all);
+        for (size_t i = 0; i < n; i++) {
+            if (!out && strcmp(all[i].hostname, host) == 0 && all[i].attrs_json)
+                out = cJSON_Parse(all[i].attrs_json);
+            cfg_vhost_fini(&all[i]);
+        }
+        free(all);
+        if (!out)
+            out = cJSON_CreateObject();
+    }
+    mgmt_rows_free(r);
+    return out;
+}
+
+static int update_vhost(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e)
+{
+    char   host[512];
+    cJSON *attrs = m->hooks.policy ? vhost_find(m, q, t, host, sizeof(host)) : NULL;
+    if (!m->hooks.policy)
+        return fail(q, 501, "Not Implemented: no vhost policies in this router");
+    if (!attrs)
+        return -1;
+    /* qdrouterd: the new attributes over the old ones, then the whole checked again; the
+     * hostname may be written `id` (its deprecated name) on either side, not both in the
+     * request */
+    cJSON *old_id = cJSON_DetachItemFromObjectCaseSensitive(attrs, "id");
+    if (old_id && !cJSON_GetObjectItemCaseSensitive(attrs, "hostname"))
+        cJSON_AddItemToObject(attrs, "hostname", old_id);
+    else
+        cJSON_Delete(old_id);
+    bool         both = cJSON_GetObjectItemCaseSensitive(q->body, "id") &&
+                cJSON_GetObjectItemCaseSensitive(q->body, "hostname");
+    const cJSON *x;
+    const cJSON *merge = both ? NULL : q->body;
+    cJSON_ArrayForEach(x, merge)
+    {
+        const char *k = strcmp(x->string, "id") == 0 ? "hostname" : x->string;
+        if (strcmp(k, "identity") == 0 || strcmp(k, "type") == 0)
+            continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(attrs, k);
+        cJSON_AddItemToObject(attrs, k, cJSON_Duplicate(x, true));
+    }
+    if (both) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: attribute 'hostname': given twice (as 'hostname' and "
+                            "'id')");
+    }
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(attrs, "hostname");
+    if (!h)
+        h = cJSON_GetObjectItemCaseSensitive(attrs, "id");
+    if (!cJSON_IsString(h) || strcmp(h->valuestring, host) != 0) {
+        cJSON_Delete(attrs);
+        return fail(q, 400, "Bad Request: a vhost's hostname cannot be changed (DELETE it and "
+                            "CREATE another)");
+    }
+    int rc = vhost_set(m, q, t, e, attrs, false);
+    cJSON_Delete(attrs);
+    return rc;
+}
+
+static int delete_vhost(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t)
+{
+    char   host[512];
+    cJSON *attrs = m->hooks.policy ? vhost_find(m, q, t, host, sizeof(host)) : NULL;
+    if (!m->hooks.policy)
+        return fail(q, 404, "Not Found: no %s", t->full);
+    if (!attrs)
+        return -1;
+    cJSON_Delete(attrs);
+    if (rtr_policy_vhost_del(m->hooks.policy, host) < 0)
+        return fail(q, 404, "Not Found: no %s with hostname '%.200s'", t->full, host);
+    return ok(q, 204, false);
+}
+
 static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
 {
     const mgmt_type_t *t = target_type(q, true);
@@ -466,6 +618,11 @@ static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     if (q->name && !bn)
         cJSON_AddStringToObject(attrs, "name", q->name);
     bn = cJSON_GetObjectItemCaseSensitive(attrs, "name");
+    if (t->kind == MGMT_K_VHOST) {
+        int rc = vhost_set(m, q, t, e, attrs, true);
+        cJSON_Delete(attrs);
+        return rc;
+    }
     if (t->kind == MGMT_K_AUTOLINK && m->hooks.autolink_add) {
         int rc = create_autolink(m, q, t, e, attrs);
         cJSON_Delete(attrs);
@@ -650,6 +807,8 @@ static int op_delete(mgmt_node_t *m, mgmt_req_t *q)
                         : "");
     if (!mgmt_type_has_op(t, "DELETE"))
         return fail(q, 501, "Not Implemented: operation DELETE is not implemented for %s", full);
+    if (t->kind == MGMT_K_VHOST)
+        return delete_vhost(m, q, t);
     if (t->kind == MGMT_K_AUTOLINK && m->hooks.autolink_del) {
         mgmt_rows_t *r = rows_new(m, t);
         long long id = find_row(q, t, r) ? row_identity(r) : -1;
@@ -749,6 +908,30 @@ static int update_log(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const
     return 0;
 }
 
+/* The connection of link `link_id` (its router.link row's connectionId), or 0. */
+static uint64_t link_conn(mgmt_node_t *m, uint64_t link_id)
+{
+    const mgmt_type_t *lt = mgmt_type_find("router.link");
+    if (!lt)
+        return 0;
+    mgmt_rows_t *r = rows_new(m, lt);
+    int          ci = mgmt_rows_col_find(r, "identity");
+    int          cc = mgmt_rows_col_find(r, "connectionId");
+    uint64_t     conn = 0;
+    while (ci >= 0 && cc >= 0 && !conn && mgmt_rows_next(r)) {
+        mgmt_val_t v;
+        mgmt_rows_get(r, (unsigned)ci, &v);
+        if (v.t != MGMT_V_STR || strtoull(v.s, NULL, 10) != link_id)
+            continue;
+        mgmt_rows_get(r, (unsigned)cc, &v);
+        conn = v.t == MGMT_V_STR ? strtoull(v.s, NULL, 10)
+               : v.t == MGMT_V_INT ? (uint64_t)v.i
+               : v.t == MGMT_V_UINT ? v.u : 0;
+    }
+    mgmt_rows_free(r);
+    return conn;
+}
+
 static int update_connection(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t,
                              const mgmt_enc_t *e)
 {
@@ -777,6 +960,12 @@ static int update_connection(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t
     }
     over_t over[2] = {{"adminStatus", "deleted"}, {"operStatus", "closing"}};
     size_t nover = 0;
+    if (status && m->hooks.policy && q->from_link &&
+        !rtr_policy_admin_status_allowed(m->hooks.policy, link_conn(m, q->from_link))) {
+        /* vhost policy: the asking connection's group has allowAdminStatusUpdate false */
+        mgmt_rows_free(r);
+        return fail(q, 403, "You are not allowed to perform this operation.");
+    }
     if (status && strcmp(status, "deleted") == 0) {
         mgmt_val_t id;
         int        col = mgmt_rows_col_find(r, "identity");
@@ -814,6 +1003,8 @@ static int op_update(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
     }
     if (t->kind == MGMT_K_STATS && strcmp(t->name, "connection") == 0)
         return update_connection(m, q, t, e);
+    if (t->kind == MGMT_K_VHOST)
+        return update_vhost(m, q, t, e);
     if (t->kind == MGMT_K_STATS && strcmp(t->name, "router") == 0) {
         /* qdrouterd answers 200 and changes nothing; an attribute that would not change is
          * refused here rather than reported as done */

@@ -8,6 +8,7 @@
  * Threads: a producer belongs to the thread that made it (the agent thread or the admin
  * thread).  The walk holds the registry's mutex only while it fills a batch (stats.h).
  */
+#include "router/policy.h"
 #include "router/mgmt/mgmt_int.h"
 #include "router/lstats.h"
 
@@ -67,6 +68,13 @@ struct mgmt_rows {
     /* router.node: a copy of the core's rows, taken when the producer is made */
     core_node_row_t     *rn;       /* NULL when there are none */
     size_t               n_rn;     /* their count */
+    /* vhost / vhostStats: a copy of the policy's, taken when the producer is made */
+    cfg_vhost_t         *vh;
+    size_t               n_vh;
+    rtr_pstats_row_t    *vs;
+    size_t               n_vs;
+    char                *rowjson;  /* the current vhost row's groups (JSON text, heap) */
+    char                 vbuf[2][1024]; /* the current row's aliases and identity */
 };
 
 /* ---- columns ---- */
@@ -168,6 +176,10 @@ mgmt_rows_t *mgmt_rows_new(const mgmt_type_t *t, stats_registry_t *reg, const mg
             r->al = n->hooks.autolink_rows(n->hooks.ctx, &r->n_al);
         if (t->kind == MGMT_K_RNODE && n && n->hooks.node_rows)
             r->rn = n->hooks.node_rows(n->hooks.ctx, &r->n_rn);
+        if (t->kind == MGMT_K_VHOST && n && n->hooks.policy)
+            r->n_vh = rtr_policy_vhosts(n->hooks.policy, &r->vh);
+        if (t->kind == MGMT_K_VHOST_STATS && n && n->hooks.policy)
+            r->n_vs = rtr_policy_stats(n->hooks.policy, &r->vs);
         return r;
     }
     stats_family_t *f = reg ? stats_family_find(reg, t->family) : NULL;
@@ -206,6 +218,12 @@ void mgmt_rows_free(mgmt_rows_t *r)
         r->node->hooks.autolink_rows_free(r->al, r->n_al);
     if (r->rn)
         r->node->hooks.node_rows_free(r->rn, r->n_rn);
+    for (size_t i = 0; i < r->n_vh; i++)
+        cfg_vhost_fini(&r->vh[i]);
+    free(r->vh);
+    if (r->vs)
+        rtr_policy_stats_free(r->vs, r->n_vs);
+    free(r->rowjson);
     free(r);
 }
 
@@ -725,9 +743,9 @@ static void policy_row(fill_t *f)
     put_base(f, "policy/1", "policy/1");
     put_int(f, pc->max_connections);
     put_int(f, (int64_t)pc->max_message_size);
-    put_bool(f, false); /* enableVhostPolicy: true is refused */
+    put_bool(f, pc->enable_vhost_policy);
     put_bool(f, pc->enable_vhost_name_patterns);
-    put_null(f); /* policyDir: any is refused */
+    put_str(f, pc->policy_dir);
     put_str(f, pc->default_vhost ? pc->default_vhost : "$default");
     /* connectionsCurrent: the router's connectionCount; the rest: the workers' counts */
     uint64_t cur = stat_value(n->reg, "router.connectionCount");
@@ -740,6 +758,65 @@ static void policy_row(fill_t *f)
     put_uint(f, links_denied);
     put_uint(f, size_denied);
     put_uint(f, conn_denied + links_denied + size_denied);
+}
+
+static void put_json(fill_t *f, const char *json)
+{
+    mgmt_val_t *v = put(f);
+    if (json) {
+        v->t = MGMT_V_JSON;
+        v->s = json;
+    }
+}
+
+/* A vhost as management shows it: qdrouterd's attributes, `groups` as given. */
+static void vhost_row(fill_t *f, const cfg_vhost_t *v)
+{
+    mgmt_rows_t *r = f->r;
+    /* qdrouterd's identity, and the name of a vhost made without one (`vhost/$default`) */
+    snprintf(r->vbuf[1], sizeof(r->vbuf[1]), "vhost/%s", v->hostname);
+    put_base(f, v->name ? v->name : r->vbuf[1], r->vbuf[1]);
+    put_str(f, v->hostname);
+    size_t o = 0;
+    r->vbuf[0][0] = '\0';
+    for (size_t i = 0; i < v->n_aliases && o < sizeof(r->vbuf[0]); i++)
+        o += (size_t)snprintf(r->vbuf[0] + o, sizeof(r->vbuf[0]) - o, "%s%s", i ? "," : "",
+                              v->aliases[i]);
+    put_str(f, v->n_aliases ? r->vbuf[0] : NULL);
+    put_int(f, v->max_connections);
+    if (v->max_message_size >= 0)
+        put_int(f, v->max_message_size);
+    else
+        put_null(f);
+    put_int(f, v->max_conn_per_user);
+    put_int(f, v->max_conn_per_host);
+    put_bool(f, v->allow_unknown_user);
+    free(r->rowjson);
+    r->rowjson = NULL;
+    cJSON *a = v->attrs_json ? cJSON_Parse(v->attrs_json) : NULL;
+    const cJSON *g = a ? cJSON_GetObjectItemCaseSensitive(a, "groups") : NULL;
+    r->rowjson = cJSON_IsObject(g) ? cJSON_PrintUnformatted(g) : base_strdup("{}");
+    cJSON_Delete(a);
+    put_json(f, r->rowjson);
+}
+
+static void vhost_stats_row(fill_t *f, const rtr_pstats_row_t *s)
+{
+    mgmt_rows_t *r = f->r;
+    snprintf(r->vbuf[1], sizeof(r->vbuf[1]), "vhostStats/%s", s->hostname);
+    put_base(f, r->vbuf[1], r->vbuf[1]);
+    put_str(f, s->hostname);
+    put_str(f, s->hostname);
+    put_uint(f, s->approved);
+    put_uint(f, s->denied);
+    put_uint(f, s->current);
+    put_uint(f, s->session_denied);
+    put_uint(f, s->sender_denied);
+    put_uint(f, s->receiver_denied);
+    put_uint(f, s->size_denied);
+    put_json(f, s->per_user);
+    put_json(f, s->per_host);
+    put_json(f, s->per_user_denied);
 }
 
 /* How many rows a configuration type has. */
@@ -768,6 +845,10 @@ static size_t cfg_rows(const mgmt_rows_t *r)
         return r->n_rn;
     case MGMT_K_CONNECTOR:
         return r->node->connectors.n;
+    case MGMT_K_VHOST:
+        return r->n_vh;
+    case MGMT_K_VHOST_STATS:
+        return r->n_vs;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:
         break;
@@ -814,6 +895,12 @@ static bool cfg_next(mgmt_rows_t *r)
         break;
     case MGMT_K_CONNECTOR:
         connector_row(&f, &r->node->connectors.v[i]);
+        break;
+    case MGMT_K_VHOST:
+        vhost_row(&f, &r->vh[i]);
+        break;
+    case MGMT_K_VHOST_STATS:
+        vhost_stats_row(&f, &r->vs[i]);
         break;
     case MGMT_K_STATS:
     case MGMT_K_EMPTY:

@@ -148,6 +148,56 @@ static const mgmt_attr_t policy_attrs[] = {
     A("maxMessageSizeDenied", "integer", NULL, false, false, false),
     A("totalDenials", "integer", NULL, false, false, false),
 };
+static const mgmt_attr_t vhost_attrs[] = {
+    A("hostname", "string", NULL, true, true, true),
+    A("aliases", "string", NULL, true, true, false),
+    A("maxConnections", "integer", "65535", true, true, false),
+    A("maxMessageSize", "integer", NULL, true, true, false),
+    A("maxConnectionsPerUser", "integer", "65535", true, true, false),
+    A("maxConnectionsPerHost", "integer", "65535", true, true, false),
+    A("allowUnknownUser", "boolean", "false", true, true, false),
+    A("groups", "map", NULL, true, true, false),
+};
+/* qdrouterd's schema type for a group (JSON-format configuration only: no entities); qdstat
+ * --vhostgroups reads its defaults */
+static const mgmt_attr_t vhost_group_attrs[] = {
+    A("users", "string", NULL, true, true, true),
+    A("remoteHosts", "string", NULL, true, true, true),
+    A("maxConnectionsPerUser", "integer", NULL, true, true, false),
+    A("maxConnectionsPerHost", "integer", NULL, true, true, false),
+    A("maxMessageSize", "integer", NULL, true, true, false),
+    A("maxFrameSize", "integer", NULL, true, true, false),
+    A("maxSessionWindow", "integer", NULL, true, true, false),
+    A("maxSessions", "integer", NULL, true, true, false),
+    A("maxSenders", "integer", "2147483647", true, true, false),
+    A("maxReceivers", "integer", "2147483647", true, true, false),
+    A("allowDynamicSource", "boolean", "false", true, true, false),
+    A("allowAnonymousSender", "boolean", "false", true, true, false),
+    A("allowUserIdProxy", "boolean", "false", true, true, false),
+    A("allowWaypointLinks", "boolean", "true", true, true, false),
+    A("allowDynamicLinkRoutes", "boolean", "true", true, true, false),
+    A("allowAdminStatusUpdate", "boolean", "true", true, true, false),
+    A("allowFallbackLinks", "boolean", "true", true, true, false),
+    A("sources", "string", NULL, true, true, false),
+    A("targets", "string", NULL, true, true, false),
+    A("sourcePattern", "string", NULL, true, true, false),
+    A("targetPattern", "string", NULL, true, true, false),
+};
+static const mgmt_attr_t vhost_stats_attrs[] = {
+    A("id", "string", NULL, false, false, false),
+    A("hostname", "string", NULL, false, false, false),
+    A("connectionsApproved", "integer", NULL, false, false, false),
+    A("connectionsDenied", "integer", NULL, false, false, false),
+    A("connectionsCurrent", "integer", NULL, false, false, false),
+    A("sessionDenied", "integer", NULL, false, false, false),
+    A("senderDenied", "integer", NULL, false, false, false),
+    A("receiverDenied", "integer", NULL, false, false, false),
+    A("maxMessageSizeDenied", "integer", NULL, false, false, false),
+    A("perUserState", "map", NULL, false, false, false),
+    A("perHostState", "map", NULL, false, false, false),
+    /* Junction's own: denials per user */
+    A("perUserDenied", "map", NULL, false, false, false),
+};
 static const mgmt_attr_t node_attrs[] = {
     A("id", "string", NULL, false, false, false),
     A("protocolVersion", "integer", NULL, false, false, false),
@@ -309,6 +359,12 @@ const mgmt_type_t mgmt_types[] = {
      N(logstats_attrs), false},
     {"router.node", "node", MGMT_PREFIX ".router.node", MGMT_K_RNODE, OE, "READ,QUERY", NULL,
      N(node_attrs), false},
+    {"vhost", NULL, MGMT_PREFIX ".vhost", MGMT_K_VHOST, CE, "CREATE,UPDATE,DELETE,READ,QUERY",
+     NULL, N(vhost_attrs), false},
+    {"vhostUserGroupSettings", NULL, MGMT_PREFIX ".vhostUserGroupSettings", MGMT_K_EMPTY, CE, "",
+     NULL, N(vhost_group_attrs), false},
+    {"vhostStats", NULL, MGMT_PREFIX ".vhostStats", MGMT_K_VHOST_STATS, OE, "READ,QUERY", NULL,
+     N(vhost_stats_attrs), false},
     /* last: mgmt_type_node() */
     {"management", NULL, MGMT_NODE_TYPE, MGMT_K_NODE, MGMT_NODE_TYPE,
      "QUERY,GET-TYPES,GET-ANNOTATIONS,GET-OPERATIONS,GET-ATTRIBUTES,GET-MGMT-NODES,GET-SCHEMA,"

@@ -493,8 +493,20 @@ def test_rabbitmq_queue_durability_across_restart(rabbitmq, client):
     _, ssn, _ = refused_by_session_end(client, rabbitmq.url, "rcv", "/amq/queue/" + names[0])
     assert ssn.state & Endpoint.REMOTE_CLOSED
     assert ssn.remote_condition.name == "amqp:not-found"
-    rcv = client.connect(rabbitmq.url).receiver("/amq/queue/" + names[1], credit=10,
-                                                settle="accept")
+    # RabbitMQ recovers durable queues after it says it has started: on a loaded machine an
+    # attach may come first and find no queue yet, so it is tried again until the queue is back
+    end = time.monotonic() + 60
+    while True:
+        conn = client.connect(rabbitmq.url)
+        rcv = conn.receiver("/amq/queue/" + names[1], credit=10, settle="accept", wait=False)
+        attach_answer(client, conn, rcv, timeout=20)
+        ssn = rcv.pn.session
+        if not ssn.state & Endpoint.REMOTE_CLOSED:
+            break
+        assert ssn.remote_condition.name == "amqp:not-found"
+        assert time.monotonic() < end, "the durable queue was not recovered within 60 s"
+        conn.close()
+        time.sleep(0.5)
     # a queue just recovered may take a while to deliver on a loaded machine: wait for the
     # first message, then a moment more for any (wrong) second one
     client.wait(lambda: len(rcv.queue) > 0, 20, "the durable message")

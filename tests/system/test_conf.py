@@ -145,8 +145,8 @@ def start_fails(tmp_path, text, name="bad.conf"):
 
 
 def test_unsupported_entity_is_one_line_with_its_line(tmp_path):
-    line = start_fails(tmp_path, "router {\n  id: R\n}\n\nvhost {\n  hostname: a\n}\n")
-    assert "line 5" in line and "vhost" in line and "does not support" in line, line
+    line = start_fails(tmp_path, "router {\n  id: R\n}\n\nexchange {\n  address: a\n}\n")
+    assert "line 5" in line and "exchange" in line and "does not support" in line, line
 
 
 def test_bad_attribute_names_its_line(tmp_path):

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proton import Endpoint
 
 from clients import Client
 from conftest import REPO_ROOT, Router, free_port, sanitizer_report
@@ -38,8 +39,9 @@ PASSWORD = "server-password"  # the password of the private keys the test makes
 SERVES = "serves"
 
 # What start-up refuses today, as the one line names it. Each is a feature a later issue adds,
-# except the last group: GROUPS_NOT_JSON is the user guide's vhost example, whose `groups`
-# is not JSON, which qdrouterd 1.19 refuses too ("Expecting property name enclosed in double
+# except NO_DEFAULT_GROUP and GROUPS_NOT_JSON: the user guide's vhost examples, one allowing
+# unknown users without a $default group, one whose `groups` is not JSON, which qdrouterd 1.19
+# refuses too ("default settings are not defined", "Expecting property name enclosed in double
 # quotes").
 def refused(text):
     return "refused: " + text
@@ -54,9 +56,9 @@ NO_BROKER_PROFILE = refused("sslProfile 'broker-tls': no sslProfile entity has t
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
-VHOST = refused("Junction does not support the 'vhost' entity yet")
-VHOST_POLICY = refused("Junction does not support enableVhostPolicy: true (vhost policies) yet")
-POLICY_DIR = refused("Junction does not support policyDir (vhost policies) yet")
+# the user guide's vhost allows unknown users without a $default group for them (qdrouterd
+# 1.19 refuses it too: "allows connections by default but default settings are not defined")
+NO_DEFAULT_GROUP = refused("true needs a '$default' group")
 FAILOVER_URLS = refused("Junction does not support failoverUrls (a failover list for clients)")
 GROUPS_NOT_JSON = refused("attribute 'groups': invalid JSON in its value")
 
@@ -81,16 +83,16 @@ EXPECTED = {
     'docs/creating-link-route-L49.conf': SERVES,
     'docs/creating-link-route-L65.conf': SERVES,
     'docs/creating-link-route-L93.conf': SERVES,
-    'docs/creating-vhost-policies-L42.conf': VHOST,
+    'docs/creating-vhost-policies-L42.conf': NO_DEFAULT_GROUP,
     'docs/creating-vhost-policies-L92.conf': GROUPS_NOT_JSON,
-    'docs/creating-vhost-policies-json-L40.conf': POLICY_DIR,
-    'docs/creating-vhost-policies-json-L56.json': VHOST_POLICY,
+    'docs/creating-vhost-policies-json-L40.conf': SERVES,
+    'docs/creating-vhost-policies-json-L56.json': SERVES,
     'docs/enabling-ssl-tls-client-authentication-L48.conf': NO_SERVICE_PROFILE,
     'docs/enabling-ssl-tls-encryption-L46.conf': SERVES,
     'docs/enabling-ssl-tls-encryption-L85.conf': NO_SUCH_PROFILE,
     'docs/enabling-username-password-authentication-L110.conf': SERVES,
     'docs/enabling-username-password-authentication-L94.conf': MODE_INTERIOR,
-    'docs/enabling-vhost-policies-L36.conf': VHOST_POLICY,
+    'docs/enabling-vhost-policies-L36.conf': SERVES,
     'docs/exploring-default-router-configuration-file-L49.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L50.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L63.conf': SERVES,
@@ -144,20 +146,20 @@ EXPECTED = {
     'tests/config-6/Y.conf': MODE_INTERIOR,
     'tests/config-console/A.conf': SERVES,
     'tests/dummy.conf': SERVES,
-    'tests/one-router-policy/default.json': VHOST_POLICY,
-    'tests/policy-1/management-access.json': VHOST_POLICY,
-    'tests/policy-1/policy-boardwalk.json': VHOST_POLICY,
-    'tests/policy-1/policy-boardwalk.json.in': VHOST_POLICY,
-    'tests/policy-1/policy-safari.json': VHOST_POLICY,
-    'tests/policy-1/policy-safari.json.in': VHOST_POLICY,
-    'tests/policy-1/test-policy-conf-includes-folder.conf.in': VHOST_POLICY,
-    'tests/policy-2/test-router-with-policy.json.in': VHOST_POLICY,
-    'tests/policy-3/test-sender-receiver-limits.json': VHOST_POLICY,
-    'tests/policy-4/management-access.json': VHOST_POLICY,
-    'tests/policy-5/permissive-default.json': VHOST_POLICY,
-    'tests/policy-7/permissive-default-link-pattern.json': VHOST_POLICY,
-    'tests/policy-8/management-access.json': VHOST_POLICY,
-    'tests/policy-authz/default.json': VHOST_POLICY,
+    'tests/one-router-policy/default.json': SERVES,
+    'tests/policy-1/management-access.json': SERVES,
+    'tests/policy-1/policy-boardwalk.json': SERVES,
+    'tests/policy-1/policy-boardwalk.json.in': SERVES,
+    'tests/policy-1/policy-safari.json': SERVES,
+    'tests/policy-1/policy-safari.json.in': SERVES,
+    'tests/policy-1/test-policy-conf-includes-folder.conf.in': SERVES,
+    'tests/policy-2/test-router-with-policy.json.in': SERVES,
+    'tests/policy-3/test-sender-receiver-limits.json': SERVES,
+    'tests/policy-4/management-access.json': SERVES,
+    'tests/policy-5/permissive-default.json': SERVES,
+    'tests/policy-7/permissive-default-link-pattern.json': SERVES,
+    'tests/policy-8/management-access.json': SERVES,
+    'tests/policy-authz/default.json': SERVES,
     'tests/threads4.conf': SERVES,
 }
 
@@ -214,7 +216,7 @@ class Prepared:
         self.files = tmp / "files"
         self.files.mkdir(exist_ok=True)
         self.listeners = []  # [(port, is_http)]
-        self.auth_ports = set()  # the listeners' with authenticatePeer
+        self.auth_ports = set()  # the listeners' with authenticatePeer or no ANONYMOUS
         self.suffix = ".conf"
 
     # ---- values ----
@@ -291,6 +293,8 @@ class Prepared:
                     http = True
                 if norm(key) in AUTH_KEYS and val.lower() in ("true", "yes", "on", "1"):
                     auth = True
+                if norm(key) == "saslmechanisms" and "ANONYMOUS" not in val.upper():
+                    auth = True  # an anonymous client cannot get past its SASL layer
                 new = self.value(entity, key, val)
                 if new is not None:
                     indent = line[:len(line) - len(line.lstrip())]
@@ -323,7 +327,8 @@ class Prepared:
                         attrs[key] = new
             if norm(etype) == "listener":
                 self.listeners.append((self._listener_port, http))
-                if any(norm(k) in AUTH_KEYS and str(v).lower() in ("true", "yes", "on", "1")
+                if any((norm(k) in AUTH_KEYS and str(v).lower() in ("true", "yes", "on", "1"))
+                       or (norm(k) == "saslmechanisms" and "ANONYMOUS" not in str(v).upper())
                        for k, v in attrs.items()):
                     self.auth_ports.add(self._listener_port)
         if not self.listeners:
@@ -406,9 +411,19 @@ def prepare(rel, tmp, keypair):
 
 
 def answers_amqp(port):
+    """The listener answers an AMQP open: with its own open, or with vhost policy's refusal of
+    an open whose hostname (127.0.0.1) no vhost of the file has (qdrouterd's condition)."""
     c = Client(timeout=10)
     try:
-        c.connect("amqp://127.0.0.1:%d" % port)
+        conn = c.connect("amqp://127.0.0.1:%d" % port, wait=False)
+        c.wait(lambda: conn.pn.state & Endpoint.REMOTE_ACTIVE or conn.remote_closed
+               or conn.transport_closed, msg="the router's open")
+        if conn.pn.state & Endpoint.REMOTE_ACTIVE:
+            return True
+        cond = conn.pn.remote_condition
+        assert cond is not None, "closed without an open: %s" % conn.transport_condition
+        assert (cond.name, cond.description) == ("amqp:resource-limit-exceeded",
+                                                 "connection disallowed by local policy")
         return True
     finally:
         c.close()

@@ -7,34 +7,19 @@ When the broker is killed, the client's links are detached with an error; once i
 and the connector has connected again, new attaches work.  The brokers' quirks are in
 docs/brokers.md."""
 
-import re
 import time
 
 import pytest
 from proton import Delivery, Endpoint, Message
 
-from brokers import unique_name
+from brokers import linkroute_router, opened_count, unique_name
 from clients import Client
 
 PREFIX = "lrb"
 
 
 def broker_router(make_router, broker):
-    r = make_router(extra=[
-        ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker.port),
-                       "role": "route-container"}],
-        ["linkRoute", {"name": "lrbIn", "prefix": PREFIX, "direction": "in",
-                       "connection": "broker"}],
-        ["linkRoute", {"name": "lrbOut", "prefix": PREFIX, "direction": "out",
-                       "connection": "broker"}],
-    ])
-    r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return r
-
-
-def opened_count(r, broker):
-    pat = re.compile(r"Connection to 127\.0\.0\.1:%d opened \(connector broker" % broker.port)
-    return sum(1 for x in r.stderr_lines() if pat.search(x))
+    return linkroute_router(make_router, broker, PREFIX, ("lrbIn", "lrbOut"))
 
 
 @pytest.fixture(params=["proton_broker", "rabbitmq"])

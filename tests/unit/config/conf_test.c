@@ -587,7 +587,6 @@ static void test_unsupported_entity_tables(void **state)
         {"autoLink", "addr", "address"},
         {"autoLink", "dir", "direction"},
         {"autoLink", "externalAddr", "externalAddress"},
-        {"vhost", "id", "hostname"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const cfg__type_table_t *t = cfg__unsupported_table(names[i].type);
@@ -680,8 +679,9 @@ static void test_unsupported_entity_tables(void **state)
     conf_err("linkRoute {\n prefix: q\n direction: out\n distribution: closest\n}\n",
              "t.conf: line 4: entity 0 (linkRoute): attribute 'distribution': expected one of "
              "linkBalanced, got \"closest\"");
-    conf_err("vhost {\n id: $default\n}\n",
-             "t.conf: line 1: entity 0 (vhost): Junction does not support the 'vhost' entity yet");
+    conf_err("vhost {\n id: $default\n allowUnknownUser: yes\n}\n",
+             "t.conf: line 1: entity 0 (vhost): attribute 'allowUnknownUser': true needs a "
+             "'$default' group (the settings of unknown users)");
 }
 
 static void test_service_names(void **state)

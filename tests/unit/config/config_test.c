@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 // clang-format off: cmocka.h needs the headers above first
@@ -423,7 +424,6 @@ static void test_unsupported_types(void **state)
         const char *written;
         const char *canon;
     } types[] = {
-        {"vhost", "vhost"},
         {"exchange", "exchange"},
         {"binding", "binding"},
         {"console", "console"},
@@ -834,18 +834,167 @@ static void test_policy(void **state)
     assert_int_equal(cfg->policy.max_connections, 0);
     cfg_free(cfg);
 
-    load_err("[['policy', {'enableVhostPolicy': true}]]",
-             "t.json: entity 0 (policy): attribute 'enableVhostPolicy': Junction does not "
-             "support enableVhostPolicy: true (vhost policies) yet");
-    load_err("[['policy', {'policyDir': '/etc/qpid-dispatch/policies'}]]",
-             "t.json: entity 0 (policy): attribute 'policyDir': Junction does not support "
-             "policyDir (vhost policies) yet");
+    cfg = load_ok("[['policy', {'enableVhostPolicy': true, 'policyDir': ''}]]");
+    assert_true(cfg->policy.enable_vhost_policy);
+    assert_null(cfg->policy.policy_dir); /* "" is none, as in qdrouterd */
+    cfg_free(cfg);
+    load_err("[['policy', {'policyDir': '/nonexistent/policies'}]]",
+             "t.json: policy policyDir '/nonexistent/policies': cannot open: No such file or "
+             "directory");
     load_err("[['policy', {'maxConnections': -1}]]",
              "t.json: entity 0 (policy): attribute 'maxConnections': expected an integer from 0 "
              "to 2147483647, got -1");
     load_err("[['policy', {}], ['policy', {}]]",
              "t.json: entity 1 (policy): a second policy entity (entity 0 is the policy "
              "already)");
+}
+
+/* `vhost`: qdrouterd 1.19's policy compiler's defaults and checks (config/vhost.c). */
+static void test_vhost(void **state)
+{
+    (void)state;
+    cfg_t *cfg = load_ok(
+        "[['vhost', {'hostname': 'photo', 'aliases': 'a1, a2', 'maxConnections': '50', "
+        "'allowUnknownUser': 'yes', 'groups': {"
+        "'$default': {'remoteHosts': '*', 'sources': 'public, tmp-${user}', "
+        "'targets': '${user}.*, x${user}y, *'},"
+        "'admins': {'users': 'alice, bob', 'remoteHosts': '127.0.0.1, 10.0.0.0-10.0.255.255, ::1',"
+        " 'maxSessions': 2, 'maxSenders': '3', 'allowDynamicSource': 'true', "
+        "'allowWaypointLinks': false, 'sourcePattern': 'a.#.${user}', 'someFutureOption': 1}}}],"
+        " ['vhost', {'id': 'other'}]]");
+    assert_int_equal(cfg->n_vhosts, 2);
+    const cfg_vhost_t *v = &cfg->vhosts[0];
+    assert_string_equal(v->hostname, "photo");
+    assert_int_equal(v->n_aliases, 2);
+    assert_string_equal(v->aliases[1], "a2");
+    assert_int_equal(v->max_connections, 50);
+    assert_int_equal(v->max_conn_per_user, 65535);
+    assert_true(v->allow_unknown_user);
+    assert_true(v->max_message_size == -1);
+    const cfg_vhost_group_t *d = cfg_vhost_group_find(v, "$default");
+    assert_non_null(d);
+    assert_int_equal(d->n_hosts, 1);
+    assert_true(d->hosts[0].wildcard);
+    assert_int_equal(d->max_senders, 2147483647);
+    assert_int_equal(d->max_sessions, 0);
+    assert_false(d->allow_dynamic_source);
+    assert_true(d->allow_waypoint_links);
+    assert_int_equal(d->sources.n, 2);
+    assert_int_equal(d->sources.items[1].kind, CFG_VNAME_SUFFIX);
+    assert_string_equal(d->sources.items[1].s1, "tmp-");
+    assert_int_equal(d->targets.n, 3);
+    assert_int_equal(d->targets.items[0].kind, CFG_VNAME_PREFIX);
+    assert_string_equal(d->targets.items[0].s2, ".*");
+    assert_int_equal(d->targets.items[1].kind, CFG_VNAME_EMBED);
+    assert_int_equal(d->targets.items[2].kind, CFG_VNAME_WILDCARD);
+    const cfg_vhost_group_t *g = cfg_vhost_group_find(v, "admins");
+    assert_int_equal(g->n_users, 2);
+    assert_string_equal(g->users[1], "bob");
+    assert_int_equal(g->n_hosts, 3);
+    assert_int_equal(g->hosts[1].family, AF_INET);
+    assert_int_equal(g->hosts[1].hi[2], 255);
+    assert_int_equal(g->hosts[2].family, AF_INET6);
+    assert_int_equal(g->max_sessions, 2);
+    assert_int_equal(g->max_senders, 3);
+    assert_true(g->allow_dynamic_source);
+    assert_false(g->allow_waypoint_links);
+    assert_true(g->source_pattern.given);
+    assert_false(g->sources.given);
+    assert_string_equal(cfg->vhosts[1].hostname, "other");
+    cfg_free(cfg);
+
+    /* a second vhost of the same hostname replaces the first (qdrouterd updates it) */
+    cfg = load_ok("[['vhost', {'hostname': 'h', 'maxConnections': 1}], "
+                  "['vhost', {'hostname': 'h', 'maxConnections': 2}]]");
+    assert_int_equal(cfg->n_vhosts, 1);
+    assert_int_equal(cfg->vhosts[0].max_connections, 2);
+    cfg_free(cfg);
+
+    /* policyDir: its *.json files' vhosts, in name order; other entities and files ignored */
+    char dir[] = "/tmp/junction-vhost-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512], text[512];
+    static const char *const files[][2] = {
+        {"b.json", "# a comment line\n[[\"vhost\", {\"hostname\": \"h\", \"maxConnections\": 7}],"
+                   " [\"listener\", {\"port\": 99}]]"},
+        {"a.json", "[[\"vhost\", {\"hostname\": \"h\", \"maxConnections\": 3}]]"},
+        {"c.txt", "not json"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(files[i][1], f);
+        fclose(f);
+    }
+    snprintf(text, sizeof(text), "[['policy', {'enableVhostPolicy': true, 'policyDir': '%s'}]]",
+             dir);
+    cfg = load_ok(text);
+    assert_int_equal(cfg->n_vhosts, 1);
+    assert_int_equal(cfg->vhosts[0].max_connections, 7); /* b.json after a.json */
+    assert_int_equal(cfg->n_listeners, 0);
+    cfg_free(cfg);
+    snprintf(path, sizeof(path), "%s/d.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[[\"vhost\", {\"hostname\": \"x\", \"maxConnectionsPerHost\": \"lots\"}]]", f);
+    fclose(f);
+    char want[768];
+    snprintf(want, sizeof(want), "%s/d.json: entity 0 (vhost): attribute "
+             "'maxConnectionsPerHost': expected an integer, got \"lots\"", dir);
+    load_err(text, want);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+        unlink(path);
+    }
+    snprintf(path, sizeof(path), "%s/d.json", dir);
+    unlink(path);
+    rmdir(dir);
+
+    load_err("[['vhost', {}]]", "t.json: entity 0 (vhost): attribute 'hostname': required");
+    load_err("[['vhost', {'hostname': 'h', 'colour': 1}]]",
+             "t.json: entity 0 (vhost): attribute 'colour': unknown attribute");
+    load_err("[['vhost', {'hostname': 'h', 'maxConnections': 65536}]]",
+             "t.json: entity 0 (vhost): attribute 'maxConnections': expected an integer from 0 "
+             "to 65535, got 65536");
+    load_err("[['vhost', {'hostname': 'h', 'allowUnknownUser': true}]]",
+             "t.json: entity 0 (vhost): attribute 'allowUnknownUser': true needs a '$default' "
+             "group (the settings of unknown users)");
+    load_err("[['vhost', {'hostname': 'h', 'aliases': 'h'}]]",
+             "t.json: entity 0 (vhost): attribute 'aliases': 'h' is the vhost's hostname");
+    load_err("[['vhost', {'hostname': 'h', 'aliases': 'x'}], ['vhost', {'hostname': 'x'}]]",
+             "t.json: entity 1 (vhost): attribute 'hostname': 'x' is an alias of vhost 'h' "
+             "already");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'maxSessions': 'many'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option 'maxSessions': "
+             "expected an integer, got \"many\"");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'maxConnectionsPerUser': -1}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option "
+             "'maxConnectionsPerUser': expected an integer from 0 to 65535, got -1");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'allowUserIdProxy': 'maybe'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option "
+             "'allowUserIdProxy': expected a boolean (true/false), got \"maybe\"");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'a': {'users': 'u'}, 'b': {'users': 'v, "
+             "u'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': user 'u' is in two groups, 'a' and "
+             "'b'");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'sources': 'a', 'sourcePattern': "
+             "'b'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': 'sources' and "
+             "'sourcePattern' conflict: give one or the other");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'targets': '${user}-${user}'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option 'targets': item "
+             "'${user}-${user}' contains more than one ${user}");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'targetPattern': 'a.${user}.b'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option 'targetPattern': "
+             "item 'a.${user}.b' may have ${user} only as a prefix or a suffix");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'remoteHosts': "
+             "'10.0.0.9-10.0.0.1'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option 'remoteHosts': "
+             "'10.0.0.9-10.0.0.1': the lower address must come first");
+    load_err("[['vhost', {'hostname': 'h', 'groups': {'g': {'remoteHosts': '10.0.0.1-::1'}}}]]",
+             "t.json: entity 0 (vhost): attribute 'groups': group 'g': option 'remoteHosts': "
+             "'10.0.0.1-::1': a range may not mix IPv4 and IPv6");
 }
 
 /* The limits: handshake timeout, links per connection, message size, unsettled per link. */
@@ -1612,6 +1761,7 @@ int main(void)
         cmocka_unit_test(test_listener_size_maxima),
         cmocka_unit_test(test_listener_limits),
         cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_vhost),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_listener_http),

@@ -89,28 +89,9 @@ static void deliver(net_t *net, uint32_t from, uint32_t to, const core_rt_out_t 
     case CORE_RT_OP_LSU:
         assert_int_equal(core_rt_lsdb_lsu_CT(db, &m, net->now, &a), 0);
         break;
-    case CORE_RT_OP_LSR: {
+    case CORE_RT_OP_LSR:
         assert_int_equal(core_rt_lsdb_lsr_CT(db, &m, &a), 0);
-        int req = router_index(net, m.id);
-        assert_true(req >= 0);
-        const core_rt_ls_t *ls = core_rt_lsdb_own_ls(db);
-        codec_bytes_t       ids[NR];
-        for (uint32_t i = 0; i < ls->n; i++)
-            ids[i] = (codec_bytes_t){(const uint8_t *)ls->ids[i], strlen(ls->ids[i])};
-        char addr[64];
-        snprintf(addr, sizeof(addr), "amqp:/_topo/0/%s/qdrouter", net->ids[req]);
-        core_rt_out_t lsu = {.op = CORE_RT_OP_LSU,
-                             .to = addr,
-                             .id = {(const uint8_t *)net->ids[to], strlen(net->ids[to])},
-                             .instance = 1000 + to,
-                             .ls_seq = ls->ls_seq,
-                             .ids = ids,
-                             .values = ls->costs,
-                             .n_ids = ls->n};
-        if (path_exists(net, to, (uint32_t)req))
-            deliver(net, to, (uint32_t)req, &lsu);
         break;
-    }
     default:
         break;
     }
@@ -159,6 +140,28 @@ static void handle_actions(net_t *net, uint32_t from, core_rt_actions_t *a)
         core_rt_out_t o = {.op = CORE_RT_OP_LSR, .to = "amqp:/_topo/0/x/qdrouter", .id = me};
         if (to >= 0 && path_exists(net, from, (uint32_t)to))
             deliver(net, from, (uint32_t)to, &o);
+    }
+    for (uint32_t i = 0; i < a->n_lsu; i++) {
+        core_rt_node_t *r = core_rt_lsdb_node(db, a->lsu[i]);
+        assert_non_null(r);
+        int to = router_index(net, (codec_bytes_t){(const uint8_t *)r->id, strlen(r->id)});
+        assert_true(to >= 0);
+        const core_rt_ls_t *ls = core_rt_lsdb_own_ls(db);
+        codec_bytes_t       ids[NR];
+        for (uint32_t k = 0; k < ls->n; k++)
+            ids[k] = (codec_bytes_t){(const uint8_t *)ls->ids[k], strlen(ls->ids[k])};
+        char addr[64];
+        snprintf(addr, sizeof(addr), "amqp:/_topo/0/%s/qdrouter", net->ids[to]);
+        core_rt_out_t lsu = {.op = CORE_RT_OP_LSU,
+                             .to = addr,
+                             .id = me,
+                             .instance = 1000 + from,
+                             .ls_seq = ls->ls_seq,
+                             .ids = ids,
+                             .values = ls->costs,
+                             .n_ids = ls->n};
+        if (path_exists(net, from, (uint32_t)to))
+            deliver(net, from, (uint32_t)to, &lsu);
     }
     net->sent[CORE_RT_OP_MAR] += a->n_mar;
 }
@@ -422,6 +425,187 @@ static void test_lsu_sequence_and_learning(void **state)
     core_rt_lsdb_free(db);
 }
 
+/* A router learned from an RA alone (empty link state, no neighbour, in nobody's link state)
+ * is deleted on the third tick in a row that finds it so: the count starts again while
+ * something links to it, so a router that was waiting for its link state a while before is
+ * not deleted on the first tick after it restarts. */
+static void test_deletion_count_starts_again(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    core_rt_msg_t     ra = {.op = CORE_RT_OP_RA, .id = {(const uint8_t *)"C", 1}, .instance = 5};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, 1000, &a), 0);
+    int64_t now = 1000;
+    for (int i = 0; i < 2; i++) { /* two ticks unreferenced */
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    }
+    assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    /* B's link state names C for a tick */
+    static const uint8_t with_c[] = {0xa1, 1, 'C', 0x54, 1};
+    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"B", 1},
+                                .ls_ls_seq = 1,
+                                .peers = {with_c, sizeof(with_c), 1}};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    /* then no longer: C restarts (its link state emptied), and B's new one lacks it */
+    static const uint8_t with_a[] = {0xa1, 1, 'A', 0x54, 1};
+    lsu.ls_ls_seq = 2;
+    lsu.peers = (core_rt_peers_t){with_a, sizeof(with_a), 1};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
+    ra.instance = 6;
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, now, &a), 0);
+    assert_int_equal(a.n_restarted, 1);
+    for (int i = 0; i < 2; i++) {
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now += 1000, &a);
+        assert_int_equal(a.n_deleted, 0);
+        assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    }
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    assert_int_equal(a.n_deleted, 1);
+    assert_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    core_rt_lsdb_free(db);
+}
+
+/* An LSR from a router with no route to it yet is answered once there is one. */
+static void test_lsr_answered_once_reachable(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    core_rt_msg_t     lsr = {.op = CORE_RT_OP_LSR, .id = {(const uint8_t *)"C", 1}, .pv = 1};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_lsr_CT(db, &lsr, &a), 0);
+    assert_int_equal(a.n_lsu, 0); /* no route to C: nothing to send yet */
+    core_rt_node_t *c = core_rt_lsdb_find(db, (const uint8_t *)"C", 1);
+    assert_non_null(c);
+    /* B becomes a neighbour (its HELLO lists A), its link state names C */
+    const uint8_t seen[] = {0xa1, 1, 'A'};
+    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
+                           .id = {(const uint8_t *)"B", 1},
+                           .pv = 1,
+                           .instance = 3,
+                           .seen = {seen, sizeof(seen), 1}};
+    assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 1000, &a), 0);
+    static const uint8_t peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'C', 0x54, 1};
+    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"B", 1},
+                                .ls_ls_seq = 1,
+                                .peers = {peers, sizeof(peers), 2}};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, 2000, &a);
+    assert_true(c->reachable);
+    assert_int_equal(a.n_lsu, 1);
+    assert_int_equal(a.lsu[0], c->maskbit);
+    /* once: the next tick sends nothing more; a new LSR is answered at once */
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, 3000, &a);
+    assert_int_equal(a.n_lsu, 0);
+    assert_int_equal(core_rt_lsdb_lsr_CT(db, &lsr, &a), 0);
+    assert_int_equal(a.n_lsu, 1);
+    core_rt_lsdb_free(db);
+}
+
+/* In flux an RA goes every raIntervalFluxSeconds ticks, also when a tick falls a few
+ * milliseconds earlier on its second than the one that sent the last RA. */
+static void test_ra_interval_in_ticks(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    /* a neighbour: the own link state changes, an RA goes at once, flux begins */
+    const uint8_t seen[] = {0xa1, 1, 'A'};
+    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
+                           .id = {(const uint8_t *)"B", 1},
+                           .pv = 1,
+                           .instance = 3,
+                           .seen = {seen, sizeof(seen), 1}};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 100000, &a), 0);
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, 100006, &a); /* 6 ms late on its second */
+    assert_true(a.send_ra);
+    int ras = 0, first = 0;
+    for (int k = 1; k <= 8; k++) {
+        core_rt_actions_clear(&a);
+        /* HELLOs keep B a neighbour; ticks 1 to 3 ms late */
+        assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 100000 + k * 1000, &a), 0);
+        core_rt_lsdb_tick_CT(db, 100000 + k * 1000 + (k % 3) + 1, &a);
+        if (a.send_ra && !first)
+            first = k;
+        ras += a.send_ra;
+    }
+    assert_int_equal(first, 4); /* raIntervalFluxSeconds (4) ticks after the last */
+    assert_int_equal(ras, 2);   /* ticks 4 and 8 */
+    core_rt_lsdb_free(db);
+}
+
+/* A router learned from another's link state, whose own link state came in an LSU but whose
+ * RA never reached us: the LSU's
+ * instance is its instance, so its restart (an RA of another instance) drops the old link
+ * state and asks for the new one, which is taken although its ls_seq is lower. */
+static void test_restart_after_lsu_only(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t      *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t    a;
+    static const uint8_t old_peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'D', 0x54, 1};
+    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"B", 1},
+                                .pv = 1,
+                                .instance = 50,
+                                .ls_seq = 3,
+                                .ls_ls_seq = 3,
+                                .peers = {old_peers, sizeof(old_peers), 2}};
+    /* B is learned first from C's link state, which names it (no instance there) */
+    static const uint8_t c_peers[] = {0xa1, 1, 'B', 0x54, 1};
+    core_rt_msg_t        c_lsu = {.op = CORE_RT_OP_LSU,
+                                  .id = {(const uint8_t *)"C", 1},
+                                  .pv = 1,
+                                  .instance = 40,
+                                  .ls_seq = 1,
+                                  .ls_ls_seq = 1,
+                                  .peers = {c_peers, sizeof(c_peers), 1}};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &c_lsu, 1000, &a), 0);
+    core_rt_node_t *b = core_rt_lsdb_find(db, (const uint8_t *)"B", 1);
+    assert_non_null(b);
+    assert_false(b->has_instance);
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
+    assert_int_equal(b->ls.n, 2);
+    assert_true(b->has_instance);
+    assert_int_equal(b->instance, 50);
+    /* B restarts: its RA has another instance */
+    core_rt_msg_t ra = {.op = CORE_RT_OP_RA,
+                        .id = {(const uint8_t *)"B", 1},
+                        .pv = 1,
+                        .instance = 60,
+                        .ls_seq = 1};
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, 2000, &a), 0);
+    assert_int_equal(a.n_restarted, 1);
+    assert_int_equal(b->ls.n, 0);
+    assert_int_equal(a.n_lsr, 1); /* its new link state asked */
+    /* a late LSU of the previous life is not taken; the new one is, at ls_seq 1 */
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 2000, &a), 0);
+    assert_int_equal(b->ls.n, 0);
+    static const uint8_t new_peers[] = {0xa1, 1, 'A', 0x54, 1};
+    lsu.instance = 60;
+    lsu.ls_seq = lsu.ls_ls_seq = 1;
+    lsu.peers = (core_rt_peers_t){new_peers, sizeof(new_peers), 1};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 2000, &a), 0);
+    assert_int_equal(b->ls.n, 1);
+    assert_int_equal(b->ls.ls_seq, 1);
+    core_rt_lsdb_free(db);
+}
+
 static void test_router_limit(void **state)
 {
     (void)state;
@@ -454,6 +638,10 @@ int main(void)
         cmocka_unit_test(test_duplicate_id_and_own_messages),
         cmocka_unit_test(test_lsu_sequence_and_learning),
         cmocka_unit_test(test_router_limit),
+        cmocka_unit_test(test_deletion_count_starts_again),
+        cmocka_unit_test(test_lsr_answered_once_reachable),
+        cmocka_unit_test(test_ra_interval_in_ticks),
+        cmocka_unit_test(test_restart_after_lsu_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
