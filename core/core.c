@@ -16,6 +16,7 @@
 #include "core/base/pattern.h"
 #include "core/interior.h"
 #include "core/linkroute.h"
+#include "core/linkroute_mesh.h"
 #include "core/rt.h"
 
 #include <errno.h>
@@ -1206,6 +1207,7 @@ void core_free(core_t *core)
     base_pattern_free(core->patterns);
     core_autolink_fini(core);
     core_lr_table_free(core->lr);
+    core_lrm_free(core);
     core_rt_free(core->rt);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);

@@ -122,6 +122,8 @@ struct core {
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
                                       until the first core_rt_*_CT() call (interior.h) */
     struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
+    struct core_lrm   *lrm;        /* _CT: link routes across the mesh
+                                      (core/linkroute_mesh.c), NULL until first used */
 };
 
 /* ---- core.c: what interior.c shares with the standalone forwarder ---- */
@@ -158,6 +160,12 @@ void core_ir_untrack_CT(core_t *core, core_delivery_t *dlv);
 /* Link l (ir_link set) attached / is detaching. */
 void core_ir_link_attach_CT(core_t *core, core_link_t *l);
 void core_ir_link_detach_CT(core_t *core, core_link_t *l);
+/* Link routes across the mesh (linkroute_mesh.c): the connection that leads to remote router
+ * `router_bit` (its next hop's, or its own when a neighbour) and that connection's worker;
+ * false when the router is unreachable, its connection is `exclude`, or the connection has
+ * no link yet (no worker known). */
+bool core_ir_router_hop_CT(core_t *core, uint32_t router_bit, uint64_t exclude,
+                           uint64_t *conn_id, int *worker);
 /* core_free(): interior state. */
 void core_ir_free(core_t *core);
 

@@ -15,6 +15,7 @@
 #include "codec/codec.h"
 #include "core/base/log.h"
 #include "core/core_int.h"
+#include "core/linkroute_mesh.h"
 
 #include <errno.h>
 #include <string.h>
@@ -250,6 +251,8 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     bool had = addr->consumers.count || core_addr_remote(addr);
     if (add) {
         ir_get_CT(core);
+        if (!core_addr_remote(addr))
+            core_lrm_remote_key_CT(core, key, keylen); /* a link route's key, perhaps */
         bit_set(addr->rnodes, router_bit);
         remote_gauge_CT(core, addr);
         if (!had)
@@ -268,6 +271,28 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
         core_edge_track_CT(core, addr);
     core__addr_release_CT(core, addr);
     return 0;
+}
+
+bool core_ir_router_hop_CT(core_t *core, uint32_t router_bit, uint64_t exclude,
+                           uint64_t *conn_id, int *worker)
+{
+    struct core_ir *ir = core->ir;
+    if (!ir || router_bit == 0 || router_bit >= CORE_RT_MAX_NODES)
+        return false;
+    const ir_router_t *r = &ir->routers[router_bit];
+    if (!r->id || r->conn_bit < 0)
+        return false;
+    const ir_conn_t *c = &ir->conns[r->conn_bit];
+    if (!c->conn_id || c->conn_id == exclude)
+        return false;
+    const core_link_t *l = c->control;
+    for (int p = 0; !l && p < CORE_RT_PRIORITIES; p++)
+        l = c->data[p];
+    if (!l)
+        return false;
+    *conn_id = c->conn_id;
+    *worker = l->worker;
+    return true;
 }
 
 int core_rt_treatment_dist(int hint)

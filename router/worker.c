@@ -195,7 +195,8 @@ void rtr_worker_join(rtr_worker_t *w)
 }
 
 /* Work left in the inbox of a worker that stopped: link-routed links' messages (one end
- * went during shutdown after the other end's worker stopped) are freed. */
+ * went during shutdown after the other end's worker stopped) and routing messages the core
+ * posted to an inter-router connection in its last tick are freed. */
 static void leftover_cb(void *arg, void *item)
 {
     core_work_t *work = item;
@@ -204,6 +205,8 @@ static void leftover_cb(void *arg, void *item)
         rtr_lr_msg_drop(work->u.ext.ptr);
     else if (work->type == CORE_W_LINK_ATTACHED)
         core_lr_target_free(work->u.attached.routed);
+    else if (work->type == CORE_W_RT_SEND)
+        free(work->u.rt_send.bytes);
     else if (work->type == CORE_W_EDGE)
         free(work->u.edge.key);
 }
