@@ -22,6 +22,7 @@
 
 #include "core/linkroute.h"
 #include "router/conn.h"
+#include "router/edgeconn.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ static void flush_cb(uv_prepare_t *h)
 static void sweep_cb(uv_timer_t *t)
 {
     rtr_conn_sweep_WT(t->data);
+    rtr_edge_sweep_WT(t->data); /* edge mode's heartbeats (router/edgeconn.c) */
 }
 
 /* Shutdown, once nothing is in flight or the grace period is over: close every connection
@@ -205,6 +207,8 @@ static void leftover_cb(void *arg, void *item)
         core_lr_target_free(work->u.attached.routed);
     else if (work->type == CORE_W_RT_SEND)
         free(work->u.rt_send.bytes);
+    else if (work->type == CORE_W_EDGE)
+        free(work->u.edge.key);
 }
 
 void rtr_worker_fini(rtr_worker_t *w)
