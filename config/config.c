@@ -677,8 +677,14 @@ static int build_router(ent_t *e)
 
     if (get_enum(e, R_MODE, 0, &i) < 0)
         return -1;
-    if (i != 0 && !(i == 1 && cfg_interior_enabled()))
+    if (i != 0 && !cfg_interior_enabled())
         return unsupported(e, R_MODE, i == 1 ? "mode \"interior\"" : "mode \"edge\"");
+    if (i == 2) {
+        /* an edge router (core/edge.c): no routing protocol, one uplink to an interior */
+        free(r->mode);
+        r->mode = base_strdup("edge");
+        r->edge = true;
+    }
     if (i == 1) {
         free(r->mode);
         r->mode = base_strdup("interior");
@@ -827,7 +833,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
      * lead there (core/linkroute.h) */
     if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER &&
-        !(i == CFG_ROLE_INTER_ROUTER && cfg_interior_enabled())) {
+        !((i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) && cfg_interior_enabled())) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);
@@ -1030,7 +1036,7 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     l->cost = (int64_t)cost;
     if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    if (i == CFG_ROLE_EDGE || (i == CFG_ROLE_INTER_ROUTER && !cfg_interior_enabled())) {
+    if ((i == CFG_ROLE_EDGE || i == CFG_ROLE_INTER_ROUTER) && !cfg_interior_enabled()) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, CN_ROLE, what);

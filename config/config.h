@@ -66,6 +66,7 @@ typedef struct cfg_router {
     char              *mode;                 /* "standalone", or "interior" (only with the
                                                 experimental switch, cfg_interior_enabled()) */
     bool               interior;             /* mode is "interior" */
+    bool               edge;                 /* mode is "edge" (with the same switch) */
     int                hello_interval;       /* helloIntervalSeconds, default 1 */
     int                hello_max_age;        /* helloMaxAgeSeconds, default 3 */
     int                ra_interval;          /* raIntervalSeconds, default 30 */

@@ -16,6 +16,7 @@
 #include "core/base/pattern.h"
 #include "core/interior.h"
 #include "core/linkroute.h"
+#include "core/linkroute_mesh.h"
 #include "core/rt.h"
 
 #include <errno.h>
@@ -84,6 +85,24 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
     if (n >= 7 && memcmp(a, "_local/", 7) == 0) {
         cls = 'L';
         rest = a + 7;
+    } else if (n >= 6 && memcmp(a, "_edge/", 6) == 0) {
+        /* _edge/<router>/<rest>: ours is local; another edge's is `H<router>` on an interior
+         * (the edge's downlink serves it, core/edge.c), up the uplink on an edge */
+        const char *q = a + 6, *end = a + n;
+        const char *s1 = memchr(q, '/', (size_t)(end - q));
+        size_t rlen = s1 ? (size_t)(s1 - q) : (size_t)(end - q);
+        if (s1 && rlen == idlen && memcmp(q, core->router_id, idlen) == 0) {
+            cls = 'L';
+            rest = s1 + 1;
+        } else if (core->edge) {
+            goto uplink;
+        } else {
+            if (rlen + 1 > cap)
+                return 0;
+            buf[0] = 'H';
+            memcpy(buf + 1, q, rlen);
+            return rlen + 1;
+        }
     } else if (n >= 6 && memcmp(a, "_topo/", 6) == 0) {
         /* _topo/<area>/<router>/<rest>: ours (or "all") is local; another router's of area 0
          * is that router's address, R<router> (qdrouterd's router class: every address of
@@ -107,6 +126,8 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
             cls = 'T';
             rest = a;
         }
+        if (cls == 'T' && core->edge)
+            goto uplink; /* an edge knows no other router: its interior does */
     } else {
         *mobile = true;
         if (n + 2 > cap)
@@ -122,6 +143,12 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
     buf[0] = cls;
     memcpy(buf + 1, rest, rlen);
     return rlen + 1;
+uplink:
+    /* qdrouterd's edge keys every other router's address `L_edge`: the uplink's address */
+    if (cap < sizeof(CORE_EDGE_KEY) - 1)
+        return 0;
+    memcpy(buf, CORE_EDGE_KEY, sizeof(CORE_EDGE_KEY) - 1);
+    return sizeof(CORE_EDGE_KEY) - 1;
 }
 
 /* A name reserved with core_node_reserve(). */
@@ -143,8 +170,11 @@ typedef enum addr_owner {
 
 static addr_owner_t addr_owner_CT(const core_t *core, const char *key, size_t klen)
 {
-    if (key[0] == 'T' || key[0] == 'R')
+    if (key[0] == 'T' || key[0] == 'R' || key[0] == 'H')
         return OWNER_REMOTE;
+    if (BASE_UNLIKELY(core->edge) && klen == sizeof(CORE_EDGE_KEY) - 1 &&
+        memcmp(key, CORE_EDGE_KEY, klen) == 0)
+        return OWNER_REMOTE; /* the uplink's: a client receiving there would take it all */
     if (key[0] == 'L' && klen > 5 && memcmp(key + 1, "temp.", 5) == 0)
         return OWNER_DYNAMIC;
     if (key[0] == 'L' && node_reserved_CT(core, key + 1, klen - 1))
@@ -289,7 +319,8 @@ static bool receiver_admit_CT(core_t *core, const char *address, const char **co
 
 static void addr_release_CT(core_t *core, core_addr_t *addr)
 {
-    if (addr->consumers.count || addr->senders.count || core_addr_remote(addr) || addr->tracked)
+    if (addr->consumers.count || addr->senders.count || core_addr_remote(addr) || addr->tracked ||
+        addr->edge_out)
         return;
     LOG(DEBUG, "Address %s removed", addr->key);
     stats_object_retire(core->stats->reg, addr->stats); /* live or sink */
@@ -315,7 +346,7 @@ core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool 
     bool mobile = key[0] == 'M';
     const char *a = key + (mobile ? 2 : 1);
     size_t n = klen - (mobile ? 2 : 1);
-    cfg_distribution_t dist = CFG_DIST_BALANCED;
+    cfg_distribution_t dist = !mobile && hint >= 0 ? (cfg_distribution_t)hint : CFG_DIST_BALANCED;
     if (mobile && !node_reserved_CT(core, a, n)) {
         const cfg_address_t *ac = base_pattern_match(core->patterns, a, n);
         dist = ac ? ac->distribution
@@ -543,7 +574,10 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
 
     if (a->u.attach.dynamic) {
         /* A fresh local address: amqp:/_topo/0/<router-id>/temp.<unique> */
-        snprintf(dyn, sizeof(dyn), "amqp:/_topo/0/%s/temp.%08llx%06llx", core->router_id,
+        /* an edge's is under _edge/, which its interior routes down to it (qdrouterd's) */
+        snprintf(dyn, sizeof(dyn), core->edge ? "amqp:/_edge/%s/temp.%08llx%06llx"
+                                              : "amqp:/_topo/0/%s/temp.%08llx%06llx",
+                 core->router_id,
                  (unsigned long long)(core->temp_salt & 0xffffffffu),
                  (unsigned long long)++core->temp_seq);
         free(address);
@@ -562,7 +596,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
     const char *cond = NULL;
     char *desc = NULL;
     if (address && *address && l->conn_id != 0 && l->dir == CORE_LINK_OUT &&
-        !a->u.attach.dynamic && !receiver_admit_CT(core, address, &cond, &desc)) {
+        !a->u.attach.dynamic && l->edge != CORE_EDGE_LINK_DOWNLINK &&
+        !receiver_admit_CT(core, address, &cond, &desc)) {
         w->u.attached.cond_name = (char *)cond;
         w->u.attached.cond_desc = desc;
         LOG(INFO, "[C%llu][L%llu] Link refused: %s %s", (unsigned long long)l->conn_id,
@@ -570,6 +605,11 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         l->addr = NULL;
         free(address);
         return; /* the record stays until the worker detaches it */
+    }
+    if (BASE_UNLIKELY(l->edge == CORE_EDGE_LINK_PROXY_OUT || l->edge == CORE_EDGE_LINK_UPLINK) &&
+        core_edge_link_attach_CT(core, l, address)) {
+        free(address);
+        return;
     }
     if (address && *address) {
         cfg_distribution_t dist = CFG_DIST_BALANCED;
@@ -599,19 +639,20 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
             const char *norm = core_addr_normalize(address, strlen(address), &nlen);
             l->topo_to = base_strndup(norm, nlen);
         }
+        if (BASE_UNLIKELY(addr->key[0] == 'H') && l->dir == CORE_LINK_IN)
+            l->edge_to = base_strdup(address); /* an edge's address (core/edge.c) */
         if (l->dir == CORE_LINK_OUT) {
-            set_add(&addr->consumers, l);
-            if (l->conn_id == 0)
-                addr->inproc++;
-            if (addr->consumers.count == 1 && !core_addr_reached(core, addr)) {
-                for (size_t i = 0; i < addr->senders.count; i++)
-                    credit_CT(core, addr->senders.items[i], true);
-                fallback_consumers_CT(core, addr, true);
-            }
-            if (addr->consumers.count == 1 && core->rt && l->conn_id)
-                core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, true);
+            core__consumer_add_CT(core, addr, l);
         } else {
             set_add(&addr->senders, l);
+            if (l->edge) {
+                addr->n_edge_snd++;
+                l->edge_dest = false;
+                if (!core->edge)
+                    core_edge_track_CT(core, addr); /* interior: an edge's producer */
+            } else if (BASE_UNLIKELY(core->edge) && l->conn_id &&
+                     addr->senders.count - addr->n_edge_snd == 1)
+                core_edge_local_CT(core, addr, CORE_LINK_IN, true);
             if (addr->consumers.count > 0 || core_addr_reached(core, addr) ||
                 (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
@@ -629,6 +670,60 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
             (unsigned long long)l->conn_id, (unsigned long long)l->id);
     }
     free(address);
+}
+
+void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l)
+{
+    set_add(&addr->consumers, l);
+    if (l->edge)
+        addr->n_edge_cons++;
+    if (l->conn_id == 0)
+        addr->inproc++;
+    if (addr->consumers.count == 1 && !core_addr_reached(core, addr)) {
+        for (size_t i = 0; i < addr->senders.count; i++)
+            credit_CT(core, addr->senders.items[i], true);
+        fallback_consumers_CT(core, addr, true);
+    }
+    if (addr->consumers.count == 1 && core->rt && l->conn_id)
+        core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, true);
+    if (BASE_UNLIKELY(core->edge) && !l->edge && l->conn_id &&
+        addr->consumers.count - addr->n_edge_cons == 1)
+        core_edge_local_CT(core, addr, CORE_LINK_OUT, true);
+    if (BASE_UNLIKELY(addr->n_edge_snd) && !core->edge)
+        core_edge_track_CT(core, addr);
+}
+
+void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l)
+{
+    set_del(&addr->consumers, l);
+    if (l->edge)
+        addr->n_edge_cons--;
+    if (l->conn_id == 0 && addr->inproc)
+        addr->inproc--;
+    if (addr->consumers.count == 0 && !core_addr_reached(core, addr)) {
+        bool fb = fallback_serves_CT(core, addr);
+        for (size_t i = 0; i < addr->senders.count; i++)
+            if (!fb || addr->senders.items[i]->fallback)
+                credit_CT(core, addr->senders.items[i], false);
+        fallback_consumers_CT(core, addr, false);
+    }
+    if (addr->consumers.count == 0 && core->rt && l->conn_id)
+        core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, false);
+    if (BASE_UNLIKELY(core->edge) && !l->edge && l->conn_id &&
+        addr->consumers.count == addr->n_edge_cons)
+        core_edge_local_CT(core, addr, CORE_LINK_OUT, false);
+    if (BASE_UNLIKELY(addr->n_edge_snd) && !core->edge)
+        core_edge_track_CT(core, addr);
+}
+
+bool core__node_reserved_CT(const core_t *core, const char *name, size_t n)
+{
+    return node_reserved_CT(core, name, n);
+}
+
+core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle)
+{
+    return work_add_CT(core, worker, type, handle);
 }
 
 static void addr_gauges_CT(core_t *core, core_addr_t *addr)
@@ -651,6 +746,7 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     l->ir_link = a->u.attach.ir_link;
     l->ir_priority = a->u.attach.ir_priority;
     l->ir_conn = -1;
+    l->edge = a->u.attach.edge;
     BASE_BUG_ON(base_map_uput(&core->links, l->id, l) != NULL);
 
     core_work_t *w = work_add_CT(core, l->worker, CORE_W_LINK_ATTACHED, l->handle);
@@ -690,23 +786,19 @@ static void link_detach_CT(core_t *core, core_action_t *a)
         return;
     if (BASE_UNLIKELY(l->ir_link))
         core_ir_link_detach_CT(core, l);
+    if (BASE_UNLIKELY(core->edge != NULL))
+        core_edge_link_detach_CT(core, l); /* an unbound proxy sender leaves l->addr NULL */
     core_addr_t *addr = l->addr;
     if (addr) {
         if (l->dir == CORE_LINK_OUT) {
-            set_del(&addr->consumers, l);
-            if (l->conn_id == 0 && addr->inproc)
-                addr->inproc--;
-            if (addr->consumers.count == 0 && !core_addr_reached(core, addr)) {
-                bool fb = fallback_serves_CT(core, addr);
-                for (size_t i = 0; i < addr->senders.count; i++)
-                    if (!fb || addr->senders.items[i]->fallback)
-                        credit_CT(core, addr->senders.items[i], false);
-                fallback_consumers_CT(core, addr, false);
-            }
-            if (addr->consumers.count == 0 && core->rt && l->conn_id)
-                core_rt_local_dest_CT(core, addr->key, addr->keylen, addr->dist, false);
+            core__consumer_del_CT(core, addr, l);
         } else {
             set_del(&addr->senders, l);
+            if (l->edge)
+                addr->n_edge_snd--;
+            else if (BASE_UNLIKELY(core->edge) && l->conn_id &&
+                     addr->senders.count == addr->n_edge_snd)
+                core_edge_local_CT(core, addr, CORE_LINK_IN, false);
         }
         addr_gauges_CT(core, addr);
         addr_release_CT(core, addr);
@@ -722,6 +814,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
     if (!stats_obj_is_none(l->stats))
         stats_object_retire(core->stats->reg, l->stats);
     free(l->topo_to);
+    free(l->edge_to);
     free(l);
 }
 
@@ -875,6 +968,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
 
     if (BASE_UNLIKELY(core->ir != NULL))
         return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
+    if (BASE_UNLIKELY(core->edge != NULL || in->edge))
+        return core_edge_deliver_CT(core, in, dlv, addr, dist, owner); /* an edge's rules, or
+                                           an interior alone with its edges: the echo rule */
     size_t n = addr ? addr->consumers.count : 0;
     if (n == 0 && addr && !in->fallback) {
         /* no consumer: the address's fallback destination, if it has one that has one */
@@ -998,6 +1094,12 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_AUTOLINK:
         core_autolink_action_CT(core, a);
         break;
+    case CORE_A_EDGE:
+        if (core->edge)
+            core_edge_action_CT(core, a);
+        else
+            core_edge_action_discard(a);
+        break;
     case CORE_A_RT:
         if (core->rt)
             core_rt_action_CT(core, a);
@@ -1074,6 +1176,8 @@ core_t *core_new(const cfg_t *cfg, const core_stats_t *stats, int n_workers,
     core->lr = core_lr_table_load(cfg);
     if (cfg->router.interior)
         core->rt = core_rt_new(cfg, core->router_id);
+    if (cfg->router.edge)
+        core_edge_init(core);
     if (getrandom(&core->temp_salt, sizeof(core->temp_salt), 0) != sizeof(core->temp_salt))
         core->temp_salt = base_now_ns();
     return core;
@@ -1110,6 +1214,8 @@ static void free_late_action_cb(void *ctx, void *item)
         free_disp_strings(&a->u.disposition.disp);
     } else if (a->type == CORE_A_RT) {
         core_rt_action_discard(a);
+    } else if (a->type == CORE_A_EDGE) {
+        core_edge_action_discard(a);
     } else {
         core_autolink_action_discard(a);
     }
@@ -1122,6 +1228,7 @@ void core_free(core_t *core)
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;) {
         core_link_t *l = s->value;
         free(l->topo_to);
+        free(l->edge_to);
         free(l);
     }
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
@@ -1133,11 +1240,13 @@ void core_free(core_t *core)
         free(addr);
     }
     core_ir_free(core);
+    core_edge_fini(core);
     base_map_fini(&core->links);
     base_map_fini(&core->addrs);
     base_pattern_free(core->patterns);
     core_autolink_fini(core);
     core_lr_table_free(core->lr);
+    core_lrm_free(core);
     core_rt_free(core->rt);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);

@@ -48,6 +48,7 @@ enum core_conn_field {
     CORE_CONN_DELIVERIES_OUT,
     CORE_CONN_OPENED_AT,
     CORE_CONN_LAST_DLV,
+    CORE_CONN_EDGE_STANDBY, /* an edge router's edge connection that is not the active one */
     CORE_CONN_NFIELDS
 };
 enum core_link_field {
@@ -239,7 +240,29 @@ typedef enum core_action_type {
     CORE_A_CONN_CLOSED,     /* conn.conn_id: a connection that posted CONN_OPENED is gone */
     CORE_A_AUTOLINK,        /* autolink: what became of an autoLink's link (link_id) */
     CORE_A_RT,              /* rt: an inter-router connection's news (interior mode, rt.c) */
+    CORE_A_EDGE,            /* edge: an edge connection's news (edge mode, core/edge.c) */
 } core_action_type_t;
+
+/* What CORE_A_EDGE reports (edge mode, core/edge.c). */
+typedef enum core_edge_event {
+    CORE_EDGE_CONN_OPENED = 0, /* an edge connection (connector role edge) opened */
+    CORE_EDGE_CONN_CLOSED,     /* it is gone */
+    CORE_EDGE_TRACK,           /* the interior's address tracking: edge.key has (flag) or no
+                                  longer has a destination other than this edge */
+} core_edge_event_t;
+
+/* How a link of an edge connection is used (core_action_t u.attach.edge). */
+typedef enum core_edge_link {
+    CORE_EDGE_LINK_NONE = 0, /* an ordinary link */
+    CORE_EDGE_LINK_PEER,     /* a link of an edge connection: what arrives on it never goes
+                                back on a link of the same connection */
+    CORE_EDGE_LINK_PROXY_OUT,/* an edge's sender for an address with local producers: it
+                                joins the address only while the interior says the address
+                                has a destination there (CORE_EDGE_TRACK) */
+    CORE_EDGE_LINK_UPLINK,   /* an edge's anonymous sender: everything not local (`L_edge`) */
+    CORE_EDGE_LINK_DOWNLINK, /* interior: an edge's downlink, the consumer of `_edge/<id>`
+                                (key H<id>) */
+} core_edge_link_t;
 
 /* What CORE_A_RT reports (interior mode, core/rt.h). */
 typedef enum core_rt_event {
@@ -280,6 +303,7 @@ typedef struct core_action {
             uint8_t  ir_link;   /* core_ir_link_t (core/interior.h): an inter-router
                                    connection's control or data link; 0 for others */
             uint8_t  ir_priority; /* CORE_IR_LINK_DATA: its priority, 0..9 */
+            uint8_t  edge;      /* core_edge_link_t: a link of an edge connection */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {
@@ -313,6 +337,12 @@ typedef struct core_action {
             uint8_t *bytes;   /* MSG: the whole message (heap; the core frees it) */
             uint32_t len;     /* its length */
         } rt;
+        struct {
+            uint64_t conn_id; /* the edge connection */
+            uint8_t  event;   /* core_edge_event_t */
+            bool     flag;    /* TRACK: the address has a destination beyond the edge */
+            char    *key;     /* TRACK: the address's hash key (heap; the core frees it) */
+        } edge;
     } u;
 } core_action_t;
 
@@ -330,7 +360,18 @@ typedef enum core_work_type {
     CORE_W_EXTERNAL,          /* posted by another thread of the router (see `ext`) */
     CORE_W_AUTOLINK,          /* attach an autoLink's link on connection autolink.conn_id */
     CORE_W_RT_SEND,           /* send a routing message on rt_send.conn_id's control link */
+    CORE_W_EDGE,              /* edge mode: what to attach or detach on edge.conn_id */
 } core_work_type_t;
+
+/* What CORE_W_EDGE asks of an edge connection's worker (router/edgeconn.c). */
+typedef enum core_edge_op {
+    CORE_EDGE_ACTIVATE = 0, /* it is the active edge connection: attach the uplink, the
+                               downlink, the tracking receiver and the heartbeat sender */
+    CORE_EDGE_PROXY_ADD,    /* attach the proxy link of edge.key in direction edge.dir */
+    CORE_EDGE_PROXY_DEL,    /* detach it */
+    CORE_EDGE_TRACK_SEND,   /* interior: send the edge the tracking message [edge.key,
+                               edge.flag] */
+} core_edge_op_t;
 
 typedef struct core_work {
     uint8_t type; /* core_work_type_t */
@@ -388,6 +429,16 @@ typedef struct core_work {
                                  worker frees it) */
             uint32_t len;     /* its length */
         } rt_send;
+        struct {
+            uint64_t conn_id; /* the edge connection (it may be gone: then nothing happens) */
+            uint8_t  op;      /* core_edge_op_t */
+            uint8_t  dir;     /* PROXY_*: core_link_dir_t, as the core will see the link: IN,
+                                 the edge receives the address's messages from the interior
+                                 (local consumers); OUT, it sends them there (producers) */
+            char    *key;     /* PROXY_*, TRACK_SEND: the address's hash key (heap; the worker
+                                 frees it) */
+            bool     flag;    /* TRACK_SEND: it has a destination beyond the edge */
+        } edge;
     } u;
 } core_work_t;
 

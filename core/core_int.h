@@ -48,6 +48,11 @@ struct core_link {
     char        *topo_to;      /* IN, attached to another router's address (an `R` key): the
                                   normalized terminus address, written as x-opt-qd.to on the
                                   copies it sends to other routers (heap), else NULL */
+    uint8_t      edge;         /* core_edge_link_t: a link of an edge connection (edge.c) */
+    char        *edge_to;      /* interior, a targeted sender to `_edge/<id>/...`: that
+                                  address (heap), written as x-opt-qd.to on what it sends */
+    bool         edge_dest;    /* interior, an edge's producer link: the tracking last told
+                                  the edge its address has a destination beyond it */
 };
 
 /* core_addr_t: one address in the table. Owner: core thread. Lives while any link refers
@@ -67,8 +72,26 @@ struct core_addr {
     uint32_t           inproc;     /* consumers inside the router (conn_id 0: the management
                                       agent's links), counted in inProcess, not subscriberCount;
                                       copies to them are deliveriesToContainer */
+    uint32_t           n_edge_cons; /* consumers that are links of an edge connection */
+    uint32_t           n_edge_snd;  /* senders likewise */
+    core_link_t       *edge_out;   /* edge mode: the proxy sender of this address toward the
+                                      interior (edge.c), joined to `consumers` only while the
+                                      interior says it has a destination there */
+    bool               edge_out_bound; /* ... it is */
 };
 
+/* Would a copy of a delivery that came on `in` go back to the edge connection it came from
+ * on `out`?  (qdrouterd's edge-echo rule: never.) */
+static inline bool core_edge_echo(const core_link_t *in, const core_link_t *out)
+{
+    return in->edge && out->edge && in->conn_id == out->conn_id;
+}
+
+/* Does addr have a destination on another router? */
+static inline bool core_addr_remote(const core_addr_t *addr)
+{
+    return (addr->rnodes[0] | addr->rnodes[1]) != 0;
+}
 
 struct core {
     const cfg_t       *cfg;        /* immutable after start */
@@ -104,13 +127,10 @@ struct core {
                                       until the first core_rt_*_CT() call (interior.h) */
     uint64_t           ir_reached[2]; /* _CT: the remote routers reached now, by mask bit
                                       (interior.c; 0 in a standalone router) */
+    struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
+    struct core_lrm   *lrm;        /* _CT: link routes across the mesh
+                                      (core/linkroute_mesh.c), NULL until first used */
 };
-
-/* Does addr have a destination on another router (reached or not: the address stays)? */
-static inline bool core_addr_remote(const core_addr_t *addr)
-{
-    return (addr->rnodes[0] | addr->rnodes[1]) != 0;
-}
 
 /* Does addr have a destination on a router this one reaches now?  Its senders have credit
  * while it has (or a local consumer): a router that went away keeps its addresses until the
@@ -134,7 +154,8 @@ void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv
 /* Senders of addr get credit (grant) or are drained. */
 void core__addr_credit_CT(core_t *core, core_addr_t *addr, bool grant);
 /* Find the address with hash key key[0, klen), creating it (treatment: configured, else
- * `hint` when >= 0, else the default) when `create`. */
+ * `hint` when >= 0, else the default; a key that is not mobile: `hint`, else balanced) when
+ * `create`. */
 core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool create,
                                int hint);
 /* Free addr when nothing refers to it any more. */
@@ -158,8 +179,50 @@ void core_ir_untrack_CT(core_t *core, core_delivery_t *dlv);
 /* Link l (ir_link set) attached / is detaching. */
 void core_ir_link_attach_CT(core_t *core, core_link_t *l);
 void core_ir_link_detach_CT(core_t *core, core_link_t *l);
+/* Link routes across the mesh (linkroute_mesh.c): the connection that leads to remote router
+ * `router_bit` (its next hop's, or its own when a neighbour) and that connection's worker;
+ * false when the router is unreachable, its connection is `exclude`, or the connection has
+ * no link yet (no worker known). */
+bool core_ir_router_hop_CT(core_t *core, uint32_t router_bit, uint64_t exclude,
+                           uint64_t *conn_id, int *worker);
 /* core_free(): interior state. */
 void core_ir_free(core_t *core);
+
+/* ---- edge.c: edge mode (the rules are at the top of core/edge.c) ---- */
+
+/* The hash key of the uplink's address (qdrouterd's): every address an edge does not serve. */
+#define CORE_EDGE_KEY "L_edge"
+
+/* Made by core_new() in edge mode; freed by core_free() (main thread). */
+void core_edge_init(core_t *core);
+void core_edge_fini(core_t *core);
+/* CORE_A_EDGE. */
+void core_edge_action_CT(core_t *core, core_action_t *a);
+/* Free the strings of a CORE_A_EDGE posted after the core stopped. */
+void core_edge_action_discard(core_action_t *a);
+/* Link l (l->edge set, attach.edge in `kind`) attaches with no address of its own: the
+ * uplink joins `L_edge`, a proxy sender its address unbound.  Returns true when it did. */
+bool core_edge_link_attach_CT(core_t *core, core_link_t *l, const char *address);
+/* Link l (any) is detaching: edge.c forgets it (uplink, proxy sender). */
+void core_edge_link_detach_CT(core_t *core, core_link_t *l);
+/* addr gained its first (add) or lost its last local consumer (dir OUT) or producer (dir
+ * IN): links of the edge connection and in-process links not counted. */
+void core_edge_local_CT(core_t *core, core_addr_t *addr, core_link_dir_t dir, bool add);
+/* Interior: addr's destinations changed (or an edge's producer link joined it): tell each
+ * edge with a producer link on addr whether it has a destination other than that edge. */
+void core_edge_track_CT(core_t *core, core_addr_t *addr);
+/* Route dlv by edge rules (core->edge set): local consumers, else up to the interior; on an
+ * interior that has no route yet (standalone path), a delivery from an edge: the echo rule. */
+unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
+                              core_addr_t *addr, cfg_distribution_t dist, int owner);
+/* core.c's consumer bookkeeping, shared with edge.c: l joins / leaves addr->consumers
+ * (credit for the senders, the routing protocol's and the edge's local-destination news). */
+void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l);
+void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l);
+/* Whether name[0, n) is reserved for a node of the router (core_node_reserve). */
+bool core__node_reserved_CT(const core_t *core, const char *name, size_t n);
+/* Queue a work item for worker `worker`. */
+core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle);
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
 

@@ -39,6 +39,7 @@ static const stats_field_t conn_fields[CORE_CONN_NFIELDS] = {
     [CORE_CONN_DELIVERIES_OUT] = C("deliveriesOut", "Deliveries sent to the peer"),
     [CORE_CONN_OPENED_AT]      = G("openedAt", "When the peer opened the connection (Unix seconds)"),
     [CORE_CONN_LAST_DLV]       = G("lastDeliveryAt", "When a delivery last went in or out (Unix seconds)"),
+    [CORE_CONN_EDGE_STANDBY]   = G("edgeStandby", "1 for an edge router's edge connection that is not the active one"),
 };
 
 static const stats_field_t link_fields[CORE_LINK_NFIELDS] = {

@@ -15,6 +15,7 @@
 #include "codec/codec.h"
 #include "core/base/log.h"
 #include "core/core_int.h"
+#include "core/linkroute_mesh.h"
 
 #include <errno.h>
 #include <string.h>
@@ -146,6 +147,8 @@ static void router_flush_CT(core_t *core, uint32_t bit)
         if (!core_addr_reached(core, addr) && addr->consumers.count == 0)
             core__addr_credit_CT(core, addr, false);
         if (!core_addr_remote(addr)) {
+            if (BASE_UNLIKELY(addr->n_edge_snd))
+                core_edge_track_CT(core, addr);
             /* released after the walk: the map must not change under it */
             if (n_gone == cap) {
                 cap = cap ? 2 * cap : 16;
@@ -283,10 +286,14 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     bool had = addr->consumers.count || core_addr_reached(core, addr);
     if (add) {
         ir_get_CT(core);
+        if (!core_addr_remote(addr))
+            core_lrm_remote_key_CT(core, key, keylen); /* a link route's key, perhaps */
         bit_set(addr->rnodes, router_bit);
         remote_gauge_CT(core, addr);
         if (!had && core_addr_reached(core, addr))
             core__addr_credit_CT(core, addr, true);
+        if (BASE_UNLIKELY(addr->n_edge_snd))
+            core_edge_track_CT(core, addr);
         return 0;
     }
     if (!bit_get(addr->rnodes, router_bit))
@@ -295,8 +302,32 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     remote_gauge_CT(core, addr);
     if (had && !addr->consumers.count && !core_addr_reached(core, addr))
         core__addr_credit_CT(core, addr, false);
+    if (BASE_UNLIKELY(addr->n_edge_snd))
+        core_edge_track_CT(core, addr);
     core__addr_release_CT(core, addr);
     return 0;
+}
+
+bool core_ir_router_hop_CT(core_t *core, uint32_t router_bit, uint64_t exclude,
+                           uint64_t *conn_id, int *worker)
+{
+    struct core_ir *ir = core->ir;
+    if (!ir || router_bit == 0 || router_bit >= CORE_RT_MAX_NODES)
+        return false;
+    const ir_router_t *r = &ir->routers[router_bit];
+    if (!r->id || r->conn_bit < 0)
+        return false;
+    const ir_conn_t *c = &ir->conns[r->conn_bit];
+    if (!c->conn_id || c->conn_id == exclude)
+        return false;
+    const core_link_t *l = c->control;
+    for (int p = 0; !l && p < CORE_RT_PRIORITIES; p++)
+        l = c->data[p];
+    if (!l)
+        return false;
+    *conn_id = c->conn_id;
+    *worker = l->worker;
+    return true;
 }
 
 int core_rt_treatment_dist(int hint)
@@ -423,6 +454,14 @@ static int topo_router_CT(core_t *core, const char *a, size_t n)
 static void ir_send_CT(core_t *core, core_link_t *in, core_link_t *out, core_delivery_t *dlv)
 {
     core_work_t *w = core__send_copy_CT(core, out, dlv);
+    if (BASE_UNLIKELY(in->edge_to != NULL) &&
+        (out->ir_link || out->edge == CORE_EDGE_LINK_DOWNLINK)) {
+        /* `_edge/<id>/...` from a targeted link: the address goes along (the edge routes
+         * what comes down its downlink by it) */
+        w->u.send.to_override = base_strdup(in->edge_to);
+        w->u.send.to_router = out->ir_link != 0;
+        return;
+    }
     if (!out->ir_link)
         return;
     w->u.send.to_router = true;
@@ -485,18 +524,30 @@ static unsigned multicast_CT(core_t *core, core_link_t *in, core_delivery_t *dlv
                 outs[n_outs++] = l;
         }
     }
-    copies = (unsigned)nl + n_outs;
+    /* local consumers, but none on the edge connection the delivery came from */
+    size_t nloc = nl;
+    if (BASE_UNLIKELY(in->edge))
+        for (size_t i = 0; i < nl; i++)
+            nloc -= core_edge_echo(in, addr->consumers.items[i]);
+    copies = (unsigned)nloc + n_outs;
     if (copies == 0)
         return 0;
     dlv->_mcast = true;
     core_content_ref(dlv->content, copies);
-    for (size_t i = 0; i < nl; i++)
-        core__send_copy_CT(core, addr->consumers.items[i], dlv);
+    for (size_t i = 0; i < nl; i++) {
+        core_link_t *l = addr->consumers.items[i];
+        if (BASE_UNLIKELY(core_edge_echo(in, l)))
+            continue;
+        core__send_copy_CT(core, l, dlv);
+        dlv->_out_link = l->id;
+    }
     for (unsigned i = 0; i < n_outs; i++)
         ir_send_CT(core, in, outs[i], dlv);
     dlv->_copies = copies;
-    if (copies == 1)
-        dlv->_out_link = nl ? addr->consumers.items[0]->id : outs[0]->id;
+    if (copies == 1 && n_outs)
+        dlv->_out_link = outs[0]->id;
+    else if (copies != 1)
+        dlv->_out_link = 0;
     *transit = n_outs;
     return copies;
 }
@@ -506,8 +557,12 @@ static unsigned closest_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, 
 {
     struct core_ir *ir = core->ir;
     size_t          nl = addr->consumers.count;
-    if (nl) {
-        one_copy_CT(core, in, addr->consumers.items[addr->rr++ % nl], dlv);
+    size_t          start = nl ? addr->rr++ % nl : 0;
+    for (size_t k = 0; k < nl; k++) {
+        core_link_t *l = addr->consumers.items[(start + k) % nl];
+        if (BASE_UNLIKELY(core_edge_echo(in, l)))
+            continue; /* not back to the edge it came from */
+        one_copy_CT(core, in, l, dlv);
         return 1;
     }
     /* the remote routers of lowest cost, round-robin among them */
@@ -551,6 +606,8 @@ static unsigned balanced_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
     for (size_t k = 0; k < nl && elig_v != 0; k++) {
         core_link_t *l = addr->consumers.items[(start + k) % nl];
         uint64_t     v = l->outstanding;
+        if (BASE_UNLIKELY(core_edge_echo(in, l)))
+            continue; /* not back to the edge it came from */
         if (l->capacity > v && elig_v > v) {
             elig = l;
             elig_v = v;

@@ -16,6 +16,7 @@
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 #include "core/core_int.h"
+#include "core/linkroute_mesh.h"
 
 #include <string.h>
 
@@ -492,7 +493,17 @@ bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *
     if (!address || !*address || a->u.attach.dynamic || a->u.attach.conn_id == 0)
         return false;
     core_lr_target_t *tg = base_calloc(1, sizeof(*tg));
-    if (!core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address), tg)) {
+    bool matched =
+        core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address), tg);
+    if ((!matched || tg->conn_id == 0) && core->ir) {
+        /* interior mode: another router may have the route's container */
+        core_lr_target_fini(tg);
+        if (core_lrm_route_CT(core, a, tg)) {
+            w->u.attached.routed = tg;
+            return true;
+        }
+    }
+    if (!matched) {
         free(tg);
         return false;
     }

@@ -79,6 +79,8 @@ struct core_lr_target {
     char *strip;      /* undo on the answer: the addExternalPrefix put on, or NULL (heap) */
     char *insert;     /* undo on the answer: the delExternalPrefix taken off, or NULL
                          (heap) */
+    bool  mesh;       /* conn_id is an inter-router connection: the attach goes on toward
+                         another router that has the route (core/linkroute_mesh.h) */
 };
 
 /* Free what a target holds (core_lr_attach() filled it); harmless on a zeroed one.  _free:

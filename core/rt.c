@@ -39,6 +39,7 @@
 #include "core/base/base.h"
 #include "core/base/log.h"
 #include "core/interior.h"
+#include "core/linkroute_mesh.h"
 #include "core/routing/lsdb.h"
 #include "core/routing/mobile.h"
 #include "core/routing/msg.h"
@@ -973,6 +974,7 @@ void core_rt_tick_CT(core_t *core)
     core_rt_actions_t     a;
     core_rt_actions_clear(&a);
     rows_make_CT(core);
+    core_lrm_tick_CT(core); /* link routes' keys join this tick's batch */
     if (core_rt_mobile_tick_CT(rt->mob, &d)) {
         /* the MAU first, then the RA that carries the new mobile_seq (qdrouterd's order:
          * others then need no MAR) */
@@ -993,6 +995,14 @@ void core_rt_tick_CT(core_t *core)
     }
     core_rt_lsdb_tick_CT(rt->db, (int64_t)core->now_ms, &a);
     actions_CT(core, &a);
+}
+
+void core_rt_local_key_CT(core_t *core, const char *key, size_t keylen, int hint, bool add)
+{
+    if (add)
+        core_rt_mobile_local_add_CT(core->rt->mob, key, keylen, hint);
+    else
+        core_rt_mobile_local_del_CT(core->rt->mob, key, keylen);
 }
 
 void core_rt_local_dest_CT(core_t *core, const char *key, size_t keylen, cfg_distribution_t dist,

@@ -35,6 +35,9 @@ void core_rt_tick_CT(core_t *core);
 /* A mobile address got its first local consumer (`first`) or lost its last one. */
 void core_rt_local_dest_CT(core_t *core, const char *key, size_t keylen, cfg_distribution_t dist,
                            bool first);
+/* A key this router has (add) or no longer has, with its MAU treatment hint: a link
+ * route's (core/linkroute_mesh.h). */
+void core_rt_local_key_CT(core_t *core, const char *key, size_t keylen, int hint, bool add);
 /* Free what an action posted after the core stopped carries (CORE_A_RT's bytes). */
 void core_rt_action_discard(core_action_t *a);
 

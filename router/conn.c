@@ -24,6 +24,7 @@
 #include "router/conn_watch.h"
 #include "router/conn_props.h"
 #include "router/connector.h"
+#include "router/edgeconn.h"
 #include "router/irconn.h"
 #include "router/lstats.h"
 #include "router/policy.h"
@@ -120,6 +121,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     a->u.attach.dir = k->out ? CORE_LINK_OUT : CORE_LINK_IN;
     a->u.attach.dynamic = dynamic;
     a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
+    a->u.attach.edge = c->edge ? CORE_EDGE_LINK_PEER : CORE_EDGE_LINK_NONE;
     k->at_core = true;
     LOGL(k, INFO, "Link attaching: %s %s%s", k->out ? "outgoing from" : "incoming to",
          dynamic ? "(dynamic)" : (addr && *addr ? addr : "(anonymous)"),
@@ -188,6 +190,9 @@ void rtr_conn_work_WT(rtr_worker_t *w, core_work_t *work)
     case CORE_W_RT_SEND:
         rtr_ir_send_WT(w, work);
         break;
+    case CORE_W_EDGE:
+        rtr_edge_work_WT(w, work);
+        break;
     }
 }
 
@@ -239,6 +244,10 @@ static void conn_init_WT(rtr_conn_t *c)
     pn_data_exit(props);
     if (c->listener->role == CFG_ROLE_INTER_ROUTER)
         rtr_ir_init_WT(c); /* interior mode (router/irconn.c) */
+    else if (c->listener->role == CFG_ROLE_EDGE &&
+             (c->connector ? c->worker->ctx->cfg->router.edge
+                           : c->worker->ctx->cfg->router.interior))
+        rtr_edge_init_WT(c); /* an edge's uplink, or an edge on an interior (edgeconn.c) */
     if (c->connector)
         pn_connection_open(pc); /* the router's outgoing connection speaks first */
 }
@@ -370,6 +379,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
     if (c->ir && rtr_ir_event_WT(c, e))
         return; /* an inter-router link's (router/irconn.c) */
+    if (c->edge && rtr_edge_event_WT(c, e))
+        return; /* an edge connection's own link (router/edgeconn.c) */
     switch (pn_event_type(e)) {
     case PN_CONNECTION_INIT:
         conn_init_WT(c);
@@ -411,6 +422,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
         }
         if (c->ir)
             rtr_ir_opened_WT(c);
+        if (c->edge)
+            rtr_edge_opened_WT(c);
         if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER) {
             /* a connection to a container: autoLinks and link routes find it there */
             const char     *rc = pn_connection_remote_container(pc);

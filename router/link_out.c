@@ -237,6 +237,12 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
         }
         ra.trace_append.ptr = (const uint8_t *)ctx->node_id;
         ra.trace_append.len = ctx->node_id_len;
+        if (BASE_UNLIKELY(ctx->cfg->router.edge)) {
+            /* an edge writes no ingress and no trace: its interior is the ingress */
+            ra.ingress.ptr = NULL;
+            ra.trace.ptr = NULL;
+            ra.trace_append.ptr = NULL;
+        }
         if (BASE_UNLIKELY(o->to_override != NULL)) {
             /* to another router, from a targeted link: its address routes it there */
             ra.to.ptr = (const uint8_t *)o->to_override;

@@ -330,7 +330,17 @@ void rtr_lr_start_WT(rtr_link_t *k, core_lr_target_t *routed)
 
     pn_link_t *pl = k->pn;
     lr_msg_t  *m = msg_new(p, 1, LR_ATTACH);
-    m->name = base_strdup(pn_link_name(pl));
+    if (routed->mesh && !k->conn->ir) {
+        /* on toward another router: qdrouterd 1.19 names the link after the client's link
+         * and container, so that two clients' links of one name stay apart on the
+         * inter-router connection */
+        const char *cid = pn_connection_remote_container(k->conn->driver.connection);
+        size_t      n = strlen(pn_link_name(pl)) + strlen(cid ? cid : "") + 2;
+        m->name = base_malloc(n);
+        snprintf(m->name, n, "%s@%s", pn_link_name(pl), cid ? cid : "");
+    } else {
+        m->name = base_strdup(pn_link_name(pl));
+    }
     m->sender = !k->out; /* the client sends: the router sends on to the container */
     term_take(&m->source, pn_link_remote_source(pl));
     term_take(&m->target, pn_link_remote_target(pl));

@@ -19,6 +19,7 @@
 #include "router/policy_conn.h"
 #include "router/transport.h"
 
+#include "router/edgeconn.h"
 #include "router/irconn.h"
 #include "router/link_auto.h"
 #include "router/lstats.h"
@@ -112,6 +113,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     rtr_tls_conn_free_WT(c->tls);
     free(c->ws_tls);
     rtr_ir_free_WT(c);
+    rtr_edge_free_WT(c);
     if (c->connector || c->listener->role == CFG_ROLE_ROUTE_CONTAINER)
         rtr_conn_watch_closed_WT(w->ctx->conn_watch, c->id); /* before its connector retries */
     if (c->connector)

@@ -157,6 +157,8 @@ struct rtr_conn {
     bool                   route_announced; /* told the core it opened (link_auto.c) */
     struct rtr_ir         *ir;         /* an inter-router connection's layer (irconn.c), or
                                           NULL */
+    struct rtr_edge       *edge;       /* an edge router's connection to an interior
+                                          (edgeconn.c), or NULL */
     struct rtr_pconn      *pconn;      /* vhost policy: what its open was admitted with
                                           (router/policy.h), or NULL: not under vhost policy */
     uint32_t               n_sessions; /* sessions the client began and has not ended */

@@ -22,6 +22,7 @@
 
 #include "core/linkroute.h"
 #include "router/conn.h"
+#include "router/edgeconn.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ static void flush_cb(uv_prepare_t *h)
 static void sweep_cb(uv_timer_t *t)
 {
     rtr_conn_sweep_WT(t->data);
+    rtr_edge_sweep_WT(t->data); /* edge mode's heartbeats (router/edgeconn.c) */
 }
 
 /* Shutdown, once nothing is in flight or the grace period is over: close every connection
@@ -193,7 +195,8 @@ void rtr_worker_join(rtr_worker_t *w)
 }
 
 /* Work left in the inbox of a worker that stopped: link-routed links' messages (one end
- * went during shutdown after the other end's worker stopped) are freed. */
+ * went during shutdown after the other end's worker stopped) and routing messages the core
+ * posted to an inter-router connection in its last tick are freed. */
 static void leftover_cb(void *arg, void *item)
 {
     core_work_t *work = item;
@@ -202,6 +205,10 @@ static void leftover_cb(void *arg, void *item)
         rtr_lr_msg_drop(work->u.ext.ptr);
     else if (work->type == CORE_W_LINK_ATTACHED)
         core_lr_target_free(work->u.attached.routed);
+    else if (work->type == CORE_W_RT_SEND)
+        free(work->u.rt_send.bytes);
+    else if (work->type == CORE_W_EDGE)
+        free(work->u.edge.key);
 }
 
 void rtr_worker_fini(rtr_worker_t *w)

@@ -307,6 +307,9 @@ static void on_work(mgmt_agent_t *a, core_work_t *w)
     case CORE_W_RT_SEND: /* not expected either */
         free(w->u.rt_send.bytes);
         break;
+    case CORE_W_EDGE: /* nor this */
+        free(w->u.edge.key);
+        break;
     }
 }
 

@@ -61,6 +61,8 @@ typedef enum mgmt_src {
     MGMT_SRC_PREFIXED,  /* `arg2` followed by label `arg` (allocator identity "allocator/T") */
     MGMT_SRC_LABEL_INT, /* label `arg` read as an integer; `ival` where the family has no
                            such label or it is empty */
+    MGMT_SRC_FIELD_ZERO, /* true when the family's field `arg` is 0 or absent (a connection's
+                            `active`: not an edge's standby connection) */
     MGMT_SRC_LABEL_SET, /* true when label `arg` is not empty (isAuthenticated: a mechanism) */
     MGMT_SRC_TLS,       /* word `ival` of label `arg` ("<proto> <cipher> <bits>", or "" when
                            plain): 0 = whether the label is set (isEncrypted), 1 = the

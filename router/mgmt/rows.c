@@ -121,7 +121,8 @@ static void columns_stats(mgmt_rows_t *r)
             d->src == MGMT_SRC_LABEL_SET || d->src == MGMT_SRC_TLS)
             c->index = label_index(f, d->arg);
         else if (d->src == MGMT_SRC_FIELD || d->src == MGMT_SRC_UPTIME ||
-                 d->src == MGMT_SRC_TIMES || d->src == MGMT_SRC_DIFF)
+                 d->src == MGMT_SRC_TIMES || d->src == MGMT_SRC_DIFF ||
+                 d->src == MGMT_SRC_FIELD_ZERO)
             c->index = field_index(f, d->arg);
         if (d->src == MGMT_SRC_DIFF)
             c->index2 = field_index(f, d->arg2);
@@ -405,6 +406,10 @@ static void stats_get(mgmt_rows_t *r, const col_t *c, mgmt_val_t *v)
             v->t = MGMT_V_INT;
             v->i = (int64_t)r->vals[c->index] - (int64_t)r->vals[c->index2];
         }
+        return;
+    case MGMT_SRC_FIELD_ZERO:
+        v->t = MGMT_V_BOOL;
+        v->b = !field_has(r, c->index) || r->vals[c->index] == 0;
         return;
     case MGMT_SRC_LABEL_SET: {
         const char *s = c->index >= 0 ? r->labels[c->index] : NULL;

@@ -251,7 +251,8 @@ static const mgmt_attr_t conn_cols[] = {
     C("protocol",        STR,  STR,   "amqp", 0, false, NULL),
     C("dir",             DIR,  LABEL, "dir", 0, false, NULL),
     C("opened",          BOOL, BOOL,  NULL, 1, false, NULL),
-    C("active",          BOOL, BOOL,  NULL, 1, false, NULL),
+    /* an edge router's standby edge connections are not active (qdrouterd's) */
+    C("active",          BOOL, FIELD_ZERO, "edgeStandby", 0, false, NULL),
     U("adminStatus",     STR,  STR,   "enabled", 0, false, NULL),
     C("operStatus",      STR,  STR,   "up", 0, false, NULL),
     /* Proton's SASL layer: a client that went through it is authenticated (ANONYMOUS too,

@@ -15,6 +15,7 @@ The binary is $JUNCTIOND, or build/router/junctiond under the repository root.
 
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -70,13 +71,30 @@ def sanitizer_report(text):
     return text[start:end if end >= 0 else None]
 
 
+# Ports handed out by free_port() in this process, never handed out twice.
+_PORTS_GIVEN = set()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A TCP port on 127.0.0.1 that was free a moment ago, for a server the test starts later.
+    It is drawn at random from below the kernel's ephemeral range (32768 and up on Linux), so
+    that no client connection of this or a parallel test run takes it as its local port before
+    the server binds it, as a port from bind(0) could; and never the same twice here."""
+    rng = random.SystemRandom()
+    for _ in range(1000):
+        port = rng.randrange(20000, 32768)
+        if port in _PORTS_GIVEN:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _PORTS_GIVEN.add(port)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def write_config(path, entities):

@@ -1068,9 +1068,23 @@ static void test_interior_switch(void **state)
     load_err("[['router', {'mode': 'interior', 'raIntervalSeconds': 0}]]",
              "t.json: entity 0 (router): attribute 'raIntervalSeconds': expected an integer "
              "from 1 to 86400, got 0");
-    load_err("[['router', {'mode': 'edge'}]]", "t.json: entity 0 (router): attribute 'mode': "
-                                               "Junction does not support mode \"edge\" yet");
+    /* edge mode (issue 17) comes with the same switch: the router and its edge connector */
+    const char *edge = "[['router', {'id': 'E', 'mode': 'edge'}],"
+                       " ['connector', {'port': '5999', 'role': 'edge'}]]";
+    cfg = load_ok(edge);
+    assert_true(cfg->router.edge);
+    assert_false(cfg->router.interior);
+    assert_string_equal(cfg->router.mode, "edge");
+    assert_int_equal(cfg->connectors[0].conn.role, CFG_ROLE_EDGE);
+    cfg_free(cfg);
+    /* an interior's edge listener */
+    cfg = load_ok("[['router', {'id': 'I', 'mode': 'interior'}],"
+                  " ['listener', {'port': '0', 'role': 'edge'}]]");
+    assert_int_equal(cfg->listeners[0].role, CFG_ROLE_EDGE);
+    cfg_free(cfg);
     unsetenv("JUNCTION_EXPERIMENTAL_INTERIOR");
+    load_err(edge, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
+                   "mode \"edge\" yet");
 }
 
 static void test_listener_unsupported(void **state)
