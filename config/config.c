@@ -266,11 +266,12 @@ static int unsupported(const ent_t *e, int a, const char *what)
 static int get_int(const ent_t *e, int a, long long lo, long long hi, long long dflt,
                    long long *out);
 
-bool cfg_interior_enabled(void)
+bool cfg_edge_enabled(void)
 {
-    /* Interior mode is being built (issue 16): until it is whole, `mode: interior` and
-     * `role: inter-router` are taken only when this experimental switch is set. */
-    const char *v = getenv("JUNCTION_EXPERIMENTAL_INTERIOR");
+    /* Edge mode is not whole yet (no link routes through an edge, no waypoint capabilities
+     * on its proxy links): `mode: edge` and `role: edge` are taken only when this experimental
+     * switch is set. */
+    const char *v = getenv("JUNCTION_EXPERIMENTAL_EDGE");
     return v && strcmp(v, "1") == 0;
 }
 
@@ -677,8 +678,8 @@ static int build_router(ent_t *e)
 
     if (get_enum(e, R_MODE, 0, &i) < 0)
         return -1;
-    if (i != 0 && !cfg_interior_enabled())
-        return unsupported(e, R_MODE, i == 1 ? "mode \"interior\"" : "mode \"edge\"");
+    if (i == 2 && !cfg_edge_enabled())
+        return unsupported(e, R_MODE, "mode \"edge\"");
     if (i == 2) {
         /* an edge router (core/edge.c): no routing protocol, one uplink to an interior */
         free(r->mode);
@@ -833,7 +834,7 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
     /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
      * lead there (core/linkroute.h) */
     if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER &&
-        !((i == CFG_ROLE_INTER_ROUTER || i == CFG_ROLE_EDGE) && cfg_interior_enabled())) {
+        i != CFG_ROLE_INTER_ROUTER && !(i == CFG_ROLE_EDGE && cfg_edge_enabled())) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, L_ROLE, what);
@@ -1036,7 +1037,7 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     l->cost = (int64_t)cost;
     if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    if ((i == CFG_ROLE_EDGE || i == CFG_ROLE_INTER_ROUTER) && !cfg_interior_enabled()) {
+    if (i == CFG_ROLE_EDGE && !cfg_edge_enabled()) {
         char what[64];
         snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
         return unsupported(e, CN_ROLE, what);

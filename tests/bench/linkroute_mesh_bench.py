@@ -92,7 +92,7 @@ def router_conf(kind, rid, port, ir_port, broker_port=None, connect=None):
 def start_router(kind, exe, workdir, name, text, port):
     cfg = workdir / ("%s.json" % name)
     cfg.write_text(text)
-    env = dict(os.environ, JUNCTION_EXPERIMENTAL_INTERIOR="1")
+    env = dict(os.environ)
     log = open(workdir / ("%s.log" % name), "w")
     p = subprocess.Popen([str(exe), "-c", str(cfg)], env=env, stdout=log, stderr=log)
     wait_port(port, p)

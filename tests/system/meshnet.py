@@ -22,7 +22,8 @@ from mgmt_tool import Node
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
 NODE = "org.apache.qpid.dispatch.router.node"
-SWITCH = "JUNCTION_EXPERIMENTAL_INTERIOR"
+# edge mode's experimental switch (interior mode needs none): set for every Junction here
+SWITCH = "JUNCTION_EXPERIMENTAL_EDGE"
 # closest is the default distribution; these prefixes give the other two
 ADDRESSES = [("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")]
 

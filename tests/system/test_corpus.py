@@ -21,6 +21,7 @@ them. test_corpus_summary prints the counts (run pytest with -s to see them)."""
 
 import collections
 import json
+import os
 import re
 import shutil
 import socket
@@ -47,13 +48,14 @@ def refused(text):
     return "refused: " + text
 
 
-MODE_INTERIOR = refused('Junction does not support mode "interior" yet')
 MODE_EDGE = refused('Junction does not support mode "edge" yet')
-INTER_ROUTER_ROLE = refused('Junction does not support role "inter-router" yet')
+ROLE_EDGE = refused('Junction does not support role "edge" yet')
 # the snippet's connector names a profile it leaves out (TLS on a connector itself loads)
 NO_BROKER_PROFILE = refused("sslProfile 'broker-tls': no sslProfile entity has that name")
 # a snippet whose listener names a profile the snippet leaves out (qdrouterd refuses it too)
 NO_SUCH_PROFILE = refused("sslProfile 'inter_router_tls': no sslProfile entity has that name")
+NO_INTER_ROUTER_PROFILE = refused("sslProfile 'inter-router-tls': no sslProfile entity has that "
+                                  "name")
 # the snippet's listener names a profile it leaves out (SASL EXTERNAL itself loads)
 NO_SERVICE_PROFILE = refused("sslProfile 'service-tls': no sslProfile entity has that name")
 # the user guide's vhost allows unknown users without a $default group for them (qdrouterd
@@ -71,9 +73,9 @@ EXPECTED = {
     'docs/configuring-addresses-prioritized-message-delivery-L45.conf': SERVES,
     'docs/configuring-default-logging-L38.conf': SERVES,
     'docs/configuring-default-logging-L71.conf': SERVES,
-    'docs/configuring-router-properties-L40.conf': MODE_INTERIOR,
-    'docs/connecting-routers-L54.conf': INTER_ROUTER_ROLE,
-    'docs/connecting-routers-L74.conf': INTER_ROUTER_ROLE,
+    'docs/configuring-router-properties-L40.conf': SERVES,
+    'docs/connecting-routers-L54.conf': SERVES,
+    'docs/connecting-routers-L74.conf': SERVES,
     'docs/connecting-routers-external-amqp-containers-L45.conf': SERVES,
     'docs/connecting-using-mutual-ssl-tls-authentication-L46.conf': SERVES,
     'docs/connecting-using-mutual-ssl-tls-authentication-L83.conf': NO_BROKER_PROFILE,
@@ -91,29 +93,29 @@ EXPECTED = {
     'docs/enabling-ssl-tls-encryption-L46.conf': SERVES,
     'docs/enabling-ssl-tls-encryption-L85.conf': NO_SUCH_PROFILE,
     'docs/enabling-username-password-authentication-L110.conf': SERVES,
-    'docs/enabling-username-password-authentication-L94.conf': MODE_INTERIOR,
+    'docs/enabling-username-password-authentication-L94.conf': SERVES,
     'docs/enabling-vhost-policies-L36.conf': SERVES,
     'docs/exploring-default-router-configuration-file-L49.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L50.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L63.conf': SERVES,
     'docs/handling-undeliverable-messages-for-address-L81.conf': SERVES,
-    'docs/integrating-with-kerberos-L70.conf': MODE_INTERIOR,
+    'docs/integrating-with-kerberos-L70.conf': SERVES,
     'docs/integrating-with-kerberos-L83.conf': SERVES,
     'docs/link-route-example-L50.conf': SERVES,
     'docs/listening-client-connections-L45.conf': FAILOVER_URLS,
-    'docs/reliability-L110.conf': MODE_INTERIOR,
-    'docs/reliability-L217.conf': MODE_INTERIOR,
-    'docs/reliability-L254.conf': MODE_INTERIOR,
-    'docs/reliability-L303.conf': MODE_INTERIOR,
-    'docs/reliability-L53.conf': MODE_INTERIOR,
+    'docs/reliability-L110.conf': SERVES,
+    'docs/reliability-L217.conf': SERVES,
+    'docs/reliability-L254.conf': SERVES,
+    'docs/reliability-L303.conf': SERVES,
+    'docs/reliability-L53.conf': SERVES,
     'docs/reliability-L583.conf': SERVES,
-    'docs/reliability-L85.conf': MODE_INTERIOR,
+    'docs/reliability-L85.conf': SERVES,
     'docs/routing-messages-through-broker-queues-L102.conf': SERVES,
     'docs/routing-messages-through-broker-queues-L40.conf': SERVES,
     'docs/routing-messages-through-broker-queues-L77.conf': SERVES,
-    'docs/securing-connections-between-routers-L115.conf': INTER_ROUTER_ROLE,
+    'docs/securing-connections-between-routers-L115.conf': NO_SUCH_PROFILE,
     'docs/securing-connections-between-routers-L56.conf': SERVES,
-    'docs/securing-connections-between-routers-L93.conf': INTER_ROUTER_ROLE,
+    'docs/securing-connections-between-routers-L93.conf': NO_INTER_ROUTER_PROFILE,
     'docs/setting-global-connection-limits-L38.conf': SERVES,
     'docs/setting-resource-limits-outgoing-connections-L44.conf': GROUPS_NOT_JSON,
     'docs/setting-resource-limits-outgoing-connections-L73.conf': SERVES,
@@ -126,24 +128,24 @@ EXPECTED = {
     'tests/config-0-empty/qdrouterd-empty.conf': SERVES,
     'tests/config-1/A.conf': SERVES,
     'tests/config-1/A.json': SERVES,
-    'tests/config-2-broker/A.conf': MODE_INTERIOR,
-    'tests/config-2-broker/B.conf': MODE_INTERIOR,
+    'tests/config-2-broker/A.conf': SERVES,
+    'tests/config-2-broker/B.conf': SERVES,
     'tests/config-2-edge/EDGE25.conf': MODE_EDGE,
-    'tests/config-2-edge/INTA.conf': MODE_INTERIOR,
-    'tests/config-2-edge/INTB.conf': MODE_INTERIOR,
-    'tests/config-2/A-ssl.conf.in': MODE_INTERIOR,
-    'tests/config-2/A.conf': MODE_INTERIOR,
-    'tests/config-2/B-ssl.conf.in': MODE_INTERIOR,
-    'tests/config-2/B.conf': MODE_INTERIOR,
-    'tests/config-3-linear/A.conf': MODE_INTERIOR,
-    'tests/config-3-linear/B.conf': MODE_INTERIOR,
-    'tests/config-3-linear/C.conf': MODE_INTERIOR,
-    'tests/config-6/A.conf': MODE_INTERIOR,
-    'tests/config-6/B.conf': MODE_INTERIOR,
-    'tests/config-6/C.conf': MODE_INTERIOR,
-    'tests/config-6/D.conf': MODE_INTERIOR,
-    'tests/config-6/X.conf': MODE_INTERIOR,
-    'tests/config-6/Y.conf': MODE_INTERIOR,
+    'tests/config-2-edge/INTA.conf': ROLE_EDGE,
+    'tests/config-2-edge/INTB.conf': ROLE_EDGE,
+    'tests/config-2/A-ssl.conf.in': SERVES,
+    'tests/config-2/A.conf': SERVES,
+    'tests/config-2/B-ssl.conf.in': SERVES,
+    'tests/config-2/B.conf': SERVES,
+    'tests/config-3-linear/A.conf': SERVES,
+    'tests/config-3-linear/B.conf': SERVES,
+    'tests/config-3-linear/C.conf': SERVES,
+    'tests/config-6/A.conf': SERVES,
+    'tests/config-6/B.conf': SERVES,
+    'tests/config-6/C.conf': SERVES,
+    'tests/config-6/D.conf': SERVES,
+    'tests/config-6/X.conf': SERVES,
+    'tests/config-6/Y.conf': SERVES,
     'tests/config-console/A.conf': SERVES,
     'tests/dummy.conf': SERVES,
     'tests/one-router-policy/default.json': SERVES,
@@ -218,6 +220,18 @@ class Prepared:
         self.listeners = []  # [(port, is_http)]
         self.auth_ports = set()  # the listeners' with authenticatePeer or no ANONYMOUS
         self.suffix = ".conf"
+        self._key, self._key_password = None, None  # this entity's private key and password
+
+    def end_entity(self):
+        """An entity that names a private key and gives its password in clear (not file:,
+        env: or pass:) gets the key encrypted with that password, as its file expects."""
+        key, password = self._key, self._key_password
+        self._key, self._key_password = None, None
+        if key and password and password != PASSWORD and shutil.which("openssl"):
+            subprocess.run(["openssl", "pkey", "-in", key, "-passin", "pass:" + PASSWORD,
+                            "-aes256", "-passout", "pass:" + password, "-out", key + ".new"],
+                           check=True, capture_output=True)
+            os.replace(key + ".new", key)
 
     # ---- values ----
     def local_path(self, value, kind):
@@ -256,7 +270,10 @@ class Prepared:
                 shutil.copyfile(self.keypair[0], path)
             elif k in KEY_KEYS:
                 shutil.copyfile(self.keypair[1], path)
+                self._key = path
             return path
+        if k == "password" and value and not re.match(r"^(file|env|pass|literal):", value):
+            self._key_password = value
         if k in PASSWORD_KEYS and value.startswith("file:"):
             path = self.local_path(value[5:], "file")
             Path(path).write_text(PASSWORD + "\n")
@@ -281,6 +298,8 @@ class Prepared:
                 depth += 1
             elif s.startswith("}"):
                 depth -= 1
+                if depth == 0:
+                    self.end_entity()
                 if depth == 0 and norm(entity or "") == "listener":
                     self.listeners.append((self._listener_port, http))
                     if auth:
@@ -325,6 +344,7 @@ class Prepared:
                     new = self.value(etype, key, str(val))
                     if new is not None:
                         attrs[key] = new
+            self.end_entity()
             if norm(etype) == "listener":
                 self.listeners.append((self._listener_port, http))
                 if any((norm(k) in AUTH_KEYS and str(v).lower() in ("true", "yes", "on", "1"))

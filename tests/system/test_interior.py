@@ -2,8 +2,8 @@
 connections run qdrouterd 1.19's routing protocol and show each other in `router.node`
 (qdstat -n).
 
-Junction routers started with JUNCTION_EXPERIMENTAL_INTERIOR=1 (interior mode is refused
-without it until it is complete): two joined by a connector (each sees the other as a
+Junction routers (interior mode needs no switch; edge mode, refused without
+JUNCTION_EXPERIMENTAL_EDGE=1, is tested in test_edge.py): two joined by a connector (each sees the other as a
 neighbour at the connection's cost, and learns the other's mobile addresses), a line of three
 (the ends see each other through the middle, valid origins as qdrouterd computes them), the
 loss of a router (killed: the other drops it within helloMaxAgeSeconds) and its return; then
@@ -84,13 +84,13 @@ def inter_port(r):
 
 
 @pytest.mark.parametrize("ent,want", [
-    (["router", {"id": "R", "mode": "interior"}], 'Junction does not support mode "interior"'),
-    (["listener", {"host": "127.0.0.1", "port": "0", "role": "inter-router"}],
-     'Junction does not support role "inter-router"'),
-    (["connector", {"host": "127.0.0.1", "port": "5999", "role": "inter-router"}],
-     'Junction does not support role "inter-router"'),
+    (["router", {"id": "R", "mode": "edge"}], 'Junction does not support mode "edge"'),
+    (["listener", {"host": "127.0.0.1", "port": "0", "role": "edge"}],
+     'Junction does not support role "edge"'),
+    (["connector", {"host": "127.0.0.1", "port": "5999", "role": "edge"}],
+     'Junction does not support role "edge"'),
 ])
-def test_interior_refused_without_the_switch(tmp_path, ent, want):
+def test_edge_refused_without_the_switch(tmp_path, ent, want):
     ents = [ent] if ent[0] == "router" else [["router", {"id": "R"}], ent]
     cfg = write_config(tmp_path / "c.json", ents)
     env = dict(os.environ)
@@ -99,6 +99,24 @@ def test_interior_refused_without_the_switch(tmp_path, ent, want):
     assert p.returncode != 0
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and want in lines[0], p.stderr
+
+
+def test_interior_needs_no_switch(make_router):
+    """An interior router with an inter-router listener and connector starts with the switch
+    unset (it gates edge mode only) and lists itself in router.node."""
+    env = dict(os.environ)
+    env.pop(SWITCH, None)
+    r = make_router(entities=[
+        ["router", {"id": "Solo", "mode": "interior"}],
+        ["listener", {"host": "127.0.0.1", "port": "0"}],
+        ["listener", {"host": "127.0.0.1", "port": "0", "role": "inter-router"}],
+        ["connector", {"host": "127.0.0.1", "port": str(free_port()), "role": "inter-router"}],
+    ], env=env)
+    r.wait_log(r"router id Solo, mode interior")
+    end = time.monotonic() + 10  # its own row comes with the first routing tick
+    while list(nodes(r.url)) != ["Solo"] and time.monotonic() < end:
+        time.sleep(0.2)
+    assert list(nodes(r.url)) == ["Solo"]
 
 
 class RouterCaps(LinkOption):

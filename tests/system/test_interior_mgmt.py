@@ -1,6 +1,6 @@
 """Interior mode's management as qdrouterd 1.19's: what qdstat and qdmanage show of a mesh.
 
-Junction routers (JUNCTION_EXPERIMENTAL_INTERIOR=1) joined to each other and to the real
+Junction routers joined to each other and to the real
 qdrouterd 1.19 of ../shared/peer:
 
 * `router.connection` (qdstat -c): the inter-router connection has role inter-router and the

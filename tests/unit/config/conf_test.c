@@ -315,9 +315,9 @@ static void test_lines_in_messages(void **state)
              "t.conf: line 7: entity 1 (listener): attribute 'name': entity 0 has the name "
              "\"a\" already");
     conf_err("blah {\n}\n", "t.conf: line 1: entity 0: unknown entity type 'blah'");
-    conf_err("listener {\n port: 0\n role: inter-router\n}\n",
+    conf_err("listener {\n port: 0\n role: edge\n}\n",
              "t.conf: line 3: entity 0 (listener): attribute 'role': Junction does not support "
-             "role \"inter-router\" yet");
+             "role \"edge\" yet");
 }
 
 static void test_shipped_examples(void **state)
@@ -651,9 +651,9 @@ static void test_unsupported_entity_tables(void **state)
     assert_true(ap->n_warnings >= 3); /* authService, saslInitHostname, authSslProfile */
     cfg_free(ap);
     /* the entities are still refused with one line naming the feature */
-    conf_err("connector {\n addr: a\n port: 5672\n role: inter-router\n}\n",
+    conf_err("connector {\n addr: a\n port: 5672\n role: edge\n}\n",
              "t.conf: line 4: entity 0 (connector): attribute 'role': Junction does not support "
-             "role \"inter-router\" yet");
+             "role \"edge\" yet");
     /* linkRoute loads (its 0.x `dir` with a warning); the checks qdrouterd's CREATE makes */
     cfg_t *lr = conf_ok("listener {\n port: 0\n role: route-container\n}\n"
                         "linkRoute {\n prefix: q\n dir: in\n containerId: b\n"
