@@ -104,16 +104,24 @@ static size_t addr_key_CT(core_t *core, const char *a, size_t n, char *buf, size
             return rlen + 1;
         }
     } else if (n >= 6 && memcmp(a, "_topo/", 6) == 0) {
-        /* _topo/<area>/<router>/<rest>: ours (or "all") is local, anything else topological */
+        /* _topo/<area>/<router>/<rest>: ours (or "all") is local; another router's of area 0
+         * is that router's address, R<router> (qdrouterd's router class: every address of
+         * the router is one), anything else topological */
         const char *q = a + 6, *end = a + n;
         const char *s1 = memchr(q, '/', (size_t)(end - q));
         const char *s2 = s1 ? memchr(s1 + 1, '/', (size_t)(end - s1 - 1)) : NULL;
-        if (s2) {
-            size_t rlen = (size_t)(s2 - s1 - 1);
-            bool mine = (rlen == idlen && memcmp(s1 + 1, core->router_id, idlen) == 0) ||
-                        (rlen == 3 && memcmp(s1 + 1, "all", 3) == 0);
-            cls = mine ? 'L' : 'T';
-            rest = mine ? s2 + 1 : a;
+        size_t      idl = s1 ? (size_t)((s2 ? s2 : end) - s1 - 1) : 0;
+        bool        mine = idl && ((idl == idlen && memcmp(s1 + 1, core->router_id, idlen) == 0) ||
+                                   (idl == 3 && memcmp(s1 + 1, "all", 3) == 0));
+        if (s2 && mine) {
+            cls = 'L';
+            rest = s2 + 1;
+        } else if (idl && !mine && s1 == q + 1 && *q == '0') {
+            if (idl + 1 > cap)
+                return 0;
+            buf[0] = 'R';
+            memcpy(buf + 1, s1 + 1, idl);
+            return idl + 1;
         } else {
             cls = 'T';
             rest = a;
@@ -162,7 +170,7 @@ typedef enum addr_owner {
 
 static addr_owner_t addr_owner_CT(const core_t *core, const char *key, size_t klen)
 {
-    if (key[0] == 'T' || key[0] == 'H')
+    if (key[0] == 'T' || key[0] == 'R' || key[0] == 'H')
         return OWNER_REMOTE;
     if (BASE_UNLIKELY(core->edge) && klen == sizeof(CORE_EDGE_KEY) - 1 &&
         memcmp(key, CORE_EDGE_KEY, klen) == 0)
@@ -231,6 +239,10 @@ static core_addr_t *addr_new_CT(core_t *core, const char *key, size_t klen,
     addr->key = base_strndup(key, klen);
     addr->keylen = klen;
     addr->dist = dist;
+    /* the router's own nodes and other routers' addresses are closest, as qdrouterd shows
+     * them (one consumer: the same choice as balanced) */
+    if (key[0] == 'R' || addr_owner_CT(core, key, klen) == OWNER_NODE)
+        addr->dist = dist = CFG_DIST_CLOSEST;
     base_map_put(&core->addrs, key, klen, addr);
     const char *labels[] = {addr->key, cfg_distribution_name(dist)};
     core_stats_object_new(core->stats, core->stats->address, labels, &addr->stats);
@@ -622,6 +634,11 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
         if (!addr)
             addr = addr_lookup_CT(core, address, strlen(address), true, NULL, phase);
         l->addr = addr;
+        if (addr->key[0] == 'R' && l->dir == CORE_LINK_IN) {
+            size_t      nlen;
+            const char *norm = core_addr_normalize(address, strlen(address), &nlen);
+            l->topo_to = base_strndup(norm, nlen);
+        }
         if (BASE_UNLIKELY(addr->key[0] == 'H') && l->dir == CORE_LINK_IN)
             l->edge_to = base_strdup(address); /* an edge's address (core/edge.c) */
         if (l->dir == CORE_LINK_OUT) {
@@ -636,9 +653,8 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
             } else if (BASE_UNLIKELY(core->edge) && l->conn_id &&
                      addr->senders.count - addr->n_edge_snd == 1)
                 core_edge_local_CT(core, addr, CORE_LINK_IN, true);
-            if (addr->consumers.count > 0 || core_addr_remote(addr) ||
-                (!l->fallback && fallback_serves_CT(core, addr)) ||
-                BASE_UNLIKELY(core->ir && core_ir_topo_reached_CT(core, addr)))
+            if (addr->consumers.count > 0 || core_addr_reached(core, addr) ||
+                (!l->fallback && fallback_serves_CT(core, addr)))
                 credit_CT(core, l, true);
         }
         LOG(DEBUG, "[C%llu][L%llu] Link attached %s address %s",
@@ -661,7 +677,9 @@ void core__consumer_add_CT(core_t *core, core_addr_t *addr, core_link_t *l)
     set_add(&addr->consumers, l);
     if (l->edge)
         addr->n_edge_cons++;
-    if (addr->consumers.count == 1 && !core_addr_remote(addr)) {
+    if (l->conn_id == 0)
+        addr->inproc++;
+    if (addr->consumers.count == 1 && !core_addr_reached(core, addr)) {
         for (size_t i = 0; i < addr->senders.count; i++)
             credit_CT(core, addr->senders.items[i], true);
         fallback_consumers_CT(core, addr, true);
@@ -680,7 +698,9 @@ void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l)
     set_del(&addr->consumers, l);
     if (l->edge)
         addr->n_edge_cons--;
-    if (addr->consumers.count == 0 && !core_addr_remote(addr)) {
+    if (l->conn_id == 0 && addr->inproc)
+        addr->inproc--;
+    if (addr->consumers.count == 0 && !core_addr_reached(core, addr)) {
         bool fb = fallback_serves_CT(core, addr);
         for (size_t i = 0; i < addr->senders.count; i++)
             if (!fb || addr->senders.items[i]->fallback)
@@ -708,7 +728,9 @@ core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, 
 
 static void addr_gauges_CT(core_t *core, core_addr_t *addr)
 {
-    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SUBSCRIBERS, (int64_t)addr->consumers.count);
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_SUBSCRIBERS,
+                  (int64_t)(addr->consumers.count - addr->inproc));
+    stats_obj_set(core->shard, addr->stats, CORE_ADDR_IN_PROCESS, (int64_t)addr->inproc);
     stats_obj_set(core->shard, addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
 }
 
@@ -791,6 +813,7 @@ static void link_detach_CT(core_t *core, core_action_t *a)
      * object (in-process link) is not retired */
     if (!stats_obj_is_none(l->stats))
         stats_object_retire(core->stats->reg, l->stats);
+    free(l->topo_to);
     free(l->edge_to);
     free(l);
 }
@@ -851,6 +874,25 @@ static void deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dl
         dlv->_copies = 0;
         work_add_CT(core, owner, CORE_W_RELEASE, NULL)->u.release = dlv;
     }
+}
+
+void core__addr_count_CT(core_t *core, const core_link_t *in, core_addr_t *addr,
+                         unsigned local, unsigned transit)
+{
+    stats_obj_t router = core->stats->router_obj;
+    bool        to_proc = addr && addr->inproc; /* clients never consume there */
+    if (addr) {
+        if (in->conn_id == 0)
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_FROM_PROC, 1);
+        else if (in->ir_link == CORE_IR_LINK_NONE)
+            stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
+        stats_obj_add(core->shard, addr->stats, to_proc ? CORE_ADDR_TO_PROC : CORE_ADDR_EGRESS,
+                      local);
+        stats_obj_add(core->shard, addr->stats, CORE_ADDR_TRANSIT, transit);
+    }
+    if (!to_proc)
+        stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, local);
+    stats_obj_add(core->shard, router, CORE_ROUTER_TRANSIT, transit);
 }
 
 void core__deliver_finish_CT(core_t *core, core_link_t *in, core_delivery_t *dlv, int owner)
@@ -945,8 +987,6 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
     }
-    addr->ingress++;
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
     if (dist == CFG_DIST_MULTICAST) {
         dlv->_mcast = true;
         core_content_ref(dlv->content, (unsigned)n);
@@ -955,7 +995,6 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         dlv->_copies = (uint32_t)n;
         if (n == 1)
             dlv->_out_link = addr->consumers.items[0]->id;
-        addr->egress += n;
     } else {
         core_link_t *out = dist == CFG_DIST_CLOSEST ? addr->consumers.items[addr->rr++ % n]
                                                     : pick_balanced_CT(addr);
@@ -963,11 +1002,9 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         send_copy_CT(core, out, dlv);
         dlv->_copies = 1;
         dlv->_out_link = out->id;
-        addr->egress++;
     }
     unsigned copies = dlv->_copies;
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, copies);
-    stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, copies);
+    core__addr_count_CT(core, in, addr, copies, 0);
     deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }
@@ -1189,8 +1226,10 @@ void core_free(core_t *core)
     base_map_slot_t *s;
     base_mpsc_drain(&core->in, free_late_action_cb, NULL);
     for (size_t i = 0; (i = base_map_next(&core->links, i, &s)) != 0;) {
-        free(((core_link_t *)s->value)->edge_to);
-        free(s->value);
+        core_link_t *l = s->value;
+        free(l->topo_to);
+        free(l->edge_to);
+        free(l);
     }
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
         core_addr_t *addr = s->value;

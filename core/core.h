@@ -78,6 +78,10 @@ enum core_addr_field {
     CORE_ADDR_TRANSIT,
     CORE_ADDR_REDIRECTED, /* sent to its fallback destination instead (core/fallback.c) */
     CORE_ADDR_REMOTE,     /* interior: the other routers with a consumer (remoteCount) */
+    CORE_ADDR_IN_PROCESS, /* consumers inside the router: the management agent's links, the
+                             routing protocol's handlers (inProcess) */
+    CORE_ADDR_TO_PROC,    /* copies handed to them (deliveriesToContainer) */
+    CORE_ADDR_FROM_PROC,  /* deliveries they sent to the address (deliveriesFromContainer) */
     CORE_ADDR_NFIELDS
 };
 enum core_alloc_field {

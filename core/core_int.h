@@ -45,6 +45,9 @@ struct core_link {
                                   only for inter-router links) */
     bool         fallback;     /* an autoLink's with `fallback` (fallback.c): OUT, the fallback
                                   destination's; IN, its deliveries never go to one */
+    char        *topo_to;      /* IN, attached to another router's address (an `R` key): the
+                                  normalized terminus address, written as x-opt-qd.to on the
+                                  copies it sends to other routers (heap), else NULL */
     uint8_t      edge;         /* core_edge_link_t: a link of an edge connection (edge.c) */
     char        *edge_to;      /* interior, a targeted sender to `_edge/<id>/...`: that
                                   address (heap), written as x-opt-qd.to on what it sends */
@@ -61,13 +64,14 @@ struct core_addr {
     core_link_set_t    consumers;  /* OUT links attached to it */
     core_link_set_t    senders;    /* IN links targeted at it */
     size_t             rr;         /* rotation for closest/balanced ties */
-    uint64_t           ingress;    /* deliveries routed to it */
-    uint64_t           egress;     /* copies sent from it */
     stats_obj_t        stats;      /* its `address` stats object (retired with it) */
     uint64_t           rnodes[2];  /* interior: remote routers with a consumer, by mask bit */
     uint32_t          *ir_out;     /* interior, balanced: unsettled copies per inter-router
                                       connection (CORE_RT_MAX_CONNS entries), or NULL */
     uint32_t           tracked;    /* copies counted in ir_out (the address stays while any) */
+    uint32_t           inproc;     /* consumers inside the router (conn_id 0: the management
+                                      agent's links), counted in inProcess, not subscriberCount;
+                                      copies to them are deliveriesToContainer */
     uint32_t           n_edge_cons; /* consumers that are links of an edge connection */
     uint32_t           n_edge_snd;  /* senders likewise */
     core_link_t       *edge_out;   /* edge mode: the proxy sender of this address toward the
@@ -121,10 +125,21 @@ struct core {
     struct core_rt    *rt;         /* interior mode's control plane (core/rt.c), or NULL */
     struct core_ir    *ir;         /* _CT: interior mode's routes (core/interior.c), NULL
                                       until the first core_rt_*_CT() call (interior.h) */
+    uint64_t           ir_reached[2]; /* _CT: the remote routers reached now, by mask bit
+                                      (interior.c; 0 in a standalone router) */
     struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
     struct core_lrm   *lrm;        /* _CT: link routes across the mesh
                                       (core/linkroute_mesh.c), NULL until first used */
 };
+
+/* Does addr have a destination on a router this one reaches now?  Its senders have credit
+ * while it has (or a local consumer): a router that went away keeps its addresses until the
+ * protocol deletes it (remoteLsMaxAge), but nothing sent there would arrive. */
+static inline bool core_addr_reached(const core_t *core, const core_addr_t *addr)
+{
+    return ((addr->rnodes[0] & core->ir_reached[0]) | (addr->rnodes[1] & core->ir_reached[1])) !=
+           0;
+}
 
 /* ---- core.c: what interior.c shares with the standalone forwarder ---- */
 
@@ -145,6 +160,13 @@ core_addr_t *core__addr_get_CT(core_t *core, const char *key, size_t klen, bool 
                                int hint);
 /* Free addr when nothing refers to it any more. */
 void core__addr_release_CT(core_t *core, core_addr_t *addr);
+/* Count a delivery routed to addr (NULL: nothing but the router's totals) that arrived on
+ * `in`, with `local` copies to this router's consumers and `transit` to other routers, as
+ * qdrouterd counts them: a client's delivery is ingress, one the router sent itself (an
+ * in-process link) deliveriesFromContainer, one from another router neither; local copies
+ * are egress, or deliveriesToContainer when the address's consumers are in-process. */
+void core__addr_count_CT(core_t *core, const core_link_t *in, core_addr_t *addr,
+                         unsigned local, unsigned transit);
 
 /* ---- interior.c: interior mode's hooks ---- */
 
@@ -152,9 +174,6 @@ void core__addr_release_CT(core_t *core, core_addr_t *addr);
  * posts everything the standalone path would.  Returns the copies made. */
 unsigned core_ir_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
                             core_addr_t *addr, cfg_distribution_t dist, int owner);
-/* addr is another router's `_topo/0/<id>/...` (a `T` key) and that router is reached now:
- * its senders get credit. */
-bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr);
 /* A copy counted in an address's per-connection count settled. */
 void core_ir_untrack_CT(core_t *core, core_delivery_t *dlv);
 /* Link l (ir_link set) attached / is detaching. */

@@ -69,6 +69,9 @@ static const stats_field_t addr_fields[CORE_ADDR_NFIELDS] = {
     [CORE_ADDR_TRANSIT]     = C("deliveriesTransit", "Deliveries in transit to other routers"),
     [CORE_ADDR_REDIRECTED]  = C("deliveriesRedirectedToFallback", "Deliveries that found no consumer, sent to the fallback destination"),
     [CORE_ADDR_REMOTE]      = G("remoteCount", "Other routers of the network with a consumer"),
+    [CORE_ADDR_IN_PROCESS]  = G("inProcess", "Consumers inside the router (management, routing protocol)"),
+    [CORE_ADDR_TO_PROC]     = C("deliveriesToContainer", "Deliveries handed to consumers inside the router"),
+    [CORE_ADDR_FROM_PROC]   = C("deliveriesFromContainer", "Deliveries sent by the router itself"),
 };
 
 static const stats_field_t alloc_fields[CORE_ALLOC_NFIELDS] = {

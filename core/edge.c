@@ -313,11 +313,7 @@ unsigned core_edge_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dl
         copies = 1;
     }
     dlv->_copies = copies;
-    addr->ingress++;
-    addr->egress += copies;
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
-    stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, copies);
-    stats_obj_add(core->shard, core->stats->router_obj, CORE_ROUTER_EGRESS, copies);
+    core__addr_count_CT(core, in, addr, copies, 0);
     core__deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }

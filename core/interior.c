@@ -144,9 +144,9 @@ static void router_flush_CT(core_t *core, uint32_t bit)
             continue;
         bit_clear(addr->rnodes, bit);
         remote_gauge_CT(core, addr);
+        if (!core_addr_reached(core, addr) && addr->consumers.count == 0)
+            core__addr_credit_CT(core, addr, false);
         if (!core_addr_remote(addr)) {
-            if (addr->consumers.count == 0)
-                core__addr_credit_CT(core, addr, false);
             if (BASE_UNLIKELY(addr->n_edge_snd))
                 core_edge_track_CT(core, addr);
             /* released after the walk: the map must not change under it */
@@ -162,28 +162,56 @@ static void router_flush_CT(core_t *core, uint32_t bit)
     free(gone);
 }
 
-static int topo_router_CT(core_t *core, const char *a, size_t n);
-
-/* A router is reached while the table gives it a connection (a neighbour's own, or its next
- * hop's). */
-bool core_ir_topo_reached_CT(core_t *core, const core_addr_t *addr)
+/* Router `b`'s own address, R<id> (qdrouterd's router class: `_topo/0/<id>/...`, qdstat -a's
+ * `router` rows): it exists while the router is reached, with the router as its one remote
+ * destination, so a sender attached to it (qdstat -r's requests for that router's
+ * management node) has credit while the router is reached and none while it is not, and
+ * closest forwarding takes a delivery there.  `was`: the routers reached before this change
+ * of routes (core->ir_reached is already the new set). */
+static void router_addr_CT(core_t *core, uint32_t b, const uint64_t was[2])
 {
-    if (!core->ir || addr->keylen < 2 || addr->key[0] != 'T')
-        return false;
-    int b = topo_router_CT(core, addr->key + 1, addr->keylen - 1);
-    return b > 0 && core->ir->routers[b].conn_bit >= 0;
+    const ir_router_t *r = &core->ir->routers[b];
+    char               stack[256];
+    size_t             klen = r->idlen + 1;
+    char              *key = klen <= sizeof(stack) ? stack : base_malloc(klen);
+    key[0] = 'R';
+    memcpy(key + 1, r->id, r->idlen);
+    bool         reached = r->conn_bit >= 0;
+    core_addr_t *addr = core__addr_get_CT(core, key, klen, reached, CFG_DIST_CLOSEST);
+    if (key != stack)
+        free(key);
+    if (!addr || bit_get(addr->rnodes, b) == reached)
+        return;
+    bool had = addr->consumers.count || (addr->rnodes[0] & was[0]) || (addr->rnodes[1] & was[1]);
+    if (reached)
+        bit_set(addr->rnodes, b);
+    else
+        bit_clear(addr->rnodes, b);
+    remote_gauge_CT(core, addr);
+    bool has = addr->consumers.count || core_addr_reached(core, addr);
+    if (had != has)
+        core__addr_credit_CT(core, addr, has);
+    core__addr_release_CT(core, addr);
 }
 
-/* The routes changed: senders to another router's `_topo/0/<id>/...` (qdstat -r's requests
- * to its management node) have credit while that router is reached, none while it is not.
- * A walk over every address, as router_flush_CT's: routes change with the topology only. */
-static void topo_senders_CT(core_t *core)
+/* The routers reached changed (from `was` to core->ir_reached): the senders of an address
+ * without a local consumer whose remote destinations went from none reached to some get
+ * credit, and the other way they are drained. */
+static void reached_changed_CT(core_t *core, const uint64_t was[2])
 {
+    uint64_t changed[2] = {was[0] ^ core->ir_reached[0], was[1] ^ core->ir_reached[1]};
+    if (!(changed[0] | changed[1]))
+        return;
     base_map_slot_t *s;
     for (size_t i = 0; (i = base_map_next(&core->addrs, i, &s)) != 0;) {
         core_addr_t *addr = s->value;
-        if (addr->key[0] == 'T' && addr->senders.count)
-            core__addr_credit_CT(core, addr, core_ir_topo_reached_CT(core, addr));
+        if (!addr->senders.count || addr->consumers.count ||
+            !((addr->rnodes[0] & changed[0]) | (addr->rnodes[1] & changed[1])))
+            continue;
+        bool before = (addr->rnodes[0] & was[0]) | (addr->rnodes[1] & was[1]);
+        bool now = core_addr_reached(core, addr);
+        if (before != now)
+            core__addr_credit_CT(core, addr, now);
     }
 }
 
@@ -235,7 +263,14 @@ int core_rt_set_routes_CT(core_t *core, const core_rt_routes_t *t)
         r->vo[1] = in->vo[1];
     }
     ir->radius = t->radius;
-    topo_senders_CT(core);
+    uint64_t was[2] = {core->ir_reached[0], core->ir_reached[1]};
+    core->ir_reached[0] = core->ir_reached[1] = 0;
+    for (uint32_t b = 1; b < CORE_RT_MAX_NODES; b++)
+        if (ir->routers[b].id && ir->routers[b].conn_bit >= 0)
+            bit_set(core->ir_reached, b);
+    for (uint32_t i = 0; i < t->n; i++)
+        router_addr_CT(core, t->routers[i].maskbit, was);
+    reached_changed_CT(core, was);
     return 0;
 }
 
@@ -248,14 +283,14 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
     core_addr_t *addr = core__addr_get_CT(core, key, keylen, add, core_rt_treatment_dist(hint));
     if (!addr)
         return -ENOENT;
-    bool had = addr->consumers.count || core_addr_remote(addr);
+    bool had = addr->consumers.count || core_addr_reached(core, addr);
     if (add) {
         ir_get_CT(core);
         if (!core_addr_remote(addr))
             core_lrm_remote_key_CT(core, key, keylen); /* a link route's key, perhaps */
         bit_set(addr->rnodes, router_bit);
         remote_gauge_CT(core, addr);
-        if (!had)
+        if (!had && core_addr_reached(core, addr))
             core__addr_credit_CT(core, addr, true);
         if (BASE_UNLIKELY(addr->n_edge_snd))
             core_edge_track_CT(core, addr);
@@ -265,7 +300,7 @@ int core_rt_remote_addr_CT(core_t *core, const char *key, size_t keylen, uint32_
         return -ENOENT;
     bit_clear(addr->rnodes, router_bit);
     remote_gauge_CT(core, addr);
-    if (!addr->consumers.count && !core_addr_remote(addr))
+    if (had && !addr->consumers.count && !core_addr_reached(core, addr))
         core__addr_credit_CT(core, addr, false);
     if (BASE_UNLIKELY(addr->n_edge_snd))
         core_edge_track_CT(core, addr);
@@ -412,21 +447,6 @@ static int topo_router_CT(core_t *core, const char *a, size_t n)
     return router_bit_CT(core->ir, (const uint8_t *)id, idlen);
 }
 
-/* Count copies sent: local ones are egress, those to other routers transit. */
-static void count_copies_CT(core_t *core, core_addr_t *addr, unsigned egress, unsigned transit)
-{
-    stats_obj_t router = core->stats->router_obj;
-    if (addr) {
-        addr->ingress++;
-        addr->egress += egress;
-        stats_obj_add(core->shard, addr->stats, CORE_ADDR_INGRESS, 1);
-        stats_obj_add(core->shard, addr->stats, CORE_ADDR_EGRESS, egress);
-        stats_obj_add(core->shard, addr->stats, CORE_ADDR_TRANSIT, transit);
-    }
-    stats_obj_add(core->shard, router, CORE_ROUTER_EGRESS, egress);
-    stats_obj_add(core->shard, router, CORE_ROUTER_TRANSIT, transit);
-}
-
 /* Queue a copy of dlv (arrived on `in`) on out.  A copy to another router of a message that
  * came on a targeted link carries that link's address as x-opt-qd.to (and its phase), as
  * qdrouterd's ingress router sets it (router_node.c, AMQP_rx_handler): the next router
@@ -453,8 +473,8 @@ static void ir_send_CT(core_t *core, core_link_t *in, core_link_t *out, core_del
         w->u.send.to_override = base_strndup(key + 2, klen - 2);
         if (key[1] > '0' && key[1] <= '9')
             w->u.send.to_phase = (uint8_t)(key[1] - '0');
-    } else if (key[0] == 'T') {
-        w->u.send.to_override = base_strndup(key + 1, klen - 1);
+    } else if (key[0] == 'R' && in->topo_to) {
+        w->u.send.to_override = base_strdup(in->topo_to);
     }
 }
 
@@ -666,17 +686,22 @@ unsigned core_ir_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
         core__deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
     }
-    /* `_topo/0/<id>/...` of another router: to that router, whatever has the address */
-    const char *text = NULL;
-    size_t      tlen = 0;
-    if (addr && addr->key[0] == 'T') {
-        text = addr->key + 1;
-        tlen = addr->keylen - 1;
+    /* `_topo/0/<id>/...` of another router (its R<id> address, or an unknown router's):
+     * to that router, whatever has the address */
+    int  b = -1;
+    bool topo = false;
+    if (addr && addr->key[0] == 'R') {
+        topo = true;
+        b = router_bit_CT(ir, (const uint8_t *)addr->key + 1, addr->keylen - 1);
+    } else if (addr && addr->key[0] == 'T') {
+        topo = true;
     } else if (!addr && !in->addr && dlv->to) {
-        text = core_addr_normalize(dlv->to, dlv->to_len, &tlen);
+        size_t      tlen = 0;
+        const char *text = core_addr_normalize(dlv->to, dlv->to_len, &tlen);
+        topo = tlen >= 6 && memcmp(text, "_topo/", 6) == 0;
+        b = topo_router_CT(core, text, tlen);
     }
-    if (text) {
-        int          b = topo_router_CT(core, text, tlen);
+    if (topo) {
         core_link_t *l = b > 0 ? data_link_CT(ir, ir->routers[b].conn_bit, prio_of(dlv)) : NULL;
         if (l) {
             one_copy_CT(core, in, l, dlv);
@@ -694,7 +719,7 @@ unsigned core_ir_deliver_CT(core_t *core, core_link_t *in, core_delivery_t *dlv,
         core__deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
     }
-    count_copies_CT(core, addr, copies - transit, transit);
+    core__addr_count_CT(core, in, addr, copies - transit, transit);
     core__deliver_finish_CT(core, in, dlv, owner);
     return copies;
 }

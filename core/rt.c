@@ -27,7 +27,9 @@
  * and which remote routers have which mobile keys, as MAUs and flushes change that
  * (core_rt_remote_addr_CT; the forwarder's addresses are reconciled with the mobile table
  * after each of them).  The router.node rows are rebuilt after every change and published
- * under a mutex for the management agent.
+ * under a mutex for the management agent.  The protocol's own addresses (Lqdhello, ...) are
+ * `address` stats rows of this file (qdstat -a, as qdrouterd shows them; rt_row_t), and its
+ * messages to one router count on that router's R<id> address, which interior.c keeps.
  */
 #include "core/rt.h"
 
@@ -68,6 +70,27 @@ typedef struct rt_conn {
     int64_t  cost;    /* effective cost */
 } rt_conn_t;
 
+/* The protocol's own addresses, as qdrouterd 1.19 shows them in qdstat -a: where its
+ * messages go and what its in-process handlers take.  Junction sends and takes them without
+ * the address table (docs/decisions/0008), so they are rows only: `address` stats objects
+ * this file makes and counts (inProcess 1; deliveriesFromContainer: messages the protocol
+ * sent, deliveriesToContainer: messages it took, deliveriesTransit: copies to other
+ * routers), never addresses a link attaches to. */
+typedef enum rt_row {
+    RT_ROW_HELLO = 0, /* Lqdhello, flood: HELLO (one hop) */
+    RT_ROW_LROUTER,   /* Lqdrouter, flood: LSR, LSU for this router */
+    RT_ROW_TROUTER,   /* Tqdrouter, flood: RA (flooded) */
+    RT_ROW_LMA,       /* Lqdrouter.ma, multicast: MAR, absolute MAU for this router */
+    RT_ROW_TMA,       /* Tqdrouter.ma, multicast: differential MAU (flooded) */
+    RT_NROWS,
+    RT_ROW_NONE = -1, /* not one of them */
+} rt_row_t;
+
+static const char *const rt_row_keys[RT_NROWS] = {"Lqdhello", "Lqdrouter", "Tqdrouter",
+                                                   "Lqdrouter.ma", "Tqdrouter.ma"};
+static const char *const rt_row_dists[RT_NROWS] = {"flood", "flood", "flood", "multicast",
+                                                    "multicast"};
+
 struct core_rt {
     core_rt_lsdb_t   *db;       /* _CT: the link-state database */
     core_rt_mobile_t *mob;      /* _CT: the mobile-address table */
@@ -77,6 +100,8 @@ struct core_rt {
     rt_conn_t         conns[RT_MAX_CONNS]; /* _CT: by connection mask bit */
     int64_t           topo_change; /* _CT: Unix seconds of the last topology change */
     bool              dup_logged;  /* _CT: the duplicate-id line is out */
+    bool              rows_made;   /* _CT: row_stats exist */
+    stats_obj_t       row_stats[RT_NROWS]; /* _CT: the protocol addresses' rows */
     pthread_mutex_t   lock;     /* guards rows / n_rows */
     core_node_row_t  *rows;     /* [lock] the published router.node rows */
     size_t            n_rows;   /* [lock] their count */
@@ -233,16 +258,65 @@ static int32_t conn_bit_CT(core_rt_t *rt, uint64_t conn_id)
     return -1;
 }
 
-/* Post msg[0, len) with this hop's router annotations (ingress kept when it has one, our id
- * appended to its trace) to connection bit `cb`. */
-static void send_on_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
+/* ---- the protocol addresses' rows ---- */
+
+static void rows_make_CT(core_t *core)
 {
     core_rt_t *rt = core->rt;
-    if (cb < 0 || cb >= RT_MAX_CONNS || !rt->conns[cb].used)
+    if (rt->rows_made)
         return;
+    rt->rows_made = true;
+    for (int i = 0; i < RT_NROWS; i++) {
+        const char *labels[] = {rt_row_keys[i], rt_row_dists[i]};
+        core_stats_object_new(core->stats, core->stats->address, labels, &rt->row_stats[i]);
+        stats_obj_set(core->shard, rt->row_stats[i], CORE_ADDR_IN_PROCESS, 1);
+    }
+}
+
+static void row_add_CT(core_t *core, rt_row_t row, uint32_t field, uint64_t n)
+{
+    if (row != RT_ROW_NONE && n)
+        stats_obj_add(core->shard, core->rt->row_stats[row], field, n);
+}
+
+/* The gauges: Lqdhello's consumers are the outgoing control links (one per inter-router
+ * connection), the flooded addresses' remote destinations every router reached. */
+static void rows_gauges_CT(core_t *core, uint32_t reached)
+{
+    core_rt_t *rt = core->rt;
+    int64_t    conns = 0;
+    for (int32_t b = 0; b < RT_MAX_CONNS; b++)
+        conns += rt->conns[b].used;
+    stats_obj_set(core->shard, rt->row_stats[RT_ROW_HELLO], CORE_ADDR_SUBSCRIBERS, conns);
+    stats_obj_set(core->shard, rt->row_stats[RT_ROW_TROUTER], CORE_ADDR_REMOTE, reached);
+    stats_obj_set(core->shard, rt->row_stats[RT_ROW_TMA], CORE_ADDR_REMOTE, reached);
+}
+
+/* Router `maskbit`'s address R<id> (interior.c keeps it while the router is reached): the
+ * protocol's messages to that router count there, as qdrouterd's. */
+static void router_row_add_CT(core_t *core, const char *id, size_t idlen, uint32_t field)
+{
+    char stack[256];
+    if (idlen + 1 > sizeof(stack))
+        return;
+    stack[0] = 'R';
+    memcpy(stack + 1, id, idlen);
+    core_addr_t *addr = base_map_get(&core->addrs, stack, idlen + 1);
+    if (addr)
+        stats_obj_add(core->shard, addr->stats, field, 1);
+}
+
+/* Post msg[0, len) with this hop's router annotations (ingress kept when it has one, our id
+ * appended to its trace) to connection bit `cb`.  Returns whether it was posted. */
+static bool send_on_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
+{
+    core_rt_t *rt = core->rt;
+    bool       sent = false;
+    if (cb < 0 || cb >= RT_MAX_CONNS || !rt->conns[cb].used)
+        return false;
     codec_scan_t scan;
     if (codec_scan(msg, len, true, &scan, NULL) != 0)
-        return;
+        return false;
     codec_bytes_t  me = {(const uint8_t *)rt->node_id, strlen(rt->node_id)};
     codec_ra_out_t ra = {.write = true,
                          .ingress = scan.ma_router_count && scan.ra.ingress.ptr ? scan.ra.ingress
@@ -254,7 +328,7 @@ static void send_on_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
     int    n_iov;
     codec_compose_need(msg, &scan, &ra, &scratch_len, &n_iov);
     if (n_iov == 0)
-        return;
+        return false;
     uint8_t     *scratch = base_malloc(scratch_len ? scratch_len : 1);
     codec_iov_t *iov = base_malloc((size_t)n_iov * sizeof(*iov));
     int          k = codec_compose_prefix(msg, &scan, &ra, scratch, scratch_len, iov, n_iov);
@@ -275,9 +349,11 @@ static void send_on_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
         w->u.rt_send.conn_id = c->conn_id;
         w->u.rt_send.bytes = out;
         w->u.rt_send.len = (uint32_t)total;
+        sent = true;
     }
     free(iov);
     free(scratch);
+    return sent;
 }
 
 /* The connection bit that leads to router `maskbit`, or -1 when it is unreachable: its next
@@ -298,9 +374,10 @@ static int32_t route_CT(core_rt_t *rt, uint32_t maskbit)
 }
 
 /* Flood msg to one connection per next hop of every known router, except `from` and the
- * connections to routers in `trace` (encoded elements, as codec_ra_t has them). */
+ * connections to routers in `trace` (encoded elements, as codec_ra_t has them); the copies
+ * count as transit on `row`. */
 static void flood_CT(core_t *core, const uint8_t *msg, size_t len, int32_t from,
-                     const codec_ra_t *trace)
+                     const codec_ra_t *trace, rt_row_t row)
 {
     core_rt_t *rt = core->rt;
     bool       to[RT_MAX_CONNS] = {false};
@@ -323,9 +400,11 @@ static void flood_CT(core_t *core, const uint8_t *msg, size_t len, int32_t from,
             }
         }
     }
+    uint64_t copies = 0;
     for (int32_t cb = 0; cb < RT_MAX_CONNS; cb++)
         if (to[cb])
-            send_on_CT(core, cb, msg, len);
+            copies += send_on_CT(core, cb, msg, len);
+    row_add_CT(core, row, CORE_ADDR_TRANSIT, copies);
 }
 
 static codec_bytes_t text(const char *s)
@@ -447,7 +526,9 @@ static void send_to_router_CT(core_t *core, uint32_t maskbit, core_rt_out_t *o,
     core_rt_buf_t b = {0};
     if (encode_CT(rt, o, &b)) {
         log_sent_CT(o->op, &b, r->id);
-        send_on_CT(core, cb, b.ptr, b.len);
+        router_row_add_CT(core, r->id, strlen(r->id), CORE_ADDR_FROM_PROC);
+        if (send_on_CT(core, cb, b.ptr, b.len))
+            router_row_add_CT(core, r->id, strlen(r->id), CORE_ADDR_TRANSIT);
     }
     core_rt_buf_fini(&b);
 }
@@ -463,8 +544,10 @@ static void send_hello_CT(core_t *core)
     core_rt_out_t o = {.op = CORE_RT_OP_HELLO, .to = "amqp:/_local/qdhello", .ids = ids,
                        .n_ids = n};
     core_rt_buf_t b = {0};
-    if (encode_CT(rt, &o, &b))
+    if (encode_CT(rt, &o, &b)) {
         log_sent_CT(o.op, &b, NULL);
+        row_add_CT(core, RT_ROW_HELLO, CORE_ADDR_FROM_PROC, 1);
+    }
     if (b.len)
         for (int32_t cb = 0; cb < RT_MAX_CONNS; cb++)
             if (rt->conns[cb].used)
@@ -482,7 +565,8 @@ static void send_ra_CT(core_t *core)
     core_rt_buf_t b = {0};
     if (encode_CT(rt, &o, &b)) {
         log_sent_CT(o.op, &b, NULL);
-        flood_CT(core, b.ptr, b.len, -1, NULL);
+        row_add_CT(core, RT_ROW_TROUTER, CORE_ADDR_FROM_PROC, 1);
+        flood_CT(core, b.ptr, b.len, -1, NULL, RT_ROW_TROUTER);
     }
     core_rt_buf_fini(&b);
 }
@@ -516,11 +600,13 @@ static void routes_to_forwarder_CT(core_t *core)
     core_rt_t       *rt = core->rt;
     core_rt_route_t  routes[CORE_RT_MAX_ROUTERS];
     core_rt_routes_t t = {.routers = routes, .n = 0, .radius = core_rt_lsdb_radius(rt->db)};
+    uint32_t         reached = 0;
     for (uint32_t b = 1; b < CORE_RT_MAX_ROUTERS && b < CORE_RT_MAX_NODES; b++) {
         core_rt_node_t *r = core_rt_lsdb_node(rt->db, b);
         if (!r)
             continue;
         int32_t cb = r->reachable ? route_CT(rt, b) : -1;
+        reached += cb >= 0 && cb < CORE_RT_MAX_CONNS;
         core_rt_node_t *u = r->reachable && r->upstream >= 0
                                 ? core_rt_lsdb_node(rt->db, (uint32_t)r->upstream)
                                 : NULL;
@@ -537,6 +623,7 @@ static void routes_to_forwarder_CT(core_t *core)
     }
     if (core_rt_set_routes_CT(core, &t) != 0)
         LOG(ERROR, "Route table refused by the forwarder");
+    rows_gauges_CT(core, reached);
 }
 
 static bool rnode_has(const core_addr_t *addr, uint32_t b)
@@ -730,12 +817,29 @@ typedef enum rt_dest {
     RT_DEST_NONE,     /* anything else: dropped */
 } rt_dest_t;
 
-static rt_dest_t dest_of(core_rt_t *rt, codec_bytes_t to, codec_bytes_t *other)
+/* The protocol address a message for this router (`dest` HERE or ALL) is counted on, by the
+ * rest of its address (`rest`, after `_local/` or `_topo/0/<id>/`). */
+static rt_row_t row_of(rt_dest_t dest, const char *rest, size_t n)
+{
+    bool here = dest == RT_DEST_HERE;
+    if (n == 7 && memcmp(rest, "qdhello", 7) == 0)
+        return here ? RT_ROW_HELLO : RT_ROW_NONE;
+    if (n == 8 && memcmp(rest, "qdrouter", 8) == 0)
+        return here ? RT_ROW_LROUTER : RT_ROW_TROUTER;
+    if (n == 11 && memcmp(rest, "qdrouter.ma", 11) == 0)
+        return here ? RT_ROW_LMA : RT_ROW_TMA;
+    return RT_ROW_NONE;
+}
+
+static rt_dest_t dest_of(core_rt_t *rt, codec_bytes_t to, codec_bytes_t *other, rt_row_t *row)
 {
     size_t      n;
     const char *a = core_addr_normalize((const char *)to.ptr, to.len, &n);
-    if (n >= 7 && memcmp(a, "_local/", 7) == 0)
+    *row = RT_ROW_NONE;
+    if (n >= 7 && memcmp(a, "_local/", 7) == 0) {
+        *row = row_of(RT_DEST_HERE, a + 7, n - 7);
         return RT_DEST_HERE;
+    }
     if (n < 8 || memcmp(a, "_topo/0/", 8) != 0)
         return RT_DEST_NONE;
     const char *id = a + 8, *end = a + n;
@@ -743,10 +847,14 @@ static rt_dest_t dest_of(core_rt_t *rt, codec_bytes_t to, codec_bytes_t *other)
     if (!slash)
         return RT_DEST_NONE;
     size_t idlen = (size_t)(slash - id);
-    if (idlen == 3 && memcmp(id, "all", 3) == 0)
+    if (idlen == 3 && memcmp(id, "all", 3) == 0) {
+        *row = row_of(RT_DEST_ALL, slash + 1, (size_t)(end - slash - 1));
         return RT_DEST_ALL;
-    if (idlen == strlen(rt->id) && memcmp(id, rt->id, idlen) == 0)
+    }
+    if (idlen == strlen(rt->id) && memcmp(id, rt->id, idlen) == 0) {
+        *row = row_of(RT_DEST_HERE, slash + 1, (size_t)(end - slash - 1));
         return RT_DEST_HERE;
+    }
     *other = (codec_bytes_t){(const uint8_t *)id, idlen};
     return RT_DEST_OTHER;
 }
@@ -787,11 +895,12 @@ static void msg_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
     if (ra.trace_count > core_rt_lsdb_radius(rt->db) + 1)
         return;
     codec_bytes_t other = {0};
-    rt_dest_t     dest = dest_of(rt, scan.to, &other);
+    rt_row_t      row;
+    rt_dest_t     dest = dest_of(rt, scan.to, &other, &row);
     if (dest == RT_DEST_OTHER) {
         core_rt_node_t *r = core_rt_lsdb_find(rt->db, other.ptr, other.len);
-        if (r)
-            send_on_CT(core, route_CT(rt, r->maskbit), msg, len);
+        if (r && send_on_CT(core, route_CT(rt, r->maskbit), msg, len))
+            router_row_add_CT(core, r->id, strlen(r->id), CORE_ADDR_TRANSIT);
         return;
     }
     if (dest == RT_DEST_NONE)
@@ -806,9 +915,10 @@ static void msg_CT(core_t *core, int32_t cb, const uint8_t *msg, size_t len)
         return;
     }
     log_msg_CT("RCVD", &m, NULL);
+    row_add_CT(core, row, CORE_ADDR_TO_PROC, 1);
     handle_CT(core, &m, cb);
     if (dest == RT_DEST_ALL)
-        flood_CT(core, msg, len, cb, &ra);
+        flood_CT(core, msg, len, cb, &ra, row);
 }
 
 void core_rt_action_CT(core_t *core, core_action_t *a)
@@ -816,6 +926,7 @@ void core_rt_action_CT(core_t *core, core_action_t *a)
     core_rt_t *rt = core->rt;
     uint64_t   conn_id = a->u.rt.conn_id;
     int32_t    cb = conn_bit_CT(rt, conn_id);
+    rows_make_CT(core);
     switch ((core_rt_event_t)a->u.rt.event) {
     case CORE_RT_CONN_OPENED:
         if (cb >= 0)
@@ -832,6 +943,7 @@ void core_rt_action_CT(core_t *core, core_action_t *a)
         (void)core_rt_conn_CT(core, conn_id, (uint32_t)cb, true);
         LOG(INFO, "[C%llu] Inter-router connection opened: mask bit %d, cost %lld",
             (unsigned long long)conn_id, cb, (long long)rt->conns[cb].cost);
+        routes_to_forwarder_CT(core); /* the rows' gauges */
         break;
     case CORE_RT_CTL_LOST:
     case CORE_RT_CONN_CLOSED:
@@ -843,6 +955,7 @@ void core_rt_action_CT(core_t *core, core_action_t *a)
             (void)core_rt_conn_CT(core, conn_id, (uint32_t)cb, false);
             LOG(INFO, "[C%llu] Inter-router connection closed (mask bit %d)",
                 (unsigned long long)conn_id, cb);
+            routes_to_forwarder_CT(core); /* the rows' gauges */
         }
         rows_publish_CT(rt);
         break;
@@ -860,6 +973,7 @@ void core_rt_tick_CT(core_t *core)
     core_rt_mobile_diff_t d;
     core_rt_actions_t     a;
     core_rt_actions_clear(&a);
+    rows_make_CT(core);
     core_lrm_tick_CT(core); /* link routes' keys join this tick's batch */
     if (core_rt_mobile_tick_CT(rt->mob, &d)) {
         /* the MAU first, then the RA that carries the new mobile_seq (qdrouterd's order:
@@ -870,7 +984,8 @@ void core_rt_tick_CT(core_t *core)
         core_rt_buf_t b = {0};
         if (encode_CT(rt, &o, &b)) {
             log_sent_CT(o.op, &b, NULL);
-            flood_CT(core, b.ptr, b.len, -1, NULL);
+            row_add_CT(core, RT_ROW_TMA, CORE_ADDR_FROM_PROC, 1);
+            flood_CT(core, b.ptr, b.len, -1, NULL, RT_ROW_TMA);
         }
         core_rt_buf_fini(&b);
         core_rt_lsdb_set_mobile_seq_CT(rt->db, d.mobile_seq);

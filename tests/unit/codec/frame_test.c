@@ -41,6 +41,8 @@ typedef struct stream {
 
 static void put(stream_t *s, const void *p, size_t n)
 {
+    if (n == 0)
+        return; /* p may be NULL then, which memcpy may not be given */
     memcpy(s->b + s->n, p, n);
     s->n += n;
 }

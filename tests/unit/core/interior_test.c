@@ -583,6 +583,45 @@ static void test_mau_hint(void **state)
     fx_free(f);
 }
 
+/* A router still in the table but no longer reached (killed: the protocol keeps it until
+ * remoteLsMaxAge) keeps its addresses, but their senders are drained until it is reached
+ * again; a sender to its `_topo/0/<id>/...` address (its R<id>) the same. */
+static void test_router_unreachable_withdraws(void **state)
+{
+    (void)state;
+    fixture_t *f = fx_new(CONFIG);
+    mesh_t     m;
+    mesh_up(f, &m);
+    uint64_t snd = client_sender(f, "uq");
+    remote_addr(f, "M0uq", 2, true);
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    (void)client_sender(f, "_topo/0/C/$management"); /* keyed RC */
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    core_rt_route_t r[] = {
+        {.maskbit = 1, .id = "B", .conn_bit = 0, .neighbour = true, .link_bit = 0, .cost = 1, .vo = ALL_VO},
+        {.maskbit = 2, .id = "C", .conn_bit = -1, .neighbour = false, .cost = 5, .vo = ALL_VO},
+    };
+    core_rt_routes_t t = {.routers = r, .n = 2, .radius = 1};
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+    assert_false(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    assert_false(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    expect_none(f, 0, CORE_W_LINK_CREDIT);
+    /* reached again: both get credit back, the address was kept */
+    r[1].conn_bit = 1;
+    r[1].neighbour = true;
+    r[1].link_bit = 1;
+    assert_int_equal(run_on_core(f, routes_fn, &t), 0);
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    assert_true(expect(f, 0, CORE_W_LINK_CREDIT).u.credit.grant);
+    test_dlv_t *d = deliver_ra(f, 0, snd, NULL, false, NULL);
+    assert_int_equal(expect_send(f, NULL), m.c_out);
+    settle_copy(f, 0, m.c_out, &d->dlv, CORE_OUTCOME_ACCEPTED);
+    core_disposition_t res = expect_settle(f, 0, &d->dlv);
+    assert_int_equal(res.outcome, CORE_OUTCOME_ACCEPTED);
+    free(d);
+    fx_free(f);
+}
+
 /* A router left out of a new table takes its addresses along: the sender loses credit. */
 static void test_router_gone_withdraws(void **state)
 {
@@ -915,6 +954,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_priority_links),
         cmocka_unit_test(test_mau_hint),
         cmocka_unit_test(test_router_gone_withdraws),
+        cmocka_unit_test(test_router_unreachable_withdraws),
         cmocka_unit_test(test_random_mesh),
         cmocka_unit_test(test_annotations_as_qdrouterd),
         cmocka_unit_test(test_data_as_qdrouterd),
