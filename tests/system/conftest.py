@@ -13,6 +13,8 @@ errors at teardown.
 The binary is $JUNCTIOND, or build/router/junctiond under the repository root.
 """
 
+import array
+import fcntl
 import json
 import os
 import random
@@ -20,6 +22,7 @@ import re
 import signal
 import socket
 import subprocess
+import termios
 import threading
 import time
 from pathlib import Path
@@ -271,8 +274,41 @@ class Router:
             return "\n".join(self.lines)
 
     def stderr_lines(self):
+        """Every line the router has written to stderr so far: the reader thread is first
+        let catch up with what is in the pipe (on a loaded machine it can lag behind a line
+        the router wrote before the management answer the test has just read)."""
+        self._catch_up()
         with self.cond:
             return list(self.lines)
+
+    def _catch_up(self, timeout=2.0):
+        stream = self.proc.stderr if self.proc else None
+        if stream is None:
+            return
+        end = time.monotonic() + timeout
+        try:
+            fd = stream.fileno()
+        except ValueError:  # closed: the reader has taken everything
+            return
+        pending = array.array("i", [0])
+        while time.monotonic() < end:
+            try:
+                fcntl.ioctl(fd, termios.FIONREAD, pending)
+            except OSError:
+                return
+            if pending[0] == 0:
+                break
+            time.sleep(0.005)
+        # what the reader took from the pipe may still be in its buffer: let it run until
+        # the count of lines stops moving
+        with self.cond:
+            n = len(self.lines)
+        while time.monotonic() < end:
+            time.sleep(0.01)
+            with self.cond:
+                if len(self.lines) == n:
+                    return
+                n = len(self.lines)
 
     def wait_log(self, pattern, timeout=5.0, start=0):
         """Wait for a stderr line (from index `start`) matching `pattern`; returns the match."""
