@@ -386,7 +386,16 @@ def everyone_else_is_served(router, node, good, tag):
 
 
 def log_lines(router, text):
-    return [x for x in router.lines if text in x]
+    return [x for x in router.stderr_lines() if text in x]
+
+
+def wait_lines(router, text, n, timeout=10.0):
+    """The router's lines holding text, once there are at least n (different threads write
+    them, in either order) or the timeout has passed."""
+    end = time.monotonic() + timeout
+    while len(log_lines(router, text)) < n and time.monotonic() < end:
+        time.sleep(0.05)
+    return log_lines(router, text)
 
 
 # ---------------------------------------------------------------- autoLinks on a bad broker
@@ -499,7 +508,7 @@ def test_transfer_on_the_routers_sending_autolink(bad_router, node, good, raws):
     s = wait_state(node, "bad-out", "inactive")
     assert s[1] == ERRANT, s
     bad_router.wait_log(r"\[C\d+\] Connection from .* failed: amqp:not-allowed %s" % ERRANT)
-    assert len(log_lines(bad_router, ERRANT)) == 2, bad_router.lines  # and the autoLink's
+    assert len(wait_lines(bad_router, ERRANT, 2)) == 2, bad_router.lines  # and the autoLink's
     everyone_else_is_served(bad_router, node, good, "after-backwards")
     # the broker comes back, behaving: the new link works
     bad = raws()
