@@ -25,9 +25,11 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,8 +43,8 @@
 struct rtr_server {
     const cfg_t      *cfg;             /* configuration, outlives the server */
     uv_loop_t         loop;            /* main thread's loop */
-    uv_signal_t       sigs[4];         /* SIGTERM, SIGINT, SIGHUP, SIGQUIT */
-    uv_signal_t       sig_usr1;        /* SIGUSR1: reopen the log files (logrotate) */
+    int               sig_fd;          /* signalfd of the stop signals and SIGUSR1, or -1 */
+    uv_poll_t         sig_poll;        /* watches sig_fd on the loop (start .. run's end) */
     uint64_t          log_dropped;     /* base_log_dropped() counted into the router's stats */
     bool              loop_ready;      /* `loop` initialised (start) */
     rtr_tls_t        *tls;             /* the sslProfiles' TLS contexts (new .. free) */
@@ -180,26 +182,32 @@ void rtr_server_stop(rtr_server_t *s)
     server_stop(s);
 }
 
-static void signal_cb(uv_signal_t *h, int signum)
+/* The stop signals and SIGUSR1 are blocked in every thread (rtr_server_start) and read
+ * here from a signalfd: no handler runs at an arbitrary point of some thread, and a signal
+ * that came while the threads started waits in the kernel until the loop reads it.
+ * SIGUSR1 reopens the log files, as logrotate's postrotate expects of a daemon (qdrouterd
+ * has no such signal; HUP already means shut down, as in qdrouterd); the others shut down. */
+static void signal_cb(uv_poll_t *h, int status, int events)
 {
-    rtr_server_t *s = h->data;
-    if (s->stopping)
-        return;
-    LOG(NOTICE,
-        "Shut down on signal %d (%s): no new connections or credit; deliveries in "
-        "flight may settle for up to %u seconds",
-        signum, strsignal(signum), s->cfg->router.shutdown_grace_seconds);
-    server_stop(s);
-}
-
-/* SIGUSR1: reopen the log files, as logrotate's postrotate expects of a daemon (qdrouterd
- * has no such signal; HUP already means shut down, as in qdrouterd). */
-static void reopen_cb(uv_signal_t *h, int signum)
-{
-    (void)h;
-    (void)signum;
-    base_log_reopen();
-    LOG(INFO, "Log files reopened (SIGUSR1)");
+    rtr_server_t           *s = h->data;
+    struct signalfd_siginfo si;
+    (void)status;
+    (void)events;
+    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        int signum = (int)si.ssi_signo;
+        if (signum == SIGUSR1) {
+            base_log_reopen();
+            LOG(INFO, "Log files reopened (SIGUSR1)");
+            continue;
+        }
+        if (s->stopping)
+            continue;
+        LOG(NOTICE,
+            "Shut down on signal %d (%s): no new connections or credit; deliveries in "
+            "flight may settle for up to %u seconds",
+            signum, strsignal(signum), s->cfg->router.shutdown_grace_seconds);
+        server_stop(s);
+    }
 }
 
 rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
@@ -207,6 +215,7 @@ rtr_server_t *rtr_server_new(const cfg_t *cfg, char *err, size_t errlen)
     rtr_server_t *s = base_calloc(1, sizeof(*s));
     s->cfg = cfg;
     s->statm_fd = -1;
+    s->sig_fd = -1;
     /* Cyrus SASL before the listeners: an unusable saslConfigDir stops start-up here */
     if (rtr_sasl_init(&cfg->router, err, errlen) != 0) {
         free(s);
@@ -250,18 +259,18 @@ static void stop_signal_set(sigset_t *set)
 
 static int server_start(rtr_server_t *s);
 
-/* The threads started here (log writer, core, workers, agent, admin) inherit a mask that
- * blocks the stop signals, so that only the main thread takes them: at the end of shutdown
- * it can then hold them back while libuv gives them their default action again (see
- * rtr_server_run). */
+/* The stop signals are blocked here in the main thread for good, before any thread starts:
+ * the threads started here (log writer, core, workers, agent, admin) inherit the mask, and
+ * the main loop reads the signals from a signalfd (signal_cb).  At the end of shutdown
+ * (rtr_server_run) the loop no longer reads them: a second SIGTERM (a service manager's, an
+ * impatient operator's) stays pending and does not kill a router that is finishing its
+ * exit. */
 int rtr_server_start(rtr_server_t *s)
 {
     sigset_t set;
     stop_signal_set(&set);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    int rc = server_start(s);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-    return rc;
+    return server_start(s);
 }
 
 static int server_start(rtr_server_t *s)
@@ -274,14 +283,16 @@ static int server_start(rtr_server_t *s)
     /* first: a signal that arrives while the threads start (a client may already be
      * served) waits for the loop and shuts down as any other, instead of killing the process
      * (logrotate's SIGUSR1 too) */
-    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    for (int i = 0; i < 4; i++) {
-        uv_signal_init(&s->loop, &s->sigs[i]);
-        s->sigs[i].data = s;
-        uv_signal_start(&s->sigs[i], signal_cb, signals[i]);
-    }
-    uv_signal_init(&s->loop, &s->sig_usr1);
-    uv_signal_start(&s->sig_usr1, reopen_cb, SIGUSR1);
+    sigset_t set;
+    stop_signal_set(&set);
+    s->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (s->sig_fd < 0)
+        return -errno;
+    rc = uv_poll_init(&s->loop, &s->sig_poll, s->sig_fd);
+    if (rc)
+        return rc;
+    s->sig_poll.data = s;
+    uv_poll_start(&s->sig_poll, UV_READABLE, signal_cb);
     rtr_fd_reserve_init(); /* before any thread accepts */
     /* from here on no thread that logs writes the log itself (after main()'s fork, which
      * would leave the writer thread behind) */
@@ -398,19 +409,10 @@ int rtr_server_run(rtr_server_t *s)
     mgmt_agent_stop(s->agent); /* after the core: it may send the agent work until it stops */
     s->started = false;
     rtr_connmgr_stop(s->connmgr); /* (done at the signal already) */
-    /* closing the watchers gives the signals their default action back: a second SIGTERM
-     * (a service manager's, an impatient operator's) would kill a router that is only
-     * finishing its exit, so the rest of shutdown ignores them.  The other threads block
-     * them (rtr_server_start), and the main thread holds them back until they are ignored:
-     * one arriving in between is then discarded, not acted on. */
-    sigset_t set;
-    stop_signal_set(&set);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* the signal watcher closes with the rest: signals that come from here on stay pending
+     * (blocked in every thread), so a second SIGTERM cannot kill a router finishing its
+     * exit */
     rtr_loop_close_all(&s->loop);
-    int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1};
-    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
-        signal(stop_signals[i], SIG_IGN);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     LOG(NOTICE, "Stopped");
     /* what is queued is written before the process exits (an output that never drains is
@@ -442,10 +444,12 @@ void rtr_server_free(rtr_server_t *s)
     rtr_ctx_fini(&s->ctx);
     stats_registry_free(s->reg);
     if (s->loop_ready) {
-        rtr_loop_close_all(&s->loop); /* the signal watchers when start failed */
+        rtr_loop_close_all(&s->loop); /* the signal watcher when start failed */
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
     }
+    if (s->sig_fd >= 0)
+        close(s->sig_fd); /* after its watcher closed */
     rtr_sasl_fini(); /* the workers are gone: no connection uses Cyrus any more */
     free(s->workers);
     free(s->worker_q);
