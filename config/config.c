@@ -266,15 +266,6 @@ static int unsupported(const ent_t *e, int a, const char *what)
 static int get_int(const ent_t *e, int a, long long lo, long long hi, long long dflt,
                    long long *out);
 
-bool cfg_edge_enabled(void)
-{
-    /* Edge mode is not whole yet (no link routes through an edge, no waypoint capabilities
-     * on its proxy links): `mode: edge` and `role: edge` are taken only when this experimental
-     * switch is set. */
-    const char *v = getenv("JUNCTION_EXPERIMENTAL_EDGE");
-    return v && strcmp(v, "1") == 0;
-}
-
 /* The routing protocol's timers (router entity), qdrouterd's ranges and defaults. */
 static int router_timers_fill(const ent_t *e, cfg_router_t *r)
 {
@@ -678,8 +669,6 @@ static int build_router(ent_t *e)
 
     if (get_enum(e, R_MODE, 0, &i) < 0)
         return -1;
-    if (i == 2 && !cfg_edge_enabled())
-        return unsupported(e, R_MODE, "mode \"edge\"");
     if (i == 2) {
         /* an edge router (core/edge.c): no routing protocol, one uplink to an interior */
         free(r->mode);
@@ -831,14 +820,8 @@ static int listener_fill(ent_t *e, cfg_listener_t *l)
 
     if (get_enum(e, L_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    /* route-container: autoLinks attach on its connections (core/autolink.h), link routes
-     * lead there (core/linkroute.h) */
-    if (i != CFG_ROLE_NORMAL && i != CFG_ROLE_ROUTE_CONTAINER &&
-        i != CFG_ROLE_INTER_ROUTER && !(i == CFG_ROLE_EDGE && cfg_edge_enabled())) {
-        char what[64];
-        snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
-        return unsupported(e, L_ROLE, what);
-    }
+    /* every role serves: route-container (autoLinks attach on its connections, link routes
+     * lead there), inter-router (an interior mesh), edge (an interior's edge routers) */
     l->role = (cfg_role_t)i;
 
     if (listener_tls_fill(e, l) < 0)
@@ -1037,11 +1020,6 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     l->cost = (int64_t)cost;
     if (get_enum(e, CN_ROLE, CFG_ROLE_NORMAL, &i) < 0)
         return -1;
-    if (i == CFG_ROLE_EDGE && !cfg_edge_enabled()) {
-        char what[64];
-        snprintf(what, sizeof(what), "role \"%s\"", cfg__role_tags[i]);
-        return unsupported(e, CN_ROLE, what);
-    }
     l->role = (cfg_role_t)i;
 
     /* TLS as a client: the profile is checked to exist once the file is read */

@@ -63,10 +63,9 @@ typedef enum cfg_role {
 typedef struct cfg_router {
     char              *id;                   /* router id; default: "Junction.<random 8 hex>" style
                                                 random id when absent; never contains whitespace */
-    char              *mode;                 /* "standalone", "interior", or "edge" (only with
-                                                the experimental switch, cfg_edge_enabled()) */
+    char              *mode;                 /* "standalone", "interior", or "edge" */
     bool               interior;             /* mode is "interior" */
-    bool               edge;                 /* mode is "edge" (with the same switch) */
+    bool               edge;                 /* mode is "edge" */
     int                hello_interval;       /* helloIntervalSeconds, default 1 */
     int                hello_max_age;        /* helloMaxAgeSeconds, default 3 */
     int                ra_interval;          /* raIntervalSeconds, default 30 */
@@ -475,9 +474,6 @@ const char *cfg_distribution_name(cfg_distribution_t d);
 const char *cfg_strip_name(cfg_strip_t s);
 const char *cfg_role_name(cfg_role_t r);
 
-/* Whether the environment's JUNCTION_EXPERIMENTAL_EDGE=1 lets `mode: edge` and `role: edge`
- * through (edge mode is not complete yet).  Thread-safe. */
-bool cfg_edge_enabled(void);
 /* "IPv4", "IPv6", or NULL for CFG_FAMILY_ANY.  Thread-safe. */
 const char *cfg_family_name(cfg_family_t f);
 

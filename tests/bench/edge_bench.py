@@ -95,7 +95,6 @@ class Proc:
         with open(base + ".json", "w") as f:
             json.dump(self.config(), f)
         env = dict(os.environ)
-        env["JUNCTION_EXPERIMENTAL_EDGE"] = "1"
         log = open(base + ".log", "w")
         self.proc = subprocess.Popen([self.bench.exe[self.kind], "-c", base + ".json"],
                                      stdout=log, stderr=subprocess.STDOUT,

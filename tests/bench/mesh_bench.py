@@ -131,7 +131,6 @@ class Router:
         with open(cfg, "w") as f:
             json.dump(self.config(), f)
         env = dict(os.environ)
-        env["JUNCTION_EXPERIMENTAL_EDGE"] = "1"
         exe = self.bench.exe[self.kind]
         log = open("%s.%d.log" % (self.base, self.starts), "w")
         self.proc = subprocess.Popen([exe, "-c", cfg], stdout=log, stderr=subprocess.STDOUT,

@@ -22,8 +22,6 @@ from mgmt_tool import Node
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
 NODE = "org.apache.qpid.dispatch.router.node"
-# edge mode's experimental switch (interior mode needs none): set for every Junction here
-SWITCH = "JUNCTION_EXPERIMENTAL_EDGE"
 # closest is the default distribution; these prefixes give the other two
 ADDRESSES = [("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")]
 
@@ -34,9 +32,7 @@ def need_peer():
 
 
 def interior_env():
-    env = dict(os.environ)
-    env[SWITCH] = "1"
-    return env
+    return dict(os.environ)
 
 
 def wait_for(what, fn, timeout=20.0, every=0.2):

@@ -48,8 +48,6 @@ def refused(text):
     return "refused: " + text
 
 
-MODE_EDGE = refused('Junction does not support mode "edge" yet')
-ROLE_EDGE = refused('Junction does not support role "edge" yet')
 # the snippet's connector names a profile it leaves out (TLS on a connector itself loads)
 NO_BROKER_PROFILE = refused("sslProfile 'broker-tls': no sslProfile entity has that name")
 # a snippet whose listener names a profile the snippet leaves out (qdrouterd refuses it too)
@@ -130,9 +128,9 @@ EXPECTED = {
     'tests/config-1/A.json': SERVES,
     'tests/config-2-broker/A.conf': SERVES,
     'tests/config-2-broker/B.conf': SERVES,
-    'tests/config-2-edge/EDGE25.conf': MODE_EDGE,
-    'tests/config-2-edge/INTA.conf': ROLE_EDGE,
-    'tests/config-2-edge/INTB.conf': ROLE_EDGE,
+    'tests/config-2-edge/EDGE25.conf': SERVES,
+    'tests/config-2-edge/INTA.conf': SERVES,
+    'tests/config-2-edge/INTB.conf': SERVES,
     'tests/config-2/A-ssl.conf.in': SERVES,
     'tests/config-2/A.conf': SERVES,
     'tests/config-2/B-ssl.conf.in': SERVES,

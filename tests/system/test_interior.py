@@ -2,9 +2,8 @@
 connections run qdrouterd 1.19's routing protocol and show each other in `router.node`
 (qdstat -n).
 
-Junction routers (interior mode needs no switch; edge mode, refused without
-JUNCTION_EXPERIMENTAL_EDGE=1, is tested in test_edge.py): two joined by a connector (each sees the other as a
-neighbour at the connection's cost, and learns the other's mobile addresses), a line of three
+Junction routers (edge mode is tested in test_edge.py): two joined by a connector (each sees
+the other as a neighbour at the connection's cost, and learns the other's mobile addresses), a line of three
 (the ends see each other through the middle, valid origins as qdrouterd computes them), the
 loss of a router (killed: the other drops it within helloMaxAgeSeconds) and its return; then
 mixed with the real qdrouterd 1.19 of ../shared/peer, each side connecting: both routers'
@@ -17,7 +16,6 @@ consumer's ACCEPTED back to the sender, and multicast with a consumer on each ro
 each), between two Junctions and between Junction and qdrouterd.  The qdrouterd tests skip
 where ../shared/peer is absent.
 """
-import os
 import signal
 import socket
 import subprocess
@@ -30,8 +28,8 @@ from proton.reactor import AtMostOnce, LinkOption
 from proton import Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
-from conftest import free_port, run_junctiond, write_config
-from meshnet import PEER_BIN, SWITCH, interior_env, nodes, qdr_interior_conf
+from conftest import free_port
+from meshnet import PEER_BIN, interior_env, nodes, qdr_interior_conf
 from mgmt_tool import Node
 
 
@@ -83,35 +81,15 @@ def inter_port(r):
 # ---------------------------------------------------------------- the switch
 
 
-@pytest.mark.parametrize("ent,want", [
-    (["router", {"id": "R", "mode": "edge"}], 'Junction does not support mode "edge"'),
-    (["listener", {"host": "127.0.0.1", "port": "0", "role": "edge"}],
-     'Junction does not support role "edge"'),
-    (["connector", {"host": "127.0.0.1", "port": "5999", "role": "edge"}],
-     'Junction does not support role "edge"'),
-])
-def test_edge_refused_without_the_switch(tmp_path, ent, want):
-    ents = [ent] if ent[0] == "router" else [["router", {"id": "R"}], ent]
-    cfg = write_config(tmp_path / "c.json", ents)
-    env = dict(os.environ)
-    env.pop(SWITCH, None)
-    p = run_junctiond(["-c", cfg], env=env)
-    assert p.returncode != 0
-    lines = [x for x in p.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and want in lines[0], p.stderr
-
-
-def test_interior_needs_no_switch(make_router):
-    """An interior router with an inter-router listener and connector starts with the switch
-    unset (it gates edge mode only) and lists itself in router.node."""
-    env = dict(os.environ)
-    env.pop(SWITCH, None)
+def test_interior_alone(make_router):
+    """An interior router with an inter-router listener and a connector to nowhere starts and
+    lists itself in router.node."""
     r = make_router(entities=[
         ["router", {"id": "Solo", "mode": "interior"}],
         ["listener", {"host": "127.0.0.1", "port": "0"}],
         ["listener", {"host": "127.0.0.1", "port": "0", "role": "inter-router"}],
         ["connector", {"host": "127.0.0.1", "port": str(free_port()), "role": "inter-router"}],
-    ], env=env)
+    ])
     r.wait_log(r"router id Solo, mode interior")
     end = time.monotonic() + 10  # its own row comes with the first routing tick
     while list(nodes(r.url)) != ["Solo"] and time.monotonic() < end:

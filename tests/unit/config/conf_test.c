@@ -315,9 +315,9 @@ static void test_lines_in_messages(void **state)
              "t.conf: line 7: entity 1 (listener): attribute 'name': entity 0 has the name "
              "\"a\" already");
     conf_err("blah {\n}\n", "t.conf: line 1: entity 0: unknown entity type 'blah'");
-    conf_err("listener {\n port: 0\n role: edge\n}\n",
-             "t.conf: line 3: entity 0 (listener): attribute 'role': Junction does not support "
-             "role \"edge\" yet");
+    conf_err("listener {\n port: 0\n role: spoke\n}\n",
+             "t.conf: line 3: entity 0 (listener): attribute 'role': expected one of normal, "
+             "inter-router, route-container, edge, got \"spoke\"");
 }
 
 static void test_shipped_examples(void **state)
@@ -650,10 +650,11 @@ static void test_unsupported_entity_tables(void **state)
     assert_string_equal(ap->listeners[0].sasl_plugin, "auth");
     assert_true(ap->n_warnings >= 3); /* authService, saslInitHostname, authSslProfile */
     cfg_free(ap);
-    /* the entities are still refused with one line naming the feature */
-    conf_err("connector {\n addr: a\n port: 5672\n role: edge\n}\n",
-             "t.conf: line 4: entity 0 (connector): attribute 'role': Junction does not support "
-             "role \"edge\" yet");
+    /* an edge router's uplink */
+    cfg_t *ed = conf_ok("router {\n mode: edge\n}\nconnector {\n addr: a\n port: 5672\n"
+                        " role: edge\n}\n");
+    assert_int_equal(ed->connectors[0].conn.role, CFG_ROLE_EDGE);
+    cfg_free(ed);
     /* linkRoute loads (its 0.x `dir` with a warning); the checks qdrouterd's CREATE makes */
     cfg_t *lr = conf_ok("listener {\n port: 0\n role: route-container\n}\n"
                         "linkRoute {\n prefix: q\n dir: in\n containerId: b\n"

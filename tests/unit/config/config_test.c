@@ -635,7 +635,6 @@ static void test_router(void **state)
                                 "\"a\\x09b\"");
     router_err("'id': 'x', 'routerId': 'y'", "attribute 'id': given twice, as 'id' and "
                                              "'routerId'");
-    router_err("'mode': 'edge'", "attribute 'mode': Junction does not support mode \"edge\" yet");
     router_err("'mode': 'solo'",
                "attribute 'mode': expected one of standalone, interior, edge, got \"solo\"");
     router_err("'workerThreads': 0",
@@ -1036,15 +1035,14 @@ static void test_listener_limits(void **state)
                  "4294967, got 4294968");
 }
 
-/* Interior mode loads with the protocol's timers; edge mode only with its experimental
- * switch (JUNCTION_EXPERIMENTAL_EDGE=1), and is refused in one line without it. */
-static void test_interior_switch(void **state)
+/* Interior mode loads with the protocol's timers; edge mode with its edge connector, and an
+ * interior's edge listener. */
+static void test_interior_and_edge_modes(void **state)
 {
     (void)state;
     const char *text = "[['router', {'id': 'R', 'mode': 'interior', 'helloMaxAgeSeconds': 5}],"
                        " ['listener', {'port': '0', 'role': 'inter-router', 'cost': 7}],"
                        " ['connector', {'port': '5999', 'role': 'inter-router'}]]";
-    unsetenv("JUNCTION_EXPERIMENTAL_EDGE");
     cfg_t *cfg = load_ok(text);
     assert_true(cfg->router.interior);
     assert_string_equal(cfg->router.mode, "interior");
@@ -1060,15 +1058,9 @@ static void test_interior_switch(void **state)
     load_err("[['router', {'mode': 'interior', 'raIntervalSeconds': 0}]]",
              "t.json: entity 0 (router): attribute 'raIntervalSeconds': expected an integer "
              "from 1 to 86400, got 0");
-    /* edge mode (issue 17) comes with its switch: the router and its edge connector */
+    /* edge mode: the router and its edge connector */
     const char *edge = "[['router', {'id': 'E', 'mode': 'edge'}],"
                        " ['connector', {'port': '5999', 'role': 'edge'}]]";
-    load_err(edge, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
-                   "mode \"edge\" yet");
-    setenv("JUNCTION_EXPERIMENTAL_EDGE", "0", 1);
-    load_err(edge, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
-                   "mode \"edge\" yet");
-    setenv("JUNCTION_EXPERIMENTAL_EDGE", "1", 1);
     cfg = load_ok(edge);
     assert_true(cfg->router.edge);
     assert_false(cfg->router.interior);
@@ -1080,15 +1072,11 @@ static void test_interior_switch(void **state)
                   " ['listener', {'port': '0', 'role': 'edge'}]]");
     assert_int_equal(cfg->listeners[0].role, CFG_ROLE_EDGE);
     cfg_free(cfg);
-    unsetenv("JUNCTION_EXPERIMENTAL_EDGE");
-    load_err(edge, "t.json: entity 0 (router): attribute 'mode': Junction does not support "
-                   "mode \"edge\" yet");
 }
 
 static void test_listener_unsupported(void **state)
 {
     (void)state;
-    listener_err("'role': 'edge'", "attribute 'role': Junction does not support role \"edge\" yet");
     listener_err("'role': 'on-demand'", "attribute 'role': expected one of normal, inter-router, "
                                         "route-container, edge, got \"on-demand\"");
     listener_err("'trustedCertsFile': '/ca.pem'",
@@ -1765,7 +1753,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_repeated_attributes),
         cmocka_unit_test(test_router),
         cmocka_unit_test(test_router_ignored),
-        cmocka_unit_test(test_interior_switch),
+        cmocka_unit_test(test_interior_and_edge_modes),
         cmocka_unit_test(test_listener_port),
         cmocka_unit_test(test_listener_values),
         cmocka_unit_test(test_listener_size_maxima),

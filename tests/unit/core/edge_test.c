@@ -41,7 +41,6 @@ static fixture_t *fx_new(const char *json)
 {
     fixture_t *f = calloc(1, sizeof(*f));
     char       err[512];
-    setenv("JUNCTION_EXPERIMENTAL_EDGE", "1", 1);
     if (cfg_load_string(json, "test.json", &f->cfg, err, sizeof(err)) != 0)
         fail_msg("config: %s", err);
     for (int i = 0; i < N_WORKERS; i++) {
