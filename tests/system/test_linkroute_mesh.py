@@ -28,7 +28,7 @@ from proton import Delivery, Message
 from brokers import unique_name
 from clients import Client
 from conftest import Router, free_port
-from meshnet import PEER_BIN, interior_env, need_peer, wait_for
+from meshnet import PEER_BIN, answers, interior_env, need_peer, wait_for
 from qdr_peer import start_standalone
 from test_interior_corpus import CORPUS, rewrite
 
@@ -62,18 +62,10 @@ class QdRouter:
         need_peer()
         self.out = open(self.log, "ab")
         self.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(self.cfg)],
-                                     
                                      stdout=self.out, stderr=subprocess.STDOUT)
-        wait_for("qdrouterd %s listening" % self.name, self._answers, timeout=15, every=0.1)
+        wait_for("qdrouterd %s listening" % self.name, lambda: answers(self.port), timeout=15,
+                 every=0.1)
         return self
-
-    def _answers(self):
-        import socket
-        try:
-            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-            return True
-        except OSError:
-            return False
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
