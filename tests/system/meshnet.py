@@ -59,6 +59,17 @@ def answers(port):
         return False
 
 
+def stop_process(proc):
+    """Stop a qdrouterd (or any child) that may still run: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 def qdr_interior_conf(rid, log, port, ir_port):
     """qdrouterd's configuration (its own format) of an interior router `rid` logging to
     `log`, with a normal listener on `port` and an inter-router one on `ir_port` (ANONYMOUS,
@@ -167,13 +178,7 @@ class Net:
 
     def close(self):
         for p in self.qprocs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
+            stop_process(p)
 
     def converged(self, edges, timeout=30.0):
         """Every router's router.node names every router with the neighbours `edges`
