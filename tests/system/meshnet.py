@@ -70,6 +70,15 @@ def stop_process(proc):
             proc.wait(5)
 
 
+def peer_tool(name, url, *args):
+    """The peer's qdstat or qdmanage with `args`, against the router at `url`: its output
+    (stderr with stdout), once it has exited with status 0."""
+    p = subprocess.run([str(PEER_BIN / name), "-b", url.replace("amqp://", "")] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout
+    return p.stdout
+
+
 def qdr_interior_conf(rid, log, port, ir_port):
     """qdrouterd's configuration (its own format) of an interior router `rid` logging to
     `log`, with a normal listener on `port` and an inter-router one on `ir_port` (ANONYMOUS,
