@@ -478,6 +478,7 @@ def test_rabbitmq_delivery_annotations_close_connection(rabbitmq, client, with_h
     assert any("unexpected_trailing_sections" in line for line in rabbitmq.output())
 
 
+@pytest.mark.deadline(180)  # a broker restart, and a recovery that is slow on a loaded machine
 def test_rabbitmq_queue_durability_across_restart(rabbitmq, client):
     """/queue/NAME declares a non-durable queue unless the attaching terminus is durable
     (configuration or more): after the broker is killed and started again, a non-durable
