@@ -36,6 +36,7 @@
 typedef struct vh_err {
     char  *buf;
     size_t len;
+    bool   policy; /* the failure is one qdrouterd's policy compiler reports, not its schema */
 } vh_err_t;
 
 __attribute__((format(printf, 2, 3))) static int vh_fail(vh_err_t *e, const char *fmt, ...)
@@ -102,6 +103,7 @@ static int vh_number(vh_err_t *e, const char *where, const cJSON *v, long long l
                        vh_show(v, shown, sizeof(shown)));
     }
     if (*out < lo || *out > hi) {
+        e->policy = true; /* a number is the schema's; its range, the compiler's */
         if (hi == LLONG_MAX)
             return vh_fail(e, "%s: expected an integer >= %lld, got %lld", where, lo, *out);
         return vh_fail(e, "%s: expected an integer from %lld to %lld, got %lld", where, lo, hi,
@@ -368,6 +370,7 @@ static int vh_group(vh_err_t *e, const char *gname, const cJSON *m, cfg_vhost_gr
         .allow_admin_status_update = true,
         .allow_fallback_links = true,
     };
+    e->policy = true; /* the schema sees `groups` as a map; what is in it, the compiler */
     if (!cJSON_IsObject(m))
         return vh_fail(e, "attribute 'groups': group '%s': expected a map, got %s", gname,
                        vh_show(m, shown, sizeof(shown)));
@@ -552,6 +555,7 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
     }
     if (!v->hostname)
         return vh_fail(e, "attribute 'hostname': required");
+    e->policy = true; /* the rest is checked by qdrouterd's policy compiler */
     for (size_t i = 0; i < v->n_aliases; i++) {
         if (strcmp(v->aliases[i], v->hostname) == 0)
             return vh_fail(e, "attribute 'aliases': '%s' is the vhost's hostname", v->aliases[i]);
@@ -592,7 +596,7 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
 
 int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen)
 {
-    vh_err_t e = {err, errlen};
+    vh_err_t e = {err, errlen, false};
 
     *v = (cfg_vhost_t){.max_connections = 65535,
                        .max_conn_per_user = 65535,
@@ -619,7 +623,7 @@ int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen
     if (vh_parse(&e, attrs, v) < 0) {
         cfg_vhost_fini(v);
         cJSON_Delete(own);
-        return -1;
+        return e.policy ? CFG_VHOST_EPOLICY : -1;
     }
     v->attrs_json = cJSON_PrintUnformatted(attrs);
     cJSON_Delete(own);
