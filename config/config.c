@@ -1038,6 +1038,12 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
         return -1;
     if (l->ssl_profile && !*l->ssl_profile)
         BASE_FREE(l->ssl_profile);
+    /* with enableVhostPolicy, the vhost whose `$connector` group governs its connections
+       (router/policy.c); "" is none, as in qdrouterd */
+    if (get_str(e, CN_POLICY_VHOST, NULL, &l->policy_vhost) < 0)
+        return -1;
+    if (l->policy_vhost && !l->policy_vhost[0])
+        BASE_FREE(l->policy_vhost);
     if (get_bool(e, CN_VERIFY_HOSTNAME, true, &cn->verify_hostname) < 0)
         return -1;
     if (e->vals[CN_FAILOVER_URLS])

@@ -178,7 +178,8 @@ typedef struct cfg_listener {
                                          not on an http listener */
     char       *policy_vhost;         /* `policyVhost`, or NULL: with enableVhostPolicy, the
                                          vhost of every connection of this listener (whatever
-                                         its open's hostname) */
+                                         its open's hostname); a connector's: the vhost whose
+                                         `$connector` group governs its connections */
 } cfg_listener_t;
 
 /* `connector`: an outgoing AMQP connection the router keeps open (qdrouterd 1.19's
