@@ -614,6 +614,29 @@ bool rtr_policy_admin_status_allowed(rtr_policy_t *p, uint64_t conn_id)
     return ok;
 }
 
+bool rtr_policy_dynamic_link_routes_allowed(rtr_policy_t *p, uint64_t conn_id)
+{
+    char line[512] = "";
+    pthread_mutex_lock(&p->lock);
+    rtr_pconn_t *pc = base_map_uget(&p->conns, conn_id);
+    bool         ok = !pc || pc->g->allow_dynamic_link_routes;
+    if (!ok) {
+        /* a denial of the user's, like a link's (the record may go once the lock is
+           released: the line is made under it) */
+        puser_t *u = user_locked(pc->st, pc->user, true);
+        if (u)
+            u->denied++;
+        snprintf(line, sizeof(line),
+                 "[C%llu] DENY management CREATE of a connection-scoped link route for user "
+                 "'%s', rhost '%s', vhost '%s': allowDynamicLinkRoutes is false",
+                 (unsigned long long)conn_id, pc->user, pc->host, pc->vh->cfg.hostname);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!ok)
+        PLOG(INFO, "%s", line);
+    return ok;
+}
+
 bool rtr_pconn_dynamic_link_routes(const rtr_pconn_t *pc)
 {
     return pc->g->allow_dynamic_link_routes;

@@ -102,6 +102,11 @@ bool rtr_pconn_is_user(const rtr_pconn_t *pc, const char *user_id, size_t len);
 /* allowAdminStatusUpdate of connection conn_id's group (true for a connection not under vhost
  * policy, or gone): whether it may close connections through management. */
 bool rtr_policy_admin_status_allowed(rtr_policy_t *p, uint64_t conn_id);
+/* allowDynamicLinkRoutes of connection conn_id's group (true for a connection not under
+ * vhost policy, or gone): whether it may CREATE connection-scoped link routes
+ * (router.connection.linkRoute) through management.  A refusal is counted for the user
+ * (perUserDenied) and logged. */
+bool rtr_policy_dynamic_link_routes_allowed(rtr_policy_t *p, uint64_t conn_id);
 /* allowAdminStatusUpdate, allowDynamicLinkRoutes. */
 bool rtr_pconn_admin_status_update(const rtr_pconn_t *pc);
 bool rtr_pconn_dynamic_link_routes(const rtr_pconn_t *pc);

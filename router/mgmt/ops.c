@@ -607,8 +607,31 @@ static int delete_vhost(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t)
     return ok(q, 204, false);
 }
 
+static uint64_t link_conn(mgmt_node_t *m, uint64_t link_id);
+
+/* A CREATE of router.connection.linkRoute: a link route to the asking connection itself.
+ * Junction does not have them yet; qdrouterd 1.19 first asks the connection's vhost policy
+ * (allowDynamicLinkRoutes), whose refusal is its 403 "Forbidden", and that Junction does too.
+ * Returns true when q is such a request (answered). */
+static bool create_conn_link_route(mgmt_node_t *m, mgmt_req_t *q)
+{
+    static const char *const names[] = {"router.connection.linkRoute",
+                                        MGMT_PREFIX ".router.connection.linkRoute"};
+    if (!q->type || (strcmp(q->type, names[0]) != 0 && strcmp(q->type, names[1]) != 0))
+        return false;
+    if (m->hooks.policy && q->from_link &&
+        !rtr_policy_dynamic_link_routes_allowed(m->hooks.policy, link_conn(m, q->from_link)))
+        fail(q, 403, "Forbidden");
+    else
+        fail(q, 501, "Not Implemented: connection-scoped link routes (%s) are not supported by "
+                     "Junction yet", names[1]);
+    return true;
+}
+
 static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
 {
+    if (create_conn_link_route(m, q))
+        return -1;
     const mgmt_type_t *t = target_type(q, true);
     if (!t)
         return -1;

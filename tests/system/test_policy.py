@@ -554,3 +554,69 @@ def test_vhost_create_errors_as_qdrouterd(make_router, sasl_dir, tmp_path):
     finally:
         p.terminate()
         p.wait(30)
+
+
+CONN_LINK_ROUTE = "org.apache.qpid.dispatch.router.connection.linkRoute"
+
+
+def test_allow_dynamic_link_routes(make_router, sasl_dir, tmp_path):
+    """allowDynamicLinkRoutes false: a connection of the group may not CREATE a
+    connection-scoped link route (router.connection.linkRoute) through management - qdrouterd
+    1.19's 403 "Forbidden" - counted for the user and logged once; true (the default) does not
+    refuse it (qdrouterd makes the route; Junction, which has no connection-scoped link routes
+    yet, says so).  The same two requests to a qdrouterd with the same vhosts get the same
+    refusal."""
+    r = mgmt_router(make_router, sasl_dir)
+    group = dict(MGMT_VHOST["groups"]["$default"], allowDynamicLinkRoutes=False)
+    rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
+                       "groups=" + json.dumps({"$default": group}))
+    assert rc == 0, out
+    for t in (CONN_LINK_ROUTE, "router.connection.linkRoute"):
+        rc, out = run_tool("qdmanage", r, "create", "--type=" + t, "pattern=a.#",
+                           "direction=in")
+        assert rc != 0 and out.strip().splitlines()[-1] == "ForbiddenStatus: Forbidden", out
+    r.wait_log(r"POLICY \(info\) \[C\d+\] DENY management CREATE of a connection-scoped link "
+               r"route for user 'anonymous', rhost '127\.0\.0\.1', vhost 'mgmt': "
+               r"allowDynamicLinkRoutes is false", timeout=15)
+    assert count_log(r, "DENY management CREATE of a connection-scoped link route") == 2
+    rc, out = run_tool("qdmanage", r, "query", "--type=vhostStats")
+    assert rc == 0, out
+    rows = {x["hostname"]: x for x in json.loads(out)}
+    assert rows["mgmt"]["perUserDenied"] == {"anonymous": 2}, rows["mgmt"]
+    # allowed again (the default): not forbidden
+    rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
+                       "groups=" + json.dumps(MGMT_VHOST["groups"]))
+    assert rc == 0, out
+    rc, out = run_tool("qdmanage", r, "create", "--type=" + CONN_LINK_ROUTE, "pattern=a.#",
+                       "direction=in")
+    assert "Forbidden" not in out and "connection-scoped link routes" in out, out
+
+    # qdrouterd: the refusal, and the route made when allowed
+    port, port2 = free_port(), free_port()
+    default = dict(MGMT_VHOST["groups"]["$default"], allowDynamicLinkRoutes=False)
+    p = start_standalone(tmp_path / "qdr.json", [
+        ["router", {"mode": "standalone", "id": "QDR"}],
+        ["listener", {"host": "127.0.0.1", "port": port, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS"}],
+        ["listener", {"host": "127.0.0.1", "port": port2, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS", "policyVhost": "mgmt"}],
+        ["policy", {"enableVhostPolicy": True}],
+        ["vhost", {"hostname": "$default", "allowUnknownUser": True,
+                   "groups": {"$default": default}}],
+        ["vhost", MGMT_VHOST],
+    ], port)
+    try:
+        for pt, forbidden in ((port, True), (port2, False)):
+            out = subprocess.run([str(tool("qdmanage")), "-b", "127.0.0.1:%d" % pt, "create",
+                                  "--type=" + CONN_LINK_ROUTE, "pattern=a.#", "direction=in"],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=60, env=dict(os.environ, PYTHONPATH=""))
+            text = out.stdout + out.stderr
+            if forbidden:
+                assert out.returncode != 0 and \
+                    text.strip().splitlines()[-1] == "ForbiddenStatus: Forbidden", text
+            else:
+                assert out.returncode == 0 and json.loads(out.stdout)["pattern"] == "a.#", text
+    finally:
+        p.terminate()
+        p.wait(30)
