@@ -7,7 +7,10 @@ router attaches itself (autoLinks) are not; a vhost without such a group refuses
 qdrouterd's words), and a connector without a policyVhost is not governed at all.
 
 The peers are connector_peer.py (a Proton container the router connects to), which attaches a
-receiver on IN_ADDR and a sender on OUT_ADDR over each connection the router makes."""
+receiver on IN_ADDR and a sender on OUT_ADDR over each connection the router makes.  The last
+test makes the same connectors from the real qdrouterd (../shared/peer; skipped without it)."""
+
+import time
 
 import pytest
 from proton import Delivery, Message
@@ -15,6 +18,7 @@ from proton import Delivery, Message
 from clients import Client
 from test_connector import IN_ADDR, OUT_ADDR, Peer
 from conftest import free_port
+from qdr_peer import start_standalone
 
 CONN_DENIED = "CONN_ERROR amqp:resource-limit-exceeded connection disallowed by local policy"
 
@@ -30,6 +34,15 @@ def peers():
     yield make
     for p in ps:
         p.stop()
+
+
+def wait_autolink_opened(p, timeout=15.0):
+    """Wait for the peer's line for the router's autoLink to auto.q (the router's attach names
+    auto.q as its target; Junction's as its source too)."""
+    deadline = time.monotonic() + timeout
+    while not any(x.startswith("LINK_OPENED r ") and x.endswith(" auto.q") for x in p.lines):
+        assert time.monotonic() < deadline, p.lines
+        time.sleep(0.05)
 
 
 def policy_extra(*connectors, autolinks=()):
@@ -70,7 +83,7 @@ def test_connector_group_governs_the_peers_links(make_router, peers):
     assert not any(x.startswith("LINK_ERROR %s " % IN_ADDR) for x in p.lines), p.lines
     # the router's own autoLink on that connection is not the group's to check: it attaches,
     # and a client's message to auto.q reaches the peer
-    p.wait_line("LINK_OPENED r auto.q")
+    wait_autolink_opened(p)
     c = Client()
     try:
         snd = c.connect(r.url).sender("auto.q")
@@ -100,3 +113,34 @@ def test_connector_vhost_without_the_group_refuses_the_connection(make_router, p
     free.wait_line("LINK_OPENED s - %s" % OUT_ADDR)
     free.wait_line("LINK_OPENED r %s -" % IN_ADDR)
     assert not any(x.startswith(("LINK_ERROR", "CONN_ERROR")) for x in free.lines), free.lines
+
+
+def test_the_same_with_qdrouterd(peers, tmp_path):
+    """The same three connectors from the real qdrouterd 1.19 (skipped without it): the peers
+    see the same refusals and the same links open."""
+    governed, refused, free = peers(), peers(), peers()
+    port = free_port()
+    extra = policy_extra(
+        ["connector", {"name": "to-peer", "host": "127.0.0.1", "port": governed.port,
+                       "role": "route-container", "policyVhost": "peers"}],
+        ["connector", {"name": "refused", "host": "127.0.0.1", "port": refused.port,
+                       "role": "normal", "policyVhost": "nogroup"}],
+        ["connector", {"name": "free", "host": "127.0.0.1", "port": free.port,
+                       "role": "normal"}],
+        autolinks=[{"address": "auto.q", "direction": "out", "connection": "to-peer"}])
+    q = start_standalone(tmp_path / "qdr.json", [
+        ["router", {"mode": "standalone", "id": "QDR"}],
+        ["listener", {"host": "127.0.0.1", "port": port, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS"}]] + extra, port)
+    try:
+        assert governed.wait_line("LINK_ERROR") == \
+            "LINK_ERROR %s amqp:unauthorized-access link disallowed by local policy" % OUT_ADDR
+        wait_autolink_opened(governed)
+        assert not any(x.startswith("LINK_ERROR %s " % IN_ADDR) for x in governed.lines)
+        assert refused.wait_line("CONN_ERROR") == CONN_DENIED, refused.lines
+        free.wait_line("LINK_OPENED s - %s" % OUT_ADDR)
+        free.wait_line("LINK_OPENED r %s -" % IN_ADDR)
+        assert not any(x.startswith(("LINK_ERROR", "CONN_ERROR")) for x in free.lines)
+    finally:
+        q.terminate()
+        q.wait(30)
