@@ -18,6 +18,7 @@ from proton import Delivery, Message
 from clients import Client
 from test_connector import IN_ADDR, OUT_ADDR, Peer
 from conftest import free_port
+from mgmt_tool import Node
 from qdr_peer import start_standalone
 
 CONN_DENIED = "CONN_ERROR amqp:resource-limit-exceeded connection disallowed by local policy"
@@ -94,6 +95,13 @@ def test_connector_group_governs_the_peers_links(make_router, peers):
         c.close()
     # the peer's connection is not one of the vhost's connections
     assert "CONN_ERROR" not in " ".join(p.lines)
+    # management shows the connector's policyVhost, as qdrouterd does
+    n = Node(r.url)
+    try:
+        row, = n.query_dicts("connector")
+        assert row["policyVhost"] == "peers", row
+    finally:
+        n.close()
 
 
 def test_connector_vhost_without_the_group_refuses_the_connection(make_router, peers):
