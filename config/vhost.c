@@ -495,6 +495,7 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
     char         shown[64];
     const cJSON *groups = NULL;
     const cJSON *c;
+    char        *deferred = NULL; /* the first policy compiler's failure, as its message */
 
     if (!cJSON_IsObject(attrs))
         return vh_fail(e, "expected the attributes as a map, got %s",
@@ -550,12 +551,26 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
             groups = c;
         }
         free(k);
-        if (rc < 0)
-            return -1;
+        if (rc < 0 && !e->policy)
+            goto out_free_deferred; /* the schema's: it comes first */
+        if (rc < 0 && !deferred) {
+            /* a number out of range is the compiler's, which runs after the schema has seen
+               every attribute: kept while the others are read */
+            deferred = base_strdup(e->buf && e->len ? e->buf : "");
+        }
+        e->policy = false;
     }
-    if (!v->hostname)
-        return vh_fail(e, "attribute 'hostname': required");
+    if (!v->hostname) {
+        vh_fail(e, "attribute 'hostname': required");
+        goto out_free_deferred;
+    }
     e->policy = true; /* the rest is checked by qdrouterd's policy compiler */
+    if (deferred) {
+        if (e->buf && e->len)
+            snprintf(e->buf, e->len, "%s", deferred);
+        free(deferred);
+        return -1;
+    }
     for (size_t i = 0; i < v->n_aliases; i++) {
         if (strcmp(v->aliases[i], v->hostname) == 0)
             return vh_fail(e, "attribute 'aliases': '%s' is the vhost's hostname", v->aliases[i]);
@@ -592,6 +607,11 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
         return vh_fail(e, "attribute 'allowUnknownUser': true needs a '$default' group (the "
                           "settings of unknown users)");
     return 0;
+
+out_free_deferred:
+    free(deferred);
+    e->policy = false;
+    return -1;
 }
 
 int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen)

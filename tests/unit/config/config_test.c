@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "core/base/log.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -1074,6 +1075,55 @@ static void test_vhost_booleans(void **state)
     cfg_free(cfg);
 }
 
+/* What cfg_vhost_parse() says of a bad vhost: -1 for what qdrouterd's schema refuses,
+ * CFG_VHOST_EPOLICY for what its policy compiler refuses (management answers 400 and 500), the
+ * schema first whatever the order of the attributes. */
+static void test_vhost_parse_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        int         want;
+        const char *err;
+    } cases[] = {
+        {"{\"hostname\": \"h\", \"colour\": 1}", -1, "attribute 'colour': unknown attribute"},
+        {"{\"hostname\": \"h\", \"maxConnections\": \"many\"}", -1,
+         "attribute 'maxConnections': expected an integer, got \"many\""},
+        {"{\"maxConnections\": 1}", -1, "attribute 'hostname': required"},
+        {"{\"hostname\": \"h\", \"groups\": \"{bad\"}", -1,
+         "attribute 'groups': expected a map (JSON), got \"{bad\""},
+        {"{\"hostname\": \"h\", \"allowUnknownUser\": \"maybe\"}", -1,
+         "attribute 'allowUnknownUser': expected a boolean (true/false, yes/no, on/off), got "
+         "\"maybe\""},
+        {"{\"hostname\": \"h\", \"maxConnections\": 70000}", CFG_VHOST_EPOLICY,
+         "attribute 'maxConnections': expected an integer from 0 to 65535, got 70000"},
+        /* the schema's failure comes first, even after the compiler's */
+        {"{\"hostname\": \"h\", \"maxConnections\": 70000, \"colour\": 1}", -1,
+         "attribute 'colour': unknown attribute"},
+        {"{\"maxConnections\": 70000, \"maxConnectionsPerUser\": -1, \"hostname\": \"h\"}",
+         CFG_VHOST_EPOLICY,
+         "attribute 'maxConnections': expected an integer from 0 to 65535, got 70000"},
+        {"{\"hostname\": \"h\", \"groups\": {\"g\": {\"allowDynamicSource\": \"yes\"}}}",
+         CFG_VHOST_EPOLICY,
+         "attribute 'groups': group 'g': option 'allowDynamicSource': expected a boolean "
+         "(true/false), got \"yes\""},
+        {"{\"hostname\": \"h\", \"aliases\": \"h\"}", CFG_VHOST_EPOLICY,
+         "attribute 'aliases': 'h' is the vhost's hostname"},
+        {"{\"hostname\": \"h\", \"allowUnknownUser\": true}", CFG_VHOST_EPOLICY,
+         "attribute 'allowUnknownUser': true needs a '$default' group (the settings of unknown "
+         "users)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON      *j = cJSON_Parse(cases[i].json);
+        cfg_vhost_t v;
+        char        err[256];
+        assert_non_null(j);
+        assert_int_equal(cfg_vhost_parse(j, &v, err, sizeof(err)), cases[i].want);
+        assert_string_equal(err, cases[i].err);
+        cJSON_Delete(j);
+    }
+}
+
 /* The limits: handshake timeout, links per connection, message size, unsettled per link. */
 static void test_listener_limits(void **state)
 {
@@ -1841,6 +1891,7 @@ int main(void)
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_vhost),
         cmocka_unit_test(test_vhost_booleans),
+        cmocka_unit_test(test_vhost_parse_kinds),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_listener_http),
