@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 from proton import Delivery, Message
@@ -578,6 +579,10 @@ def test_allow_dynamic_link_routes(make_router, sasl_dir, tmp_path):
     r.wait_log(r"POLICY \(info\) \[C\d+\] DENY management CREATE of a connection-scoped link "
                r"route for user 'anonymous', rhost '127\.0\.0\.1', vhost 'mgmt': "
                r"allowDynamicLinkRoutes is false", timeout=15)
+    deadline = time.monotonic() + 15
+    while count_log(r, "DENY management CREATE of a connection-scoped link route") < 2:
+        assert time.monotonic() < deadline, r.stderr_lines()
+        time.sleep(0.05)
     assert count_log(r, "DENY management CREATE of a connection-scoped link route") == 2
     rc, out = run_tool("qdmanage", r, "query", "--type=vhostStats")
     assert rc == 0, out
