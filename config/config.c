@@ -1068,6 +1068,11 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     if (e->vals[CN_OPEN_PROPERTIES]) {
         if (open_properties_check(e, CN_OPEN_PROPERTIES) < 0)
             return -1;
+        /* qdrouterd 1.19: no user properties on a router-to-router connection */
+        if (l->role == CFG_ROLE_INTER_ROUTER || l->role == CFG_ROLE_EDGE)
+            return attr_fail(e, CN_OPEN_PROPERTIES, "attribute '%s': openProperties not "
+                             "allowed for role %s", attr_name(e, CN_OPEN_PROPERTIES),
+                             cfg__role_tags[l->role]);
         if (e->vals[CN_OPEN_PROPERTIES]->child)
             cn->open_properties = cJSON_Duplicate(e->vals[CN_OPEN_PROPERTIES], true);
     }

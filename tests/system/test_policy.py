@@ -95,10 +95,12 @@ STRICT = {
 }
 
 
-def policy_router(make_router, sasl_dir, default_vhost="", extra=()):
+def policy_router(make_router, sasl_dir, default_vhost="", extra=(), **listen):
+    """A router with vhost policy, PHOTOSERVER, STRICT and the vhosts of `extra`; `listen` is
+    make_router's listener= or listeners= (default: one listener, PLAIN and ANONYMOUS)."""
     policy = {"enableVhostPolicy": True, "defaultVhost": default_vhost}
     return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
-                       listener={"saslMechanisms": "PLAIN ANONYMOUS"},
+                       **(listen or {"listener": {"saslMechanisms": "PLAIN ANONYMOUS"}}),
                        extra=[["policy", policy], ["vhost", PHOTOSERVER], ["vhost", STRICT],
                               *extra],
                        logs=[["log", {"module": "POLICY", "enable": "info+"}]])
@@ -306,9 +308,9 @@ def tool(name):
     return exe
 
 
-def run_tool(name, r, *args):
-    """The real qdstat/qdmanage on listener 1 (policyVhost mgmt)."""
-    h, p = r.addresses[1]
+def run_tool(name, r, *args, listener=1):
+    """The real qdstat/qdmanage on listener 1 (policyVhost mgmt) or `listener`."""
+    h, p = r.addresses[listener]
     out = subprocess.run([str(tool(name)), "-b", "%s:%d" % (h, p)] + list(args),
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=""))
@@ -316,14 +318,10 @@ def run_tool(name, r, *args):
 
 
 def mgmt_router(make_router, sasl_dir):
-    policy = {"enableVhostPolicy": True, "defaultVhost": ""}
-    return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
-                       listeners=[{"host": "127.0.0.1", "port": "0",
-                                   "saslMechanisms": "PLAIN ANONYMOUS"},
-                                  {"host": "127.0.0.1", "port": "0", "policyVhost": "mgmt"}],
-                       extra=[["policy", policy], ["vhost", PHOTOSERVER], ["vhost", STRICT],
-                              ["vhost", MGMT_VHOST]],
-                       logs=[["log", {"module": "POLICY", "enable": "info+"}]])
+    return policy_router(make_router, sasl_dir, extra=[["vhost", MGMT_VHOST]],
+                         listeners=[{"host": "127.0.0.1", "port": "0",
+                                     "saslMechanisms": "PLAIN ANONYMOUS"},
+                                    {"host": "127.0.0.1", "port": "0", "policyVhost": "mgmt"}])
 
 
 def table(text, title):
@@ -438,11 +436,8 @@ def test_management_access_is_governed_by_policy(make_router, sasl_dir):
     try:
         a = connect(c, r, "alice", "photoserver")
         link_refused(a.sender("$management"), LINK_UNAUTH)
-        h, p = r.addresses[0]
-        out = subprocess.run([str(tool("qdstat")), "-b", "%s:%d" % (h, p), "-g"],
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=60, env=dict(os.environ, PYTHONPATH=""))
-        assert out.returncode != 0  # qdstat's open names 127.0.0.1: no such vhost
+        rc, out = run_tool("qdstat", r, "-g", listener=0)
+        assert rc != 0  # qdstat's open names 127.0.0.1: no such vhost
         rc, out = run_tool("qdstat", r, "-g")
         assert rc == 0 and "JTest" in out, out
     finally:
