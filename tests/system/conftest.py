@@ -419,9 +419,9 @@ def pytest_collection_modifyitems(session, config, items):
     weight = {}
     for item in items:
         marker = item.get_closest_marker("deadline")
-        weight[item.fspath] = weight.get(item.fspath, 0) + (
+        weight[item.path] = weight.get(item.path, 0) + (
             marker.args[0] if marker else DEFAULT_DEADLINE)
-    items.sort(key=lambda item: -weight[item.fspath])
+    items.sort(key=lambda item: -weight[item.path])
 
 
 @pytest.hookimpl(hookwrapper=True)
