@@ -312,19 +312,25 @@ def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client
     count ahead of the one the broker's link has sent (the queue process is ahead of the
     session's): the receiver gets more than the credit it granted.  Here: 1000 credits on a
     queue of 3000, then 1 more five times while the transfers stream in (1005 in all); more
-    than 1005 arrive."""
-    q = "/queue/" + unique_name()
+    than 1005 arrive.  Whether a flow meets the queue sending depends on how RabbitMQ's
+    processes and the flows interleave (one round on a lightly loaded machine got exactly
+    1005), so the round is tried up to three times, each on a fresh queue."""
     conn = client.connect(rabbitmq.url)
-    snd = conn.sender(q)
-    dlvs = [snd.send(Message(body=i)) for i in range(3000)]
-    assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * 3000
-    h = HandDriver(rabbitmq.port)
-    try:
-        rcv = credit_in_steps(h, q)
-        # Proton counts what arrived (a receiver does not police the sender's credit)
-        assert rcv.queued > 1005, rcv.queued
-    finally:
-        h.close()
+    queued = []
+    for _ in range(3):
+        q = "/queue/" + unique_name()
+        snd = conn.sender(q)
+        dlvs = [snd.send(Message(body=i)) for i in range(3000)]
+        assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * 3000
+        h = HandDriver(rabbitmq.port)
+        try:
+            # Proton counts what arrived (a receiver does not police the sender's credit)
+            queued.append(credit_in_steps(h, q).queued)
+        finally:
+            h.close()
+        if queued[-1] > 1005:
+            break
+    assert queued[-1] > 1005, queued
 
 
 def test_rabbitmq_detach_answered_without_closed(rabbitmq, client):
