@@ -15,6 +15,7 @@ nothing in flight reported ACCEPTED); the edge connection lost (the client's lin
 with qd:routed-link-lost, new attaches through the edge's other interior); the routed links
 in the edge's `qdstat -l`.
 """
+import re
 import signal
 import subprocess
 
@@ -269,13 +270,36 @@ def test_edge_connection_loss(net, proton_broker, kinds):
         c.close()
 
 
+def qdstat_links(port):
+    """`qdstat -l` of the router on `port`, as one dict per row (column title -> text)."""
+    out = subprocess.run([str(PEER_BIN / "qdstat"), "-b", "127.0.0.1:%d" % port, "-l"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["type", "dir"])
+    title = lines[head]
+    cols = [(m.start(), m.group()) for m in re.finditer(r"conn id|\S+", title)]
+    rows = []
+    for line in lines[head + 2:]:
+        if not line.strip():
+            continue
+        row = {}
+        for k, (start, name) in enumerate(cols):
+            end = cols[k + 1][0] if k + 1 < len(cols) else len(line)
+            row[name] = line[start:end].strip()
+        rows.append(row)
+    return rows
+
+
 @pytest.mark.deadline(150)
-def test_routed_links_in_edge_qdstat(net, proton_broker):
-    """The routed link's two ends on the Junction edge show in `qdstat -l`, as qdrouterd's
-    edge shows them: the client's end and the end on the edge connection, both endpoint
-    links of the address."""
+@pytest.mark.parametrize("pair", ["JJ", "QJ"])
+def test_routed_links_in_edge_qdstat(net, proton_broker, pair):
+    """The routed link's two ends on the edge show in `qdstat -l` as qdrouterd 1.19's edge
+    shows them (checked on both kinds of edge): endpoint links of class mobile and the
+    client's address, the client's end (capacity 250) on its connection, the other end
+    (capacity 0) on the edge connection, in the other direction."""
     need_peer()
-    edge, interior = start_pair(net, "JJ", proton_broker)
+    edge, interior = start_pair(net, pair, proton_broker)
     queue = "%s.%s" % (PREFIX, unique_name())
     wait_routed(edge.url, queue)
     c = Client()
@@ -283,13 +307,17 @@ def test_routed_links_in_edge_qdstat(net, proton_broker):
         conn = c.connect(edge.url)
         snd = conn.sender(queue)
         c.wait(lambda: snd.credit > 0, 20, "credit from the broker")
-        out = subprocess.run([str(PEER_BIN / "qdstat"), "-b", "127.0.0.1:%d" % edge.port, "-l"],
-                             capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, out.stderr
-        rows = [line for line in out.stdout.splitlines() if queue in line]
-        assert len(rows) == 2, out.stdout
-        assert all("endpoint" in r for r in rows), rows
-        assert sorted(r.split()[3] for r in rows) == ["in", "out"], rows
+        rows = [r for r in qdstat_links(edge.port) if r["addr"] == queue]
+        assert len(rows) == 2, rows
+        assert all(r["type"] == "endpoint" and r["class"] == "mobile" and r["phs"] == "0"
+                   for r in rows), rows
+        client = next(r for r in rows if r["dir"] == "in")
+        up = next(r for r in rows if r["dir"] == "out")
+        assert (client["cap"], up["cap"]) == ("250", "0"), rows
+        assert client["conn id"] != up["conn id"], rows
+        # the edge connection is the one of the uplink (address _edge)
+        uplink = [r for r in qdstat_links(edge.port) if r["addr"] == "_edge"]
+        assert uplink and uplink[0]["conn id"] == up["conn id"], rows
     finally:
         c.close()
 
