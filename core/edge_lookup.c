@@ -218,8 +218,8 @@ void core_elk_serve_CT(core_t *core, core_action_t *a)
     bool        lr = false, dest = false;
     if (address && a->u.edge.dir <= CORE_LINK_OUT) {
         core_lr_target_t tg = {0};
-        lr = core_lr_attach(core->lr, (core_link_dir_t)a->u.edge.dir, address, strlen(address),
-                            &tg);
+        lr =
+            core_lr_attach(core->lr, (core_link_dir_t)a->u.edge.dir, address, strlen(address), &tg);
         dest = lr && tg.conn_id != 0;
         core_lr_target_fini(&tg);
         if (!dest && core->ir) {
@@ -243,7 +243,9 @@ void core_elk_serve_CT(core_t *core, core_action_t *a)
     w->u.edge.flag = lr;
     w->u.edge.dest = dest;
     LOG(DEBUG, "[C%llu] Address lookup from an edge: %s %s", (unsigned long long)a->u.edge.conn_id,
-        address ? address : "", !lr ? "is not a link route" : dest ? "is link-routed"
-                                                          : "is a link route without destination");
+        address ? address : "",
+        !lr    ? "is not a link route"
+        : dest ? "is link-routed"
+               : "is a link route without destination");
     BASE_FREE(a->u.edge.key);
 }

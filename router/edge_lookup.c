@@ -124,7 +124,7 @@ static bool map_find(pn_data_t *d, const char *key)
     pn_data_enter(d);
     while (pn_data_next(d)) {
         pn_type_t  t = pn_data_type(d);
-        pn_bytes_t k = t == PN_STRING ? pn_data_get_string(d)
+        pn_bytes_t k = t == PN_STRING   ? pn_data_get_string(d)
                        : t == PN_SYMBOL ? pn_data_get_symbol(d)
                                         : pn_bytes(0, NULL);
         if (!pn_data_next(d))
@@ -191,9 +191,9 @@ rtr_elk_status_t rtr_elk_request_decode(const uint8_t *p, size_t len, rtr_elk_re
                                         const char **why)
 {
     memset(q, 0, sizeof(*q));
-    pn_message_t *m = decode(p, len);
+    pn_message_t    *m = decode(p, len);
     rtr_elk_status_t st = RTR_ELK_INVALID;
-    uint64_t v = 0;
+    uint64_t         v = 0;
     if (!m) {
         *why = "not an AMQP message";
         return RTR_ELK_INVALID;
@@ -336,7 +336,7 @@ struct rtr_elk {
     uint8_t   *rx;        /* the message being received */
     size_t     rx_len;
     size_t     rx_cap;
-    bool       rx_drop;   /* it is too big: read and forget */
+    bool       rx_drop; /* it is too big: read and forget */
 };
 
 static rtr_elk_t *elk_get(rtr_elk_t **elk)
@@ -417,8 +417,8 @@ static void pump_WT(rtr_conn_t *c, rtr_elk_t *k)
         char       cid[48];
         snprintf(cid, sizeof(cid), "elk-%016llx", (unsigned long long)r->req);
         size_t   len = 0;
-        uint8_t *bytes = rtr_elk_request_encode(r->address, r->dir == CORE_LINK_IN, k->reply_to,
-                                                cid, &len);
+        uint8_t *bytes =
+            rtr_elk_request_encode(r->address, r->dir == CORE_LINK_IN, k->reply_to, cid, &len);
         k->queued = r->next;
         if (!bytes) {
             reply_core_WT(c, r, CORE_EDGE_VERDICT_LOCAL);
@@ -465,8 +465,8 @@ static void on_reply_WT(rtr_conn_t *c, rtr_elk_t *k, const uint8_t *p, size_t le
     core_edge_verdict_t v = CORE_EDGE_VERDICT_LOCAL;
     if (st == RTR_ELK_OK && lr)
         v = dest ? CORE_EDGE_VERDICT_ROUTED : CORE_EDGE_VERDICT_NO_ROUTE;
-    LOGC(c, DEBUG, "Address lookup of %s: status %d, link route %s, destinations %s",
-         r->address, st, lr ? "yes" : "no", dest ? "yes" : "no");
+    LOGC(c, DEBUG, "Address lookup of %s: status %d, link route %s, destinations %s", r->address,
+         st, lr ? "yes" : "no", dest ? "yes" : "no");
     reply_core_WT(c, r, v);
 }
 
@@ -549,9 +549,9 @@ static void on_answer_WT(rtr_conn_t *c, rtr_elk_t *k, uint64_t req, bool lr, boo
     const char *to = pn_message_get_reply_to(r->msg);
     rtr_link_t *l = reply_link_WT(c, to);
     size_t      len = 0;
-    uint8_t    *bytes = l ? rtr_elk_reply_encode(r->msg, lr ? RTR_ELK_OK : RTR_ELK_NOT_FOUND, lr,
-                                                 dest, &len)
-                          : NULL;
+    uint8_t    *bytes =
+        l ? rtr_elk_reply_encode(r->msg, lr ? RTR_ELK_OK : RTR_ELK_NOT_FOUND, lr, dest, &len)
+             : NULL;
     if (!bytes) {
         LOGC(c, ERROR, "Address lookup reply not sent: no link of this connection is %s", to);
         req_free(r);
@@ -666,8 +666,7 @@ bool rtr_elk_event_WT(rtr_conn_t *c, rtr_elk_t *k, pn_event_t *e)
             const char *a = pn_terminus_get_address(pn_link_remote_source(pl));
             if (a && *a && !k->reply_to) {
                 k->reply_to = base_strdup(a);
-                LOGC(c, INFO, "Address lookup client attached to the interior (reply to %s)",
-                     a);
+                LOGC(c, INFO, "Address lookup client attached to the interior (reply to %s)", a);
             }
         }
         pump_WT(c, k);
@@ -696,8 +695,10 @@ bool rtr_elk_event_WT(rtr_conn_t *c, rtr_elk_t *k, pn_event_t *e)
                 k->snd = NULL;
             else
                 k->rcv = NULL;
-            LOGC(c, INFO, "Address lookup link detached by the interior%s%s: link routes "
-                 "through the interior are not looked up", cn ? ": " : "", cn ? cn : "");
+            LOGC(c, INFO,
+                 "Address lookup link detached by the interior%s%s: link routes "
+                 "through the interior are not looked up",
+                 cn ? ": " : "", cn ? cn : "");
             fail_all_WT(c, k);
             /* the other one has no use any more */
             pn_link_t *other = k->snd ? k->snd : k->rcv;

@@ -21,18 +21,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == RTR_ELK_OK) {
         if (!q.msg || why)
             abort();
-        size_t   len = 0;
-        uint8_t *rep = rtr_elk_reply_encode(q.msg, RTR_ELK_OK, true, q.receiver, &len);
+        size_t     len = 0;
+        uint8_t   *rep = rtr_elk_reply_encode(q.msg, RTR_ELK_OK, true, q.receiver, &len);
         pn_msgid_t id = pn_message_get_correlation_id(q.msg);
         if (rep) {
             char *cid = NULL;
             bool  lr = false, dest = false;
             int   rst = rtr_elk_reply_decode(rep, len, &cid, &lr, &dest);
             /* a string correlation-id comes back as it went */
-            if (id.type == PN_STRING &&
-                (rst != RTR_ELK_OK || !lr || dest != q.receiver || !cid ||
-                 strlen(cid) != id.u.as_bytes.size ||
-                 memcmp(cid, id.u.as_bytes.start, id.u.as_bytes.size) != 0))
+            if (id.type == PN_STRING && (rst != RTR_ELK_OK || !lr || dest != q.receiver || !cid ||
+                                         strlen(cid) != id.u.as_bytes.size ||
+                                         memcmp(cid, id.u.as_bytes.start, id.u.as_bytes.size) != 0))
                 abort();
             free(cid);
             free(rep);

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *EDGE = "[[\"router\", {\"id\": \"E\", \"mode\": \"edge\", \"workerThreads\": 2}]]";
+static const char *EDGE =
+    "[[\"router\", {\"id\": \"E\", \"mode\": \"edge\", \"workerThreads\": 2}]]";
 
 static const char *INTERIOR =
     "[[\"router\", {\"id\": \"I\", \"mode\": \"interior\", \"workerThreads\": 2}],"
