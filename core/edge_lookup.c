@@ -76,7 +76,9 @@ bool core_elk_attach_CT(core_t *core, core_action_t *a)
         !core_edge_active_CT(core, &conn_id, &worker))
         return false;
     size_t len = strlen(address);
-    if (core__node_reserved_CT(core, address, len))
+    /* a node of the router itself, or an autoLink's link (the router's own, never a
+     * client's: qdrouterd's core makes those without a lookup) */
+    if (core__node_reserved_CT(core, address, len) || core_autolink_phase_CT(core, a->link_id) >= 0)
         return false;
     /* a local link route that a connection here serves: the edge routes it itself */
     core_lr_target_t tg = {0};

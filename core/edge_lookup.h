@@ -22,7 +22,9 @@
  *    `qd:routed-link-lost`; new attaches go through the next active edge connection.
  *
  * Where Junction differs: an attach to a node of the router itself ($management) is never
- * asked about, so that management of an edge answers while its interior is slow.
+ * asked about, so that management of an edge answers while its interior is slow.  An
+ * autoLink's link is not asked about either (in qdrouterd the core makes it, not a peer's
+ * attach).
  *
  * Threads: every function is _CT (the core thread); core_elk_free() runs in core_free().
  */
