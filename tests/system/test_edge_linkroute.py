@@ -10,7 +10,8 @@ Pairs (edge, interior): JJ, JQ (a Junction edge on a qdrouterd interior), QJ (a 
 edge on a Junction interior); cases with qdrouterd skip where ../shared/peer is absent.
 Against the Proton example broker (RabbitMQ for JJ): messages sent and received through the
 edge; an address that no container serves gets `qd:no-route-to-dest`; an ordinary address
-stays message-routed; the broker lost with links up (the links detached with an error,
+stays message-routed; an interior that learned the route from the mesh answers it (the link
+crosses edge, interior and the broker's interior); the broker lost with links up (the links detached with an error,
 nothing in flight reported ACCEPTED); the edge connection lost (the client's links detached
 with qd:routed-link-lost, new attaches through the edge's other interior); the routed links
 in the edge's `qdstat -l`.
@@ -48,16 +49,27 @@ class Node:
     def url(self):
         return "amqp://127.0.0.1:%d" % self.port
 
-    def start_interior(self, broker_port):
+    def start_interior(self, broker_port=None, connect=None):
+        """An interior with a client and an edge listener: with the broker (a route-container
+        connector and the linkRoutes) and an inter-router listener, or without either and
+        an inter-router connector to `connect` (it learns the routes from that router)."""
+        self.ir_port = getattr(self, "ir_port", None) or free_port()
         ents = [["router", {"id": self.id, "mode": "interior"}],
                 ["listener", {"host": "127.0.0.1", "port": str(self.port)}],
-                ["listener", {"host": "127.0.0.1", "port": str(self.edge_port), "role": "edge"}],
-                ["connector", {"name": "broker", "host": "127.0.0.1", "port": str(broker_port),
-                               "role": "route-container"}]]
-        for prefix, conn in ((PREFIX, "broker"), (NOWHERE, "nobroker")):
-            for d in ("in", "out"):
-                ents.append(["linkRoute", {"prefix": prefix, "direction": d,
-                                           "connection": conn}])
+                ["listener", {"host": "127.0.0.1", "port": str(self.edge_port), "role": "edge"}]]
+        if connect is not None:
+            ents.append(["connector", {"host": "127.0.0.1", "port": str(connect.ir_port),
+                                       "role": "inter-router"}])
+        else:
+            ents.append(["listener", {"host": "127.0.0.1", "port": str(self.ir_port),
+                                      "role": "inter-router"}])
+        if broker_port is not None:
+            ents.append(["connector", {"name": "broker", "host": "127.0.0.1",
+                                       "port": str(broker_port), "role": "route-container"}])
+            for prefix, conn in ((PREFIX, "broker"), (NOWHERE, "nobroker")):
+                for d in ("in", "out"):
+                    ents.append(["linkRoute", {"prefix": prefix, "direction": d,
+                                               "connection": conn}])
         return self._start(ents)
 
     def start_edge(self, interiors):
@@ -181,6 +193,29 @@ def test_link_route_through_edge(net, proton_broker, pair):
         assert "Link routed to connection" in text
     if interior.kind == "J":
         assert "Edge attached to the address lookup server" in interior.log_text()
+
+
+@pytest.mark.deadline(180)
+@pytest.mark.parametrize("kinds", ["JJJ", "QJQ", "JJQ"])
+def test_link_route_learned_from_the_mesh(net, proton_broker, kinds):
+    """Edge E on interior B, which has no linkRoute and no broker: B learns the route from
+    interior A (A's broker, A's linkRoutes) and answers E's lookup with it (qdrouterd 1.19's
+    server looks the address up in the link-route table that the mesh fills too); the link
+    goes E -> B -> A -> broker.  Kinds: E, B, A."""
+    if "Q" in kinds:
+        need_peer()
+    a = net.node(kinds[2], "ELR.A").start_interior(proton_broker.port)
+    b = net.node(kinds[1], "ELR.B").start_interior(connect=a)
+    edge = net.node(kinds[0], "ELR.E").start_edge([b])
+    queue = "%s.%s" % (PREFIX, unique_name())
+    wait_routed(edge.url, queue, timeout=60)
+    c = Client()
+    try:
+        exchange(c.connect(edge.url), queue, 3, "m")
+    finally:
+        c.close()
+    if edge.kind == "J":
+        assert "Link routed to connection" in edge.log_text()
 
 
 @pytest.mark.deadline(150)
