@@ -11,10 +11,10 @@ edge on a Junction interior); cases with qdrouterd skip where ../shared/peer is 
 Against the Proton example broker (RabbitMQ for JJ): messages sent and received through the
 edge; an address that no container serves gets `qd:no-route-to-dest`; an ordinary address
 stays message-routed; an interior that learned the route from the mesh answers it (the link
-crosses edge, interior and the broker's interior); the broker lost with links up (the links detached with an error,
-nothing in flight reported ACCEPTED); the edge connection lost (the client's links detached
-with qd:routed-link-lost, new attaches through the edge's other interior); the routed links
-in the edge's `qdstat -l`.
+crosses edge, interior and the broker's interior); the broker lost with links up (the links
+detached with an error, nothing in flight reported ACCEPTED); the edge connection lost (the
+client's links detached with qd:routed-link-lost, new attaches through the edge's other
+interior); the routed links in the edge's `qdstat -l`; an interior that stops answering.
 """
 import re
 import signal
