@@ -350,6 +350,8 @@ def test_routed_links_in_edge_qdstat(net, proton_broker, pair):
         up = next(r for r in rows if r["dir"] == "out")
         assert (client["cap"], up["cap"]) == ("250", "0"), rows
         assert client["conn id"] != up["conn id"], rows
+        # the credit the broker gave, on both ends (qdrouterd's cred column)
+        assert int(client["cred"]) > 0 and int(up["cred"]) > 0, rows
         # the edge connection is the one of the uplink (address _edge)
         uplink = [r for r in qdstat_links(edge.port) if r["addr"] == "_edge"]
         assert uplink and uplink[0]["conn id"] == up["conn id"], rows
