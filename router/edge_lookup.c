@@ -284,7 +284,9 @@ int rtr_elk_reply_decode(const uint8_t *p, size_t len, char **cid, bool *lr, boo
     uint64_t   v = 0;
     pn_msgid_t id = pn_message_get_correlation_id(m);
     pn_data_t *props = pn_message_properties(m);
-    if ((id.type != PN_STRING && id.type != PN_SYMBOL) || !map_find(props, "status") ||
+    /* a correlation-id with a NUL in it cannot be one of ours (a C string) */
+    if ((id.type != PN_STRING && id.type != PN_SYMBOL) ||
+        memchr(id.u.as_bytes.start, '\0', id.u.as_bytes.size) || !map_find(props, "status") ||
         !as_uint(props, &v) || v > RTR_ELK_INVALID)
         goto out_free;
     if (v == RTR_ELK_OK) {

@@ -75,8 +75,9 @@ uint8_t *rtr_elk_reply_encode(pn_message_t *req, rtr_elk_status_t status, bool l
 
 /* Decode a reply from p[0, len): its correlation-id (a string or symbol, copied to the heap
  * as *cid), its status, and when the status is OK its body.  Returns the status (>= 0), or
- * -1 when it is not a reply (no map of properties with a status, no string correlation-id,
- * an OK whose body is not a list of two bools); *cid is NULL unless the status is >= 0.
+ * -1 when it is not a reply (no map of properties with a status, no string correlation-id
+ * without a NUL in it, an OK whose body is not a list of two bools); *cid is NULL unless the
+ * status is >= 0.
  * Work is bounded by len.  Pure. */
 int rtr_elk_reply_decode(const uint8_t *p, size_t len, char **cid, bool *lr, bool *dest);
 

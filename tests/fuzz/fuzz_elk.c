@@ -29,9 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bool  lr = false, dest = false;
             int   rst = rtr_elk_reply_decode(rep, len, &cid, &lr, &dest);
             /* a string correlation-id comes back as it went */
-            if (id.type == PN_STRING && (rst != RTR_ELK_OK || !lr || dest != q.receiver || !cid ||
-                                         strlen(cid) != id.u.as_bytes.size ||
-                                         memcmp(cid, id.u.as_bytes.start, id.u.as_bytes.size) != 0))
+            if (id.type == PN_STRING && !memchr(id.u.as_bytes.start, '\0', id.u.as_bytes.size) &&
+                (rst != RTR_ELK_OK || !lr || dest != q.receiver || !cid ||
+                 strlen(cid) != id.u.as_bytes.size ||
+                 memcmp(cid, id.u.as_bytes.start, id.u.as_bytes.size) != 0))
                 abort();
             free(cid);
             free(rep);
