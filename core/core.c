@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/edge_lookup.h"
 #include "core/interior.h"
 #include "core/linkroute.h"
 #include "core/linkroute_mesh.h"
@@ -734,7 +735,7 @@ static void addr_gauges_CT(core_t *core, core_addr_t *addr)
     stats_obj_set(core->shard, addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
 }
 
-static void link_attach_CT(core_t *core, core_action_t *a)
+void core__link_attach_CT(core_t *core, core_action_t *a)
 {
     core_link_t *l = base_calloc(1, sizeof(*l));
     l->id = a->link_id;
@@ -779,8 +780,18 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     free(lr_key);
 }
 
+static void link_attach_CT(core_t *core, core_action_t *a)
+{
+    /* an edge may ask its interior whether the address is link-routed first */
+    if (BASE_UNLIKELY(core->edge != NULL) && core_elk_attach_CT(core, a))
+        return;
+    core__link_attach_CT(core, a);
+}
+
 static void link_detach_CT(core_t *core, core_action_t *a)
 {
+    if (BASE_UNLIKELY(core->elk != NULL))
+        core_elk_detach_CT(core, a->link_id); /* an attach still waiting is answered first */
     core_link_t *l = base_map_udel(&core->links, a->link_id);
     if (BASE_WARN_ONCE(!l))
         return;
@@ -1097,6 +1108,8 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_EDGE:
         if (core->edge)
             core_edge_action_CT(core, a);
+        else if (a->u.edge.event == CORE_EDGE_LOOKUP)
+            core_elk_serve_CT(core, a); /* an edge's address lookup (edge_lookup.c) */
         else
             core_edge_action_discard(a);
         break;
@@ -1247,6 +1260,7 @@ void core_free(core_t *core)
     core_autolink_fini(core);
     core_lr_table_free(core->lr);
     core_lrm_free(core);
+    core_elk_free(core);
     core_rt_free(core->rt);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);

@@ -249,7 +249,19 @@ typedef enum core_edge_event {
     CORE_EDGE_CONN_CLOSED,     /* it is gone */
     CORE_EDGE_TRACK,           /* the interior's address tracking: edge.key has (flag) or no
                                   longer has a destination other than this edge */
+    CORE_EDGE_LOOKUP,          /* interior: an edge asks whether edge.key (an address) is
+                                  link-routed for a link of direction edge.dir (request
+                                  edge.req; core/edge_lookup.h) */
+    CORE_EDGE_LOOKUP_REPLY,    /* edge: the interior's answer to request edge.req
+                                  (edge.verdict, a core_edge_verdict_t) */
 } core_edge_event_t;
+
+/* An edge's answer to a client's attach that it asked its interior about (core/edge_lookup.h). */
+typedef enum core_edge_verdict {
+    CORE_EDGE_VERDICT_LOCAL = 0, /* not link-routed, or no answer: the edge's own lookup */
+    CORE_EDGE_VERDICT_NO_ROUTE,  /* link-routed, but no destination: qd:no-route-to-dest */
+    CORE_EDGE_VERDICT_ROUTED,    /* link-routed with a destination: the attach goes uplink */
+} core_edge_verdict_t;
 
 /* How a link of an edge connection is used (core_action_t u.attach.edge). */
 typedef enum core_edge_link {
@@ -341,7 +353,11 @@ typedef struct core_action {
             uint64_t conn_id; /* the edge connection */
             uint8_t  event;   /* core_edge_event_t */
             bool     flag;    /* TRACK: the address has a destination beyond the edge */
-            char    *key;     /* TRACK: the address's hash key (heap; the core frees it) */
+            char    *key;     /* TRACK: the address's hash key; LOOKUP: the address (heap;
+                                 the core frees it) */
+            uint64_t req;     /* LOOKUP, LOOKUP_REPLY: the request, echoed */
+            uint8_t  dir;     /* LOOKUP: core_link_dir_t of the edge client's link */
+            uint8_t  verdict; /* LOOKUP_REPLY: core_edge_verdict_t */
         } edge;
     } u;
 } core_action_t;
@@ -371,6 +387,11 @@ typedef enum core_edge_op {
     CORE_EDGE_PROXY_DEL,    /* detach it */
     CORE_EDGE_TRACK_SEND,   /* interior: send the edge the tracking message [edge.key,
                                edge.flag] */
+    CORE_EDGE_LOOKUP_ASK,   /* edge: ask the interior whether edge.key (an address) is
+                               link-routed for a link of direction edge.dir; answer with
+                               CORE_A_EDGE LOOKUP_REPLY of edge.req (router/edge_lookup.h) */
+    CORE_EDGE_LOOKUP_ANSWER,/* interior: answer the edge's request edge.req: edge.flag (is
+                               link-routed), edge.dest (it has a destination) */
 } core_edge_op_t;
 
 typedef struct core_work {
@@ -438,6 +459,8 @@ typedef struct core_work {
             char    *key;     /* PROXY_*, TRACK_SEND: the address's hash key (heap; the worker
                                  frees it) */
             bool     flag;    /* TRACK_SEND: it has a destination beyond the edge */
+            uint64_t req;     /* LOOKUP_*: the request, echoed */
+            bool     dest;    /* LOOKUP_ANSWER: the link route has a destination */
         } edge;
     } u;
 } core_work_t;

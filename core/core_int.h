@@ -130,6 +130,8 @@ struct core {
     struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
     struct core_lrm   *lrm;        /* _CT: link routes across the mesh
                                       (core/linkroute_mesh.c), NULL until first used */
+    struct core_elk   *elk;        /* _CT: the edge's address lookups of link routes
+                                      (core/edge_lookup.c), NULL until first used */
 };
 
 /* Does addr have a destination on a router this one reaches now?  Its senders have credit
@@ -223,6 +225,11 @@ void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l);
 bool core__node_reserved_CT(const core_t *core, const char *name, size_t n);
 /* Queue a work item for worker `worker`. */
 core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle);
+/* A client's CORE_A_LINK_ATTACH, run now (an edge's address lookup held it: edge_lookup.c);
+ * takes the action's strings. */
+void core__link_attach_CT(core_t *core, core_action_t *a);
+/* Edge mode: the active edge connection and its worker; false when there is none. */
+bool core_edge_active_CT(const core_t *core, uint64_t *conn_id, int *worker);
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
 

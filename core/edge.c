@@ -36,6 +36,7 @@
  *    among them (so its producers have credit while the interior has a destination).
  */
 #include "core/core_int.h"
+#include "core/edge_lookup.h"
 
 #include "core/base/log.h"
 
@@ -177,13 +178,31 @@ void core_edge_action_CT(core_t *core, core_action_t *a)
             LOG(INFO, "[C%llu] Edge connection to interior lost, no alternate connection "
                 "available", (unsigned long long)id);
         }
+        /* the attaches it was asked about get the edge's own lookup (only the active
+         * connection is ever asked) */
+        core_elk_conn_closed_CT(core, id);
         break;
     case CORE_EDGE_TRACK:
         if (a->u.edge.key && id == e->active)
             track_CT(core, a->u.edge.key, a->u.edge.flag);
         break;
+    case CORE_EDGE_LOOKUP_REPLY:
+        core_elk_reply_CT(core, a);
+        break;
+    case CORE_EDGE_LOOKUP: /* an interior's request: not for an edge */
+        break;
     }
     BASE_FREE(a->u.edge.key);
+}
+
+bool core_edge_active_CT(const core_t *core, uint64_t *conn_id, int *worker)
+{
+    const struct core_edge *e = core->edge;
+    if (!e || !e->active)
+        return false;
+    *conn_id = e->active;
+    *worker = e->active_w;
+    return true;
 }
 
 bool core_edge_link_attach_CT(core_t *core, core_link_t *l, const char *address)

@@ -20,13 +20,15 @@
  * On an interior (c->edge->interior): the edge's tracking receiver and heartbeat sender are
  * answered as bare Proton links (a tracking message per CORE_W_EDGE TRACK_SEND, queued until
  * credit, presettled; heartbeats read, settled and credited, 8 s without one closes the
- * connection), its downlink becomes an ordinary link of address `_edge/<its id>`, and its
- * address lookup link (link routes) is refused, so the edge looks them up itself.
+ * connection), its downlink becomes an ordinary link of address `_edge/<its id>`.
+ * The address lookup links (link routes through the interior) are router/edge_lookup.c's:
+ * the edge's client on its active connection, the interior's server.
  */
 #include "router/edgeconn.h"
 
 #include "core/base/base.h"
 #include "router/conn.h"
+#include "router/edge_lookup.h"
 #include "router/link_in.h"
 
 #include <proton/codec.h>
@@ -90,6 +92,7 @@ typedef struct rtr_edge {
     size_t        rx_len;
     size_t        rx_cap;
     bool          rx_drop;   /* it is too big: read and forget */
+    rtr_elk_t    *elk;       /* the address lookup's links (router/edge_lookup.c), or NULL */
     edge_proxy_t *proxies;   /* the proxy links asked for */
     size_t        n_proxies;
     size_t        cap;
@@ -220,6 +223,7 @@ static void activate_WT(rtr_conn_t *c)
     pn_terminus_set_address(pn_link_target(e->hb), EDGE_HEARTBEAT);
     pn_link_set_snd_settle_mode(e->hb, PN_SND_SETTLED);
     pn_link_open(e->hb);
+    rtr_elk_client_start_WT(c, &e->elk, e->ssn); /* link routes through the interior */
     e->ticks = 0;
     LOGC(c, INFO, "Edge connection active: uplink, downlink, tracking and heartbeat attaching");
     rtr_conn_mark_dirty_WT(c);
@@ -385,17 +389,15 @@ static bool address_is(pn_terminus_t *t, const char *want)
 }
 
 /* Interior: the edge attaches; its tracking receiver and heartbeat sender are ours, its
- * downlink is an ordinary link bound to `_edge/<id>`; the address lookup (link routes seen
- * from the edge) is refused, so the edge looks up its own.  Returns true when handled. */
+ * downlink is an ordinary link bound to `_edge/<id>`, its address lookup sender the lookup
+ * server's (router/edge_lookup.c).  Returns true when handled. */
 static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
 {
     rtr_edge_t    *e = c->edge;
     bool           rcv = pn_link_is_receiver(pl);
     pn_terminus_t *src = pn_link_remote_source(pl), *tgt = pn_link_remote_target(pl);
     if (rcv && address_is(tgt, EDGE_ADDR_LOOKUP)) {
-        rtr_pn_link_close_error_WT(pl, "amqp:not-found",
-                                   "No address lookup service: link routes are not proxied");
-        LOGC(c, INFO, "Edge's address lookup link refused (no link routes proxied)");
+        rtr_elk_server_attach_WT(c, &e->elk, pl);
         return true;
     }
     bool hb = rcv && address_is(tgt, EDGE_HEARTBEAT) && !e->hb_in;
@@ -465,6 +467,11 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
         case CORE_EDGE_TRACK_SEND:
             if (key && c->edge->interior)
                 track_send_WT(c, key, work->u.edge.flag);
+            break;
+        case CORE_EDGE_LOOKUP_ASK:
+        case CORE_EDGE_LOOKUP_ANSWER:
+            rtr_elk_work_WT(c, &c->edge->elk, work); /* may take the key */
+            key = work->u.edge.key;
             break;
         }
     }
@@ -573,6 +580,8 @@ void rtr_edge_sweep_WT(rtr_worker_t *w)
             continue;
         if (e->hb && ++e->ticks % 2 == 0)
             heartbeat_WT(c);
+        if (e->elk)
+            rtr_elk_sweep_WT(c, e->elk, now);
         if (e->hb_in && now - e->hb_last > EDGE_HB_LOST_MS) {
             const char *peer = pn_connection_remote_container(c->driver.connection);
             LOGC(c, INFO, "Lost heartbeat from container %s, closing connection",
@@ -621,6 +630,8 @@ static void hb_delivery_WT(pn_delivery_t *d)
 bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
 {
     rtr_edge_t *ed = c->edge;
+    if (ed->elk && rtr_elk_event_WT(c, ed->elk, e))
+        return true;
     switch (pn_event_type(e)) {
     case PN_LINK_REMOTE_OPEN:
     case PN_LINK_FLOW: {
@@ -719,5 +730,6 @@ void rtr_edge_free_WT(rtr_conn_t *c)
         free(e->proxies[i].key);
     free(e->proxies);
     free(e->rx);
+    rtr_elk_free(e->elk);
     BASE_FREE(c->edge);
 }
