@@ -9,10 +9,12 @@
  *    capability qd.router-edge-downlink), the tracking receiver (`_$qd.edge_addr_tracking`)
  *    and the heartbeat sender (`_$qd.edge_heartbeat`);
  *  - PROXY_ADD / PROXY_DEL: a receiver whose source is a mobile address (the edge has local
- *    consumers), or a sender whose target is one (local producers).
+ *    consumers), or a sender whose target is one (local producers), with the qd.waypoint.N or
+ *    qd.fallback capability the core asks for (a phase of a waypoint address, a fallback
+ *    destination: termcaps.c).
  * The uplink, the downlink and the proxy links are ordinary links (rtr_link_t), announced to
- * the core with attach.edge saying what they are (core_edge_link_t); a proxy sender is named
- * to the core by its address's hash key.  The tracking receiver and the heartbeat sender are
+ * the core with attach.edge saying what they are (core_edge_link_t); a proxy link is named
+ * to the core by its address's hash key (its phase is in it).  The tracking receiver and the heartbeat sender are
  * Proton links the core never hears of, like the inter-router control links (irconn.c): an
  * arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
  * seconds, while the interior gives credit, a heartbeat (body: an int counter) goes out
@@ -28,6 +30,7 @@
 #include "core/base/base.h"
 #include "router/conn.h"
 #include "router/link_in.h"
+#include "router/termcaps.h"
 
 #include <proton/codec.h>
 #include <proton/connection.h>
@@ -258,7 +261,8 @@ static void proxy_del_WT(rtr_conn_t *c, const char *key, uint8_t dir)
     }
 }
 
-static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir)
+static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir, uint8_t waypoint,
+                         bool fallback)
 {
     rtr_edge_t *e = c->edge;
     if (!e->ssn || strlen(key) < 3)
@@ -273,22 +277,22 @@ static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir)
     const char *address = key + 2; /* the mobile address: the key without class and phase */
     bool        out = dir == CORE_LINK_OUT;
     pn_link_t  *pl = link_make_WT(c, out, out ? "proxy-out" : "proxy-in");
-    if (out)
-        pn_terminus_set_address(pn_link_target(pl), address);
-    else
-        pn_terminus_set_address(pn_link_source(pl), address);
-    /* a proxy receiver attaches to the address; a proxy sender is named to the core by its
-     * key and joins the address when the interior says so */
-    rtr_link_t *k = announce_WT(c, pl, out ? key : address,
-                                out ? CORE_EDGE_LINK_PROXY_OUT : CORE_EDGE_LINK_PEER);
+    pn_terminus_t *t = out ? pn_link_target(pl) : pn_link_source(pl);
+    pn_terminus_set_address(t, address);
+    /* the phase of a waypoint address, a fallback destination (the core says which) */
+    rtr_termcaps_write(t, waypoint, fallback);
+    /* both are named to the core by the address's key (its phase is in it); a proxy sender
+     * joins the address when the interior says so */
+    rtr_link_t *k = announce_WT(c, pl, key,
+                                out ? CORE_EDGE_LINK_PROXY_OUT : CORE_EDGE_LINK_PROXY_IN);
     if (e->n_proxies == e->cap) {
         e->cap = e->cap ? e->cap * 2 : 16;
         e->proxies = base_realloc(e->proxies, e->cap * sizeof(*e->proxies));
     }
     e->proxies[e->n_proxies++] = (edge_proxy_t){.key = base_strdup(key), .dir = dir,
                                                 .link_id = k->id};
-    LOGL(k, DEBUG, "Edge proxy link attaching: %s %s", out ? "sender to" : "receiver from",
-         address);
+    LOGL(k, DEBUG, "Edge proxy link attaching: %s %s%s", out ? "sender to" : "receiver from",
+         address, fallback ? " (qd.fallback)" : waypoint ? " (qd.waypoint)" : "");
     rtr_conn_mark_dirty_WT(c);
 }
 
@@ -456,7 +460,8 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
             break;
         case CORE_EDGE_PROXY_ADD:
             if (key)
-                proxy_add_WT(c, key, work->u.edge.dir);
+                proxy_add_WT(c, key, work->u.edge.dir, work->u.edge.waypoint,
+                             work->u.edge.fallback);
             break;
         case CORE_EDGE_PROXY_DEL:
             if (key)
