@@ -784,7 +784,10 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
                             l->addr ? l->addr->key : lr_key ? lr_key : "",
                             a->u.attach.name ? a->u.attach.name : "",
-                            l->ir_link == CORE_IR_LINK_DATA ? "inter-router" : "endpoint", prio};
+                            l->ir_link == CORE_IR_LINK_DATA           ? "inter-router"
+                            : l->edge == CORE_EDGE_LINK_DOWNLINK ? "edge-downlink"
+                                                                 : "endpoint",
+                            prio};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)

@@ -14,9 +14,10 @@
  *    destination: termcaps.c).
  * The uplink, the downlink and the proxy links are ordinary links (rtr_link_t), announced to
  * the core with attach.edge saying what they are (core_edge_link_t); a proxy link is named
- * to the core by its address's hash key (its phase is in it).  The tracking receiver and the heartbeat sender are
- * Proton links the core never hears of, like the inter-router control links (irconn.c): an
- * arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
+ * to the core by its address's hash key (its phase is in it).  The tracking receiver and the
+ * heartbeat sender are Proton links the core never hears of, like the inter-router control
+ * links (irconn.c), with router.link rows of their own as qdrouterd shows them (bare.c, on
+ * both sides): an arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
  * seconds, while the interior gives credit, a heartbeat (body: an int counter) goes out
  * presettled (a 1.19 interior closes an edge connection that sent none for 8 s).
  * On an interior (c->edge->interior): the edge's tracking receiver and heartbeat sender are
@@ -28,6 +29,7 @@
 #include "router/edgeconn.h"
 
 #include "core/base/base.h"
+#include "router/bare.h"
 #include "router/conn.h"
 #include "router/link_in.h"
 #include "router/termcaps.h"
@@ -93,6 +95,11 @@ typedef struct rtr_edge {
     size_t        rx_len;
     size_t        rx_cap;
     bool          rx_drop;   /* it is too big: read and forget */
+    stats_obj_t   row_track; /* the router.link rows of the four bare links above, as
+                                qdrouterd shows them (bare.c; none while the link is not) */
+    stats_obj_t   row_hb;
+    stats_obj_t   row_track_out;
+    stats_obj_t   row_hb_in;
     edge_proxy_t *proxies;   /* the proxy links asked for */
     size_t        n_proxies;
     size_t        cap;
@@ -218,11 +225,14 @@ static void activate_WT(rtr_conn_t *c)
     pn_terminus_set_address(pn_link_source(e->track), EDGE_TRACKING);
     pn_link_open(e->track);
     pn_link_flow(e->track, EDGE_TRACK_CREDIT);
+    uint32_t cap = c->listener->link_capacity;
+    e->row_track = rtr_bare_row_new_WT(c, e->track, "", "endpoint", "4", cap, EDGE_TRACK_CREDIT);
     /* the heartbeat */
     e->hb = link_make_WT(c, true, "heartbeat");
     pn_terminus_set_address(pn_link_target(e->hb), EDGE_HEARTBEAT);
     pn_link_set_snd_settle_mode(e->hb, PN_SND_SETTLED);
     pn_link_open(e->hb);
+    e->row_hb = rtr_bare_row_new_WT(c, e->hb, "", "endpoint", "4", cap, 0);
     e->ticks = 0;
     LOGC(c, INFO, "Edge connection active: uplink, downlink, tracking and heartbeat attaching");
     rtr_conn_mark_dirty_WT(c);
@@ -314,9 +324,11 @@ static void track_pump_WT(rtr_conn_t *c)
         pn_link_send(pl, (const char *)m->bytes, m->len);
         pn_link_advance(pl);
         pn_delivery_settle(d); /* presettled: the edge settles them at once anyway */
+        rtr_bare_row_delivery_WT(c, e->row_track_out, true);
         free(m->bytes);
         free(m);
     }
+    rtr_bare_row_credit_WT(c, e->row_track_out, pn_link_credit(pl));
     rtr_conn_mark_dirty_WT(c);
 }
 
@@ -433,13 +445,19 @@ static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
         return true;
     }
     pn_link_open(pl);
+    uint32_t cap = c->listener->link_capacity;
     if (hb) {
         e->hb_in = pl;
         e->hb_last = uv_now(&c->worker->loop);
         pn_link_flow(pl, EDGE_HB_CREDIT);
+        /* qdrouterd's interior shows them owned by their mobile addresses */
+        e->row_hb_in = rtr_bare_row_new_WT(c, pl, "M0" EDGE_HEARTBEAT, "endpoint", "4", cap,
+                                           EDGE_HB_CREDIT);
         LOGC(c, INFO, "Edge attached to the heartbeat server");
     } else {
         e->track_out = pl;
+        e->row_track_out = rtr_bare_row_new_WT(c, pl, "M0" EDGE_TRACKING, "endpoint", "4", cap,
+                                               0);
         track_pump_WT(c);
     }
     rtr_conn_mark_dirty_WT(c);
@@ -538,6 +556,7 @@ static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
     }
     if (pn_delivery_partial(d))
         return;
+    rtr_bare_row_delivery_WT(c, e->row_track, pn_delivery_settled(d));
     bool ok = !e->rx_drop && track_msg_WT(c, e->rx, e->rx_len);
     if (!ok)
         LOGC(c, ERROR, "Edge address tracking: invalid message body, rejected");
@@ -547,6 +566,20 @@ static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
         pn_delivery_update(d, ok ? PN_ACCEPTED : PN_REJECTED);
     pn_delivery_settle(d);
     pn_link_flow(pl, 1);
+}
+
+/* Retire the router.link rows of the bare links c->edge no longer has. */
+static void rows_sync_WT(rtr_conn_t *c)
+{
+    rtr_edge_t *e = c->edge;
+    if (!e->track)
+        rtr_bare_row_retire_WT(c, &e->row_track);
+    if (!e->hb)
+        rtr_bare_row_retire_WT(c, &e->row_hb);
+    if (!e->track_out)
+        rtr_bare_row_retire_WT(c, &e->row_track_out);
+    if (!e->hb_in)
+        rtr_bare_row_retire_WT(c, &e->row_hb_in);
 }
 
 static void heartbeat_WT(rtr_conn_t *c)
@@ -566,6 +599,8 @@ static void heartbeat_WT(rtr_conn_t *c)
     pn_link_send(e->hb, (const char *)body, sizeof(body));
     pn_link_advance(e->hb);
     pn_delivery_settle(d);
+    rtr_bare_row_delivery_WT(c, e->row_hb, true);
+    rtr_bare_row_credit_WT(c, e->row_hb, pn_link_credit(e->hb));
     rtr_conn_mark_dirty_WT(c);
 }
 
@@ -583,6 +618,7 @@ void rtr_edge_sweep_WT(rtr_worker_t *w)
             LOGC(c, INFO, "Lost heartbeat from container %s, closing connection",
                  peer ? peer : "?");
             e->hb_in = NULL; /* once */
+            rows_sync_WT(c);
             rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
                                      "Lost heartbeat");
             rtr_conn_close_WT(c);
@@ -609,7 +645,7 @@ static bool own_link(const rtr_edge_t *e, const pn_link_t *pl)
 }
 
 /* Interior: a heartbeat arrived: read it, settle it, credit for the next. */
-static void hb_delivery_WT(pn_delivery_t *d)
+static void hb_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     pn_link_t *pl = pn_delivery_link(d);
     char       buf[256];
@@ -617,6 +653,7 @@ static void hb_delivery_WT(pn_delivery_t *d)
         ;
     if (pn_delivery_partial(d))
         return;
+    rtr_bare_row_delivery_WT(c, c->edge->row_hb_in, pn_delivery_settled(d));
     if (!pn_delivery_settled(d))
         pn_delivery_update(d, PN_ACCEPTED);
     pn_delivery_settle(d);
@@ -642,6 +679,8 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             return true;
         if (pl != ed->track && pl != ed->hb)
             return false;
+        if (pl == ed->hb)
+            rtr_bare_row_credit_WT(c, ed->row_hb, pn_link_credit(pl));
         if (pl == ed->hb && pn_event_type(e) == PN_LINK_REMOTE_OPEN && ed->hb_seq == 0)
             heartbeat_WT(c); /* the first at once: the interior counts from the attach */
         return true;
@@ -660,7 +699,7 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
         }
         if (pl == ed->hb_in) {
             ed->hb_last = uv_now(&c->worker->loop);
-            hb_delivery_WT(d);
+            hb_delivery_WT(c, d);
             return true;
         }
         return false;
@@ -674,6 +713,7 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
              pl == ed->track || pl == ed->track_out ? "tracking" : "heartbeat",
              ed->interior ? "edge" : "interior");
         forget_WT(ed, pl);
+        rows_sync_WT(c);
         if (pn_event_type(e) == PN_LINK_REMOTE_CLOSE)
             pn_link_close(pl);
         else
@@ -691,11 +731,13 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             ed->track_out = NULL;
         if (ed->hb_in && pn_link_session(ed->hb_in) == s)
             ed->hb_in = NULL;
+        rows_sync_WT(c);
         return false;
     }
     case PN_CONNECTION_REMOTE_CLOSE:
     case PN_TRANSPORT_CLOSED:
         ed->track = ed->hb = ed->track_out = ed->hb_in = NULL;
+        rows_sync_WT(c);
         return false;
     default:
         return false;
@@ -720,6 +762,8 @@ void rtr_edge_free_WT(rtr_conn_t *c)
         free(m->bytes);
         free(m);
     }
+    e->track = e->hb = e->track_out = e->hb_in = NULL;
+    rows_sync_WT(c);
     for (size_t i = 0; i < e->n_proxies; i++)
         free(e->proxies[i].key);
     free(e->proxies);
