@@ -31,6 +31,7 @@
 #include "core/base/base.h"
 #include "router/bare.h"
 #include "router/conn.h"
+#include "router/edgemsg.h"
 #include "router/link_in.h"
 #include "router/termcaps.h"
 
@@ -335,29 +336,14 @@ static void track_pump_WT(rtr_conn_t *c)
 /* Interior: the tracking message [key, dest] for the edge (body: an amqp-value list). */
 static void track_send_WT(rtr_conn_t *c, const char *key, bool dest)
 {
-    rtr_edge_t   *e = c->edge;
-    pn_message_t *m = pn_message();
-    pn_data_t    *body = pn_message_body(m);
-    pn_data_put_list(body);
-    pn_data_enter(body);
-    pn_data_put_string(body, bytes_of(key));
-    pn_data_put_bool(body, dest);
-    pn_data_exit(body);
-    size_t  cap = strlen(key) + 64;
-    uint8_t *buf = base_malloc(cap);
-    int      rc;
-    while ((rc = pn_message_encode(m, (char *)buf, &cap)) == PN_OVERFLOW) {
-        cap *= 2;
-        buf = base_realloc(buf, cap);
-    }
-    pn_message_free(m);
-    if (rc != 0) {
-        free(buf);
+    rtr_edge_t *e = c->edge;
+    size_t      len = 0;
+    uint8_t    *buf = rtr_edgemsg_track_encode(key, dest, &len);
+    if (!buf)
         return;
-    }
     edge_msg_t *em = base_malloc(sizeof(*em));
     em->bytes = buf;
-    em->len = cap;
+    em->len = len;
     em->next = NULL;
     if (e->q_tail)
         e->q_tail->next = em;
@@ -498,40 +484,19 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
  * the message is not one. */
 static bool track_msg_WT(rtr_conn_t *c, const uint8_t *bytes, size_t len)
 {
-    pn_message_t *m = pn_message();
-    bool          ok = false;
-    if (pn_message_decode(m, (const char *)bytes, len) == 0) {
-        pn_data_t *d = pn_message_body(m);
-        pn_data_rewind(d);
-        if (pn_data_next(d) && pn_data_type(d) == PN_LIST && pn_data_get_list(d) == 2) {
-            pn_data_enter(d);
-            pn_bytes_t key = {0, NULL};
-            bool       dest = false;
-            if (pn_data_next(d) &&
-                (pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL)) {
-                key = pn_data_type(d) == PN_STRING ? pn_data_get_string(d)
-                                                   : pn_data_get_symbol(d);
-                if (pn_data_next(d) && pn_data_type(d) == PN_BOOL) {
-                    dest = pn_data_get_bool(d);
-                    ok = key.size > 0;
-                }
-            }
-            if (ok) {
-                core_action_t *a = rtr_worker_action_WT(c->worker);
-                a->type = CORE_A_EDGE;
-                a->link_id = 0;
-                a->u.edge.conn_id = c->id;
-                a->u.edge.event = CORE_EDGE_TRACK;
-                a->u.edge.flag = dest;
-                a->u.edge.key = base_strndup(key.start, key.size);
-                LOGC(c, DEBUG, "Edge address tracking: %.*s %s", (int)key.size, key.start,
-                     dest ? "has destinations" : "has none");
-            }
-            pn_data_exit(d);
-        }
-    }
-    pn_message_free(m);
-    return ok;
+    bool  dest = false;
+    char *key = rtr_edgemsg_track_parse(bytes, len, &dest);
+    if (!key)
+        return false;
+    LOGC(c, DEBUG, "Edge address tracking: %s %s", key, dest ? "has destinations" : "has none");
+    core_action_t *a = rtr_worker_action_WT(c->worker);
+    a->type = CORE_A_EDGE;
+    a->link_id = 0;
+    a->u.edge.conn_id = c->id;
+    a->u.edge.event = CORE_EDGE_TRACK;
+    a->u.edge.flag = dest;
+    a->u.edge.key = key; /* the core frees it */
+    return true;
 }
 
 static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
@@ -587,13 +552,8 @@ static void heartbeat_WT(rtr_conn_t *c)
     rtr_edge_t *e = c->edge;
     if (!e->hb || !(pn_link_state(e->hb) & PN_REMOTE_ACTIVE) || pn_link_credit(e->hb) <= 0)
         return;
-    /* an amqp-value section holding an int */
-    uint8_t  body[8] = {0x00, 0x53, 0x77, 0x71};
-    uint32_t v = e->hb_seq++;
-    body[4] = (uint8_t)(v >> 24);
-    body[5] = (uint8_t)(v >> 16);
-    body[6] = (uint8_t)(v >> 8);
-    body[7] = (uint8_t)v;
+    uint8_t body[RTR_EDGEMSG_HB_LEN];
+    rtr_edgemsg_heartbeat(e->hb_seq++, body);
     uint64_t       tag = e->tag++;
     pn_delivery_t *d = pn_delivery(e->hb, pn_dtag((const char *)&tag, sizeof(tag)));
     pn_link_send(e->hb, (const char *)body, sizeof(body));
