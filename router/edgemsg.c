@@ -51,6 +51,10 @@ uint8_t *rtr_edgemsg_track_encode(const char *key, bool dest, size_t *len)
 
 char *rtr_edgemsg_track_parse(const uint8_t *msg, size_t len, bool *dest)
 {
+    /* Proton asserts that there are bytes to decode: a transfer without any (which an
+     * interior can send) would abort the router */
+    if (!msg || len == 0)
+        return NULL;
     pn_message_t *m = pn_message();
     char         *key = NULL;
     if (pn_message_decode(m, (const char *)msg, len) == 0) {
