@@ -5,6 +5,7 @@
  */
 #include "router/edgemsg.h"
 
+#include "codec/frame.h"
 #include "core/base/base.h"
 
 #include <proton/codec.h>
@@ -52,8 +53,10 @@ uint8_t *rtr_edgemsg_track_encode(const char *key, bool dest, size_t *len)
 char *rtr_edgemsg_track_parse(const uint8_t *msg, size_t len, bool *dest)
 {
     /* Proton asserts that there are bytes to decode: a transfer without any (which an
-     * interior can send) would abort the router */
-    if (!msg || len == 0)
+     * interior can send) would abort the router; and it builds a node per value whatever
+     * the bytes pay for, so they must pass the frame guard's rule first (codec/frame.h), as a
+     * management request does */
+    if (!msg || len == 0 || codec_values_check(msg, len) != 0)
         return NULL;
     pn_message_t *m = pn_message();
     char         *key = NULL;

@@ -22,7 +22,7 @@ uint8_t *rtr_edgemsg_track_encode(const char *key, bool dest, size_t *len);
 
 /* Parse the tracking message msg[0, len): on success a new copy of its key (heap,
  * NUL-terminated; the caller frees it), its flag in *dest; NULL when it is not one (no bytes,
- * not a message, a body that is not a list of a non-empty string or symbol and a bool, a key with a
+ * values the bytes do not pay for, not a message, a body that is not a list of a non-empty string or symbol and a bool, a key with a
  * NUL in it). */
 char *rtr_edgemsg_track_parse(const uint8_t *msg, size_t len, bool *dest);
 
