@@ -4,9 +4,11 @@
  */
 #include "router/bare.h"
 
+#include "core/base/base.h"
 #include "router/conn.h"
 
 #include <stdio.h>
+#include <string.h>
 
 stats_obj_t rtr_bare_row_new_WT(rtr_conn_t *c, pn_link_t *pl, const char *key, const char *type,
                                 const char *prio, uint32_t capacity, uint32_t credit)
@@ -45,4 +47,27 @@ void rtr_bare_row_retire_WT(rtr_conn_t *c, stats_obj_t *row)
         return;
     stats_object_retire(c->worker->ctx->stats->reg, *row);
     *row = (stats_obj_t){0, 0, 0};
+}
+
+bool rtr_bare_gather_WT(pn_delivery_t *d, size_t max, uint8_t **buf, size_t *len, size_t *cap,
+                        bool *drop)
+{
+    pn_link_t *pl = pn_delivery_link(d);
+    if (!pn_delivery_readable(d))
+        return false;
+    char    chunk[4096];
+    ssize_t n;
+    while ((n = pn_link_recv(pl, chunk, sizeof(chunk))) > 0) {
+        if (*drop || *len + (size_t)n > max) {
+            *drop = true;
+            continue;
+        }
+        if (*len + (size_t)n > *cap) {
+            *cap = (*len + (size_t)n) * 2;
+            *buf = base_realloc(*buf, *cap);
+        }
+        memcpy(*buf + *len, chunk, (size_t)n);
+        *len += (size_t)n;
+    }
+    return !pn_delivery_partial(d);
 }

@@ -503,23 +503,7 @@ static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     rtr_edge_t *e = c->edge;
     pn_link_t  *pl = pn_delivery_link(d);
-    if (!pn_delivery_readable(d))
-        return;
-    char    buf[4096];
-    ssize_t n;
-    while ((n = pn_link_recv(pl, buf, sizeof(buf))) > 0) {
-        if (e->rx_drop || e->rx_len + (size_t)n > EDGE_TRACK_MAX) {
-            e->rx_drop = true;
-            continue;
-        }
-        if (e->rx_len + (size_t)n > e->rx_cap) {
-            e->rx_cap = (e->rx_len + (size_t)n) * 2;
-            e->rx = base_realloc(e->rx, e->rx_cap);
-        }
-        memcpy(e->rx + e->rx_len, buf, (size_t)n);
-        e->rx_len += (size_t)n;
-    }
-    if (pn_delivery_partial(d))
+    if (!rtr_bare_gather_WT(d, EDGE_TRACK_MAX, &e->rx, &e->rx_len, &e->rx_cap, &e->rx_drop))
         return;
     rtr_bare_row_delivery_WT(c, e->row_track, pn_delivery_settled(d));
     bool ok = !e->rx_drop && track_msg_WT(c, e->rx, e->rx_len);
