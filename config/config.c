@@ -371,36 +371,47 @@ static int get_u32(const ent_t *e, int a, long long min, long long max, uint32_t
     return 0;
 }
 
+bool cfg__bool_value(const cJSON *v, unsigned accept, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"};
+    static const char *const no[] = {"false", "no", "off"};
+    /* the words to try: true/false always, yes/no and on/off with CFG_BOOL_WORDS */
+    size_t n_words = (accept & CFG_BOOL_WORDS) ? BASE_ARRAY_LEN(yes) : 1;
+
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v);
+        return true;
+    }
+    if ((accept & CFG_BOOL_NUMBERS) && cJSON_IsNumber(v) &&
+        (v->valuedouble == 0 || v->valuedouble == 1)) {
+        *out = v->valuedouble == 1;
+        return true;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        for (size_t i = 0; i < n_words; i++) {
+            if (strcasecmp(v->valuestring, yes[i]) == 0) {
+                *out = true;
+                return true;
+            }
+            if (strcasecmp(v->valuestring, no[i]) == 0) {
+                *out = false;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static int get_bool(const ent_t *e, int a, bool dflt, bool *out)
 {
-    static const char *const yes[] = {"yes", "true", "on"};
-    static const char *const no[] = {"no", "false", "off"};
-    const cJSON             *v = e->vals[a];
+    const cJSON *v = e->vals[a];
 
     if (!v) {
         *out = dflt;
         return 0;
     }
-    if (cJSON_IsBool(v)) {
-        *out = cJSON_IsTrue(v);
+    if (cfg__bool_value(v, CFG_BOOL_SCHEMA, out))
         return 0;
-    }
-    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
-        *out = v->valuedouble == 1;
-        return 0;
-    }
-    if (cJSON_IsString(v) && v->valuestring) {
-        for (size_t i = 0; i < BASE_ARRAY_LEN(yes); i++) {
-            if (strcasecmp(v->valuestring, yes[i]) == 0) {
-                *out = true;
-                return 0;
-            }
-            if (strcasecmp(v->valuestring, no[i]) == 0) {
-                *out = false;
-                return 0;
-            }
-        }
-    }
     return expect(e, a, "a boolean (true/false, yes/no, on/off)");
 }
 
@@ -1027,6 +1038,12 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
         return -1;
     if (l->ssl_profile && !*l->ssl_profile)
         BASE_FREE(l->ssl_profile);
+    /* with enableVhostPolicy, the vhost whose `$connector` group governs its connections
+       (router/policy.c); "" is none, as in qdrouterd */
+    if (get_str(e, CN_POLICY_VHOST, NULL, &l->policy_vhost) < 0)
+        return -1;
+    if (l->policy_vhost && !l->policy_vhost[0])
+        BASE_FREE(l->policy_vhost);
     if (get_bool(e, CN_VERIFY_HOSTNAME, true, &cn->verify_hostname) < 0)
         return -1;
     if (e->vals[CN_FAILOVER_URLS])
@@ -1051,6 +1068,11 @@ static int connector_fill(ent_t *e, cfg_connector_t *cn)
     if (e->vals[CN_OPEN_PROPERTIES]) {
         if (open_properties_check(e, CN_OPEN_PROPERTIES) < 0)
             return -1;
+        /* qdrouterd 1.19: no user properties on a router-to-router connection */
+        if (l->role == CFG_ROLE_INTER_ROUTER || l->role == CFG_ROLE_EDGE)
+            return attr_fail(e, CN_OPEN_PROPERTIES, "attribute '%s': openProperties not "
+                             "allowed for role %s", attr_name(e, CN_OPEN_PROPERTIES),
+                             cfg__role_tags[l->role]);
         if (e->vals[CN_OPEN_PROPERTIES]->child)
             cn->open_properties = cJSON_Duplicate(e->vals[CN_OPEN_PROPERTIES], true);
     }

@@ -178,7 +178,8 @@ typedef struct cfg_listener {
                                          not on an http listener */
     char       *policy_vhost;         /* `policyVhost`, or NULL: with enableVhostPolicy, the
                                          vhost of every connection of this listener (whatever
-                                         its open's hostname) */
+                                         its open's hostname); a connector's: the vhost whose
+                                         `$connector` group governs its connections */
 } cfg_listener_t;
 
 /* `connector`: an outgoing AMQP connection the router keeps open (qdrouterd 1.19's
@@ -408,9 +409,14 @@ typedef struct cfg_vhost {
 
 /* Read a vhost from its attributes (a JSON map: a file's entity, a policyDir file's, or a
  * management CREATE/UPDATE body), checked as qdrouterd 1.19's policy compiler checks it
- * (policy_local.py).  Returns 0 with *v filled (free with cfg_vhost_fini), or -1 with one
- * line in err[errlen] naming the attribute (and the group and option), *v empty.
- * Thread-safe (remoteHosts names are resolved with getaddrinfo()). */
+ * (policy_local.py).  Returns 0 with *v filled (free with cfg_vhost_fini), or a negative
+ * value with one line in err[errlen] naming the attribute (and the group and option), *v
+ * empty: -1 when qdrouterd's schema refuses the attributes (an unknown one, a missing
+ * hostname, a value of the wrong type: its management answers 400), CFG_VHOST_EPOLICY when
+ * its policy compiler refuses their values (a number out of range, anything wrong in a group,
+ * a clash of names: it answers 500).  Thread-safe (remoteHosts names are resolved with
+ * getaddrinfo()). */
+#define CFG_VHOST_EPOLICY (-2)
 int cfg_vhost_parse(const struct cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen);
 void cfg_vhost_fini(cfg_vhost_t *v);
 /* A deep copy of src into dst (which holds nothing). */

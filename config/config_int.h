@@ -190,6 +190,19 @@ type_kind_t cfg__type_resolve(const char *written, char **canon);
 /* Attribute slot of `key` (already camelCased) in defs[n], or -1.  Thread-safe. */
 int cfg__attr_find(const attr_def_t *defs, size_t n, const char *key);
 
+/* What a boolean may be spelled as, besides a JSON true/false and the strings "true"/"false"
+ * in any case (all that qdrouterd 1.19's policy compiler takes for a vhost group's options). */
+#define CFG_BOOL_WORDS   0x1u /* "yes"/"no", "on"/"off", in any case */
+#define CFG_BOOL_NUMBERS 0x2u /* the numbers 1 and 0 */
+/* qdrouterd's schema `boolean` (every entity attribute of that type, a vhost's
+ * allowUnknownUser too); qdrouterd also takes any other number or a list through Python's
+ * bool(), which Junction refuses as a likely mistake. */
+#define CFG_BOOL_SCHEMA  (CFG_BOOL_WORDS | CFG_BOOL_NUMBERS)
+
+/* A boolean from v, spelled in one of the ways `accept` (CFG_BOOL_*) allows: true with *out
+ * set, or false (v is not one of them; *out untouched).  Thread-safe. */
+bool cfg__bool_value(const cJSON *v, unsigned accept, bool *out);
+
 /* -- the `.conf` dialect (conf.c) -- */
 
 /* Where each node of a parsed file came from: cJSON node address -> line number (from 1).

@@ -342,7 +342,7 @@ const attr_def_t cfg__connector_attrs[CN_N] = {
     /* qdrouterd's run-time columns: refused in a file (see connector_fill) */
     [CN_CONNECTION_STATUS]    = {"connectionStatus", AT_STRING},
     [CN_CONNECTION_MSG]       = {"connectionMsg", AT_STRING},
-    [CN_POLICY_VHOST]         = {"policyVhost", AT_STRING, .ignored = true},
+    [CN_POLICY_VHOST]         = {"policyVhost", AT_STRING}, /* its `$connector` group's vhost */
     [CN_OPEN_PROPERTIES]      = {"openProperties", AT_MAP},
 };
 

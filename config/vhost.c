@@ -4,19 +4,20 @@
  * management's CREATE/UPDATE, so all three accept and refuse the same things.
  *
  * What qdrouterd's compiler does and this does too: limits 0-65535 (maxConnections and the
- * per-user/per-host ones), other numbers >= 0; booleans; `users`, `aliases`, `sources`,
- * `targets`, `sourcePattern`, `targetPattern` and `remoteHosts` as a comma-separated string or
- * a list; `${user}` at most once per item, only as a prefix or suffix in a pattern; `sources`
- * with `sourcePattern` (or the targets) refused; a user in two groups refused; an alias equal to
- * the hostname or to another alias refused; `allowUnknownUser` without a `$default` group
- * refused; remoteHosts items `*`, an address, a host name that resolves, or a range `lo-hi` of
- * one family with lo first.  Group options qdrouterd does not know are ignored (it warns).
+ * per-user/per-host ones), other numbers >= 0; booleans (a group's options only true/false,
+ * also as strings in any case; allowUnknownUser also yes/no, on/off, 1/0, as the schema's);
+ * `users`, `aliases`, `sources`, `targets`, `sourcePattern`, `targetPattern` and `remoteHosts`
+ * as a comma-separated string or a list; `${user}` at most once per item, only as a prefix or
+ * suffix in a pattern; `sources` with `sourcePattern` (or the targets) refused; a user in two
+ * groups refused; an alias equal to the hostname or to another alias refused; `allowUnknownUser`
+ * without a `$default` group refused; remoteHosts items `*`, an address, a host name that resolves,
+ * or a range `lo-hi` of one family with lo first.  Group options qdrouterd does not know are
+ * ignored (it warns).
  *
  * Threads: any (no shared state; host names are resolved with getaddrinfo()).
  */
 #include "config/config.h"
 #include "config/config_int.h"
-
 #include "core/base/base.h"
 
 #include <arpa/inet.h>
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 
 #define VH_USER_TOKEN "${user}"
@@ -36,6 +36,7 @@
 typedef struct vh_err {
     char  *buf;
     size_t len;
+    bool   policy; /* the failure is one qdrouterd's policy compiler reports, not its schema */
 } vh_err_t;
 
 __attribute__((format(printf, 2, 3))) static int vh_fail(vh_err_t *e, const char *fmt, ...)
@@ -102,6 +103,7 @@ static int vh_number(vh_err_t *e, const char *where, const cJSON *v, long long l
                        vh_show(v, shown, sizeof(shown)));
     }
     if (*out < lo || *out > hi) {
+        e->policy = true; /* a number is the schema's; its range, the compiler's */
         if (hi == LLONG_MAX)
             return vh_fail(e, "%s: expected an integer >= %lld, got %lld", where, lo, *out);
         return vh_fail(e, "%s: expected an integer from %lld to %lld, got %lld", where, lo, hi,
@@ -110,29 +112,17 @@ static int vh_number(vh_err_t *e, const char *where, const cJSON *v, long long l
     return 0;
 }
 
-static int vh_bool(vh_err_t *e, const char *where, const cJSON *v, bool *out)
+/* A boolean as config.c reads one (cfg__bool_value): `accept` is CFG_BOOL_SCHEMA for a vhost
+ * attribute (qdrouterd checks those against its schema) and 0 for a group's options, where
+ * qdrouterd's policy compiler takes only true/false, or "true"/"false" in any case. */
+static int vh_bool(vh_err_t *e, const char *where, const cJSON *v, unsigned accept, bool *out)
 {
-    static const char *const yes[] = {"yes", "true", "on"};
-    static const char *const no[] = {"no", "false", "off"};
-    char                     shown[64];
+    char shown[64];
 
-    if (cJSON_IsBool(v)) {
-        *out = cJSON_IsTrue(v);
+    if (cfg__bool_value(v, accept, out))
         return 0;
-    }
-    if (cJSON_IsString(v) && v->valuestring) {
-        for (size_t i = 0; i < BASE_ARRAY_LEN(yes); i++) {
-            if (strcasecmp(v->valuestring, yes[i]) == 0) {
-                *out = true;
-                return 0;
-            }
-            if (strcasecmp(v->valuestring, no[i]) == 0) {
-                *out = false;
-                return 0;
-            }
-        }
-    }
-    return vh_fail(e, "%s: expected a boolean (true/false), got %s", where,
+    return vh_fail(e, "%s: expected a boolean (%s), got %s", where,
+                   accept & CFG_BOOL_WORDS ? "true/false, yes/no, on/off" : "true/false",
                    vh_show(v, shown, sizeof(shown)));
 }
 
@@ -380,6 +370,7 @@ static int vh_group(vh_err_t *e, const char *gname, const cJSON *m, cfg_vhost_gr
         .allow_admin_status_update = true,
         .allow_fallback_links = true,
     };
+    e->policy = true; /* the schema sees `groups` as a map; what is in it, the compiler */
     if (!cJSON_IsObject(m))
         return vh_fail(e, "attribute 'groups': group '%s': expected a map, got %s", gname,
                        vh_show(m, shown, sizeof(shown)));
@@ -401,7 +392,7 @@ static int vh_group(vh_err_t *e, const char *gname, const cJSON *m, cfg_vhost_gr
     }
 #define BOOL(key, field)                                                                           \
     if (strcmp(k, key) == 0) {                                                                     \
-        if (vh_bool(e, where, c, &b) < 0)                                                          \
+        if (vh_bool(e, where, c, 0, &b) < 0)                                                       \
             return -1;                                                                             \
         g->field = b;                                                                              \
         continue;                                                                                  \
@@ -504,6 +495,7 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
     char         shown[64];
     const cJSON *groups = NULL;
     const cJSON *c;
+    char        *deferred = NULL; /* the first policy compiler's failure, as its message */
 
     if (!cJSON_IsObject(attrs))
         return vh_fail(e, "expected the attributes as a map, got %s",
@@ -551,7 +543,7 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
             if ((rc = vh_number(e, where, c, 0, LLONG_MAX, &x)) == 0)
                 v->max_message_size = x;
         } else if (strcmp(k, "allowUnknownUser") == 0) {
-            rc = vh_bool(e, where, c, &v->allow_unknown_user);
+            rc = vh_bool(e, where, c, CFG_BOOL_SCHEMA, &v->allow_unknown_user);
         } else if (strcmp(k, "groups") == 0) {
             if (!cJSON_IsObject(c))
                 rc = vh_fail(e, "%s: expected a map, got %s", where,
@@ -559,11 +551,26 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
             groups = c;
         }
         free(k);
-        if (rc < 0)
-            return -1;
+        if (rc < 0 && !e->policy)
+            goto out_free_deferred; /* the schema's: it comes first */
+        if (rc < 0 && !deferred) {
+            /* a number out of range is the compiler's, which runs after the schema has seen
+               every attribute: kept while the others are read */
+            deferred = base_strdup(e->buf && e->len ? e->buf : "");
+        }
+        e->policy = false;
     }
-    if (!v->hostname)
-        return vh_fail(e, "attribute 'hostname': required");
+    if (!v->hostname) {
+        vh_fail(e, "attribute 'hostname': required");
+        goto out_free_deferred;
+    }
+    e->policy = true; /* the rest is checked by qdrouterd's policy compiler */
+    if (deferred) {
+        if (e->buf && e->len)
+            snprintf(e->buf, e->len, "%s", deferred);
+        free(deferred);
+        return -1;
+    }
     for (size_t i = 0; i < v->n_aliases; i++) {
         if (strcmp(v->aliases[i], v->hostname) == 0)
             return vh_fail(e, "attribute 'aliases': '%s' is the vhost's hostname", v->aliases[i]);
@@ -600,11 +607,16 @@ static int vh_parse(vh_err_t *e, const cJSON *attrs, cfg_vhost_t *v)
         return vh_fail(e, "attribute 'allowUnknownUser': true needs a '$default' group (the "
                           "settings of unknown users)");
     return 0;
+
+out_free_deferred:
+    free(deferred);
+    e->policy = false;
+    return -1;
 }
 
 int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen)
 {
-    vh_err_t e = {err, errlen};
+    vh_err_t e = {err, errlen, false};
 
     *v = (cfg_vhost_t){.max_connections = 65535,
                        .max_conn_per_user = 65535,
@@ -631,7 +643,7 @@ int cfg_vhost_parse(const cJSON *attrs, cfg_vhost_t *v, char *err, size_t errlen
     if (vh_parse(&e, attrs, v) < 0) {
         cfg_vhost_fini(v);
         cJSON_Delete(own);
-        return -1;
+        return e.policy ? CFG_VHOST_EPOLICY : -1;
     }
     v->attrs_json = cJSON_PrintUnformatted(attrs);
     cJSON_Delete(own);

@@ -78,6 +78,7 @@ struct rtr_pconn {
     char                    *user;
     char                    *host;
     uint64_t                 max_message_size;
+    bool                     outgoing; /* a connector's (`$connector`): not in the counts */
 };
 
 /* ---------------------------------------------------------------- vhost rules */
@@ -486,6 +487,53 @@ deny:
     return NULL;
 }
 
+/* qdrouterd's group of the settings of connections the router makes itself */
+#define POLICY_CONNECTOR_GROUP "$connector"
+
+rtr_pconn_t *rtr_policy_open_connector(rtr_policy_t *p, uint64_t conn_id, const char *vhost_in,
+                                       const char *user, const char *host)
+{
+    pthread_mutex_lock(&p->lock);
+    pvhost_t                *v = lookup_locked(p, vhost_in);
+    size_t                   gi = 0;
+    const cfg_vhost_group_t *g = NULL;
+    for (size_t i = 0; v && i < v->cfg.n_groups && !g; i++) {
+        if (strcmp(v->cfg.groups[i].name, POLICY_CONNECTOR_GROUP) == 0) {
+            g = &v->cfg.groups[i];
+            gi = i;
+        }
+    }
+    if (!g) {
+        pthread_mutex_unlock(&p->lock);
+        /* qdrouterd's line (it names the connection id twice) */
+        PLOG(ERROR,
+             "[C%llu] Failed to find policyVhost settings for connection '%llu', policyVhost: "
+             "'%s'",
+             (unsigned long long)conn_id, (unsigned long long)conn_id, vhost_in);
+        return NULL;
+    }
+    atomic_fetch_add(&v->refs, 1);
+    rtr_pconn_t *pc = base_calloc(1, sizeof(*pc));
+    pc->p = p;
+    pc->conn_id = conn_id;
+    pc->vh = v;
+    pc->g = g;
+    pc->gi = gi;
+    pc->st = v->st;
+    pc->outgoing = true;
+    base_map_uput(&p->conns, conn_id, pc);
+    pthread_mutex_unlock(&p->lock);
+
+    pc->user = base_strdup(user);
+    pc->host = base_strdup(host);
+    pc->max_message_size = g->max_message_size >= 0       ? (uint64_t)g->max_message_size
+                           : v->cfg.max_message_size >= 0 ? (uint64_t)v->cfg.max_message_size
+                                                          : p->max_message_size;
+    PLOG(TRACE, "[C%llu] Connector connection to '%s' under vhost '%s', group '%s'",
+         (unsigned long long)conn_id, host, v->cfg.hostname, g->name);
+    return pc;
+}
+
 void rtr_policy_close(rtr_policy_t *p, rtr_pconn_t *pc)
 {
     if (!pc)
@@ -493,6 +541,8 @@ void rtr_policy_close(rtr_policy_t *p, rtr_pconn_t *pc)
     pthread_mutex_lock(&p->lock);
     if (base_map_uget(&p->conns, pc->conn_id) == pc)
         base_map_udel(&p->conns, pc->conn_id);
+    if (pc->outgoing)
+        goto out_unlock;
     pstats_t *st = pc->st;
     st->current--;
     puser_t *u = user_locked(st, pc->user, false);
@@ -507,6 +557,7 @@ void rtr_policy_close(rtr_policy_t *p, rtr_pconn_t *pc)
         base_map_put(&st->hosts, pc->host, strlen(pc->host), (void *)(n - 1));
     else
         base_map_del(&st->hosts, pc->host, strlen(pc->host));
+out_unlock:
     pthread_mutex_unlock(&p->lock);
     pvhost_unref(pc->vh);
     free(pc->user);
@@ -526,7 +577,7 @@ uint32_t rtr_pconn_max_sessions(const rtr_pconn_t *pc)
 
 uint32_t rtr_pconn_max_session_window(const rtr_pconn_t *pc)
 {
-    return pc->g->max_session_window;
+    return pc->outgoing ? 0 : pc->g->max_session_window; /* qdrouterd: not on a connector's */
 }
 
 uint64_t rtr_pconn_max_message_size(const rtr_pconn_t *pc)
@@ -560,6 +611,29 @@ bool rtr_policy_admin_status_allowed(rtr_policy_t *p, uint64_t conn_id)
     rtr_pconn_t *pc = base_map_uget(&p->conns, conn_id);
     bool         ok = !pc || pc->g->allow_admin_status_update;
     pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+bool rtr_policy_dynamic_link_routes_allowed(rtr_policy_t *p, uint64_t conn_id)
+{
+    char line[512] = "";
+    pthread_mutex_lock(&p->lock);
+    rtr_pconn_t *pc = base_map_uget(&p->conns, conn_id);
+    bool         ok = !pc || pc->g->allow_dynamic_link_routes;
+    if (!ok) {
+        /* a denial of the user's, like a link's (the record may go once the lock is
+           released: the line is made under it) */
+        puser_t *u = user_locked(pc->st, pc->user, true);
+        if (u)
+            u->denied++;
+        snprintf(line, sizeof(line),
+                 "[C%llu] DENY management CREATE of a connection-scoped link route for user "
+                 "'%s', rhost '%s', vhost '%s': allowDynamicLinkRoutes is false",
+                 (unsigned long long)conn_id, pc->user, pc->host, pc->vh->cfg.hostname);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!ok)
+        PLOG(INFO, "%s", line);
     return ok;
 }
 

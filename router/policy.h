@@ -50,6 +50,20 @@ bool rtr_policy_enabled(const rtr_policy_t *p);
  * RTR_POLICY_COND_LIMIT / RTR_POLICY_DESC_CONN). */
 rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhost_in,
                              const char *user, const char *host);
+/* The open of connection conn_id, made by a connector whose policyVhost is vhost_in (a
+ * role normal or route-container connector, under enableVhostPolicy), authenticated as user
+ * to host: qdrouterd's `$connector` group of that vhost (found as an open's vhost is: name,
+ * alias, pattern, defaultVhost) governs what the peer does on it - the links it attaches
+ * (sources, targets, maxSenders, maxReceivers, dynamic source, anonymous sender, waypoint and
+ * fallback capabilities), the sessions it begins (maxSessions), the messages it sends
+ * (allowUserIdProxy, maxMessageSize, targets of an anonymous sender), as on a client's
+ * connection.  users, remoteHosts, maxFrameSize and maxSessionWindow are unused, the
+ * connection is not counted in the vhost's connections, and the links the router attaches
+ * itself (autoLinks, link routes) are not checked.  Returns the record, or NULL when there is
+ * no such vhost or it has no `$connector` group (logged, an error in qdrouterd's words; the
+ * caller closes the connection with RTR_POLICY_COND_LIMIT / RTR_POLICY_DESC_CONN). */
+rtr_pconn_t *rtr_policy_open_connector(rtr_policy_t *p, uint64_t conn_id, const char *vhost_in,
+                                       const char *user, const char *host);
 /* The connection ended: its counts go.  NULL is fine. */
 void rtr_policy_close(rtr_policy_t *p, rtr_pconn_t *pc);
 
@@ -88,6 +102,11 @@ bool rtr_pconn_is_user(const rtr_pconn_t *pc, const char *user_id, size_t len);
 /* allowAdminStatusUpdate of connection conn_id's group (true for a connection not under vhost
  * policy, or gone): whether it may close connections through management. */
 bool rtr_policy_admin_status_allowed(rtr_policy_t *p, uint64_t conn_id);
+/* allowDynamicLinkRoutes of connection conn_id's group (true for a connection not under
+ * vhost policy, or gone): whether it may CREATE connection-scoped link routes
+ * (router.connection.linkRoute) through management.  A refusal is counted for the user
+ * (perUserDenied) and logged. */
+bool rtr_policy_dynamic_link_routes_allowed(rtr_policy_t *p, uint64_t conn_id);
 /* allowAdminStatusUpdate, allowDynamicLinkRoutes. */
 bool rtr_pconn_admin_status_update(const rtr_pconn_t *pc);
 bool rtr_pconn_dynamic_link_routes(const rtr_pconn_t *pc);

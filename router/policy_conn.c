@@ -18,18 +18,63 @@
 #include <proton/transport.h>
 #include <string.h>
 
-/* A client's connection is under vhost policy unless it is inter-router or the router's own
- * (qdrouterd: every incoming connection but inter-router ones; connectors have their own
- * `$connector` group, which Junction does not have). */
+/* A client's connection is under vhost policy unless it is inter-router (qdrouterd: every
+ * incoming connection but inter-router ones).  A connector's has its own rule below. */
 static bool governed(const rtr_conn_t *c)
 {
     return !c->connector && c->listener->role != CFG_ROLE_INTER_ROUTER &&
            rtr_policy_enabled(c->worker->ctx->policy);
 }
 
+/* A connector's connection is governed by its vhost's `$connector` group when the connector
+ * names a policyVhost and is role normal or route-container (qdrouterd 1.19). */
+static bool connector_governed(const rtr_conn_t *c)
+{
+    return c->connector && c->listener->policy_vhost &&
+           (c->listener->role == CFG_ROLE_NORMAL ||
+            c->listener->role == CFG_ROLE_ROUTE_CONTAINER) &&
+           rtr_policy_enabled(c->worker->ctx->policy);
+}
+
+/* The client's address without its port (c->peer is "host:port"). */
+static void peer_host(const rtr_conn_t *c, char *host, size_t n)
+{
+    const char *colon = strrchr(c->peer, ':');
+    size_t      hl = colon ? (size_t)(colon - c->peer) : strlen(c->peer);
+    if (hl >= n)
+        hl = n - 1;
+    memcpy(host, c->peer, hl);
+    host[hl] = '\0';
+}
+
+static void deny_open(pn_connection_t *pc)
+{
+    pn_condition_t *cond = pn_connection_condition(pc);
+    pn_condition_set_name(cond, RTR_POLICY_COND_LIMIT);
+    pn_condition_set_description(cond, RTR_POLICY_DESC_CONN);
+}
+
 bool rtr_policy_conn_open_WT(rtr_conn_t *c, pn_connection_t *pc)
 {
-    if (c->pconn || !governed(c))
+    if (c->pconn)
+        return true;
+    if (connector_governed(c)) {
+        /* the peer's open has come: the router's was sent first, so a refusal is its close
+           (qdrouterd's condition); the connector tries again as after any close */
+        char        host[64];
+        const char *user = pn_transport_get_user(c->driver.transport); /* the router's own */
+        peer_host(c, host, sizeof(host));
+        c->pconn = rtr_policy_open_connector(c->worker->ctx->policy, c->id,
+                                             c->listener->policy_vhost,
+                                             user && *user ? user : "anonymous", host);
+        if (!c->pconn) {
+            deny_open(pc);
+            return false;
+        }
+        c->max_message_size = rtr_pconn_max_message_size(c->pconn);
+        return true;
+    }
+    if (!governed(c))
         return true;
     pn_sasl_t  *sasl = pn_sasl(c->driver.transport);
     const char *user = pn_sasl_get_user(sasl);
@@ -38,22 +83,14 @@ bool rtr_policy_conn_open_WT(rtr_conn_t *c, pn_connection_t *pc)
     const char *hostname = pn_connection_remote_hostname(pc);
     const char *vhost =
         c->listener->policy_vhost ? c->listener->policy_vhost : (hostname ? hostname : "");
-    /* the client's address without its port (c->peer is "host:port") */
-    char        host[64];
-    const char *colon = strrchr(c->peer, ':');
-    size_t      hl = colon ? (size_t)(colon - c->peer) : strlen(c->peer);
-    if (hl >= sizeof(host))
-        hl = sizeof(host) - 1;
-    memcpy(host, c->peer, hl);
-    host[hl] = '\0';
+    char host[64];
+    peer_host(c, host, sizeof(host));
 
     c->pconn = rtr_policy_open(c->worker->ctx->policy, c->id, vhost, user, host);
     if (!c->pconn) {
         /* counted in the vhost's stats (the policy's connectionsDenied is maxConnections');
            the caller opens and closes it */
-        pn_condition_t *cond = pn_connection_condition(pc);
-        pn_condition_set_name(cond, RTR_POLICY_COND_LIMIT);
-        pn_condition_set_description(cond, RTR_POLICY_DESC_CONN);
+        deny_open(pc);
         return false;
     }
     /* The open's settings, before the router's open is written.  A larger frame than the

@@ -464,7 +464,15 @@ static int vhost_reply(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, cons
 }
 
 /* Check attrs as a vhost and put it in the policy (CREATE, and UPDATE with the merged
- * attributes). */
+ * attributes).  The status is qdrouterd 1.19's: 400 for what its schema refuses (an unknown
+ * attribute, a value of the wrong type, a vhost that exists already), 500 for what its policy
+ * compiler refuses (a number out of range, a bad group, a name clash), whose description
+ * starts as qdrouterd's does ("PolicyError: Policy 'h' is invalid: ").  The rest of each
+ * description is Junction's own (the attribute, group and option, and the value): where
+ * qdrouterd's is a Python exception's text (a `groups` that is not a map gives "dictionary
+ * update sequence element #0 has length 1; 2 is required:<traceback object ...>", a group
+ * that is not a map "AttributeError: 'str' object has no attribute 'items'"), it says nothing
+ * a user could act on. */
 static int vhost_set(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const mgmt_enc_t *e,
                      const cJSON *attrs, bool create)
 {
@@ -472,7 +480,15 @@ static int vhost_set(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const 
     char        err[768];
     if (!m->hooks.policy)
         return fail(q, 501, "Not Implemented: no vhost policies in this router");
-    if (cfg_vhost_parse(attrs, &v, err, sizeof(err)) < 0)
+    int rc = cfg_vhost_parse(attrs, &v, err, sizeof(err));
+    if (rc == CFG_VHOST_EPOLICY) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(attrs, "hostname");
+        if (!cJSON_IsString(h))
+            h = cJSON_GetObjectItemCaseSensitive(attrs, "id");
+        return fail(q, 500, "PolicyError: Policy '%.200s' is invalid: %s",
+                    cJSON_IsString(h) ? h->valuestring : "", err);
+    }
+    if (rc < 0)
         return fail(q, 400, "Bad Request: vhost: %s", err);
     char *host = base_strdup(v.hostname);
     if (create) {
@@ -494,9 +510,9 @@ static int vhost_set(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t, const 
     if (rtr_policy_vhost_set(m->hooks.policy, &v, err, sizeof(err)) < 0) {
         cfg_vhost_fini(&v);
         free(host);
-        return fail(q, 400, "Bad Request: %s", err);
+        return fail(q, 500, "PolicyError: %s", err); /* qdrouterd's compiler: a name clash */
     }
-    int rc = vhost_reply(m, q, t, e, host, create ? 201 : 200);
+    rc = vhost_reply(m, q, t, e, host, create ? 201 : 200);
     free(host);
     return rc;
 }
@@ -591,8 +607,31 @@ static int delete_vhost(mgmt_node_t *m, mgmt_req_t *q, const mgmt_type_t *t)
     return ok(q, 204, false);
 }
 
+static uint64_t link_conn(mgmt_node_t *m, uint64_t link_id);
+
+/* A CREATE of router.connection.linkRoute: a link route to the asking connection itself.
+ * Junction does not have them yet; qdrouterd 1.19 first asks the connection's vhost policy
+ * (allowDynamicLinkRoutes), whose refusal is its 403 "Forbidden", and that Junction does too.
+ * Returns true when q is such a request (answered). */
+static bool create_conn_link_route(mgmt_node_t *m, mgmt_req_t *q)
+{
+    static const char *const names[] = {"router.connection.linkRoute",
+                                        MGMT_PREFIX ".router.connection.linkRoute"};
+    if (!q->type || (strcmp(q->type, names[0]) != 0 && strcmp(q->type, names[1]) != 0))
+        return false;
+    if (m->hooks.policy && q->from_link &&
+        !rtr_policy_dynamic_link_routes_allowed(m->hooks.policy, link_conn(m, q->from_link)))
+        fail(q, 403, "Forbidden");
+    else
+        fail(q, 501, "Not Implemented: connection-scoped link routes (%s) are not supported by "
+                     "Junction yet", names[1]);
+    return true;
+}
+
 static int op_create(mgmt_node_t *m, mgmt_req_t *q, const mgmt_enc_t *e)
 {
+    if (create_conn_link_route(m, q))
+        return -1;
     const mgmt_type_t *t = target_type(q, true);
     if (!t)
         return -1;

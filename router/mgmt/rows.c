@@ -592,6 +592,7 @@ static void connector_row(fill_t *f, const mgmt_rec_t *rec)
         put_str(f, r->furls);
     else
         put_null(f);
+    put_str(f, l->policy_vhost); /* its `$connector` group's vhost (router/policy.h) */
 }
 
 static void address_row(fill_t *f, const mgmt_rec_t *rec)

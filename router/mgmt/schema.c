@@ -68,6 +68,7 @@ static const mgmt_attr_t connector_attrs[] = {
     A("maxSessions", "integer", "32768", true, false, false),
     A("saslUsername", "string", NULL, true, false, false),
     A("failoverUrls", "string", NULL, false, false, false),
+    A("policyVhost", "string", NULL, true, false, false),
 };
 static const mgmt_attr_t address_attrs[] = {
     A("prefix", "string", NULL, true, false, false),

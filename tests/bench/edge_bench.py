@@ -28,7 +28,6 @@ table; exits 1 if a junctiond case failed, 0 otherwise (qdrouterd is the referen
 usage error."""
 
 import argparse
-import atexit
 import json
 import os
 import signal
@@ -41,7 +40,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "system"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-from mesh_bench import CHILDREN, free_port, kill_children  # noqa: E402
+from benchproc import CHILDREN, kill_children_at_exit  # noqa: E402
+from mesh_bench import free_port  # noqa: E402
 from mesh_bench import Bench as MeshBench  # noqa: E402
 from mgmt_tool import Node  # noqa: E402
 
@@ -283,7 +283,7 @@ def main():
         p.error("--edges: at least 1")
     args.results = args.results or tempfile.mkdtemp(prefix="junction-fanin-")
     os.makedirs(args.results, exist_ok=True)
-    atexit.register(kill_children)
+    kill_children_at_exit()
     signal.signal(signal.SIGTERM, lambda s, f: sys.exit(1))
     kinds = ["junctiond"]
     if args.routers == "both" and os.path.exists(args.qdrouterd):

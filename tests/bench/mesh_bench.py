@@ -49,7 +49,6 @@ died), 0 otherwise (qdrouterd is the reference: its failures are shown, not coun
 usage error."""
 
 import argparse
-import atexit
 import json
 import os
 import signal
@@ -60,27 +59,13 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "system"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+from benchproc import CHILDREN, kill_children_at_exit  # noqa: E402
 from conftest import free_port  # noqa: E402
 from mgmt_tool import Node  # noqa: E402
 
 NODE = "org.apache.qpid.dispatch.router.node"
-CHILDREN = []
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def kill_children():
-    for p in CHILDREN:
-        if p.poll() is None:
-            p.kill()
-    for p in CHILDREN:
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def on_signal(signum, frame):
-    sys.exit(128 + signum)
 
 
 def edges(shape, n):
@@ -547,10 +532,7 @@ def main():
         args.results = os.path.join(ROOT, "build-bench", "bench-results",
                                     time.strftime("%Y%m%d-%H%M%S") + "-mesh")
     os.makedirs(args.results, exist_ok=True)
-    atexit.register(kill_children)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    kill_children_at_exit(signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     return Bench(args).run()
 
 

@@ -28,7 +28,6 @@ Exits 1 if a row failed (a client failed, the router died, or the flood was not 
 expected), 0 otherwise, 2 on a usage error."""
 
 import argparse
-import atexit
 import json
 import os
 import signal
@@ -40,23 +39,10 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHILDREN = []
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+from benchproc import CHILDREN, kill_children_at_exit  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def kill_children():
-    for p in CHILDREN:
-        if p.poll() is None:
-            p.kill()
-    for p in CHILDREN:
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def on_signal(signum, frame):
-    sys.exit(128 + signum)
 
 
 # ---- AMQP by hand: just what the flooders send ----------------------------------------
@@ -351,9 +337,7 @@ def main():
         args.results = os.path.join(ROOT, "build-bench", "bench-results",
                                     time.strftime("%Y%m%d-%H%M%S") + "-policy")
     os.makedirs(args.results, exist_ok=True)
-    atexit.register(kill_children)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    kill_children_at_exit(signal.SIGTERM, signal.SIGINT)
     print("vhost policy: admitted traffic with and without a flood of denials; %d flooders, "
           "%g s per row, workerThreads=%d, %d CPUs; results in %s" % (
               args.flooders, args.seconds, args.workers, os.cpu_count(),

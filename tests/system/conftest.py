@@ -160,15 +160,21 @@ class Router:
         with self.cond:
             self.cond.notify_all()
 
-    def start(self, wait=True, timeout=STARTUP_TIMEOUT, config_text=None):
+    def command(self):
+        """The command line that starts the router ($JUNCTIOND on the configuration file);
+        a subclass may run another."""
         exe = junctiond_path()
         if not exe.exists():
             pytest.fail("junctiond not found at %s (build it, or set JUNCTIOND)" % exe)
+        return [str(exe), "-c", str(self.config_path)] + self.args
+
+    def start(self, wait=True, timeout=STARTUP_TIMEOUT, config_text=None):
+        argv = self.command()
         self.write_config(config_text)
         self.proc = subprocess.Popen(
-            [str(exe), "-c", str(self.config_path)] + self.args, cwd=str(self.workdir),
-            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
+            argv, cwd=str(self.workdir), env=self.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+            bufsize=1)
         for stream, sink in ((self.proc.stderr, self.lines), (self.proc.stdout, self.stdout_lines)):
             t = threading.Thread(target=self._reader, args=(stream, sink), daemon=True)
             t.start()

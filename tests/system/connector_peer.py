@@ -8,6 +8,9 @@ producer at the router).  It prints one line per event on stdout, flushed:
   SASL <mech> <user>      what the router authenticated with (with --sasl-plain)
   RECEIVED <body>         a message on IN_ADDR (accepted)
   SENT <n> ACCEPTED       the n-th message sent on OUT_ADDR was accepted
+  LINK_OPENED <s|r> <source> <target>   a link of the peer's (sender or receiver) is open
+  LINK_ERROR <address> <condition> <description>   the router closed one of its links
+  CONN_ERROR <condition> <description>  the router closed the connection with an error
 It sends a message "from-peer-<n>" each time a line "SEND" arrives on stdin.  With a fourth
 argument FAILOVER_PORT its open announces qdrouterd's failover-server-list with
 127.0.0.1:FAILOVER_PORT."""
@@ -81,6 +84,29 @@ class Peer(MessagingHandler):
     def on_send_request(self, event):
         self.pending += 1
         self.flush()
+
+    def on_link_opening(self, event):
+        # a link the router attaches (an autoLink): answer with its termini, as a broker does
+        k = event.link
+        if k.remote_source is not None:
+            k.source.copy(k.remote_source)
+        if k.remote_target is not None:
+            k.target.copy(k.remote_target)
+
+    def on_link_opened(self, event):
+        k = event.link
+        out("LINK_OPENED", "s" if k.is_sender else "r", k.source.address or "-",
+            k.target.address or "-")
+
+    def on_link_error(self, event):
+        k = event.link
+        cond = k.remote_condition
+        out("LINK_ERROR", (k.target if k.is_sender else k.source).address or "-",
+            cond.name if cond else "-", cond.description if cond else "-")
+
+    def on_connection_error(self, event):
+        cond = event.connection.remote_condition
+        out("CONN_ERROR", cond.name if cond else "-", cond.description if cond else "-")
 
     def on_disconnected(self, event):
         self.sender = None

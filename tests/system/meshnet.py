@@ -8,6 +8,7 @@ Shared by test_mesh.py (failure, mixed meshes) and test_interior_corpus.py."""
 import collections
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -47,6 +48,35 @@ def wait_for(what, fn, timeout=20.0, every=0.2):
             return last
         time.sleep(every)
     raise AssertionError("%s: not within %.0fs (last: %r)" % (what, timeout, last))
+
+
+def answers(port):
+    """Whether something takes a TCP connection on 127.0.0.1:`port` (a router listening)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def stop_process(proc):
+    """Stop a qdrouterd (or any child) that may still run: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def peer_tool(name, url, *args):
+    """The peer's qdstat or qdmanage with `args`, against the router at `url`: its output
+    (stderr with stdout), once it has exited with status 0."""
+    p = subprocess.run([str(PEER_BIN / name), "-b", url.replace("amqp://", "")] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout
+    return p.stdout
 
 
 def qdr_interior_conf(rid, log, port, ir_port):
@@ -122,17 +152,11 @@ class Position:
         self.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.net.qprocs.append(self.proc)
-        wait_for("qdrouterd %s listening" % self.id, lambda: self._answers(), timeout=10,
-                 every=0.1)
+        wait_for("qdrouterd %s listening" % self.id, self._answers, timeout=10, every=0.1)
         return self
 
     def _answers(self):
-        import socket
-        try:
-            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-            return True
-        except OSError:
-            return False
+        return answers(self.port)
 
     def kill(self):
         """SIGKILL: the router goes away without a word to its neighbours."""
@@ -163,13 +187,7 @@ class Net:
 
     def close(self):
         for p in self.qprocs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
+            stop_process(p)
 
     def converged(self, edges, timeout=30.0):
         """Every router's router.node names every router with the neighbours `edges`

@@ -107,6 +107,19 @@ def wait_states(node, want, timeout=15.0):
     wait_autolinks(lambda: node.query_dicts("autoLink"), want, timeout, every=0.1)
 
 
+def round_trip(c, conn, b, addr, body):
+    """A message to `addr` on conn (of client c) is accepted, stored by broker b, comes back to
+    a receiver, and its accept reaches b; returns the sender and the receiver."""
+    snd = conn.sender(addr)
+    d = snd.send(Message(body=body))
+    assert snd.wait_outcome(d) == d.ACCEPTED
+    b.wait_line("stored %s %s" % (addr, body), client=c)
+    rcv = conn.receiver(addr, credit=5, settle="accept")
+    assert rcv.get(timeout=10).body == body
+    b.wait_line("outcome %s accepted" % body, client=c)
+    return snd, rcv
+
+
 @pytest.fixture
 def node_of():
     made = []
@@ -195,13 +208,7 @@ def test_autolinks_follow_the_broker_connection(make_router, node_of, brokers):
     c = Client()
     try:
         conn = c.connect(r.url)
-        snd = conn.sender("queue")
-        d = snd.send(Message(body="again"))
-        assert snd.wait_outcome(d) == d.ACCEPTED
-        b.wait_line("stored queue again", client=c)
-        rcv = conn.receiver("queue", credit=5, settle="accept")
-        assert rcv.get(timeout=10).body == "again"
-        b.wait_line("outcome again accepted", client=c)
+        round_trip(c, conn, b, "queue", "again")
     finally:
         c.close()
 
@@ -368,13 +375,7 @@ def test_create_and_delete_at_run_time(make_router, node_of, brokers):
     c = Client()
     try:
         conn = c.connect(r.url)
-        snd = conn.sender("rq")
-        d = snd.send(Message(body="made"))
-        assert snd.wait_outcome(d) == d.ACCEPTED
-        b.wait_line("stored rq made", client=c)
-        rcv = conn.receiver("rq", credit=5, settle="accept")
-        assert rcv.get(timeout=10).body == "made"
-        b.wait_line("outcome made accepted", client=c)
+        snd, _ = round_trip(c, conn, b, "rq", "made")
         # a second autoLink of the same name is refused
         try:
             node.create({"address": "rq", "direction": "out", "containerId": "broker"},

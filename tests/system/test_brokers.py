@@ -286,6 +286,27 @@ class HandDriver:
         self.sock.close()
 
 
+def credit_in_steps(h, address):
+    """On HandDriver h, a receiver from `address` granted 1000 credits, then 1 more five times
+    while the transfers stream in (1005 in all); returns it after 2 s more of reading."""
+    ssn = h.conn.session()
+    ssn.open()
+    rcv = ssn.receiver("overrun")
+    rcv.source.address = address
+    rcv.open()
+    h.read(1.0)
+    assert rcv.state & Endpoint.REMOTE_ACTIVE
+    rcv.flow(1000)
+    h.write()
+    for at in (20, 60, 100, 140, 180):
+        while rcv.queued < at:
+            h.receive()
+        rcv.flow(1)
+        h.write()
+    h.read(2.0)
+    return rcv
+
+
 def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client):
     """A flow that reaches RabbitMQ while the queue is sending is applied from a delivery
     count ahead of the one the broker's link has sent (the queue process is ahead of the
@@ -299,21 +320,7 @@ def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client
     assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * 3000
     h = HandDriver(rabbitmq.port)
     try:
-        ssn = h.conn.session()
-        ssn.open()
-        rcv = ssn.receiver("overrun")
-        rcv.source.address = q
-        rcv.open()
-        h.read(1.0)
-        assert rcv.state & Endpoint.REMOTE_ACTIVE
-        rcv.flow(1000)
-        h.write()
-        for at in (20, 60, 100, 140, 180):
-            while rcv.queued < at:
-                h.receive()
-            rcv.flow(1)
-            h.write()
-        h.read(2.0)
+        rcv = credit_in_steps(h, q)
         # Proton counts what arrived (a receiver does not police the sender's credit)
         assert rcv.queued > 1005, rcv.queued
     finally:
@@ -471,6 +478,7 @@ def test_rabbitmq_delivery_annotations_close_connection(rabbitmq, client, with_h
     assert any("unexpected_trailing_sections" in line for line in rabbitmq.output())
 
 
+@pytest.mark.deadline(180)  # a broker restart, and a recovery that is slow on a loaded machine
 def test_rabbitmq_queue_durability_across_restart(rabbitmq, client):
     """/queue/NAME declares a non-durable queue unless the attaching terminus is durable
     (configuration or more): after the broker is killed and started again, a non-durable

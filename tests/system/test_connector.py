@@ -411,7 +411,7 @@ def test_connector_create_and_delete_at_run_time(make_router, peer):
         with pytest.raises(Exception):
             n.create({"host": "127.0.0.1", "port": str(peer.port)}, "connector", "made")
         with pytest.raises(Exception):
-            n.create({"host": "127.0.0.1", "port": "1", "role": "edge"}, "connector", "x")
+            n.create({"host": "127.0.0.1", "port": "1", "role": "spoke"}, "connector", "x")
         assert [x["name"] for x in n.query_dicts("connector")] == ["made"]
         # DELETE closes the connection, and the router does not come back
         mark = len(peer.lines)
@@ -553,7 +553,10 @@ def test_connector_with_an_ssl_profile_created_at_run_time(make_router, certs): 
 
 
 @pytest.mark.parametrize("attrs,want", [
-    ({"role": "edge"}, "Junction does not support role \"edge\""),
+    ({"role": "edge", "openProperties": {"x": 1}}, "openProperties not allowed for role edge"),
+    ({"role": "inter-router", "openProperties": {"x": 1}},
+     "openProperties not allowed for role inter-router"),
+    ({"role": "spoke"}, "expected one of normal, inter-router, route-container, edge"),
     ({"sslProfile": "p"}, "sslProfile 'p': no sslProfile entity has that name"),
     ({"openProperties": {"product": "x"}}, "reserved key 'product' not allowed"),
     ({"openProperties": {"x-opt-qd.trace": 1}}, "reserved key 'x-opt-qd.trace' not allowed"),

@@ -17,7 +17,6 @@ each), between two Junctions and between Junction and qdrouterd.  The qdrouterd 
 where ../shared/peer is absent.
 """
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -29,7 +28,8 @@ from proton import Timeout
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from conftest import free_port
-from meshnet import PEER_BIN, interior_env, nodes, qdr_interior_conf
+from meshnet import (PEER_BIN, answers, interior_env, need_peer, nodes, peer_tool,
+                     qdr_interior_conf)
 from mgmt_tool import Node
 
 
@@ -277,9 +277,7 @@ def test_silent_neighbour_expires(make_router, max_age):
 
 class Qdrouterd:
     def __init__(self, tmp_path, rid, connect_port=None, extra=""):
-        exe = PEER_BIN / "qdrouterd"
-        if not exe.exists():
-            pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % exe)
+        need_peer()
         self.id = rid
         self.port, self.ir_port = free_port(), free_port()
         self.log = tmp_path / ("%s.log" % rid)
@@ -289,14 +287,12 @@ class Qdrouterd:
                      " saslMechanisms: ANONYMOUS\n}\n" % connect_port)
         cfg = tmp_path / ("%s.conf" % rid)
         cfg.write_text(text + extra)
-        self.proc = subprocess.Popen([str(exe), "-c", str(cfg)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+            if answers(self.port):
                 break
-            except OSError:
-                time.sleep(0.1)
+            time.sleep(0.1)
 
     @property
     def url(self):
@@ -311,10 +307,25 @@ class Qdrouterd:
 
 
 def qdstat(url, *args):
-    p = subprocess.run([str(PEER_BIN / "qdstat"), "-b", url.replace("amqp://", "")] + list(args),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
-    assert p.returncode == 0, p.stdout
-    return p.stdout
+    return peer_tool("qdstat", url, *args)
+
+
+def mixed_pair(make_router, tmp_path, junction_connects):
+    """A Junction J and a qdrouterd Q joined, J's connector to Q's inter-router listener or
+    Q's to J's, once each sees the other as its neighbour; returns (j, q)."""
+    if junction_connects:
+        q = Qdrouterd(tmp_path, "Q")
+        j = junction(make_router, "J", connect=[q.ir_port])
+    else:
+        j = junction(make_router, "J", inter_listen=True)
+        q = Qdrouterd(tmp_path, "Q", connect_port=inter_port(j))
+    try:
+        wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
+        wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
+    except BaseException:
+        q.stop()
+        raise
+    return j, q
 
 
 def agree(rows_j, rows_q):
@@ -326,16 +337,9 @@ def agree(rows_j, rows_q):
 @pytest.mark.parametrize("junction_connects", [True, False],
                          ids=["junction-connector", "qdrouterd-connector"])
 def test_with_qdrouterd(make_router, tmp_path, junction_connects):
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
-    if junction_connects:
-        q = Qdrouterd(tmp_path, "Q")
-        j = junction(make_router, "J", connect=[q.ir_port])
-    else:
-        j = junction(make_router, "J", inter_listen=True)
-        q = Qdrouterd(tmp_path, "Q", connect_port=inter_port(j))
+    need_peer()
+    j, q = mixed_pair(make_router, tmp_path, junction_connects)
     try:
-        rows_j = wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
         rows_q = wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
         rows_j = wait_for("J holds Q's link state",
                           lambda: (lambda r: r if r["Q"]["linkState"] == ["J"] else None)(
@@ -394,8 +398,7 @@ def test_line_qdrouterd_junction_qdrouterd(make_router, tmp_path):
     """Q1 - J - Q2, Junction in the middle: J passes the qdrouterds' LSR and LSU on, floods
     their RAs, so each end reaches the other through J; all three routers' router.node rows
     agree, and J's valid origins are what qdrouterd would compute (each end for the other)."""
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    need_peer()
     q1 = Qdrouterd(tmp_path, "Q1")
     q2 = Qdrouterd(tmp_path, "Q2")
     try:
@@ -432,8 +435,7 @@ def test_line_qdrouterd_junction_qdrouterd(make_router, tmp_path):
 def test_line_junction_qdrouterd_junction(make_router, tmp_path):
     """J1 - Q - J2, qdrouterd in the middle: the Junction ends take the link states and RAs
     qdrouterd passes on (with its trace), reach each other through Q, and agree with Q."""
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    need_peer()
     q = Qdrouterd(tmp_path, "Q")
     try:
         j1 = junction(make_router, "J1", connect=[q.ir_port])
@@ -572,8 +574,7 @@ def test_client_messages_with_qdrouterd(make_router, tmp_path):
     """Junction J connects to the real qdrouterd Q: a sender on J reaches a consumer on Q
     and gets its ACCEPTED, a sender on Q one on J, and a multicast address with a consumer on
     each router gives each one copy."""
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
+    need_peer()
     q = Qdrouterd(tmp_path, "Q", extra=Q_MULTICAST)
     try:
         j = junction(make_router, "J", connect=[q.ir_port], extra=[MULTICAST])

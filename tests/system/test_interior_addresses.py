@@ -22,8 +22,9 @@ address of its Python half of the management agent (Junction has one agent), and
 """
 import pytest
 
+from meshnet import need_peer
 from mgmt_tool import Node
-from test_interior import (PEER_BIN, Qdrouterd, inter_port, junction, neighbour_of, qdstat,
+from test_interior import (Qdrouterd, inter_port, junction, mixed_pair, neighbour_of, qdstat,
                            wait_for)
 
 QDR_ONLY = {("local", "$_management_internal"), ("mobile", "_$qd.addr_lookup"),
@@ -56,11 +57,6 @@ EXPECTED = {
 # the router itself sent across before.)
 EXPECTED_R = dict(EXPECTED)
 EXPECTED_R[("local", "$management")] = ("", "closest", "-", "1", "0", "0", moved("to-proc"))
-
-
-def need_peer():
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
 
 
 def parse_a(out):
@@ -210,15 +206,8 @@ def test_mixed_pair_shows_the_same_rows(make_router, tmp_path, junction_connects
     """A Junction and a qdrouterd joined: each shows EXPECTED, read directly and through the
     other (qdstat -r both ways), and requests across move each other's rows alike."""
     need_peer()
-    if junction_connects:
-        q = Qdrouterd(tmp_path, "Q")
-        j = junction(make_router, "J", connect=[q.ir_port])
-    else:
-        j = junction(make_router, "J", inter_listen=True)
-        q = Qdrouterd(tmp_path, "Q", connect_port=inter_port(j))
+    j, q = mixed_pair(make_router, tmp_path, junction_connects)
     try:
-        wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
-        wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
         for url, other, args in ((j.url, "Q", ()), (q.url, "J", ()),
                                  (j.url, "J", ("-r", "Q")), (q.url, "Q", ("-r", "J"))):
             got = settled_shape(url, other, *args)

@@ -19,26 +19,19 @@ qdrouterd 1.19 of ../shared/peer:
 The tests with qdrouterd, and those that run the real qdstat/qdmanage, skip where
 ../shared/peer is absent.
 """
-import subprocess
-
 import pytest
 from proton import Timeout
 from proton.utils import BlockingConnection
 
+from meshnet import need_peer, peer_tool
 from mgmt_tool import Node
-from test_interior import (PEER_BIN, Qdrouterd, inter_port, junction, neighbour_of, qdstat,
-                           wait_for)
+from test_interior import inter_port, junction, mixed_pair, neighbour_of, qdstat, wait_for
 
 PREFIX = "org.apache.qpid.dispatch"
 CONN = PREFIX + ".connection"
 LINK = PREFIX + ".router.link"
 ADDR = PREFIX + ".router.address"
 ROUTER = PREFIX + ".router"
-
-
-def need_peer():
-    if not (PEER_BIN / "qdrouterd").exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % PEER_BIN)
 
 
 def query(url, type, router=None):
@@ -64,11 +57,7 @@ def MGMT_NODES(*ids):
 
 
 def qdmanage(url, *args):
-    p = subprocess.run([str(PEER_BIN / "qdmanage"), "-b", url.replace("amqp://", "")] +
-                       list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=30)
-    assert p.returncode == 0, p.stdout
-    return p.stdout
+    return peer_tool("qdmanage", url, *args)
 
 
 def ir_conns(url):
@@ -92,22 +81,6 @@ def ir_links(url):
 ALL_DATA = sorted((d, p) for d in ("in", "out") for p in range(10))
 
 
-def pair(make_router, tmp_path, junction_connects):
-    if junction_connects:
-        q = Qdrouterd(tmp_path, "Q")
-        j = junction(make_router, "J", connect=[q.ir_port])
-    else:
-        j = junction(make_router, "J", inter_listen=True)
-        q = Qdrouterd(tmp_path, "Q", connect_port=inter_port(j))
-    try:
-        wait_for("J sees Q", lambda: neighbour_of(j.url, "J", "Q"))
-        wait_for("Q sees J", lambda: neighbour_of(q.url, "Q", "J"))
-    except BaseException:
-        q.stop()
-        raise
-    return j, q
-
-
 def joined(make_router):
     a = junction(make_router, "A", inter_listen=True)
     b = junction(make_router, "B", inter_listen=True, connect=[inter_port(a)])
@@ -129,7 +102,7 @@ def remote_count(url, key):
                          ids=["junction-connector", "qdrouterd-connector"])
 def test_connections_and_links_as_qdrouterd(make_router, tmp_path, junction_connects):
     need_peer()
-    j, q = pair(make_router, tmp_path, junction_connects)
+    j, q = mixed_pair(make_router, tmp_path, junction_connects)
     try:
         # qdstat -c: one inter-router connection on each, the other router as container
         cj, cq = ir_conns(j.url), ir_conns(q.url)
@@ -187,7 +160,7 @@ def test_remote_count_with_qdrouterd(make_router, tmp_path):
     """A consumer on qdrouterd: Junction's address counts Q (qdstat -a's `remote`); the
     consumer gone, Q stops counting."""
     need_peer()
-    j, q = pair(make_router, tmp_path, True)
+    j, q = mixed_pair(make_router, tmp_path, True)
     try:
         c = BlockingConnection(q.url)
         try:
@@ -227,7 +200,7 @@ def test_remote_count_between_junctions(make_router):
                          ids=["junction-connector", "qdrouterd-connector"])
 def test_mgmt_across_with_qdrouterd(make_router, tmp_path, junction_connects):
     need_peer()
-    j, q = pair(make_router, tmp_path, junction_connects)
+    j, q = mixed_pair(make_router, tmp_path, junction_connects)
     try:
         # GET-MGMT-NODES: what qdrouterd lists, Junction lists for the same network
         assert mgmt_nodes(q.url) == MGMT_NODES("J", "Q")

@@ -12,7 +12,6 @@ no protocol error.  Skips where ../shared/peer is absent.
 """
 import json
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -24,11 +23,11 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container, LinkOption
 
 from conftest import free_port
+from meshnet import PEER_BIN, answers, need_peer, qdr_interior_conf
 
 pytestmark = pytest.mark.no_router
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
 QDR_ID = "QDR.A"
 PEER_ID = "PEER"
 
@@ -161,31 +160,28 @@ def qdmanage(port, entity):
     return json.loads(out)
 
 
-def test_qdrouterd_reads_what_junction_writes(tmp_path):
-    qdrouterd = PEER_BIN / "qdrouterd"
-    if not qdrouterd.exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % qdrouterd)
-    assert rt_compose_path().exists(), "rt_compose is built beside junctiond"
+def start_qdrouterd(tmp_path):
+    """qdrouterd as QDR_ID with a normal and an inter-router listener (ANONYMOUS), logging to
+    tmp_path/qdrouterd.log; returns (process, inter-router port, normal port, log) once the
+    inter-router port takes connections (or after some 30 s: the test then finds out)."""
     ir_port, port = free_port(), free_port()
     log = tmp_path / "qdrouterd.log"
     cfg = tmp_path / "qdrouterd.conf"
-    cfg.write_text(
-        "router {\n mode: interior\n id: %s\n}\n"
-        "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
-        "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
-        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-        "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
-        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n" % (QDR_ID, log, ir_port, port))
-    proc = subprocess.Popen([str(qdrouterd), "-c", str(cfg)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", ir_port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    cfg.write_text(qdr_interior_conf(QDR_ID, log, port, ir_port))
+    proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if answers(ir_port):
+            break
+        time.sleep(0.1)
+    return proc, ir_port, port, log
 
+
+def test_qdrouterd_reads_what_junction_writes(tmp_path):
+    need_peer()
+    assert rt_compose_path().exists(), "rt_compose is built beside junctiond"
+    proc, ir_port, port, log = start_qdrouterd(tmp_path)
+    try:
         state = {}
 
         def done():
@@ -347,23 +343,10 @@ class Mesh(MessagingHandler):
 def test_qdrouterd_agrees_on_paths(tmp_path):
     """qdrouterd computes, from link states Junction's encoder wrote, the very next hops,
     costs and valid origins core/routing/path.c computes for the same mesh."""
-    qdrouterd = PEER_BIN / "qdrouterd"
-    if not qdrouterd.exists():
-        pytest.skip("the reference qdrouterd is not in ../shared/peer (%s)" % qdrouterd)
+    need_peer()
     assert rt_paths_path().exists(), "rt_paths is built beside junctiond"
     want = expected_routes()
-    ir_port, port = free_port(), free_port()
-    log = tmp_path / "qdrouterd.log"
-    cfg = tmp_path / "qdrouterd.conf"
-    cfg.write_text(
-        "router {\n mode: interior\n id: %s\n}\n"
-        "log {\n module: DEFAULT\n enable: info+\n outputFile: %s\n}\n"
-        "listener {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
-        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n"
-        "listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
-        " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n}\n" % (QDR_ID, log, ir_port, port))
-    proc = subprocess.Popen([str(qdrouterd), "-c", str(cfg)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+    proc, ir_port, port, log = start_qdrouterd(tmp_path)
     state = {}
 
     def routes_now():
@@ -382,12 +365,6 @@ def test_qdrouterd_agrees_on_paths(tmp_path):
         return True if state["got"] == want else None
 
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", ir_port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         mesh = Mesh("amqp://127.0.0.1:%d" % ir_port, done, time.time() + 30)
         Container(mesh).run()
     finally:

@@ -123,7 +123,7 @@ def _stream_with_small_grants(r, n):
     through the link route granting 1000 and then 1 more five times while the transfers
     stream in.  Asserts what must hold whether or not RabbitMQ overran this time: the link
     stays up, the client gets no more than its credit, and every message arrives once."""
-    from test_brokers import HandDriver
+    from test_brokers import HandDriver, credit_in_steps
     queue = "%s.%s" % (PREFIX, unique_name())
     c = Client()
     try:
@@ -134,21 +134,7 @@ def _stream_with_small_grants(r, n):
         c.close()
     h = HandDriver(r.port)
     try:
-        ssn = h.conn.session()
-        ssn.open()
-        rcv = ssn.receiver("overrun")
-        rcv.source.address = queue
-        rcv.open()
-        h.read(1.0)
-        assert rcv.state & Endpoint.REMOTE_ACTIVE
-        rcv.flow(1000)
-        h.write()
-        for at in (20, 60, 100, 140, 180):
-            while rcv.queued < at:
-                h.receive()
-            rcv.flow(1)
-            h.write()
-        h.read(2.0)
+        rcv = credit_in_steps(h, queue)
         assert not rcv.state & Endpoint.REMOTE_CLOSED, rcv.remote_condition
         # the client gets no more than its credit from the router
         assert rcv.queued == 1005, rcv.queued

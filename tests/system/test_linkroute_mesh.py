@@ -28,7 +28,7 @@ from proton import Delivery, Message
 from brokers import unique_name
 from clients import Client
 from conftest import Router, free_port
-from meshnet import PEER_BIN, interior_env, need_peer, wait_for
+from meshnet import PEER_BIN, answers, interior_env, need_peer, stop_process, wait_for
 from qdr_peer import start_standalone
 from test_interior_corpus import CORPUS, rewrite
 
@@ -62,28 +62,14 @@ class QdRouter:
         need_peer()
         self.out = open(self.log, "ab")
         self.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(self.cfg)],
-                                     
                                      stdout=self.out, stderr=subprocess.STDOUT)
-        wait_for("qdrouterd %s listening" % self.name, self._answers, timeout=15, every=0.1)
+        wait_for("qdrouterd %s listening" % self.name, lambda: answers(self.port), timeout=15,
+                 every=0.1)
         return self
 
-    def _answers(self):
-        import socket
-        try:
-            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-            return True
-        except OSError:
-            return False
-
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
         if self.proc:
+            stop_process(self.proc)
             self.out.close()
 
 
@@ -156,13 +142,7 @@ class Pair:
 
     def close(self):
         for q in self.qds:
-            if q.poll() is None:
-                q.terminate()
-                try:
-                    q.wait(10)
-                except subprocess.TimeoutExpired:
-                    q.kill()
-                    q.wait(5)
+            stop_process(q)
 
 
 @pytest.fixture
@@ -214,6 +194,13 @@ def wait_no_route(url, address, timeout=45):
              every=0.5)
 
 
+def routed_queue(url, timeout=45):
+    """A fresh queue under PREFIX, once it is link-routed through the mesh from `url`."""
+    queue = "%s.%s" % (PREFIX, unique_name())
+    wait_routed(url, queue, timeout=timeout)
+    return queue
+
+
 def exchange(conn, queue, n, tag):
     """Send n messages to the queue and receive them back, all through the link route."""
     snd = conn.sender(queue)
@@ -226,6 +213,21 @@ def exchange(conn, queue, n, tag):
     for m in got:
         m.accept()
     return snd, rcv
+
+
+def exchange_once(url, queue, n, tag):
+    """exchange() on a connection of its own to `url`."""
+    c = Client()
+    try:
+        exchange(c.connect(url), queue, n, tag)
+    finally:
+        c.close()
+
+
+def detached_with_error(*links):
+    """Each of `links` was detached by the router with an error condition."""
+    for link in links:
+        assert link.remote_condition is not None and link.remote_condition.name
 
 
 def freeze(broker):
@@ -255,8 +257,7 @@ def send_in_flight(c, snd, n, tag):
 @pytest.mark.parametrize("kinds", KINDS)
 def test_link_route_across_the_mesh(pair_of, broker, kinds):
     p = pair_of(kinds).start(broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(p.b.url, queue)
+    queue = routed_queue(p.b.url)
     c = Client()
     try:
         conn = c.connect(p.b.url)
@@ -279,13 +280,8 @@ def test_patterns_learned_from_the_mesh(pair_of, proton_broker, a_kind):
     """A Junction with no linkRoute of its own routes what A advertises (qdrouterd 1.19 maps
     the link-route addresses its MAUs bring into its own link-route lookup)."""
     p = pair_of(a_kind + "J").start(proton_broker, b_routes=False)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(p.b.url, queue)
-    c = Client()
-    try:
-        exchange(c.connect(p.b.url), queue, 2, "l")
-    finally:
-        c.close()
+    queue = routed_queue(p.b.url)
+    exchange_once(p.b.url, queue, 2, "l")
 
 
 @pytest.mark.deadline(150)
@@ -298,21 +294,15 @@ def test_link_route_over_two_hops(pair_of, proton_broker, kinds):
     p.a.start(broker_port=proton_broker.port)
     m.start(connect=p.a.ir_port, routes=False, listen=True)
     p.b.start(connect=m.ir_port)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(p.b.url, queue, timeout=60)
-    c = Client()
-    try:
-        exchange(c.connect(p.b.url), queue, 3, "h")
-    finally:
-        c.close()
+    queue = routed_queue(p.b.url, timeout=60)
+    exchange_once(p.b.url, queue, 3, "h")
 
 
 @pytest.mark.deadline(240)
 @pytest.mark.parametrize("kinds", KINDS)
 def test_broker_loss_across_the_mesh(pair_of, broker, kinds):
     p = pair_of(kinds).start(broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(p.b.url, queue)
+    queue = routed_queue(p.b.url)
     c = Client()
     try:
         conn = c.connect(p.b.url)
@@ -326,8 +316,7 @@ def test_broker_loss_across_the_mesh(pair_of, broker, kinds):
         # the client's links are detached with an error
         assert snd.wait_remote_closed(timeout=60)
         assert rcv.wait_remote_closed(timeout=60)
-        assert snd.remote_condition is not None and snd.remote_condition.name
-        assert rcv.remote_condition is not None and rcv.remote_condition.name
+        detached_with_error(snd, rcv)
         # nothing in flight is reported taken: a Junction client router settles each as
         # RELEASED or MODIFIED (qdrouterd leaves them unsettled at the detach)
         assert not any(d.remote_state == Delivery.ACCEPTED for d in dlvs)
@@ -352,8 +341,7 @@ def test_mesh_link_loss(pair_of, broker, a_kind):
     was in flight comes back RELEASED or MODIFIED, B answers qd:no-route-to-dest until A is
     back."""
     p = pair_of(a_kind + "J").start(broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(p.b.url, queue)
+    queue = routed_queue(p.b.url)
     c = Client()
     try:
         conn = c.connect(p.b.url)
@@ -366,8 +354,7 @@ def test_mesh_link_loss(pair_of, broker, a_kind):
             assert rcv.wait_remote_closed(timeout=30)
         finally:
             thaw(broker)
-        assert snd.remote_condition is not None and snd.remote_condition.name
-        assert rcv.remote_condition is not None and rcv.remote_condition.name
+        detached_with_error(snd, rcv)
         assert all(d.settled and d.remote_state in LOST for d in dlvs), \
             [(d.settled, d.remote_state) for d in dlvs]
         wait_no_route(p.b.url, queue + "x")
@@ -408,11 +395,7 @@ def test_config_2_broker(tmp_path, request, rabbitmq, kinds):
                 q.start()
         queue = "queue.%s" % unique_name()
         wait_routed(urls["B.conf"], queue)
-        c = Client()
-        try:
-            exchange(c.connect(urls["B.conf"]), queue, 5, "q")
-        finally:
-            c.close()
+        exchange_once(urls["B.conf"], queue, 5, "q")
         # the messages went to RabbitMQ itself: a message sent through the routers is
         # there for a client of the broker
         c = Client()

@@ -2,13 +2,12 @@
 
 import datetime
 import re
-import socket
-import time
 
 from proton import Message
 
 from clients import Client
-from conftest import OPERATIONAL_RE, STARTUP_TIMEOUT, free_port
+from conftest import OPERATIONAL_RE
+from test_logging import start_logging_to
 
 LEVELS = "trace|debug|info|notice|warning|error|critical"
 LOG_LINE_RE = re.compile(
@@ -99,21 +98,9 @@ def test_trace_enable_for_server_and_router_core_logs_more(make_router):
 
 def test_log_enable_level_list_is_honoured(make_router):
     """'warning+' for SERVER hides its notice and info lines (Operational is one of them)."""
-    port = free_port()
-    r = make_router(listener={"port": str(port)},
-                    logs=[["log", {"module": "SERVER", "enable": "warning+"}]], start=False)
-    r.start(wait=False)  # the readiness lines are SERVER notices: they must not come
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        assert r.is_running(), r.stderr_text()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "not listening on %d:\n%s" % (
-                port, r.stderr_text())
-            time.sleep(0.1)
-    r.addresses = [("127.0.0.1", port)]
+    # the readiness lines are SERVER notices: they must not come, so ready is listening
+    r = start_logging_to(make_router, [["log", {"module": "SERVER", "enable": "warning+"}]],
+                         lambda r: True)
     workload(r)
     assert r.stop() == 0
     low = [ln for ln in r.stderr_lines() if (LOG_LINE_RE.match(ln) or [None] * 4)[2] == "SERVER"

@@ -20,13 +20,12 @@ killed
 and restarted is learned again (its new instance on every router) and traffic crosses the
 healed mesh. Cases with a qdrouterd skip where ../shared/peer is absent.
 """
-import subprocess
 import time
 
 import pytest
 
 from conftest import free_port, sanitizer_runtime
-from meshnet import PEER_BIN, Net, Traffic, need_peer, nodes, wait_for
+from meshnet import PEER_BIN, Net, Traffic, need_peer, nodes, peer_tool, wait_for
 
 
 @pytest.fixture
@@ -120,10 +119,7 @@ CASES = [("line", "JJJ"), ("line", "JQJ"), ("line", "QJQ"), ("line", "QQJ"),
 
 
 def qdstat_n(url):
-    p = subprocess.run([str(PEER_BIN / "qdstat"), "-b", url.replace("amqp://", ""), "-n"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
-    assert p.returncode == 0, p.stdout
-    return p.stdout
+    return peer_tool("qdstat", url, "-n")
 
 
 def qdstat_ids(out):

@@ -12,12 +12,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 from proton import Delivery, Message
 
 from clients import Client
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, free_port
+from qdr_peer import start_standalone
 
 REALM = "example.com"
 PASSWORD = "pw-Policy-1"
@@ -93,10 +95,12 @@ STRICT = {
 }
 
 
-def policy_router(make_router, sasl_dir, default_vhost="", extra=()):
+def policy_router(make_router, sasl_dir, default_vhost="", extra=(), **listen):
+    """A router with vhost policy, PHOTOSERVER, STRICT and the vhosts of `extra`; `listen` is
+    make_router's listener= or listeners= (default: one listener, PLAIN and ANONYMOUS)."""
     policy = {"enableVhostPolicy": True, "defaultVhost": default_vhost}
     return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
-                       listener={"saslMechanisms": "PLAIN ANONYMOUS"},
+                       **(listen or {"listener": {"saslMechanisms": "PLAIN ANONYMOUS"}}),
                        extra=[["policy", policy], ["vhost", PHOTOSERVER], ["vhost", STRICT],
                               *extra],
                        logs=[["log", {"module": "POLICY", "enable": "info+"}]])
@@ -304,9 +308,9 @@ def tool(name):
     return exe
 
 
-def run_tool(name, r, *args):
-    """The real qdstat/qdmanage on listener 1 (policyVhost mgmt)."""
-    h, p = r.addresses[1]
+def run_tool(name, r, *args, listener=1):
+    """The real qdstat/qdmanage on listener 1 (policyVhost mgmt) or `listener`."""
+    h, p = r.addresses[listener]
     out = subprocess.run([str(tool(name)), "-b", "%s:%d" % (h, p)] + list(args),
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=""))
@@ -314,14 +318,10 @@ def run_tool(name, r, *args):
 
 
 def mgmt_router(make_router, sasl_dir):
-    policy = {"enableVhostPolicy": True, "defaultVhost": ""}
-    return make_router(router={"saslConfigDir": str(sasl_dir), "saslConfigName": "junction"},
-                       listeners=[{"host": "127.0.0.1", "port": "0",
-                                   "saslMechanisms": "PLAIN ANONYMOUS"},
-                                  {"host": "127.0.0.1", "port": "0", "policyVhost": "mgmt"}],
-                       extra=[["policy", policy], ["vhost", PHOTOSERVER], ["vhost", STRICT],
-                              ["vhost", MGMT_VHOST]],
-                       logs=[["log", {"module": "POLICY", "enable": "info+"}]])
+    return policy_router(make_router, sasl_dir, extra=[["vhost", MGMT_VHOST]],
+                         listeners=[{"host": "127.0.0.1", "port": "0",
+                                     "saslMechanisms": "PLAIN ANONYMOUS"},
+                                    {"host": "127.0.0.1", "port": "0", "policyVhost": "mgmt"}])
 
 
 def table(text, title):
@@ -436,11 +436,8 @@ def test_management_access_is_governed_by_policy(make_router, sasl_dir):
     try:
         a = connect(c, r, "alice", "photoserver")
         link_refused(a.sender("$management"), LINK_UNAUTH)
-        h, p = r.addresses[0]
-        out = subprocess.run([str(tool("qdstat")), "-b", "%s:%d" % (h, p), "-g"],
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=60, env=dict(os.environ, PYTHONPATH=""))
-        assert out.returncode != 0  # qdstat's open names 127.0.0.1: no such vhost
+        rc, out = run_tool("qdstat", r, "-g", listener=0)
+        assert rc != 0  # qdstat's open names 127.0.0.1: no such vhost
         rc, out = run_tool("qdstat", r, "-g")
         assert rc == 0 and "JTest" in out, out
     finally:
@@ -476,3 +473,150 @@ def test_allow_admin_status_update(make_router, sasl_dir):
         victim.wait_closed_by_peer()
     finally:
         c.close()
+
+
+# Bad vhosts for CREATE, and qdmanage's answer from qdrouterd 1.19: 400 (BadRequestStatus) for
+# what its schema refuses, 500 (InternalServerErrorStatus) for what its policy compiler refuses.
+# Each: (qdmanage arguments after `create --type=vhost`, a JSON body for --stdin or None, the
+# status class qdmanage prints, a text both routers' descriptions hold).
+BAD_VHOSTS = [
+    (["hostname=badjson", "groups={bad json"], None, "BadRequestStatus", ""),
+    ([], {"hostname": "unknown", "frobnicate": 1}, "BadRequestStatus", "frobnicate"),
+    ([], {"hostname": "range", "maxConnections": 70000}, "InternalServerErrorStatus",
+     "maxConnections"),
+    ([], {"hostname": "twogroups", "groups": {"a": {"users": "x"}, "b": {"users": "x"}}},
+     "InternalServerErrorStatus", "'x'"),
+    ([], {"hostname": "option", "groups": {"a": {"maxSenders": "abc"}}},
+     "InternalServerErrorStatus", "maxSenders"),
+    ([], {"hostname": "nodefault", "allowUnknownUser": True}, "InternalServerErrorStatus",
+     "PolicyError: Policy 'nodefault' is invalid: "),
+    ([], {"hostname": "dup"}, "BadRequestStatus", ""),  # after a first CREATE of "dup"
+]
+
+
+def qdmanage_create(addr, args, body):
+    h, p = addr
+    out = subprocess.run([str(tool("qdmanage")), "-b", "%s:%d" % (h, p), "create",
+                          "--type=vhost"] + args + (["--stdin"] if body is not None else []),
+                         input=json.dumps(body) if body is not None else "",
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=""))
+    return out.returncode, out.stdout + out.stderr
+
+
+def check_bad_vhosts(addr):
+    """CREATE each of BAD_VHOSTS through the real qdmanage at addr: the answers, then that
+    none of them was made."""
+    rc, out = qdmanage_create(addr, [], {"hostname": "dup"})
+    assert rc == 0, out
+    answers = []
+    for args, body, status, text in BAD_VHOSTS:
+        rc, out = qdmanage_create(addr, args, body)
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        assert rc != 0, (args, body, out)
+        answers.append(last)
+        assert last.startswith(status + ": "), (args, body, out)
+        assert text in last, (args, body, out)
+    h, p = addr
+    out = subprocess.run([str(tool("qdmanage")), "-b", "%s:%d" % (h, p), "query",
+                          "--type=vhost"], capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=""))
+    made = {x["hostname"] for x in json.loads(out.stdout)}
+    bad = {(b or {}).get("hostname") for _, b, _, _ in BAD_VHOSTS} | {"badjson"}
+    assert made & bad == {"dup"}, made
+    return answers
+
+
+def test_vhost_create_errors_as_qdrouterd(make_router, sasl_dir, tmp_path):
+    """qdmanage CREATE of a bad vhost gets qdrouterd 1.19's status from both routers: 400 for
+    what its schema refuses (a `groups` that is not JSON, an unknown attribute, a hostname that
+    exists already), 500 for what its policy compiler refuses (maxConnections out of range, a
+    user in two groups, a bad group option, allowUnknownUser without a $default group)."""
+    r = mgmt_router(make_router, sasl_dir)
+    junction = check_bad_vhosts(r.addresses[1])
+    # Junction's descriptions name the attribute, the group and the option
+    assert "attribute 'groups': user 'x' is in two groups, 'a' and 'b'" in junction[3]
+    assert "expected an integer from 0 to 65535, got 70000" in junction[2]
+
+    port = free_port()
+    p = start_standalone(tmp_path / "qdr.json", [
+        ["router", {"mode": "standalone", "id": "QDR"}],
+        ["listener", {"host": "127.0.0.1", "port": port, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS"}],
+        ["policy", {"enableVhostPolicy": False}],
+    ], port)
+    try:
+        check_bad_vhosts(("127.0.0.1", port))
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+CONN_LINK_ROUTE = "org.apache.qpid.dispatch.router.connection.linkRoute"
+
+
+def test_allow_dynamic_link_routes(make_router, sasl_dir, tmp_path):
+    """allowDynamicLinkRoutes false: a connection of the group may not CREATE a
+    connection-scoped link route (router.connection.linkRoute) through management - qdrouterd
+    1.19's 403 "Forbidden" - counted for the user and logged once; true (the default) does not
+    refuse it (qdrouterd makes the route; Junction, which has no connection-scoped link routes
+    yet, says so).  The same two requests to a qdrouterd with the same vhosts get the same
+    refusal."""
+    r = mgmt_router(make_router, sasl_dir)
+    group = dict(MGMT_VHOST["groups"]["$default"], allowDynamicLinkRoutes=False)
+    rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
+                       "groups=" + json.dumps({"$default": group}))
+    assert rc == 0, out
+    for t in (CONN_LINK_ROUTE, "router.connection.linkRoute"):
+        rc, out = run_tool("qdmanage", r, "create", "--type=" + t, "pattern=a.#",
+                           "direction=in")
+        assert rc != 0 and out.strip().splitlines()[-1] == "ForbiddenStatus: Forbidden", out
+    r.wait_log(r"POLICY \(info\) \[C\d+\] DENY management CREATE of a connection-scoped link "
+               r"route for user 'anonymous', rhost '127\.0\.0\.1', vhost 'mgmt': "
+               r"allowDynamicLinkRoutes is false", timeout=15)
+    deadline = time.monotonic() + 15
+    while count_log(r, "DENY management CREATE of a connection-scoped link route") < 2:
+        assert time.monotonic() < deadline, r.stderr_lines()
+        time.sleep(0.05)
+    assert count_log(r, "DENY management CREATE of a connection-scoped link route") == 2
+    rc, out = run_tool("qdmanage", r, "query", "--type=vhostStats")
+    assert rc == 0, out
+    rows = {x["hostname"]: x for x in json.loads(out)}
+    assert rows["mgmt"]["perUserDenied"] == {"anonymous": 2}, rows["mgmt"]
+    # allowed again (the default): not forbidden
+    rc, out = run_tool("qdmanage", r, "update", "--type=vhost", "--name=vhost/mgmt",
+                       "groups=" + json.dumps(MGMT_VHOST["groups"]))
+    assert rc == 0, out
+    rc, out = run_tool("qdmanage", r, "create", "--type=" + CONN_LINK_ROUTE, "pattern=a.#",
+                       "direction=in")
+    assert "Forbidden" not in out and "connection-scoped link routes" in out, out
+
+    # qdrouterd: the refusal, and the route made when allowed
+    port, port2 = free_port(), free_port()
+    default = dict(MGMT_VHOST["groups"]["$default"], allowDynamicLinkRoutes=False)
+    p = start_standalone(tmp_path / "qdr.json", [
+        ["router", {"mode": "standalone", "id": "QDR"}],
+        ["listener", {"host": "127.0.0.1", "port": port, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS"}],
+        ["listener", {"host": "127.0.0.1", "port": port2, "authenticatePeer": False,
+                      "saslMechanisms": "ANONYMOUS", "policyVhost": "mgmt"}],
+        ["policy", {"enableVhostPolicy": True}],
+        ["vhost", {"hostname": "$default", "allowUnknownUser": True,
+                   "groups": {"$default": default}}],
+        ["vhost", MGMT_VHOST],
+    ], port)
+    try:
+        for pt, forbidden in ((port, True), (port2, False)):
+            out = subprocess.run([str(tool("qdmanage")), "-b", "127.0.0.1:%d" % pt, "create",
+                                  "--type=" + CONN_LINK_ROUTE, "pattern=a.#", "direction=in"],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=60, env=dict(os.environ, PYTHONPATH=""))
+            text = out.stdout + out.stderr
+            if forbidden:
+                assert out.returncode != 0 and \
+                    text.strip().splitlines()[-1] == "ForbiddenStatus: Forbidden", text
+            else:
+                assert out.returncode == 0 and json.loads(out.stdout)["pattern"] == "a.#", text
+    finally:
+        p.terminate()
+        p.wait(30)

@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -142,19 +141,8 @@ class UnitRouter(Router):
         super().__init__(workdir, entities, name="unit", env=env)
         self.argv = argv
 
-    def start(self, wait=True, timeout=STARTUP_TIMEOUT, config_text=None):
-        self.write_config(config_text)
-        self.proc = subprocess.Popen(
-            self.argv, cwd=str(self.workdir), env=self.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-            bufsize=1)
-        for stream, sink in ((self.proc.stderr, self.lines), (self.proc.stdout, self.stdout_lines)):
-            t = threading.Thread(target=self._reader, args=(stream, sink), daemon=True)
-            t.start()
-            self._readers.append(t)
-        if wait:
-            self.wait_ready(timeout)
-        return self
+    def command(self):
+        return self.argv
 
 
 def notify_socket(tmp_path, kind):

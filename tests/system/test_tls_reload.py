@@ -357,11 +357,10 @@ def test_query_and_read_never_show_the_password(make_router, certs, tmp_path, to
     assert peer_cn(r.addresses[0][1], certs) == "Reload-Locked"
 
 
-def test_updates_while_clients_connect(reload_router, certs):
-    """Handshakes on two workers while the profile flips between A and B: every client gets
-    one of the two whole certificates, none fails (the reload path under ThreadSanitizer)."""
-    r = reload_router
-    port = r.addresses[0][1]
+def handshakes_while(port, certs, n_threads, flips, flip):
+    """flip(0) .. flip(flips - 1), 50 ms apart (each turns the profile to A or B), while
+    n_threads threads handshake with `port` again and again: every handshake got one of the
+    two whole certificates, and none failed."""
     seen, errors = [], []
     stop = threading.Event()
 
@@ -372,14 +371,12 @@ def test_updates_while_clients_connect(reload_router, certs):
             except Exception as e:  # noqa: BLE001 - every failure is reported below
                 errors.append(repr(e))
 
-    threads = [threading.Thread(target=connect_loop) for _ in range(3)]
+    threads = [threading.Thread(target=connect_loop) for _ in range(n_threads)]
     for t in threads:
         t.start()
     try:
-        for i in range(16):
-            res = junctionctl("-s", r.sock, "sslprofile", "update", "tls",
-                              *Qdmanage.kv(files(certs, "ab"[i % 2])))
-            assert res.returncode == 0, res.stderr
+        for i in range(flips):
+            flip(i)
             time.sleep(0.05)
     finally:
         stop.set()
@@ -387,6 +384,20 @@ def test_updates_while_clients_connect(reload_router, certs):
             t.join(30)
     assert not errors, errors[:5]
     assert set(seen) == {"Reload-A", "Reload-B"}, set(seen)
+
+
+def test_updates_while_clients_connect(reload_router, certs):
+    """Handshakes on two workers while the profile flips between A and B: every client gets
+    one of the two whole certificates, none fails (the reload path under ThreadSanitizer)."""
+    r = reload_router
+    port = r.addresses[0][1]
+
+    def flip(i):
+        res = junctionctl("-s", r.sock, "sslprofile", "update", "tls",
+                          *Qdmanage.kv(files(certs, "ab"[i % 2])))
+        assert res.returncode == 0, res.stderr
+
+    handshakes_while(port, certs, 3, 16, flip)
     assert peer_cn(port, certs) == "Reload-B"
 
 
@@ -608,29 +619,11 @@ def test_https_clients_while_the_agent_thread_updates(https_router, certs):
     r = https_router
     m = Qdmanage(r)
     port = r.addresses[0][1]
-    seen, errors = [], []
-    stop = threading.Event()
 
-    def connect_loop():
-        while not stop.is_set():
-            try:
-                seen.append(peer_cn(port, certs))
-            except Exception as e:  # noqa: BLE001 - every failure is reported below
-                errors.append(repr(e))
+    def flip(i):
+        ok, _, err = m.update("tls", **files(certs, "ba"[i % 2]))
+        assert ok, err
 
-    threads = [threading.Thread(target=connect_loop) for _ in range(2)]
-    for t in threads:
-        t.start()
-    try:
-        for i in range(6):
-            ok, _, err = m.update("tls", **files(certs, "ba"[i % 2]))
-            assert ok, err
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(30)
-    assert not errors, errors[:5]
-    assert set(seen) == {"Reload-A", "Reload-B"}, set(seen)
+    handshakes_while(port, certs, 2, 6, flip)
     assert peer_cn(port, certs) == "Reload-A"
     assert https_tls_failed(r) == (0, 0)

@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "core/base/log.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -994,6 +995,135 @@ static void test_vhost(void **state)
              "'10.0.0.1-::1': a range may not mix IPv4 and IPv6");
 }
 
+/* A vhost's booleans, spelled as qdrouterd 1.19 takes them: its schema's `boolean` for
+ * allowUnknownUser (true/false, yes/no, on/off in any case, and numbers), only true/false (also
+ * as strings, in any case) for a group's options, which its policy compiler checks. */
+static void test_vhost_booleans(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        bool        want;
+    } unknown_ok[] = {
+        {"true", true},   {"false", false}, {"'True'", true}, {"'yes'", true}, {"'ON'", true},
+        {"'off'", false}, {"'No'", false},  {"1", true},      {"0", false},
+    };
+    static const struct {
+        const char *text;
+        bool        want;
+    } group_ok[] = {
+        {"true", true}, {"false", false}, {"'true'", true}, {"'FALSE'", false}, {"'True'", true},
+    };
+    static const char *const unknown_bad[] = {"'maybe'", "'1'", "2", "'y'", "[]"};
+    static const char *const group_bad[] = {"'yes'", "'no'", "'on'", "'off'",
+                                            "1",     "0",    "'1'",  "'maybe'"};
+    char text[512], want[512];
+
+    for (size_t i = 0; i < sizeof(unknown_ok) / sizeof(unknown_ok[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "[['vhost', {'hostname': 'h', 'allowUnknownUser': %s, 'groups': {'$default': "
+                 "{}}}]]",
+                 unknown_ok[i].text);
+        cfg_t *cfg = load_ok(text);
+        assert_int_equal(cfg->vhosts[0].allow_unknown_user, unknown_ok[i].want);
+        cfg_free(cfg);
+    }
+    for (size_t i = 0; i < sizeof(group_ok) / sizeof(group_ok[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "[['vhost', {'hostname': 'h', 'groups': {'g': {'allowDynamicSource': %s, "
+                 "'allowWaypointLinks': %s}}}]]",
+                 group_ok[i].text, group_ok[i].text);
+        cfg_t *cfg = load_ok(text);
+        assert_int_equal(cfg->vhosts[0].groups[0].allow_dynamic_source, group_ok[i].want);
+        assert_int_equal(cfg->vhosts[0].groups[0].allow_waypoint_links, group_ok[i].want);
+        cfg_free(cfg);
+    }
+    for (size_t i = 0; i < sizeof(unknown_bad) / sizeof(unknown_bad[0]); i++) {
+        snprintf(text, sizeof(text), "[['vhost', {'hostname': 'h', 'allowUnknownUser': %s}]]",
+                 unknown_bad[i]);
+        const char *shown = unknown_bad[i][0] == '[' ? "a list" : unknown_bad[i];
+        char        quoted[64];
+        snprintf(quoted, sizeof(quoted), "%s", shown);
+        for (char *q = quoted; *q; q++)
+            if (*q == '\'')
+                *q = '"';
+        snprintf(want, sizeof(want),
+                 "t.json: entity 0 (vhost): attribute 'allowUnknownUser': expected a boolean "
+                 "(true/false, yes/no, on/off), got %s",
+                 quoted);
+        load_err(text, want);
+    }
+    for (size_t i = 0; i < sizeof(group_bad) / sizeof(group_bad[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "[['vhost', {'hostname': 'h', 'groups': {'g': {'allowFallbackLinks': %s}}}]]",
+                 group_bad[i]);
+        char quoted[64];
+        snprintf(quoted, sizeof(quoted), "%s", group_bad[i]);
+        for (char *q = quoted; *q; q++)
+            if (*q == '\'')
+                *q = '"';
+        snprintf(want, sizeof(want),
+                 "t.json: entity 0 (vhost): attribute 'groups': group 'g': option "
+                 "'allowFallbackLinks': expected a boolean (true/false), got %s",
+                 quoted);
+        load_err(text, want);
+    }
+    /* every other entity's booleans are the schema's, read by the same helper */
+    cfg_t *cfg = listener_ok("'authenticatePeer': 'Yes', 'requireEncryption': 0");
+    assert_true(cfg->listeners[0].authenticate_peer);
+    assert_false(cfg->listeners[0].require_encryption);
+    cfg_free(cfg);
+}
+
+/* What cfg_vhost_parse() says of a bad vhost: -1 for what qdrouterd's schema refuses,
+ * CFG_VHOST_EPOLICY for what its policy compiler refuses (management answers 400 and 500), the
+ * schema first whatever the order of the attributes. */
+static void test_vhost_parse_kinds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        int         want;
+        const char *err;
+    } cases[] = {
+        {"{\"hostname\": \"h\", \"colour\": 1}", -1, "attribute 'colour': unknown attribute"},
+        {"{\"hostname\": \"h\", \"maxConnections\": \"many\"}", -1,
+         "attribute 'maxConnections': expected an integer, got \"many\""},
+        {"{\"maxConnections\": 1}", -1, "attribute 'hostname': required"},
+        {"{\"hostname\": \"h\", \"groups\": \"{bad\"}", -1,
+         "attribute 'groups': expected a map (JSON), got \"{bad\""},
+        {"{\"hostname\": \"h\", \"allowUnknownUser\": \"maybe\"}", -1,
+         "attribute 'allowUnknownUser': expected a boolean (true/false, yes/no, on/off), got "
+         "\"maybe\""},
+        {"{\"hostname\": \"h\", \"maxConnections\": 70000}", CFG_VHOST_EPOLICY,
+         "attribute 'maxConnections': expected an integer from 0 to 65535, got 70000"},
+        /* the schema's failure comes first, even after the compiler's */
+        {"{\"hostname\": \"h\", \"maxConnections\": 70000, \"colour\": 1}", -1,
+         "attribute 'colour': unknown attribute"},
+        {"{\"maxConnections\": 70000, \"maxConnectionsPerUser\": -1, \"hostname\": \"h\"}",
+         CFG_VHOST_EPOLICY,
+         "attribute 'maxConnections': expected an integer from 0 to 65535, got 70000"},
+        {"{\"hostname\": \"h\", \"groups\": {\"g\": {\"allowDynamicSource\": \"yes\"}}}",
+         CFG_VHOST_EPOLICY,
+         "attribute 'groups': group 'g': option 'allowDynamicSource': expected a boolean "
+         "(true/false), got \"yes\""},
+        {"{\"hostname\": \"h\", \"aliases\": \"h\"}", CFG_VHOST_EPOLICY,
+         "attribute 'aliases': 'h' is the vhost's hostname"},
+        {"{\"hostname\": \"h\", \"allowUnknownUser\": true}", CFG_VHOST_EPOLICY,
+         "attribute 'allowUnknownUser': true needs a '$default' group (the settings of unknown "
+         "users)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON      *j = cJSON_Parse(cases[i].json);
+        cfg_vhost_t v;
+        char        err[256];
+        assert_non_null(j);
+        assert_int_equal(cfg_vhost_parse(j, &v, err, sizeof(err)), cases[i].want);
+        assert_string_equal(err, cases[i].err);
+        cJSON_Delete(j);
+    }
+}
+
 /* The limits: handshake timeout, links per connection, message size, unsettled per link. */
 static void test_listener_limits(void **state)
 {
@@ -1760,6 +1890,8 @@ int main(void)
         cmocka_unit_test(test_listener_limits),
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_vhost),
+        cmocka_unit_test(test_vhost_booleans),
+        cmocka_unit_test(test_vhost_parse_kinds),
         cmocka_unit_test(test_listener_unsupported),
         cmocka_unit_test(test_listener_ignored),
         cmocka_unit_test(test_listener_http),

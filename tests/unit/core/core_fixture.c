@@ -36,8 +36,13 @@ void fx_free(fixture_t *f)
     core_stop(f->core);
     core_free(f->core);
     stats_registry_free(f->reg);
-    for (int i = 0; i < N_WORKERS; i++)
-        base_mpsc_fini(&f->q[i]);
+    for (int w = 0; w < N_WORKERS; w++) {
+        drain(f, w, 0); /* what the test left: a worker frees its edge work's key */
+        for (size_t i = 0; i < f->n_pending[w]; i++)
+            if (f->pending[w][i].type == CORE_W_EDGE)
+                free(f->pending[w][i].u.edge.key);
+        base_mpsc_fini(&f->q[w]);
+    }
     cfg_free(f->cfg);
     free(f);
 }
@@ -68,14 +73,14 @@ void drain(fixture_t *f, int w, int timeout_ms)
     base_mpsc_drain(&f->q[w], drain_one, &d);
 }
 
-core_work_t expect(fixture_t *f, int w, core_work_type_t type)
+core_work_t expect_h(fixture_t *f, int w, core_work_type_t type, void *handle)
 {
     for (int tries = 0; tries < 100; tries++) {
         for (size_t i = 0; i < f->n_pending[w]; i++) {
-            if (f->pending[w][i].type == type) {
-                core_work_t got = f->pending[w][i];
-                memmove(&f->pending[w][i], &f->pending[w][i + 1],
-                        (f->n_pending[w] - i - 1) * sizeof(core_work_t));
+            core_work_t *x = &f->pending[w][i];
+            if (x->type == type && (!handle || x->handle == handle)) {
+                core_work_t got = *x;
+                memmove(x, x + 1, (f->n_pending[w] - i - 1) * sizeof(core_work_t));
                 f->n_pending[w]--;
                 return got;
             }
@@ -87,16 +92,27 @@ core_work_t expect(fixture_t *f, int w, core_work_type_t type)
     return none;
 }
 
-void expect_none(fixture_t *f, int w, core_work_type_t type)
+core_work_t expect(fixture_t *f, int w, core_work_type_t type)
+{
+    return expect_h(f, w, type, NULL);
+}
+
+void expect_none_h(fixture_t *f, int w, core_work_type_t type, void *handle)
 {
     drain(f, w, 50);
     for (size_t i = 0; i < f->n_pending[w]; i++)
-        if (f->pending[w][i].type == type)
+        if (f->pending[w][i].type == type && (!handle || f->pending[w][i].handle == handle))
             fail_msg("worker %d: unexpected work of type %d", w, (int)type);
 }
 
+void expect_none(fixture_t *f, int w, core_work_type_t type)
+{
+    expect_none_h(f, w, type, NULL);
+}
+
 static uint64_t attach_link(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir,
-                            const char *addr, bool dynamic, uint8_t ir_link, uint8_t prio)
+                            const char *addr, bool dynamic, uint8_t ir_link, uint8_t prio,
+                            core_edge_link_t edge)
 {
     uint64_t      id = ++f->next_link;
     core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = (uint8_t)w, .link_id = id};
@@ -108,9 +124,11 @@ static uint64_t attach_link(fixture_t *f, int w, uint64_t conn, core_link_dir_t 
     a.u.attach.capacity = 250;
     a.u.attach.dir = (uint8_t)dir;
     a.u.attach.dynamic = dynamic;
+    a.u.attach.edge = (uint8_t)edge;
     post(f, &a);
     core_work_t r = expect(f, w, CORE_W_LINK_ATTACHED);
     assert_ptr_equal(r.handle, &f->handles[id]);
+    assert_null(r.u.attached.cond_name);
     free(r.u.attached.address);
     free(r.u.attached.cond_desc);
     return id;
@@ -118,13 +136,19 @@ static uint64_t attach_link(fixture_t *f, int w, uint64_t conn, core_link_dir_t 
 
 uint64_t attach(fixture_t *f, int w, core_link_dir_t dir, const char *addr, bool dynamic)
 {
-    return attach_link(f, w, 1, dir, addr, dynamic, 0, 0);
+    return attach_link(f, w, 1, dir, addr, dynamic, 0, 0, CORE_EDGE_LINK_NONE);
 }
 
 uint64_t attach_on(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
                    uint8_t ir_link, uint8_t prio)
 {
-    return attach_link(f, w, conn, dir, addr, false, ir_link, prio);
+    return attach_link(f, w, conn, dir, addr, false, ir_link, prio, CORE_EDGE_LINK_NONE);
+}
+
+uint64_t attach_edge(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
+                     core_edge_link_t kind)
+{
+    return attach_link(f, w, conn, dir, addr, false, 0, 0, kind);
 }
 
 void detach(fixture_t *f, int w, uint64_t id)

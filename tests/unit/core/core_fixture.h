@@ -1,5 +1,5 @@
 /* tests/unit/core/core_fixture.h: the fixture shared by the core's unit tests (core_test.c,
- * interior_test.c).  The test plays the workers against a real core thread: it posts
+ * interior_test.c, edge_test.c).  The test plays the workers against a real core thread: it posts
  * core_action_t batches and reads the core_work_t batches the core hands back to each
  * "worker" queue (plain MPSC queues with no wake-up, read with base_mpsc_wait()).
  * Every function runs on the test's thread and fails the running cmocka test on a surprise. */
@@ -39,7 +39,8 @@ typedef struct test_dlv {
 
 /* A core started on the configuration `json`; fails the test if the configuration is bad. */
 fixture_t *fx_new(const char *json);
-/* Stops the core and frees everything fx_new() made. */
+/* Stops the core and frees everything fx_new() made (with the keys of the edge work the
+ * test left unread, as a worker would). */
 void fx_free(fixture_t *f);
 
 /* Posts one action to the core as a batch of one. */
@@ -48,16 +49,24 @@ void post(fixture_t *f, core_action_t *a);
 void drain(fixture_t *f, int w, int timeout_ms);
 /* The next work item of `type` for worker w (waiting up to a second); fails if none. */
 core_work_t expect(fixture_t *f, int w, core_work_type_t type);
+/* expect() for the link whose worker handle is `handle` (NULL: any link). */
+core_work_t expect_h(fixture_t *f, int w, core_work_type_t type, void *handle);
 /* Fails if worker w gets work of `type` within 50 ms. */
 void expect_none(fixture_t *f, int w, core_work_type_t type);
+/* expect_none() for the link whose worker handle is `handle` (NULL: any link). */
+void expect_none_h(fixture_t *f, int w, core_work_type_t type, void *handle);
 
-/* Attaches a client link on connection 1 of worker w and waits for the core's answer;
- * returns the link id. */
+/* Attaches a client link on connection 1 of worker w and waits for the core's answer (an
+ * accepted attach: fails on a refusal); returns the link id. */
 uint64_t attach(fixture_t *f, int w, core_link_dir_t dir, const char *addr, bool dynamic);
 /* Attaches a link on connection `conn` of worker w as an inter-router link of kind ir_link
  * (0: none) and priority prio, and waits for the core's answer; returns the link id. */
 uint64_t attach_on(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
                    uint8_t ir_link, uint8_t prio);
+/* Attaches a link on connection `conn` of worker w as an edge link of `kind` (uplink, proxy,
+ * peer or none) and waits for the core's answer; returns the link id. */
+uint64_t attach_edge(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
+                     core_edge_link_t kind);
 /* Detaches link id of worker w and waits for the core's answer. */
 void detach(fixture_t *f, int w, uint64_t id);
 

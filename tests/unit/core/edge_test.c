@@ -1,7 +1,8 @@
 /* tests/unit/core/edge_test.c: edge mode in the core (core/edge.c) - which edge connection is
  * active, the proxy links the core asks for, the uplink's share of the forwarding, the
  * interior's tracking binding a proxy sender, the edge-echo rule, and the interior's side of
- * the tracking.  As core_test.c, the test plays the workers against a real core thread.
+ * the tracking.  As core_test.c, the test plays the workers against a real core thread
+ * (core_fixture.h).
  *
  * Connections: 1 and 2 are clients' (worker 0); 100 and 101 are edge connections (worker 1).
  */
@@ -13,124 +14,10 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "config/config.h"
-#include "core/base/mpsc.h"
-#include "core/core.h"
+#include "core_fixture.h"
 
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define N_WORKERS 2
-
-typedef struct fixture {
-    cfg_t            *cfg;
-    stats_registry_t *reg;
-    core_stats_t      stats;
-    core_t           *core;
-    base_mpsc_t       q[N_WORKERS];
-    base_mpsc_t      *qp[N_WORKERS];
-    core_work_t       pending[N_WORKERS][1024];
-    size_t            n_pending[N_WORKERS];
-    uint64_t          next_link;
-    int               handles[64];
-} fixture_t;
-
-static fixture_t *fx_new(const char *json)
-{
-    fixture_t *f = calloc(1, sizeof(*f));
-    char       err[512];
-    if (cfg_load_string(json, "test.json", &f->cfg, err, sizeof(err)) != 0)
-        fail_msg("config: %s", err);
-    for (int i = 0; i < N_WORKERS; i++) {
-        base_mpsc_init(&f->q[i], NULL, NULL);
-        f->qp[i] = &f->q[i];
-    }
-    f->reg = stats_registry_new();
-    assert_int_equal(core_stats_families_new(f->reg, &f->stats), 0);
-    f->core = core_new(f->cfg, &f->stats, N_WORKERS, f->qp);
-    assert_int_equal(core_start(f->core), 0);
-    return f;
-}
-
-static void drain(fixture_t *f, int w, int timeout_ms);
-
-static void fx_free(fixture_t *f)
-{
-    core_stop(f->core);
-    core_free(f->core);
-    stats_registry_free(f->reg);
-    for (int w = 0; w < N_WORKERS; w++) {
-        drain(f, w, 0); /* what the test left: a worker frees its edge work's key */
-        for (size_t i = 0; i < f->n_pending[w]; i++)
-            if (f->pending[w][i].type == CORE_W_EDGE)
-                free(f->pending[w][i].u.edge.key);
-        base_mpsc_fini(&f->q[w]);
-    }
-    cfg_free(f->cfg);
-    free(f);
-}
-
-static void post(fixture_t *f, core_action_t *a)
-{
-    base_mpsc_batch_t b = {0};
-    *core_batch_add(&b) = *a;
-    core_post(f->core, &b);
-}
-
-typedef struct {
-    fixture_t *f;
-    int        w;
-} drain_ctx_t;
-
-static void drain_one(void *ctx, void *item)
-{
-    drain_ctx_t *d = ctx;
-    assert_true(d->f->n_pending[d->w] < 1024);
-    d->f->pending[d->w][d->f->n_pending[d->w]++] = *(core_work_t *)item;
-}
-
-static void drain(fixture_t *f, int w, int timeout_ms)
-{
-    base_mpsc_wait(&f->q[w], timeout_ms);
-    drain_ctx_t d = {f, w};
-    base_mpsc_drain(&f->q[w], drain_one, &d);
-}
-
-/* The next work item of `type` for worker w (and, when handle is not NULL, that link). */
-static core_work_t expect_h(fixture_t *f, int w, core_work_type_t type, void *handle)
-{
-    for (int tries = 0; tries < 100; tries++) {
-        for (size_t i = 0; i < f->n_pending[w]; i++) {
-            core_work_t *x = &f->pending[w][i];
-            if (x->type == type && (!handle || x->handle == handle)) {
-                core_work_t got = *x;
-                memmove(x, x + 1, (f->n_pending[w] - i - 1) * sizeof(core_work_t));
-                f->n_pending[w]--;
-                return got;
-            }
-        }
-        drain(f, w, 10);
-    }
-    fail_msg("worker %d: no work of type %d", w, (int)type);
-    core_work_t none = {0};
-    return none;
-}
-
-static core_work_t expect(fixture_t *f, int w, core_work_type_t type)
-{
-    return expect_h(f, w, type, NULL);
-}
-
-/* Fail if worker w gets work of `type` (for `handle`, when not NULL) within 50 ms. */
-static void expect_none(fixture_t *f, int w, core_work_type_t type, void *handle)
-{
-    drain(f, w, 50);
-    for (size_t i = 0; i < f->n_pending[w]; i++)
-        if (f->pending[w][i].type == type && (!handle || f->pending[w][i].handle == handle))
-            fail_msg("worker %d: unexpected work of type %d", w, (int)type);
-}
 
 /* The next CORE_W_EDGE for worker w: op, direction and key checked (key NULL: none). */
 static void expect_edge(fixture_t *f, int w, core_edge_op_t op, int dir, const char *key,
@@ -146,32 +33,6 @@ static void expect_edge(fixture_t *f, int w, core_edge_op_t op, int dir, const c
     free(x.u.edge.key);
 }
 
-static uint64_t attach(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
-                       core_edge_link_t kind)
-{
-    uint64_t      id = ++f->next_link;
-    core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = (uint8_t)w, .link_id = id};
-    a.u.attach.conn_id = conn;
-    a.u.attach.handle = &f->handles[id];
-    a.u.attach.address = addr ? strdup(addr) : NULL;
-    a.u.attach.capacity = 250;
-    a.u.attach.dir = (uint8_t)dir;
-    a.u.attach.edge = (uint8_t)kind;
-    post(f, &a);
-    core_work_t r = expect_h(f, w, CORE_W_LINK_ATTACHED, &f->handles[id]);
-    assert_null(r.u.attached.cond_name);
-    free(r.u.attached.address);
-    free(r.u.attached.cond_desc);
-    return id;
-}
-
-static void detach(fixture_t *f, int w, uint64_t id)
-{
-    core_action_t a = {.type = CORE_A_LINK_DETACH, .worker = (uint8_t)w, .link_id = id};
-    post(f, &a);
-    expect_h(f, w, CORE_W_LINK_DETACHED, &f->handles[id]);
-}
-
 static void edge_event(fixture_t *f, int w, uint64_t conn, core_edge_event_t ev, const char *key,
                        bool flag)
 {
@@ -183,26 +44,11 @@ static void edge_event(fixture_t *f, int w, uint64_t conn, core_edge_event_t ev,
     post(f, &a);
 }
 
-typedef struct test_dlv {
-    core_delivery_t dlv;
-    core_content_t  content;
-} test_dlv_t;
-
-/* A presettled delivery on `link` (to: its `to`, NULL on a targeted link). */
-static test_dlv_t *deliver(fixture_t *f, int w, uint64_t link, const char *to)
+/* A presettled delivery on `link` (to: its `to`, NULL on a targeted link), which the core
+ * releases at once. */
+static test_dlv_t *send_presettled(fixture_t *f, int w, uint64_t link, const char *to)
 {
-    test_dlv_t *t = calloc(1, sizeof(*t));
-    atomic_init(&t->content.refs, 1);
-    t->dlv.content = &t->content;
-    t->dlv.link_id = link;
-    t->dlv.presettled = true;
-    if (to) {
-        t->dlv.to = to;
-        t->dlv.to_len = (uint32_t)strlen(to);
-    }
-    core_action_t a = {.type = CORE_A_DELIVER, .worker = (uint8_t)w, .link_id = link};
-    a.u.dlv = &t->dlv;
-    post(f, &a);
+    test_dlv_t *t = deliver(f, w, link, to, true);
     expect(f, w, CORE_W_RELEASE); /* presettled: the core is done with it */
     return t;
 }
@@ -218,22 +64,22 @@ static void test_activation_and_proxies(void **state)
 {
     (void)state;
     fixture_t *f = fx_new(EDGE);
-    uint64_t   c1 = attach(f, 0, 1, CORE_LINK_OUT, "cl.x", CORE_EDGE_LINK_NONE);
-    attach(f, 0, 0, CORE_LINK_OUT, "cl.agent", CORE_EDGE_LINK_NONE); /* in-process */
-    expect_none(f, 1, CORE_W_EDGE, NULL);
+    uint64_t   c1 = attach_edge(f, 0, 1, CORE_LINK_OUT, "cl.x", CORE_EDGE_LINK_NONE);
+    attach_edge(f, 0, 0, CORE_LINK_OUT, "cl.agent", CORE_EDGE_LINK_NONE); /* in-process */
+    expect_none(f, 1, CORE_W_EDGE);
     edge_event(f, 1, 100, CORE_EDGE_CONN_OPENED, NULL, false);
     expect_edge(f, 1, CORE_EDGE_ACTIVATE, -1, NULL, 100);
     expect_edge(f, 1, CORE_EDGE_PROXY_ADD, CORE_LINK_IN, "M0cl.x", 100);
-    expect_none(f, 1, CORE_W_EDGE, NULL); /* nothing for the in-process consumer */
+    expect_none(f, 1, CORE_W_EDGE); /* nothing for the in-process consumer */
     /* a second edge connection waits */
     edge_event(f, 1, 101, CORE_EDGE_CONN_OPENED, NULL, false);
-    expect_none(f, 1, CORE_W_EDGE, NULL);
-    uint64_t p1 = attach(f, 0, 2, CORE_LINK_IN, "cl.y", CORE_EDGE_LINK_NONE);
+    expect_none(f, 1, CORE_W_EDGE);
+    uint64_t p1 = attach_edge(f, 0, 2, CORE_LINK_IN, "cl.y", CORE_EDGE_LINK_NONE);
     expect_edge(f, 1, CORE_EDGE_PROXY_ADD, CORE_LINK_OUT, "M0cl.y", 100);
-    uint64_t c2 = attach(f, 0, 2, CORE_LINK_OUT, "cl.x", CORE_EDGE_LINK_NONE);
-    expect_none(f, 1, CORE_W_EDGE, NULL); /* not the first */
+    uint64_t c2 = attach_edge(f, 0, 2, CORE_LINK_OUT, "cl.x", CORE_EDGE_LINK_NONE);
+    expect_none(f, 1, CORE_W_EDGE); /* not the first */
     detach(f, 0, c1);
-    expect_none(f, 1, CORE_W_EDGE, NULL); /* not the last */
+    expect_none(f, 1, CORE_W_EDGE); /* not the last */
     detach(f, 0, c2);
     expect_edge(f, 1, CORE_EDGE_PROXY_DEL, CORE_LINK_IN, "M0cl.x", 100);
     /* the active connection goes: the other one is activated with the addresses left */
@@ -253,33 +99,33 @@ static void test_uplink(void **state)
     fixture_t *f = fx_new(EDGE);
     edge_event(f, 1, 100, CORE_EDGE_CONN_OPENED, NULL, false);
     expect_edge(f, 1, CORE_EDGE_ACTIVATE, -1, NULL, 100);
-    uint64_t up = attach(f, 1, 100, CORE_LINK_OUT, NULL, CORE_EDGE_LINK_UPLINK);
-    uint64_t snd = attach(f, 0, 1, CORE_LINK_IN, NULL, CORE_EDGE_LINK_NONE);
-    free(deliver(f, 0, snd, "nowhere"));
+    uint64_t up = attach_edge(f, 1, 100, CORE_LINK_OUT, NULL, CORE_EDGE_LINK_UPLINK);
+    uint64_t snd = attach_edge(f, 0, 1, CORE_LINK_IN, NULL, CORE_EDGE_LINK_NONE);
+    free(send_presettled(f, 0, snd, "nowhere"));
     expect_h(f, 1, CORE_W_SEND, &f->handles[up]);
-    free(deliver(f, 0, snd, "_topo/0/Other/$management"));
+    free(send_presettled(f, 0, snd, "_topo/0/Other/$management"));
     expect_h(f, 1, CORE_W_SEND, &f->handles[up]);
-    free(deliver(f, 0, snd, "_edge/E2/x"));
+    free(send_presettled(f, 0, snd, "_edge/E2/x"));
     expect_h(f, 1, CORE_W_SEND, &f->handles[up]);
     /* a local consumer of cl.a: it, not the uplink */
-    uint64_t ca = attach(f, 0, 2, CORE_LINK_OUT, "cl.a", CORE_EDGE_LINK_NONE);
-    free(deliver(f, 0, snd, "cl.a"));
+    uint64_t ca = attach_edge(f, 0, 2, CORE_LINK_OUT, "cl.a", CORE_EDGE_LINK_NONE);
+    free(send_presettled(f, 0, snd, "cl.a"));
     expect_h(f, 0, CORE_W_SEND, &f->handles[ca]);
-    expect_none(f, 1, CORE_W_SEND, &f->handles[up]);
+    expect_none_h(f, 1, CORE_W_SEND, &f->handles[up]);
     detach(f, 0, ca);
-    free(deliver(f, 0, snd, "cl.a"));
+    free(send_presettled(f, 0, snd, "cl.a"));
     expect_h(f, 1, CORE_W_SEND, &f->handles[up]);
     /* multicast: the local consumer and up */
-    uint64_t cm = attach(f, 0, 2, CORE_LINK_OUT, "mc.b", CORE_EDGE_LINK_NONE);
-    free(deliver(f, 0, snd, "mc.b"));
+    uint64_t cm = attach_edge(f, 0, 2, CORE_LINK_OUT, "mc.b", CORE_EDGE_LINK_NONE);
+    free(send_presettled(f, 0, snd, "mc.b"));
     expect_h(f, 0, CORE_W_SEND, &f->handles[cm]);
     expect_h(f, 1, CORE_W_SEND, &f->handles[up]);
     /* what comes down from the interior never goes back up */
-    uint64_t down = attach(f, 1, 100, CORE_LINK_IN, NULL, CORE_EDGE_LINK_PEER);
-    free(deliver(f, 1, down, "nowhere"));
-    free(deliver(f, 1, down, "mc.b"));
+    uint64_t down = attach_edge(f, 1, 100, CORE_LINK_IN, NULL, CORE_EDGE_LINK_PEER);
+    free(send_presettled(f, 1, down, "nowhere"));
+    free(send_presettled(f, 1, down, "mc.b"));
     expect_h(f, 0, CORE_W_SEND, &f->handles[cm]);
-    expect_none(f, 1, CORE_W_SEND, &f->handles[up]);
+    expect_none_h(f, 1, CORE_W_SEND, &f->handles[up]);
     /* a client may not receive from the uplink's address */
     uint64_t id = ++f->next_link;
     core_action_t a = {.type = CORE_A_LINK_ATTACH, .worker = 0, .link_id = id};
@@ -304,16 +150,16 @@ static void test_tracking_binds_proxy_sender(void **state)
     fixture_t *f = fx_new(EDGE);
     edge_event(f, 1, 100, CORE_EDGE_CONN_OPENED, NULL, false);
     expect_edge(f, 1, CORE_EDGE_ACTIVATE, -1, NULL, 100);
-    uint64_t p = attach(f, 0, 1, CORE_LINK_IN, "cl.p", CORE_EDGE_LINK_NONE);
+    uint64_t p = attach_edge(f, 0, 1, CORE_LINK_IN, "cl.p", CORE_EDGE_LINK_NONE);
     expect_edge(f, 1, CORE_EDGE_PROXY_ADD, CORE_LINK_OUT, "M0cl.p", 100);
-    uint64_t po = attach(f, 1, 100, CORE_LINK_OUT, "M0cl.p", CORE_EDGE_LINK_PROXY_OUT);
-    expect_none(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
+    uint64_t po = attach_edge(f, 1, 100, CORE_LINK_OUT, "M0cl.p", CORE_EDGE_LINK_PROXY_OUT);
+    expect_none_h(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
     edge_event(f, 1, 101, CORE_EDGE_TRACK, "M0cl.p", true); /* not the active one */
-    expect_none(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
+    expect_none_h(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
     edge_event(f, 1, 100, CORE_EDGE_TRACK, "M0cl.p", true);
     core_work_t cr = expect_h(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
     assert_true(cr.u.credit.grant);
-    free(deliver(f, 0, p, NULL));
+    free(send_presettled(f, 0, p, NULL));
     expect_h(f, 1, CORE_W_SEND, &f->handles[po]);
     edge_event(f, 1, 100, CORE_EDGE_TRACK, "M0cl.p", false);
     cr = expect_h(f, 0, CORE_W_LINK_CREDIT, &f->handles[p]);
@@ -338,11 +184,11 @@ static void test_interior_tracking_and_echo(void **state)
 {
     (void)state;
     fixture_t *f = fx_new(INTERIOR);
-    uint64_t   ep = attach(f, 1, 100, CORE_LINK_IN, "t", CORE_EDGE_LINK_PEER);
-    expect_none(f, 1, CORE_W_EDGE, NULL);
-    uint64_t own = attach(f, 1, 100, CORE_LINK_OUT, "t", CORE_EDGE_LINK_PEER);
-    expect_none(f, 1, CORE_W_EDGE, NULL); /* its own proxy receiver is no destination */
-    uint64_t c = attach(f, 0, 1, CORE_LINK_OUT, "t", CORE_EDGE_LINK_NONE);
+    uint64_t   ep = attach_edge(f, 1, 100, CORE_LINK_IN, "t", CORE_EDGE_LINK_PEER);
+    expect_none(f, 1, CORE_W_EDGE);
+    uint64_t own = attach_edge(f, 1, 100, CORE_LINK_OUT, "t", CORE_EDGE_LINK_PEER);
+    expect_none(f, 1, CORE_W_EDGE); /* its own proxy receiver is no destination */
+    uint64_t c = attach_edge(f, 0, 1, CORE_LINK_OUT, "t", CORE_EDGE_LINK_NONE);
     core_work_t x = expect(f, 1, CORE_W_EDGE);
     assert_int_equal(x.u.edge.op, CORE_EDGE_TRACK_SEND);
     assert_int_equal(x.u.edge.conn_id, 100);
@@ -351,17 +197,17 @@ static void test_interior_tracking_and_echo(void **state)
     free(x.u.edge.key);
     /* what the edge sends goes to the client's consumer, never back to the edge */
     for (int i = 0; i < 4; i++) {
-        free(deliver(f, 1, ep, NULL));
+        free(send_presettled(f, 1, ep, NULL));
         expect_h(f, 0, CORE_W_SEND, &f->handles[c]);
     }
-    expect_none(f, 1, CORE_W_SEND, &f->handles[own]);
+    expect_none_h(f, 1, CORE_W_SEND, &f->handles[own]);
     detach(f, 0, c);
     x = expect(f, 1, CORE_W_EDGE);
     assert_int_equal(x.u.edge.op, CORE_EDGE_TRACK_SEND);
     assert_false(x.u.edge.flag);
     free(x.u.edge.key);
     /* another edge's proxy receiver counts */
-    attach(f, 1, 101, CORE_LINK_OUT, "t", CORE_EDGE_LINK_PEER);
+    attach_edge(f, 1, 101, CORE_LINK_OUT, "t", CORE_EDGE_LINK_PEER);
     x = expect(f, 1, CORE_W_EDGE);
     assert_true(x.u.edge.flag);
     assert_int_equal(x.u.edge.conn_id, 100);
