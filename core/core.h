@@ -274,6 +274,9 @@ typedef enum core_edge_link {
     CORE_EDGE_LINK_UPLINK,   /* an edge's anonymous sender: everything not local (`L_edge`) */
     CORE_EDGE_LINK_DOWNLINK, /* interior: an edge's downlink, the consumer of `_edge/<id>`
                                 (key H<id>) */
+    CORE_EDGE_LINK_PROXY_IN, /* an edge's receiver for an address with local consumers, named
+                                to the core by the address's hash key (a phase of a waypoint
+                                address, a fallback destination); otherwise a PEER link */
 } core_edge_link_t;
 
 /* What CORE_A_RT reports (interior mode, core/rt.h). */
@@ -316,6 +319,11 @@ typedef struct core_action {
                                    connection's control or data link; 0 for others */
             uint8_t  ir_priority; /* CORE_IR_LINK_DATA: its priority, 0..9 */
             uint8_t  edge;      /* core_edge_link_t: a link of an edge connection */
+            uint8_t  waypoint;  /* the terminus's qd.waypoint.N capability: N (1-9; 1 for
+                                   a bare qd.waypoint), 0 for none (qdrouterd 1.19: the
+                                   link uses phase N, a receiver N - 1) */
+            bool     fallback;  /* the terminus's capability qd.fallback (the address's
+                                   fallback destination, core/fallback.c) */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {
@@ -461,6 +469,9 @@ typedef struct core_work {
             bool     flag;    /* TRACK_SEND: it has a destination beyond the edge */
             uint64_t req;     /* LOOKUP_*: the request, echoed */
             bool     dest;    /* LOOKUP_ANSWER: the link route has a destination */
+            uint8_t  waypoint;/* PROXY_ADD: the qd.waypoint.N capability the link carries,
+                                 N (1-9), or 0 for none */
+            bool     fallback;/* PROXY_ADD: it carries qd.fallback (a fallback destination) */
         } edge;
     } u;
 } core_work_t;

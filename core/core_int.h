@@ -247,13 +247,16 @@ bool core_autolink_fallback_CT(core_t *core, uint64_t link_id);
 /* ---- fallback.c: fallback destinations ---- */
 
 /* The "phase" of a fallback destination's key: a mobile address X with `enableFallback` has
- * its fallback destination at key "MG" X (qdrouterd's phase character 'G'); an address lookup
- * with this phase makes that key. */
-#define CORE_PHASE_FALLBACK ('G' - '0')
+ * its fallback destination at key "MF" X (qdrouterd 1.19's phase character 'F', which its
+ * routers advertise and its interiors name in edge address tracking); an address lookup with
+ * this phase makes that key. */
+#define CORE_PHASE_FALLBACK ('F' - '0')
+/* Whether addr (key "M<phase>" X) has X configured with enableFallback. */
+bool core_fallback_configured_CT(core_t *core, const core_addr_t *addr);
 /* The fallback destination of addr (key "M0" X, X configured with enableFallback), when it
  * exists in the table; else NULL. */
 core_addr_t *core_fallback_of_CT(core_t *core, const core_addr_t *addr);
-/* The address fb (key "MG" X) is the fallback destination of, when that address exists and
+/* The address fb (key "MF" X) is the fallback destination of, when that address exists and
  * X is configured with enableFallback; else NULL. */
 core_addr_t *core_fallback_primary_CT(core_t *core, const core_addr_t *fb);
 /* link_id detached (whatever it was). */
