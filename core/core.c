@@ -14,6 +14,7 @@
 #include "core/base/list.h"
 #include "core/base/log.h"
 #include "core/base/pattern.h"
+#include "core/edge_lookup.h"
 #include "core/interior.h"
 #include "core/linkroute.h"
 #include "core/linkroute_mesh.h"
@@ -563,6 +564,20 @@ static void reject_in_CT(core_t *core, int owner, core_delivery_t *dlv, const ch
 
 /* ---- links ---- */
 
+/* The phase a client link's qd.waypoint / qd.fallback capability picks, as qdrouterd 1.19's
+ * address lookup does: a fallback receiver takes from the address's fallback destination, and
+ * so does a fallback sender of an edge (its proxy for the fallback destination), while a
+ * client's fallback sender sends into the ingress phase and is marked like an in autoLink with
+ * `fallback`; a waypoint's ordinal N is phase N for a sender, N - 1 for a receiver. */
+static int cap_phase_CT(const core_action_t *a, core_link_t *l)
+{
+    if (a->u.attach.fallback) {
+        l->fallback = true;
+        return l->dir == CORE_LINK_OUT || l->edge ? CORE_PHASE_FALLBACK : PHASE_INGRESS;
+    }
+    return l->dir == CORE_LINK_IN ? a->u.attach.waypoint : a->u.attach.waypoint - 1;
+}
+
 /* Resolve a new link's address and answer its attach (w). */
 /* *lr_key: for a link-routed link, a new "M0<address>" (the owningAddr qdrouterd shows for
  * both ends of a routed link), else untouched. */
@@ -613,13 +628,20 @@ static void link_route_CT(core_t *core, core_link_t *l, core_action_t *a, core_w
     }
     if (address && *address) {
         cfg_distribution_t dist = CFG_DIST_BALANCED;
-        /* an autoLink's link uses its own phase; a client's the address's */
+        /* an autoLink's link uses its own phase; a client's the address's, or the one its
+         * terminus's capability names */
         int phase = core_autolink_phase_CT(core, l->id);
-        if (phase < 0)
-            phase = l->dir == CORE_LINK_OUT ? PHASE_EGRESS : PHASE_INGRESS;
-        else
+        if (phase >= 0)
             l->fallback = core_autolink_fallback_CT(core, l->id);
-        core_addr_t *addr = addr_lookup_CT(core, address, strlen(address), false, &dist, phase);
+        else if (BASE_UNLIKELY(a->u.attach.waypoint || a->u.attach.fallback))
+            phase = cap_phase_CT(a, l);
+        else
+            phase = l->dir == CORE_LINK_OUT ? PHASE_EGRESS : PHASE_INGRESS;
+        core_addr_t *addr = NULL;
+        if (BASE_UNLIKELY(l->edge == CORE_EDGE_LINK_PROXY_IN)) /* named by its hash key */
+            addr = core__addr_get_CT(core, address, strlen(address), true, -1);
+        else
+            addr = addr_lookup_CT(core, address, strlen(address), false, &dist, phase);
         if (!addr && dist == CFG_DIST_UNAVAILABLE) {
             w->u.attached.cond_name = "amqp:not-found";
             char msg[300];
@@ -734,7 +756,7 @@ static void addr_gauges_CT(core_t *core, core_addr_t *addr)
     stats_obj_set(core->shard, addr->stats, CORE_ADDR_SENDERS, (int64_t)addr->senders.count);
 }
 
-static void link_attach_CT(core_t *core, core_action_t *a)
+void core__link_attach_CT(core_t *core, core_action_t *a)
 {
     core_link_t *l = base_calloc(1, sizeof(*l));
     l->id = a->link_id;
@@ -763,7 +785,10 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     const char *labels[] = {id, conn, l->dir == CORE_LINK_OUT ? "out" : "in",
                             l->addr ? l->addr->key : lr_key ? lr_key : "",
                             a->u.attach.name ? a->u.attach.name : "",
-                            l->ir_link == CORE_IR_LINK_DATA ? "inter-router" : "endpoint", prio};
+                            l->ir_link == CORE_IR_LINK_DATA           ? "inter-router"
+                            : l->edge == CORE_EDGE_LINK_DOWNLINK ? "edge-downlink"
+                                                                 : "endpoint",
+                            prio};
     /* conn_id 0: an in-process link (the management agent's): no router.link row, as in
      * qdrouterd where the agent is not a link */
     if (l->conn_id != 0)
@@ -779,8 +804,18 @@ static void link_attach_CT(core_t *core, core_action_t *a)
     free(lr_key);
 }
 
+static void link_attach_CT(core_t *core, core_action_t *a)
+{
+    /* an edge may ask its interior whether the address is link-routed first */
+    if (BASE_UNLIKELY(core->edge != NULL) && core_elk_attach_CT(core, a))
+        return;
+    core__link_attach_CT(core, a);
+}
+
 static void link_detach_CT(core_t *core, core_action_t *a)
 {
+    if (BASE_UNLIKELY(core->elk != NULL))
+        core_elk_detach_CT(core, a->link_id); /* an attach still waiting is answered first */
     core_link_t *l = base_map_udel(&core->links, a->link_id);
     if (BASE_WARN_ONCE(!l))
         return;
@@ -966,14 +1001,12 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
         return 0;
     }
 
-    if (BASE_UNLIKELY(core->ir != NULL))
-        return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
-    if (BASE_UNLIKELY(core->edge != NULL || in->edge))
-        return core_edge_deliver_CT(core, in, dlv, addr, dist, owner); /* an edge's rules, or
-                                           an interior alone with its edges: the echo rule */
     size_t n = addr ? addr->consumers.count : 0;
-    if (n == 0 && addr && !in->fallback) {
-        /* no consumer: the address's fallback destination, if it has one that has one */
+    if (n == 0 && addr && !in->fallback && !core_addr_reached(core, addr) &&
+        !(core->edge && !in->addr)) {
+        /* no destination: the address's fallback destination, if it has one that has a
+         * consumer here (on an interior, an edge's proxy receiver; on an edge, the bound proxy
+         * sender).  An edge's anonymous sender's delivery goes up instead, as qdrouterd's. */
         core_addr_t *fb = core_fallback_of_CT(core, addr);
         if (fb && fb->consumers.count > 0) {
             stats_obj_add(core->shard, addr->stats, CORE_ADDR_REDIRECTED, 1);
@@ -983,6 +1016,11 @@ static unsigned deliver_CT(core_t *core, core_action_t *a)
             n = fb->consumers.count;
         }
     }
+    if (BASE_UNLIKELY(core->ir != NULL))
+        return core_ir_deliver_CT(core, in, dlv, addr, dist, owner);
+    if (BASE_UNLIKELY(core->edge != NULL || in->edge))
+        return core_edge_deliver_CT(core, in, dlv, addr, dist, owner); /* an edge's rules, or
+                                           an interior alone with its edges: the echo rule */
     if (n == 0) {
         deliver_unroutable_CT(core, in, dlv, owner);
         return 0;
@@ -1097,6 +1135,8 @@ static void run_action_CT(core_t *core, core_action_t *a)
     case CORE_A_EDGE:
         if (core->edge)
             core_edge_action_CT(core, a);
+        else if (a->u.edge.event == CORE_EDGE_LOOKUP)
+            core_elk_serve_CT(core, a); /* an edge's address lookup (edge_lookup.c) */
         else
             core_edge_action_discard(a);
         break;
@@ -1247,6 +1287,7 @@ void core_free(core_t *core)
     core_autolink_fini(core);
     core_lr_table_free(core->lr);
     core_lrm_free(core);
+    core_elk_free(core);
     core_rt_free(core->rt);
     for (size_t i = 0; i < core->n_nodes; i++)
         free(core->nodes[i]);

@@ -249,7 +249,19 @@ typedef enum core_edge_event {
     CORE_EDGE_CONN_CLOSED,     /* it is gone */
     CORE_EDGE_TRACK,           /* the interior's address tracking: edge.key has (flag) or no
                                   longer has a destination other than this edge */
+    CORE_EDGE_LOOKUP,          /* interior: an edge asks whether edge.key (an address) is
+                                  link-routed for a link of direction edge.dir (request
+                                  edge.req; core/edge_lookup.h) */
+    CORE_EDGE_LOOKUP_REPLY,    /* edge: the interior's answer to request edge.req
+                                  (edge.verdict, a core_edge_verdict_t) */
 } core_edge_event_t;
+
+/* An edge's answer to a client's attach that it asked its interior about (core/edge_lookup.h). */
+typedef enum core_edge_verdict {
+    CORE_EDGE_VERDICT_LOCAL = 0, /* not link-routed, or no answer: the edge's own lookup */
+    CORE_EDGE_VERDICT_NO_ROUTE,  /* link-routed, but no destination: qd:no-route-to-dest */
+    CORE_EDGE_VERDICT_ROUTED,    /* link-routed with a destination: the attach goes uplink */
+} core_edge_verdict_t;
 
 /* How a link of an edge connection is used (core_action_t u.attach.edge). */
 typedef enum core_edge_link {
@@ -262,6 +274,9 @@ typedef enum core_edge_link {
     CORE_EDGE_LINK_UPLINK,   /* an edge's anonymous sender: everything not local (`L_edge`) */
     CORE_EDGE_LINK_DOWNLINK, /* interior: an edge's downlink, the consumer of `_edge/<id>`
                                 (key H<id>) */
+    CORE_EDGE_LINK_PROXY_IN, /* an edge's receiver for an address with local consumers, named
+                                to the core by the address's hash key (a phase of a waypoint
+                                address, a fallback destination); otherwise a PEER link */
 } core_edge_link_t;
 
 /* What CORE_A_RT reports (interior mode, core/rt.h). */
@@ -304,6 +319,11 @@ typedef struct core_action {
                                    connection's control or data link; 0 for others */
             uint8_t  ir_priority; /* CORE_IR_LINK_DATA: its priority, 0..9 */
             uint8_t  edge;      /* core_edge_link_t: a link of an edge connection */
+            uint8_t  waypoint;  /* the terminus's qd.waypoint.N capability: N (1-9; 1 for
+                                   a bare qd.waypoint), 0 for none (qdrouterd 1.19: the
+                                   link uses phase N, a receiver N - 1) */
+            bool     fallback;  /* the terminus's capability qd.fallback (the address's
+                                   fallback destination, core/fallback.c) */
         } attach;
         core_delivery_t *dlv; /* CORE_A_DELIVER */
         struct {
@@ -341,7 +361,11 @@ typedef struct core_action {
             uint64_t conn_id; /* the edge connection */
             uint8_t  event;   /* core_edge_event_t */
             bool     flag;    /* TRACK: the address has a destination beyond the edge */
-            char    *key;     /* TRACK: the address's hash key (heap; the core frees it) */
+            char    *key;     /* TRACK: the address's hash key; LOOKUP: the address (heap;
+                                 the core frees it) */
+            uint64_t req;     /* LOOKUP, LOOKUP_REPLY: the request, echoed */
+            uint8_t  dir;     /* LOOKUP: core_link_dir_t of the edge client's link */
+            uint8_t  verdict; /* LOOKUP_REPLY: core_edge_verdict_t */
         } edge;
     } u;
 } core_action_t;
@@ -371,6 +395,11 @@ typedef enum core_edge_op {
     CORE_EDGE_PROXY_DEL,    /* detach it */
     CORE_EDGE_TRACK_SEND,   /* interior: send the edge the tracking message [edge.key,
                                edge.flag] */
+    CORE_EDGE_LOOKUP_ASK,   /* edge: ask the interior whether edge.key (an address) is
+                               link-routed for a link of direction edge.dir; answer with
+                               CORE_A_EDGE LOOKUP_REPLY of edge.req (router/edge_lookup.h) */
+    CORE_EDGE_LOOKUP_ANSWER,/* interior: answer the edge's request edge.req: edge.flag (is
+                               link-routed), edge.dest (it has a destination) */
 } core_edge_op_t;
 
 typedef struct core_work {
@@ -438,6 +467,11 @@ typedef struct core_work {
             char    *key;     /* PROXY_*, TRACK_SEND: the address's hash key (heap; the worker
                                  frees it) */
             bool     flag;    /* TRACK_SEND: it has a destination beyond the edge */
+            uint64_t req;     /* LOOKUP_*: the request, echoed */
+            bool     dest;    /* LOOKUP_ANSWER: the link route has a destination */
+            uint8_t  waypoint;/* PROXY_ADD: the qd.waypoint.N capability the link carries,
+                                 N (1-9), or 0 for none */
+            bool     fallback;/* PROXY_ADD: it carries qd.fallback (a fallback destination) */
         } edge;
     } u;
 } core_work_t;

@@ -130,6 +130,8 @@ struct core {
     struct core_edge  *edge;       /* _CT: edge mode's state (core/edge.c), or NULL */
     struct core_lrm   *lrm;        /* _CT: link routes across the mesh
                                       (core/linkroute_mesh.c), NULL until first used */
+    struct core_elk   *elk;        /* _CT: the edge's address lookups of link routes
+                                      (core/edge_lookup.c), NULL until first used */
 };
 
 /* Does addr have a destination on a router this one reaches now?  Its senders have credit
@@ -223,6 +225,11 @@ void core__consumer_del_CT(core_t *core, core_addr_t *addr, core_link_t *l);
 bool core__node_reserved_CT(const core_t *core, const char *name, size_t n);
 /* Queue a work item for worker `worker`. */
 core_work_t *core__work_add_CT(core_t *core, int worker, core_work_type_t type, void *handle);
+/* A client's CORE_A_LINK_ATTACH, run now (an edge's address lookup held it: edge_lookup.c);
+ * takes the action's strings. */
+void core__link_attach_CT(core_t *core, core_action_t *a);
+/* Edge mode: the active edge connection and its worker; false when there is none. */
+bool core_edge_active_CT(const core_t *core, uint64_t *conn_id, int *worker);
 
 /* ---- autolink.c: autoLinks (hooks the rest of the core calls) ---- */
 
@@ -240,13 +247,16 @@ bool core_autolink_fallback_CT(core_t *core, uint64_t link_id);
 /* ---- fallback.c: fallback destinations ---- */
 
 /* The "phase" of a fallback destination's key: a mobile address X with `enableFallback` has
- * its fallback destination at key "MG" X (qdrouterd's phase character 'G'); an address lookup
- * with this phase makes that key. */
-#define CORE_PHASE_FALLBACK ('G' - '0')
+ * its fallback destination at key "MF" X (qdrouterd 1.19's phase character 'F', which its
+ * routers advertise and its interiors name in edge address tracking); an address lookup with
+ * this phase makes that key. */
+#define CORE_PHASE_FALLBACK ('F' - '0')
+/* Whether addr (key "M<phase>" X) has X configured with enableFallback. */
+bool core_fallback_configured_CT(core_t *core, const core_addr_t *addr);
 /* The fallback destination of addr (key "M0" X, X configured with enableFallback), when it
  * exists in the table; else NULL. */
 core_addr_t *core_fallback_of_CT(core_t *core, const core_addr_t *addr);
-/* The address fb (key "MG" X) is the fallback destination of, when that address exists and
+/* The address fb (key "MF" X) is the fallback destination of, when that address exists and
  * X is configured with enableFallback; else NULL. */
 core_addr_t *core_fallback_primary_CT(core_t *core, const core_addr_t *fb);
 /* link_id detached (whatever it was). */

@@ -18,7 +18,11 @@
  *    interior sees a consumer and advertises it to the mesh;
  *  - per mobile address with local producers, a proxy sender (target = the address), which
  *    joins the address's consumers only while the interior's tracking says that the address
- *    has a destination there other than this edge (CORE_EDGE_TRACK).
+ *    has a destination there other than this edge (CORE_EDGE_TRACK), and one more for its
+ *    fallback destination when the address is configured with enableFallback;
+ *  - a proxy link of a phase of a waypoint address that its ordinary clients do not use, or
+ *    of a fallback destination, carries qd.waypoint.N or qd.fallback (proxy_cap_CT), so that
+ *    the interior attaches it to the same phase.
  * "Local" leaves out links of an edge connection and in-process links (the management
  * agent's).  The core decides which proxy links there are (first local consumer or producer
  * of an address, last one going, the activation of a connection: CORE_W_EDGE to its worker);
@@ -36,8 +40,10 @@
  *    among them (so its producers have credit while the interior has a destination).
  */
 #include "core/core_int.h"
+#include "core/edge_lookup.h"
 
 #include "core/base/log.h"
+#include "core/base/pattern.h"
 
 #include <string.h>
 
@@ -75,15 +81,60 @@ void core_edge_action_discard(core_action_t *a)
     BASE_FREE(a->u.edge.key);
 }
 
-/* Ask the active connection's worker to attach (add) or detach the proxy link of addr. */
-static void proxy_CT(core_t *core, const core_addr_t *addr, core_link_dir_t dir, bool add)
+/* The capability a proxy link of key carries, qdrouterd 1.19's (its addr_proxy.c), so that
+ * the interior attaches it to the same address: qd.fallback for a fallback destination
+ * (*fallback); for a phase p of a multi-phase (waypoint) address, none where its ordinary
+ * clients are (a proxy sender of the ingress phase, a proxy receiver of the egress phase) or
+ * for a phase outside the two, else qd.waypoint.N with N = p for a sender (the interior sends
+ * into phase N) and p + 1 for a receiver (it takes from N - 1).  Returns N, or 0. */
+static uint8_t proxy_cap_CT(core_t *core, const char *key, size_t klen, core_link_dir_t dir,
+                            bool *fallback)
+{
+    *fallback = key[1] == '0' + CORE_PHASE_FALLBACK;
+    if (*fallback || core->n_phased == 0 || key[1] < '0' || key[1] > '9')
+        return 0;
+    const cfg_address_t *ac = base_pattern_match(core->patterns, key + 2, klen - 2);
+    if (!ac || ac->egress_phase <= 0)
+        return 0;
+    int p = key[1] - '0';
+    if ((dir == CORE_LINK_OUT && p == ac->ingress_phase) ||
+        (dir == CORE_LINK_IN && p == ac->egress_phase) || p < ac->ingress_phase ||
+        p > ac->egress_phase)
+        return 0;
+    return (uint8_t)(p + (dir == CORE_LINK_IN));
+}
+
+/* Ask the active connection's worker to attach (add) or detach the proxy link of the address
+ * with hash key key[0, klen). */
+static void proxy_key_CT(core_t *core, const char *key, size_t klen, core_link_dir_t dir,
+                         bool add)
 {
     struct core_edge *e = core->edge;
     core_work_t      *w = core__work_add_CT(core, e->active_w, CORE_W_EDGE, NULL);
     w->u.edge.conn_id = e->active;
     w->u.edge.op = add ? CORE_EDGE_PROXY_ADD : CORE_EDGE_PROXY_DEL;
     w->u.edge.dir = (uint8_t)dir;
-    w->u.edge.key = base_strndup(addr->key, addr->keylen);
+    w->u.edge.key = base_strndup(key, klen);
+    w->u.edge.waypoint = add ? proxy_cap_CT(core, key, klen, dir, &w->u.edge.fallback) : 0;
+    if (!add)
+        w->u.edge.fallback = false;
+}
+
+/* The proxy link of addr; a proxy sender's comes with one for the address's fallback
+ * destination when the address has one configured (qdrouterd 1.19 attaches that one when the
+ * edge connection becomes active; here, too, with the address's first local producer). */
+static void proxy_CT(core_t *core, const core_addr_t *addr, core_link_dir_t dir, bool add)
+{
+    proxy_key_CT(core, addr->key, addr->keylen, dir, add);
+    if (dir != CORE_LINK_OUT || addr->key[1] != '0' || !core_fallback_configured_CT(core, addr))
+        return;
+    char stack[512];
+    char *fb = addr->keylen <= sizeof(stack) ? stack : base_malloc(addr->keylen);
+    memcpy(fb, addr->key, addr->keylen);
+    fb[1] = (char)('0' + CORE_PHASE_FALLBACK);
+    proxy_key_CT(core, fb, addr->keylen, dir, add);
+    if (fb != stack)
+        free(fb);
 }
 
 /* Whether addr is proxied to the interior at all: a mobile address that is not one of the
@@ -177,13 +228,31 @@ void core_edge_action_CT(core_t *core, core_action_t *a)
             LOG(INFO, "[C%llu] Edge connection to interior lost, no alternate connection "
                 "available", (unsigned long long)id);
         }
+        /* the attaches it was asked about get the edge's own lookup (only the active
+         * connection is ever asked) */
+        core_elk_conn_closed_CT(core, id);
         break;
     case CORE_EDGE_TRACK:
         if (a->u.edge.key && id == e->active)
             track_CT(core, a->u.edge.key, a->u.edge.flag);
         break;
+    case CORE_EDGE_LOOKUP_REPLY:
+        core_elk_reply_CT(core, a);
+        break;
+    case CORE_EDGE_LOOKUP: /* an interior's request: not for an edge */
+        break;
     }
     BASE_FREE(a->u.edge.key);
+}
+
+bool core_edge_active_CT(const core_t *core, uint64_t *conn_id, int *worker)
+{
+    const struct core_edge *e = core->edge;
+    if (!e || !e->active)
+        return false;
+    *conn_id = e->active;
+    *worker = e->active_w;
+    return true;
 }
 
 bool core_edge_link_attach_CT(core_t *core, core_link_t *l, const char *address)

@@ -5,7 +5,7 @@
  *
  * DESIGN: a mobile address X configured with enableFallback (never a waypoint, never
  * phased: config.c refuses both) has a second address, its fallback destination, at key
- * "MG" X beside its own "M0" X.  An out autoLink with `fallback` consumes from the fallback
+ * "MF" X beside its own "M0" X.  An out autoLink with `fallback` consumes from the fallback
  * destination (core_autolink_phase_CT gives its link CORE_PHASE_FALLBACK), so a broker queue
  * takes what X's producers send while X has no consumer of its own; an in autoLink with
  * `fallback` sends into X itself (phase 0) and is marked, so that what it brings back from
@@ -40,17 +40,23 @@ static core_addr_t *sibling_CT(core_t *core, const core_addr_t *addr, char phase
     return other;
 }
 
+bool core_fallback_configured_CT(core_t *core, const core_addr_t *addr)
+{
+    return addr->keylen >= 3 && addr->key[0] == 'M' &&
+           configured_CT(core, addr->key + 2, addr->keylen - 2);
+}
+
 core_addr_t *core_fallback_of_CT(core_t *core, const core_addr_t *addr)
 {
     if (!addr || addr->keylen < 3 || addr->key[0] != 'M' || addr->key[1] != '0' ||
         !configured_CT(core, addr->key + 2, addr->keylen - 2))
         return NULL;
-    return sibling_CT(core, addr, 'G');
+    return sibling_CT(core, addr, 'F');
 }
 
 core_addr_t *core_fallback_primary_CT(core_t *core, const core_addr_t *fb)
 {
-    if (!fb || fb->keylen < 3 || fb->key[0] != 'M' || fb->key[1] != 'G' ||
+    if (!fb || fb->keylen < 3 || fb->key[0] != 'M' || fb->key[1] != 'F' ||
         !configured_CT(core, fb->key + 2, fb->keylen - 2))
         return NULL;
     return sibling_CT(core, fb, '0');

@@ -16,6 +16,7 @@
 #include "core/base/log.h"
 #include "core/base/pattern.h"
 #include "core/core_int.h"
+#include "core/edge_lookup.h"
 #include "core/linkroute_mesh.h"
 
 #include <string.h>
@@ -492,6 +493,8 @@ bool core_lr_route_attach_CT(core_t *core, const core_action_t *a, core_work_t *
     const char *address = a->u.attach.address;
     if (!address || !*address || a->u.attach.dynamic || a->u.attach.conn_id == 0)
         return false;
+    if (BASE_UNLIKELY(core->elk != NULL) && core_elk_routed_CT(core, a, w))
+        return true; /* an edge: its interior's answer (core/edge_lookup.c) */
     core_lr_target_t *tg = base_calloc(1, sizeof(*tg));
     bool matched =
         core_lr_attach(core->lr, (core_link_dir_t)a->u.attach.dir, address, strlen(address), tg);

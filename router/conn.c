@@ -29,6 +29,7 @@
 #include "router/lstats.h"
 #include "router/policy.h"
 #include "router/policy_conn.h"
+#include "router/termcaps.h"
 
 #include "core/base/list.h"
 #include "core/core_metrics.h"
@@ -122,6 +123,7 @@ static void link_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     a->u.attach.dynamic = dynamic;
     a->u.attach.name = pn_link_name(pl) ? base_strdup(pn_link_name(pl)) : NULL;
     a->u.attach.edge = c->edge ? CORE_EDGE_LINK_PEER : CORE_EDGE_LINK_NONE;
+    a->u.attach.waypoint = rtr_termcaps_read(term, &a->u.attach.fallback);
     k->at_core = true;
     LOGL(k, INFO, "Link attaching: %s %s%s", k->out ? "outgoing from" : "incoming to",
          dynamic ? "(dynamic)" : (addr && *addr ? addr : "(anonymous)"),

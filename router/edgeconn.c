@@ -9,25 +9,33 @@
  *    capability qd.router-edge-downlink), the tracking receiver (`_$qd.edge_addr_tracking`)
  *    and the heartbeat sender (`_$qd.edge_heartbeat`);
  *  - PROXY_ADD / PROXY_DEL: a receiver whose source is a mobile address (the edge has local
- *    consumers), or a sender whose target is one (local producers).
+ *    consumers), or a sender whose target is one (local producers), with the qd.waypoint.N or
+ *    qd.fallback capability the core asks for (a phase of a waypoint address, a fallback
+ *    destination: termcaps.c).
  * The uplink, the downlink and the proxy links are ordinary links (rtr_link_t), announced to
- * the core with attach.edge saying what they are (core_edge_link_t); a proxy sender is named
- * to the core by its address's hash key.  The tracking receiver and the heartbeat sender are
- * Proton links the core never hears of, like the inter-router control links (irconn.c): an
- * arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
+ * the core with attach.edge saying what they are (core_edge_link_t); a proxy link is named
+ * to the core by its address's hash key (its phase is in it).  The tracking receiver and the
+ * heartbeat sender are Proton links the core never hears of, like the inter-router control
+ * links (irconn.c), with router.link rows of their own as qdrouterd shows them (bare.c, on
+ * both sides): an arriving tracking message (body [hash key, bool]) becomes CORE_A_EDGE TRACK; every two
  * seconds, while the interior gives credit, a heartbeat (body: an int counter) goes out
  * presettled (a 1.19 interior closes an edge connection that sent none for 8 s).
  * On an interior (c->edge->interior): the edge's tracking receiver and heartbeat sender are
  * answered as bare Proton links (a tracking message per CORE_W_EDGE TRACK_SEND, queued until
  * credit, presettled; heartbeats read, settled and credited, 8 s without one closes the
- * connection), its downlink becomes an ordinary link of address `_edge/<its id>`, and its
- * address lookup link (link routes) is refused, so the edge looks them up itself.
+ * connection), its downlink becomes an ordinary link of address `_edge/<its id>`.
+ * The address lookup links (link routes through the interior) are router/edge_lookup.c's:
+ * the edge's client on its active connection, the interior's server.
  */
 #include "router/edgeconn.h"
 
 #include "core/base/base.h"
+#include "router/bare.h"
 #include "router/conn.h"
+#include "router/edge_lookup.h"
+#include "router/edgemsg.h"
 #include "router/link_in.h"
+#include "router/termcaps.h"
 
 #include <proton/codec.h>
 #include <proton/connection.h>
@@ -90,6 +98,12 @@ typedef struct rtr_edge {
     size_t        rx_len;
     size_t        rx_cap;
     bool          rx_drop;   /* it is too big: read and forget */
+    rtr_elk_t    *elk;       /* the address lookup's links (router/edge_lookup.c), or NULL */
+    stats_obj_t   row_track; /* the router.link rows of the four bare links above, as
+                                qdrouterd shows them (bare.c; none while the link is not) */
+    stats_obj_t   row_hb;
+    stats_obj_t   row_track_out;
+    stats_obj_t   row_hb_in;
     edge_proxy_t *proxies;   /* the proxy links asked for */
     size_t        n_proxies;
     size_t        cap;
@@ -215,11 +229,15 @@ static void activate_WT(rtr_conn_t *c)
     pn_terminus_set_address(pn_link_source(e->track), EDGE_TRACKING);
     pn_link_open(e->track);
     pn_link_flow(e->track, EDGE_TRACK_CREDIT);
+    uint32_t cap = c->listener->link_capacity;
+    e->row_track = rtr_bare_row_new_WT(c, e->track, "", "endpoint", "4", cap, EDGE_TRACK_CREDIT);
     /* the heartbeat */
     e->hb = link_make_WT(c, true, "heartbeat");
     pn_terminus_set_address(pn_link_target(e->hb), EDGE_HEARTBEAT);
     pn_link_set_snd_settle_mode(e->hb, PN_SND_SETTLED);
     pn_link_open(e->hb);
+    rtr_elk_client_start_WT(c, &e->elk, e->ssn); /* link routes through the interior */
+    e->row_hb = rtr_bare_row_new_WT(c, e->hb, "", "endpoint", "4", cap, 0);
     e->ticks = 0;
     LOGC(c, INFO, "Edge connection active: uplink, downlink, tracking and heartbeat attaching");
     rtr_conn_mark_dirty_WT(c);
@@ -258,7 +276,8 @@ static void proxy_del_WT(rtr_conn_t *c, const char *key, uint8_t dir)
     }
 }
 
-static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir)
+static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir, uint8_t waypoint,
+                         bool fallback)
 {
     rtr_edge_t *e = c->edge;
     if (!e->ssn || strlen(key) < 3)
@@ -273,22 +292,22 @@ static void proxy_add_WT(rtr_conn_t *c, const char *key, uint8_t dir)
     const char *address = key + 2; /* the mobile address: the key without class and phase */
     bool        out = dir == CORE_LINK_OUT;
     pn_link_t  *pl = link_make_WT(c, out, out ? "proxy-out" : "proxy-in");
-    if (out)
-        pn_terminus_set_address(pn_link_target(pl), address);
-    else
-        pn_terminus_set_address(pn_link_source(pl), address);
-    /* a proxy receiver attaches to the address; a proxy sender is named to the core by its
-     * key and joins the address when the interior says so */
-    rtr_link_t *k = announce_WT(c, pl, out ? key : address,
-                                out ? CORE_EDGE_LINK_PROXY_OUT : CORE_EDGE_LINK_PEER);
+    pn_terminus_t *t = out ? pn_link_target(pl) : pn_link_source(pl);
+    pn_terminus_set_address(t, address);
+    /* the phase of a waypoint address, a fallback destination (the core says which) */
+    rtr_termcaps_write(t, waypoint, fallback);
+    /* both are named to the core by the address's key (its phase is in it); a proxy sender
+     * joins the address when the interior says so */
+    rtr_link_t *k = announce_WT(c, pl, key,
+                                out ? CORE_EDGE_LINK_PROXY_OUT : CORE_EDGE_LINK_PROXY_IN);
     if (e->n_proxies == e->cap) {
         e->cap = e->cap ? e->cap * 2 : 16;
         e->proxies = base_realloc(e->proxies, e->cap * sizeof(*e->proxies));
     }
     e->proxies[e->n_proxies++] = (edge_proxy_t){.key = base_strdup(key), .dir = dir,
                                                 .link_id = k->id};
-    LOGL(k, DEBUG, "Edge proxy link attaching: %s %s", out ? "sender to" : "receiver from",
-         address);
+    LOGL(k, DEBUG, "Edge proxy link attaching: %s %s%s", out ? "sender to" : "receiver from",
+         address, fallback ? " (qd.fallback)" : waypoint ? " (qd.waypoint)" : "");
     rtr_conn_mark_dirty_WT(c);
 }
 
@@ -310,38 +329,25 @@ static void track_pump_WT(rtr_conn_t *c)
         pn_link_send(pl, (const char *)m->bytes, m->len);
         pn_link_advance(pl);
         pn_delivery_settle(d); /* presettled: the edge settles them at once anyway */
+        rtr_bare_row_delivery_WT(c, e->row_track_out, true);
         free(m->bytes);
         free(m);
     }
+    rtr_bare_row_credit_WT(c, e->row_track_out, pn_link_credit(pl));
     rtr_conn_mark_dirty_WT(c);
 }
 
 /* Interior: the tracking message [key, dest] for the edge (body: an amqp-value list). */
 static void track_send_WT(rtr_conn_t *c, const char *key, bool dest)
 {
-    rtr_edge_t   *e = c->edge;
-    pn_message_t *m = pn_message();
-    pn_data_t    *body = pn_message_body(m);
-    pn_data_put_list(body);
-    pn_data_enter(body);
-    pn_data_put_string(body, bytes_of(key));
-    pn_data_put_bool(body, dest);
-    pn_data_exit(body);
-    size_t  cap = strlen(key) + 64;
-    uint8_t *buf = base_malloc(cap);
-    int      rc;
-    while ((rc = pn_message_encode(m, (char *)buf, &cap)) == PN_OVERFLOW) {
-        cap *= 2;
-        buf = base_realloc(buf, cap);
-    }
-    pn_message_free(m);
-    if (rc != 0) {
-        free(buf);
+    rtr_edge_t *e = c->edge;
+    size_t      len = 0;
+    uint8_t    *buf = rtr_edgemsg_track_encode(key, dest, &len);
+    if (!buf)
         return;
-    }
     edge_msg_t *em = base_malloc(sizeof(*em));
     em->bytes = buf;
-    em->len = cap;
+    em->len = len;
     em->next = NULL;
     if (e->q_tail)
         e->q_tail->next = em;
@@ -385,17 +391,15 @@ static bool address_is(pn_terminus_t *t, const char *want)
 }
 
 /* Interior: the edge attaches; its tracking receiver and heartbeat sender are ours, its
- * downlink is an ordinary link bound to `_edge/<id>`; the address lookup (link routes seen
- * from the edge) is refused, so the edge looks up its own.  Returns true when handled. */
+ * downlink is an ordinary link bound to `_edge/<id>`, its address lookup sender the lookup
+ * server's (router/edge_lookup.c).  Returns true when handled. */
 static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
 {
     rtr_edge_t    *e = c->edge;
     bool           rcv = pn_link_is_receiver(pl);
     pn_terminus_t *src = pn_link_remote_source(pl), *tgt = pn_link_remote_target(pl);
     if (rcv && address_is(tgt, EDGE_ADDR_LOOKUP)) {
-        rtr_pn_link_close_error_WT(pl, "amqp:not-found",
-                                   "No address lookup service: link routes are not proxied");
-        LOGC(c, INFO, "Edge's address lookup link refused (no link routes proxied)");
+        rtr_elk_server_attach_WT(c, &e->elk, pl);
         return true;
     }
     bool hb = rcv && address_is(tgt, EDGE_HEARTBEAT) && !e->hb_in;
@@ -429,13 +433,19 @@ static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
         return true;
     }
     pn_link_open(pl);
+    uint32_t cap = c->listener->link_capacity;
     if (hb) {
         e->hb_in = pl;
         e->hb_last = uv_now(&c->worker->loop);
         pn_link_flow(pl, EDGE_HB_CREDIT);
+        /* qdrouterd's interior shows them owned by their mobile addresses */
+        e->row_hb_in = rtr_bare_row_new_WT(c, pl, "M0" EDGE_HEARTBEAT, "endpoint", "4", cap,
+                                           EDGE_HB_CREDIT);
         LOGC(c, INFO, "Edge attached to the heartbeat server");
     } else {
         e->track_out = pl;
+        e->row_track_out = rtr_bare_row_new_WT(c, pl, "M0" EDGE_TRACKING, "endpoint", "4", cap,
+                                               0);
         track_pump_WT(c);
     }
     rtr_conn_mark_dirty_WT(c);
@@ -456,7 +466,8 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
             break;
         case CORE_EDGE_PROXY_ADD:
             if (key)
-                proxy_add_WT(c, key, work->u.edge.dir);
+                proxy_add_WT(c, key, work->u.edge.dir, work->u.edge.waypoint,
+                             work->u.edge.fallback);
             break;
         case CORE_EDGE_PROXY_DEL:
             if (key)
@@ -465,6 +476,11 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
         case CORE_EDGE_TRACK_SEND:
             if (key && c->edge->interior)
                 track_send_WT(c, key, work->u.edge.flag);
+            break;
+        case CORE_EDGE_LOOKUP_ASK:
+        case CORE_EDGE_LOOKUP_ANSWER:
+            rtr_elk_work_WT(c, &c->edge->elk, work); /* may take the key */
+            key = work->u.edge.key;
             break;
         }
     }
@@ -475,64 +491,28 @@ void rtr_edge_work_WT(rtr_worker_t *w, core_work_t *work)
  * the message is not one. */
 static bool track_msg_WT(rtr_conn_t *c, const uint8_t *bytes, size_t len)
 {
-    pn_message_t *m = pn_message();
-    bool          ok = false;
-    if (pn_message_decode(m, (const char *)bytes, len) == 0) {
-        pn_data_t *d = pn_message_body(m);
-        pn_data_rewind(d);
-        if (pn_data_next(d) && pn_data_type(d) == PN_LIST && pn_data_get_list(d) == 2) {
-            pn_data_enter(d);
-            pn_bytes_t key = {0, NULL};
-            bool       dest = false;
-            if (pn_data_next(d) &&
-                (pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL)) {
-                key = pn_data_type(d) == PN_STRING ? pn_data_get_string(d)
-                                                   : pn_data_get_symbol(d);
-                if (pn_data_next(d) && pn_data_type(d) == PN_BOOL) {
-                    dest = pn_data_get_bool(d);
-                    ok = key.size > 0;
-                }
-            }
-            if (ok) {
-                core_action_t *a = rtr_worker_action_WT(c->worker);
-                a->type = CORE_A_EDGE;
-                a->link_id = 0;
-                a->u.edge.conn_id = c->id;
-                a->u.edge.event = CORE_EDGE_TRACK;
-                a->u.edge.flag = dest;
-                a->u.edge.key = base_strndup(key.start, key.size);
-                LOGC(c, DEBUG, "Edge address tracking: %.*s %s", (int)key.size, key.start,
-                     dest ? "has destinations" : "has none");
-            }
-            pn_data_exit(d);
-        }
-    }
-    pn_message_free(m);
-    return ok;
+    bool  dest = false;
+    char *key = rtr_edgemsg_track_parse(bytes, len, &dest);
+    if (!key)
+        return false;
+    LOGC(c, DEBUG, "Edge address tracking: %s %s", key, dest ? "has destinations" : "has none");
+    core_action_t *a = rtr_worker_action_WT(c->worker);
+    a->type = CORE_A_EDGE;
+    a->link_id = 0;
+    a->u.edge.conn_id = c->id;
+    a->u.edge.event = CORE_EDGE_TRACK;
+    a->u.edge.flag = dest;
+    a->u.edge.key = key; /* the core frees it */
+    return true;
 }
 
 static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     rtr_edge_t *e = c->edge;
     pn_link_t  *pl = pn_delivery_link(d);
-    if (!pn_delivery_readable(d))
+    if (!rtr_bare_gather_WT(d, EDGE_TRACK_MAX, &e->rx, &e->rx_len, &e->rx_cap, &e->rx_drop))
         return;
-    char    buf[4096];
-    ssize_t n;
-    while ((n = pn_link_recv(pl, buf, sizeof(buf))) > 0) {
-        if (e->rx_drop || e->rx_len + (size_t)n > EDGE_TRACK_MAX) {
-            e->rx_drop = true;
-            continue;
-        }
-        if (e->rx_len + (size_t)n > e->rx_cap) {
-            e->rx_cap = (e->rx_len + (size_t)n) * 2;
-            e->rx = base_realloc(e->rx, e->rx_cap);
-        }
-        memcpy(e->rx + e->rx_len, buf, (size_t)n);
-        e->rx_len += (size_t)n;
-    }
-    if (pn_delivery_partial(d))
-        return;
+    rtr_bare_row_delivery_WT(c, e->row_track, pn_delivery_settled(d));
     bool ok = !e->rx_drop && track_msg_WT(c, e->rx, e->rx_len);
     if (!ok)
         LOGC(c, ERROR, "Edge address tracking: invalid message body, rejected");
@@ -544,23 +524,34 @@ static void track_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
     pn_link_flow(pl, 1);
 }
 
+/* Retire the router.link rows of the bare links c->edge no longer has. */
+static void rows_sync_WT(rtr_conn_t *c)
+{
+    rtr_edge_t *e = c->edge;
+    if (!e->track)
+        rtr_bare_row_retire_WT(c, &e->row_track);
+    if (!e->hb)
+        rtr_bare_row_retire_WT(c, &e->row_hb);
+    if (!e->track_out)
+        rtr_bare_row_retire_WT(c, &e->row_track_out);
+    if (!e->hb_in)
+        rtr_bare_row_retire_WT(c, &e->row_hb_in);
+}
+
 static void heartbeat_WT(rtr_conn_t *c)
 {
     rtr_edge_t *e = c->edge;
     if (!e->hb || !(pn_link_state(e->hb) & PN_REMOTE_ACTIVE) || pn_link_credit(e->hb) <= 0)
         return;
-    /* an amqp-value section holding an int */
-    uint8_t  body[8] = {0x00, 0x53, 0x77, 0x71};
-    uint32_t v = e->hb_seq++;
-    body[4] = (uint8_t)(v >> 24);
-    body[5] = (uint8_t)(v >> 16);
-    body[6] = (uint8_t)(v >> 8);
-    body[7] = (uint8_t)v;
+    uint8_t body[RTR_EDGEMSG_HB_LEN];
+    rtr_edgemsg_heartbeat(e->hb_seq++, body);
     uint64_t       tag = e->tag++;
     pn_delivery_t *d = pn_delivery(e->hb, pn_dtag((const char *)&tag, sizeof(tag)));
     pn_link_send(e->hb, (const char *)body, sizeof(body));
     pn_link_advance(e->hb);
     pn_delivery_settle(d);
+    rtr_bare_row_delivery_WT(c, e->row_hb, true);
+    rtr_bare_row_credit_WT(c, e->row_hb, pn_link_credit(e->hb));
     rtr_conn_mark_dirty_WT(c);
 }
 
@@ -573,11 +564,14 @@ void rtr_edge_sweep_WT(rtr_worker_t *w)
             continue;
         if (e->hb && ++e->ticks % 2 == 0)
             heartbeat_WT(c);
+        if (e->elk)
+            rtr_elk_sweep_WT(c, e->elk, now);
         if (e->hb_in && now - e->hb_last > EDGE_HB_LOST_MS) {
             const char *peer = pn_connection_remote_container(c->driver.connection);
             LOGC(c, INFO, "Lost heartbeat from container %s, closing connection",
                  peer ? peer : "?");
             e->hb_in = NULL; /* once */
+            rows_sync_WT(c);
             rtr_pn_conn_set_error_WT(c->driver.connection, "amqp:connection:forced",
                                      "Lost heartbeat");
             rtr_conn_close_WT(c);
@@ -604,7 +598,7 @@ static bool own_link(const rtr_edge_t *e, const pn_link_t *pl)
 }
 
 /* Interior: a heartbeat arrived: read it, settle it, credit for the next. */
-static void hb_delivery_WT(pn_delivery_t *d)
+static void hb_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     pn_link_t *pl = pn_delivery_link(d);
     char       buf[256];
@@ -612,6 +606,7 @@ static void hb_delivery_WT(pn_delivery_t *d)
         ;
     if (pn_delivery_partial(d))
         return;
+    rtr_bare_row_delivery_WT(c, c->edge->row_hb_in, pn_delivery_settled(d));
     if (!pn_delivery_settled(d))
         pn_delivery_update(d, PN_ACCEPTED);
     pn_delivery_settle(d);
@@ -621,6 +616,8 @@ static void hb_delivery_WT(pn_delivery_t *d)
 bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
 {
     rtr_edge_t *ed = c->edge;
+    if (ed->elk && rtr_elk_event_WT(c, ed->elk, e))
+        return true;
     switch (pn_event_type(e)) {
     case PN_LINK_REMOTE_OPEN:
     case PN_LINK_FLOW: {
@@ -637,6 +634,8 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             return true;
         if (pl != ed->track && pl != ed->hb)
             return false;
+        if (pl == ed->hb)
+            rtr_bare_row_credit_WT(c, ed->row_hb, pn_link_credit(pl));
         if (pl == ed->hb && pn_event_type(e) == PN_LINK_REMOTE_OPEN && ed->hb_seq == 0)
             heartbeat_WT(c); /* the first at once: the interior counts from the attach */
         return true;
@@ -655,7 +654,7 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
         }
         if (pl == ed->hb_in) {
             ed->hb_last = uv_now(&c->worker->loop);
-            hb_delivery_WT(d);
+            hb_delivery_WT(c, d);
             return true;
         }
         return false;
@@ -669,6 +668,7 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
              pl == ed->track || pl == ed->track_out ? "tracking" : "heartbeat",
              ed->interior ? "edge" : "interior");
         forget_WT(ed, pl);
+        rows_sync_WT(c);
         if (pn_event_type(e) == PN_LINK_REMOTE_CLOSE)
             pn_link_close(pl);
         else
@@ -686,11 +686,13 @@ bool rtr_edge_event_WT(rtr_conn_t *c, pn_event_t *e)
             ed->track_out = NULL;
         if (ed->hb_in && pn_link_session(ed->hb_in) == s)
             ed->hb_in = NULL;
+        rows_sync_WT(c);
         return false;
     }
     case PN_CONNECTION_REMOTE_CLOSE:
     case PN_TRANSPORT_CLOSED:
         ed->track = ed->hb = ed->track_out = ed->hb_in = NULL;
+        rows_sync_WT(c);
         return false;
     default:
         return false;
@@ -715,9 +717,12 @@ void rtr_edge_free_WT(rtr_conn_t *c)
         free(m->bytes);
         free(m);
     }
+    e->track = e->hb = e->track_out = e->hb_in = NULL;
+    rows_sync_WT(c);
     for (size_t i = 0; i < e->n_proxies; i++)
         free(e->proxies[i].key);
     free(e->proxies);
     free(e->rx);
+    rtr_elk_free(e->elk);
     BASE_FREE(c->edge);
 }

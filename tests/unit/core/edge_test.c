@@ -135,6 +135,7 @@ static void test_uplink(void **state)
     a.u.attach.capacity = 250;
     a.u.attach.dir = CORE_LINK_OUT;
     post(f, &a);
+    assert_true(answer_lookups(f, 50)); /* the edge asks its interior first */
     core_work_t r = expect_h(f, 0, CORE_W_LINK_ATTACHED, &f->handles[id]);
     assert_string_equal(r.u.attached.cond_name, "qd:no-route-to-dest");
     free(r.u.attached.cond_desc);

@@ -1,0 +1,74 @@
+/* router/termcaps.c: qd.waypoint[.N] and qd.fallback on a terminus (see termcaps.h).
+ *
+ * Thread suffixes: none; each function touches only the terminus it is given (the caller's
+ * connection's worker owns it).
+ */
+#include "router/termcaps.h"
+
+#include <proton/codec.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CAP_WAYPOINT "qd.waypoint"
+#define CAP_FALLBACK "qd.fallback"
+
+/* The ordinal of one capability (the symbol under d's cursor), 0 when it is no waypoint's. */
+static uint8_t ordinal(pn_data_t *d)
+{
+    if (pn_data_type(d) != PN_SYMBOL)
+        return 0;
+    pn_bytes_t s = pn_data_get_symbol(d);
+    size_t     n = sizeof(CAP_WAYPOINT) - 1;
+    if (s.size < n || memcmp(s.start, CAP_WAYPOINT, n) != 0)
+        return 0;
+    if (s.size == n)
+        return 1;
+    if (s.size == n + 2 && s.start[n] == '.' && s.start[n + 1] > '0' && s.start[n + 1] <= '9')
+        return (uint8_t)(s.start[n + 1] - '0');
+    return 0;
+}
+
+uint8_t rtr_termcaps_read(pn_terminus_t *t, bool *fallback)
+{
+    *fallback = false;
+    pn_data_t *d = t ? pn_terminus_capabilities(t) : NULL;
+    if (!d)
+        return 0;
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return 0;
+    uint8_t n = 0;
+    if (pn_data_type(d) == PN_SYMBOL) {
+        pn_bytes_t s = pn_data_get_symbol(d);
+        *fallback = s.size == sizeof(CAP_FALLBACK) - 1 &&
+                    memcmp(s.start, CAP_FALLBACK, s.size) == 0;
+        n = ordinal(d);
+    } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
+        pn_data_enter(d);
+        for (bool first = true; pn_data_next(d) && !n; first = false) {
+            if (first && pn_data_type(d) == PN_SYMBOL) {
+                pn_bytes_t s = pn_data_get_symbol(d);
+                *fallback = s.size == sizeof(CAP_FALLBACK) - 1 &&
+                            memcmp(s.start, CAP_FALLBACK, s.size) == 0;
+            }
+            n = ordinal(d);
+        }
+        pn_data_exit(d);
+    }
+    pn_data_rewind(d);
+    return n;
+}
+
+void rtr_termcaps_write(pn_terminus_t *t, uint8_t waypoint, bool fallback)
+{
+    char cap[sizeof(CAP_WAYPOINT) + 2];
+    if (fallback)
+        snprintf(cap, sizeof(cap), "%s", CAP_FALLBACK);
+    else if (waypoint >= 1 && waypoint <= 9)
+        snprintf(cap, sizeof(cap), "%s.%c", CAP_WAYPOINT, '0' + waypoint);
+    else
+        return;
+    pn_data_t *d = pn_terminus_capabilities(t);
+    pn_data_clear(d);
+    pn_data_put_symbol(d, pn_bytes(strlen(cap), cap));
+}
