@@ -409,6 +409,21 @@ def client():
     c.close()
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Under pytest-xdist, the files heaviest by their tests' deadlines first (each file's tests
+    in their order). scripts/test hands whole files to its processes (--dist loadfile): a long
+    file (the meshes, the brokers) handed out near the end would keep one process busy while
+    the others sit idle, so the files handed out last are the short ones."""
+    if not hasattr(config, "workerinput"):
+        return
+    weight = {}
+    for item in items:
+        marker = item.get_closest_marker("deadline")
+        weight[item.path] = weight.get(item.path, 0) + (
+            marker.args[0] if marker else DEFAULT_DEADLINE)
+    items.sort(key=lambda item: -weight[item.path])
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Show the tail of every router's stderr when a test fails."""

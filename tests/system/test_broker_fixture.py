@@ -8,6 +8,8 @@ default 16 s, in a few seconds and with the Proton broker."""
 
 import time
 
+import pytest
+
 import brokers
 from clients import Client
 
@@ -27,6 +29,9 @@ def hold_probe(monkeypatch, seconds):
     monkeypatch.setattr(brokers, "_probe_amqp", probe)
 
 
+# Release build only: a fact of brokers.py and Proton's heartbeats; the router's idle timeout
+# runs on every build in test_lifecycle.py.
+@pytest.mark.release_only
 def test_a_slow_broker_start_keeps_a_pumped_connection(proton_broker, make_router,
                                                         monkeypatch):
     r = make_router(listener={"host": "127.0.0.1", "port": "0", "idleTimeoutSeconds": IDLE})

@@ -319,7 +319,11 @@ def missing_queues(broker, names):
 
 @pytest.mark.deadline(150)
 @pytest.mark.parametrize("how", ["frozen", "abrupt"])
-@pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
+# RabbitMQ on the release build only: the router's side of a broker loss (deliveries in flight
+# settled, link-routed links detached, autoLinks inactive and back) runs on every build with
+# the Proton broker; what RabbitMQ adds is its durable queues across the kill, its own fact.
+@pytest.mark.parametrize("kind", [pytest.param("rabbitmq", marks=pytest.mark.release_only),
+                                  "proton_broker"])
 def test_nothing_lost_when_the_broker_goes_away(kind, how, request, make_router):
     broker = request.getfixturevalue(kind)
     rabbit = kind == "rabbitmq"

@@ -10,6 +10,7 @@ ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT on its thread id; the rest of the proces
 lets it go again.
 """
 
+import concurrent.futures
 import ctypes
 import http.client
 import json
@@ -611,11 +612,14 @@ def _blast(port, data, pre=None):
 def test_garbage_http_and_websocket_frames_never_hurt_the_router(make_router, client):
     r = http_router(make_router)
     port = http_port(r)
-    for data in GARBAGE_HTTP:
-        _blast(port, data)
-    for proto in (b"amqp", b"junction-mgmt"):
-        for data in GARBAGE_FRAMES:
-            _blast(port, data, pre=UPGRADE % proto)
+    # all at once: each blast waits up to 2 s for the router to close its socket, and the
+    # router must cope with many bad clients at a time as well as with one
+    blasts = [(data, None) for data in GARBAGE_HTTP] + [
+        (data, UPGRADE % proto) for proto in (b"amqp", b"junction-mgmt")
+        for data in GARBAGE_FRAMES]
+    with concurrent.futures.ThreadPoolExecutor(len(blasts)) as pool:
+        for f in [pool.submit(_blast, port, data, pre) for data, pre in blasts]:
+            f.result()
     # AMQP-level garbage inside good WebSocket frames reaches the frame guard
     ws = websocket.create_connection("ws://127.0.0.1:%d/" % port, subprotocols=["amqp"],
                                      timeout=TIMEOUT)

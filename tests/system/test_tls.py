@@ -88,8 +88,9 @@ def listener_name(i):
     return "listener/127.0.0.1:0:%d" % (i + 1)
 
 
-def listener_tls_failed(r, i, want=None):
-    """Listener i's tlsHandshakesFailed from /metrics (listener 3), once it is `want`."""
+def listener_tls_failed(r, i, want):
+    """Listener i's tlsHandshakesFailed from /metrics (listener 3), once it is `want` (or
+    after lm.wait_value's timeout: give the value expected, or every read waits it out)."""
     return lm.wait_value(lambda: lm.lstat(r.addresses[3], listener_name(i),
                                           "tls_handshakes_failed"), want)
 
@@ -163,7 +164,7 @@ def test_require_ssl_refuses_a_plain_client(make_router, certs, client):
     assert listener_tls_failed(r, 0, 2) == 2 and tls_failed(r) == 2
     lines = [l for l in r.stderr_lines() if "closed: not a TLS handshake" in l]
     assert len(lines) == 2 and all("(listener %s)" % listener_name(0) in l for l in lines)
-    assert listener_tls_failed(r, 1) == 0
+    assert listener_tls_failed(r, 1, 0) == 0
     ok = client.connect(amqps(r, 0), ssl_domain=tls_domain(certs))
     ok.sender("q.after")
 
@@ -202,7 +203,7 @@ def test_s_client_handshakes(make_router, certs):
     assert rc == 0 and "TLSv1.3" in out, out
     assert tls_failed(r) == 2  # the client that did not trust the router, the TLSv1.2 one
     # each on its listener; a plain listener has no TLS to fail
-    assert [listener_tls_failed(r, i) for i in range(3)] == [1, 1, 0]
+    assert [listener_tls_failed(r, i, n) for i, n in enumerate([1, 1, 0])] == [1, 1, 0]
 
 
 def test_a_handshake_that_stops_halfway_times_out(make_router, certs):
