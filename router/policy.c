@@ -398,6 +398,37 @@ static void count_denial_locked(pstats_t *st, const char *user)
         u->denied++;
 }
 
+/* A connection's record under group `gi` of vhost `v`, counted in `st`: it holds a reference
+ * to the vhost and is in p->conns.  Under p->lock. */
+static rtr_pconn_t *pconn_new_locked(rtr_policy_t *p, uint64_t conn_id, pvhost_t *v, size_t gi,
+                                     pstats_t *st, bool outgoing)
+{
+    atomic_fetch_add(&v->refs, 1);
+    rtr_pconn_t *pc = base_calloc(1, sizeof(*pc));
+    pc->p = p;
+    pc->conn_id = conn_id;
+    pc->vh = v;
+    pc->g = &v->cfg.groups[gi];
+    pc->gi = gi;
+    pc->st = st;
+    pc->outgoing = outgoing;
+    base_map_uput(&p->conns, conn_id, pc);
+    return pc;
+}
+
+/* The rest of a new record, outside the lock: its user and host, and the largest message its
+ * group, else its vhost, else the policy allows. */
+static void pconn_fill(rtr_pconn_t *pc, const char *user, const char *host)
+{
+    const cfg_vhost_group_t *g = pc->g;
+    pc->user = base_strdup(user);
+    pc->host = base_strdup(host);
+    pc->max_message_size = g->max_message_size >= 0 ? (uint64_t)g->max_message_size
+                           : pc->vh->cfg.max_message_size >= 0
+                               ? (uint64_t)pc->vh->cfg.max_message_size
+                               : pc->p->max_message_size;
+}
+
 rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhost_in,
                              const char *user, const char *host)
 {
@@ -455,22 +486,9 @@ rtr_pconn_t *rtr_policy_open(rtr_policy_t *p, uint64_t conn_id, const char *vhos
     base_map_put(&st->hosts, host, strlen(host), (void *)(uintptr_t)(n_host + 1));
     st->current++;
     st->approved++;
-    atomic_fetch_add(&v->refs, 1);
-    rtr_pconn_t *pc = base_calloc(1, sizeof(*pc));
-    pc->p = p;
-    pc->conn_id = conn_id;
-    pc->vh = v;
-    pc->g = g;
-    base_map_uput(&p->conns, conn_id, pc);
+    rtr_pconn_t *pc = pconn_new_locked(p, conn_id, v, gi, st, false);
     pthread_mutex_unlock(&p->lock);
-
-    pc->gi = gi;
-    pc->st = st;
-    pc->user = base_strdup(user);
-    pc->host = base_strdup(host);
-    pc->max_message_size = g->max_message_size >= 0       ? (uint64_t)g->max_message_size
-                           : v->cfg.max_message_size >= 0 ? (uint64_t)v->cfg.max_message_size
-                                                          : p->max_message_size;
+    pconn_fill(pc, user, host);
     if (strcmp(vname, vhost_in) != 0)
         PLOG(DEBUG,
              "[C%llu] AMQP Open for user '%s', rhost '%s', vhost '%s': proceeds using "
@@ -512,23 +530,9 @@ rtr_pconn_t *rtr_policy_open_connector(rtr_policy_t *p, uint64_t conn_id, const 
              (unsigned long long)conn_id, (unsigned long long)conn_id, vhost_in);
         return NULL;
     }
-    atomic_fetch_add(&v->refs, 1);
-    rtr_pconn_t *pc = base_calloc(1, sizeof(*pc));
-    pc->p = p;
-    pc->conn_id = conn_id;
-    pc->vh = v;
-    pc->g = g;
-    pc->gi = gi;
-    pc->st = v->st;
-    pc->outgoing = true;
-    base_map_uput(&p->conns, conn_id, pc);
+    rtr_pconn_t *pc = pconn_new_locked(p, conn_id, v, gi, v->st, true);
     pthread_mutex_unlock(&p->lock);
-
-    pc->user = base_strdup(user);
-    pc->host = base_strdup(host);
-    pc->max_message_size = g->max_message_size >= 0       ? (uint64_t)g->max_message_size
-                           : v->cfg.max_message_size >= 0 ? (uint64_t)v->cfg.max_message_size
-                                                          : p->max_message_size;
+    pconn_fill(pc, user, host);
     PLOG(TRACE, "[C%llu] Connector connection to '%s' under vhost '%s', group '%s'",
          (unsigned long long)conn_id, host, v->cfg.hostname, g->name);
     return pc;

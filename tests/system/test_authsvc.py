@@ -26,6 +26,7 @@ from proton.utils import BlockingConnection
 
 from clients import Client
 from conftest import REPO_ROOT, free_port, router_entities
+from meshnet import stop_process
 from qdr_peer import need_qdrouterd, start_standalone
 from test_sasl import AUTH, OK, SaslClient, plain_outcome, sasl_init
 from test_tls import certs, make_ca, start_fails  # noqa: F401 (certs: a fixture)
@@ -483,8 +484,7 @@ def qdrouterd(tmp_path):
 
     yield start
     for p in procs:
-        p.terminate()
-        p.wait(10)
+        stop_process(p)
 
 
 class Addr:

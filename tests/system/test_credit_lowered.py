@@ -20,6 +20,7 @@ from clients import Client
 from conftest import free_port
 from test_autolink import autolink_router, brokers, wait_states  # noqa: F401 (a fixture)
 from mgmt_tool import Node
+from meshnet import stop_process
 from qdr_peer import start_standalone
 
 def lowered_then_raised(client, rcv, produce, settle=True, patience=5.0):
@@ -243,8 +244,7 @@ def test_qdrouterd_stalls_with_credit_left_where_junction_does_not(router, tmp_p
     try:
         theirs, their_credit = lowered_counts(url)
     finally:
-        p.terminate()
-        p.wait(10)
+        stop_process(p)
     mine, my_credit = lowered_counts(router.url)
     print("qdrouterd 1.19:", theirs, "credit left", their_credit)
     print("junctiond:", mine, "credit left", my_credit)

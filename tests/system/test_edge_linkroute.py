@@ -26,9 +26,9 @@ from proton import Delivery, Message
 from brokers import unique_name
 from clients import Client
 from conftest import free_port
-from meshnet import PEER_BIN, interior_env, need_peer, wait_for
+from meshnet import PEER_BIN, interior_env, need_peer, stop_process
 from qdr_peer import start_standalone
-from test_linkroute_mesh import (LOST, attach_result, exchange, freeze, send_in_flight, thaw,
+from test_linkroute_mesh import (LOST, exchange, freeze, send_in_flight, thaw,
                                  wait_no_route, wait_routed)
 
 PREFIX = "elr"
@@ -117,13 +117,7 @@ class EdgeNet:
 
     def close(self):
         for q in self.qds:
-            if q.poll() is None:
-                q.terminate()
-                try:
-                    q.wait(10)
-                except subprocess.TimeoutExpired:
-                    q.kill()
-                    q.wait(5)
+            stop_process(q)
 
 
 @pytest.fixture
@@ -166,12 +160,19 @@ def plain_exchange(conn, address, n):
     assert snd.wait_outcomes(dlvs) == [Delivery.ACCEPTED] * n
 
 
+def routed_pair(net, pair, broker):
+    """start_pair, then a fresh queue of the route once the edge routes it: (edge, interior,
+    queue)."""
+    edge, interior = start_pair(net, pair, broker)
+    queue = "%s.%s" % (PREFIX, unique_name())
+    wait_routed(edge.url, queue)
+    return edge, interior, queue
+
+
 @pytest.mark.deadline(150)
 @pytest.mark.parametrize("pair", PAIRS)
 def test_link_route_through_edge(net, proton_broker, pair):
-    edge, interior = start_pair(net, pair, proton_broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(edge.url, queue)
+    edge, interior, queue = routed_pair(net, pair, proton_broker)
     c = Client()
     try:
         conn = c.connect(edge.url)
@@ -220,9 +221,7 @@ def test_link_route_learned_from_the_mesh(net, proton_broker, kinds):
 
 @pytest.mark.deadline(150)
 def test_link_route_through_edge_rabbitmq(net, rabbitmq):
-    edge, interior = start_pair(net, "JJ", rabbitmq)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(edge.url, queue)
+    edge, interior, queue = routed_pair(net, "JJ", rabbitmq)
     c = Client()
     try:
         exchange(c.connect(edge.url), queue, 5, "r")
@@ -233,9 +232,7 @@ def test_link_route_through_edge_rabbitmq(net, rabbitmq):
 @pytest.mark.deadline(240)
 @pytest.mark.parametrize("pair", PAIRS)
 def test_broker_loss_through_edge(net, proton_broker, pair):
-    edge, interior = start_pair(net, pair, proton_broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(edge.url, queue)
+    edge, interior, queue = routed_pair(net, pair, proton_broker)
     c = Client()
     try:
         conn = c.connect(edge.url)
@@ -334,9 +331,7 @@ def test_routed_links_in_edge_qdstat(net, proton_broker, pair):
     client's address, the client's end (capacity 250) on its connection, the other end
     (capacity 0) on the edge connection, in the other direction."""
     need_peer()
-    edge, interior = start_pair(net, pair, proton_broker)
-    queue = "%s.%s" % (PREFIX, unique_name())
-    wait_routed(edge.url, queue)
+    edge, interior, queue = routed_pair(net, pair, proton_broker)
     c = Client()
     try:
         conn = c.connect(edge.url)

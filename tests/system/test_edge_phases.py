@@ -21,7 +21,7 @@ from proton.reactor import ReceiverOption
 
 from clients import Client, WaitTimeout
 from conftest import free_port
-from meshnet import PEER_BIN, interior_env, need_peer, wait_for
+from meshnet import PEER_BIN, interior_env, need_peer, stop_process, wait_for
 from mgmt_tool import Node
 from test_autolink import brokers  # noqa: F401
 
@@ -86,12 +86,7 @@ class Routers:
 
     def close(self):
         for p in self.qprocs:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+            stop_process(p)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from proton import Delivery, Message
 
 from clients import Client
 from conftest import REPO_ROOT, free_port
+from meshnet import stop_process
 from qdr_peer import start_standalone
 
 REALM = "example.com"
@@ -548,8 +549,7 @@ def test_vhost_create_errors_as_qdrouterd(make_router, sasl_dir, tmp_path):
     try:
         check_bad_vhosts(("127.0.0.1", port))
     finally:
-        p.terminate()
-        p.wait(30)
+        stop_process(p)
 
 
 CONN_LINK_ROUTE = "org.apache.qpid.dispatch.router.connection.linkRoute"
@@ -618,5 +618,4 @@ def test_allow_dynamic_link_routes(make_router, sasl_dir, tmp_path):
             else:
                 assert out.returncode == 0 and json.loads(out.stdout)["pattern"] == "a.#", text
     finally:
-        p.terminate()
-        p.wait(30)
+        stop_process(p)

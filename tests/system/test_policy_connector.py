@@ -19,6 +19,7 @@ from clients import Client
 from test_connector import IN_ADDR, OUT_ADDR, Peer
 from conftest import free_port
 from mgmt_tool import Node
+from meshnet import stop_process
 from qdr_peer import start_standalone
 
 CONN_DENIED = "CONN_ERROR amqp:resource-limit-exceeded connection disallowed by local policy"
@@ -150,5 +151,4 @@ def test_the_same_with_qdrouterd(peers, tmp_path):
         free.wait_line("LINK_OPENED r %s -" % IN_ADDR)
         assert not any(x.startswith(("LINK_ERROR", "CONN_ERROR")) for x in free.lines)
     finally:
-        q.terminate()
-        q.wait(30)
+        stop_process(q)

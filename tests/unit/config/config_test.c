@@ -1723,6 +1723,22 @@ static void test_examples_load(void **state)
     assert_int_equal(cfg->n_autolinks, 2);
     assert_string_equal(cfg->autolinks[1].external_address, "queue.orders");
     cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/interior.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_true(cfg->router.interior);
+    assert_int_equal(cfg->n_listeners, 3);
+    assert_int_equal(cfg->listeners[1].role, CFG_ROLE_INTER_ROUTER);
+    assert_int_equal(cfg->listeners[2].role, CFG_ROLE_EDGE);
+    assert_int_equal(cfg->connectors[0].conn.role, CFG_ROLE_INTER_ROUTER);
+    cfg_free(cfg);
+
+    assert_int_equal(
+        cfg_load_file(SRCDIR "/config/examples/edge.json", &cfg, errbuf, sizeof(errbuf)), 0);
+    assert_true(cfg->router.edge);
+    assert_int_equal(cfg->n_connectors, 2);
+    assert_int_equal(cfg->connectors[1].conn.role, CFG_ROLE_EDGE);
+    cfg_free(cfg);
 }
 
 static char *write_temp(const char *content, size_t len)
