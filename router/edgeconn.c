@@ -366,24 +366,6 @@ static void track_send_WT(rtr_conn_t *c, const char *key, bool dest)
     track_pump_WT(c);
 }
 
-static bool terminus_cap_is(pn_terminus_t *t, const char *cap)
-{
-    pn_data_t *d = pn_terminus_capabilities(t);
-    pn_data_rewind(d);
-    if (!pn_data_next(d))
-        return false;
-    pn_bytes_t s = {0, NULL};
-    if (pn_data_type(d) == PN_SYMBOL) {
-        s = pn_data_get_symbol(d);
-    } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
-        pn_data_enter(d);
-        if (pn_data_next(d) && pn_data_type(d) == PN_SYMBOL)
-            s = pn_data_get_symbol(d);
-        pn_data_exit(d);
-    }
-    return s.size == strlen(cap) && memcmp(s.start, cap, s.size) == 0;
-}
-
 static bool address_is(pn_terminus_t *t, const char *want)
 {
     const char *a = pn_terminus_get_address(t);
@@ -404,7 +386,7 @@ static bool interior_attach_WT(rtr_conn_t *c, pn_link_t *pl)
     }
     bool hb = rcv && address_is(tgt, EDGE_HEARTBEAT) && !e->hb_in;
     bool track = !rcv && address_is(src, EDGE_TRACKING) && !e->track_out;
-    bool down = !rcv && terminus_cap_is(src, EDGE_CAP_DOWNLINK) && pn_terminus_get_address(src);
+    bool down = !rcv && rtr_termcaps_first_is(src, EDGE_CAP_DOWNLINK) && pn_terminus_get_address(src);
     if (!hb && !track && !down)
         return false;
     pn_terminus_copy(pn_link_source(pl), src);

@@ -20,6 +20,7 @@
 #include "core/interior.h"
 #include "router/bare.h"
 #include "router/link_in.h"
+#include "router/termcaps.h"
 
 #include <proton/codec.h>
 #include <proton/condition.h>
@@ -336,33 +337,14 @@ static void forget_WT(rtr_conn_t *c, ir_link_t *l)
     *l = ir->links[--ir->n_links];
 }
 
-/* A bare symbol, or an array (or list) whose first element is a symbol: the capability. */
-static bool terminus_cap_is(pn_terminus_t *t, const char *cap)
-{
-    pn_data_t *d = pn_terminus_capabilities(t);
-    pn_data_rewind(d);
-    if (!pn_data_next(d))
-        return false;
-    pn_bytes_t s = {0, NULL};
-    if (pn_data_type(d) == PN_SYMBOL) {
-        s = pn_data_get_symbol(d);
-    } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
-        pn_data_enter(d);
-        if (pn_data_next(d) && pn_data_type(d) == PN_SYMBOL)
-            s = pn_data_get_symbol(d);
-        pn_data_exit(d);
-    }
-    return s.size == strlen(cap) && memcmp(s.start, cap, s.size) == 0;
-}
-
 /* The listener's side: the peer attaches; answer and classify. */
 static bool remote_attach_WT(rtr_conn_t *c, pn_link_t *pl)
 {
     rtr_ir_t      *ir = c->ir;
     bool           rcv = pn_link_is_receiver(pl);
     pn_terminus_t *t = rcv ? pn_link_remote_target(pl) : pn_link_remote_source(pl);
-    bool           ctl = terminus_cap_is(t, RTR_IR_CAPS_CTL);
-    if (!ctl && !terminus_cap_is(t, RTR_IR_CAPS_DATA))
+    bool           ctl = rtr_termcaps_first_is(t, RTR_IR_CAPS_CTL);
+    if (!ctl && !rtr_termcaps_first_is(t, RTR_IR_CAPS_DATA))
         return false;
     pn_terminus_copy(pn_link_source(pl), pn_link_remote_source(pl));
     pn_terminus_copy(pn_link_target(pl), pn_link_remote_target(pl));
@@ -515,7 +497,7 @@ bool rtr_ir_attach_refused_WT(rtr_conn_t *c, pn_link_t *pl)
     pn_terminus_t *t = pn_link_is_receiver(pl) ? pn_link_remote_target(pl)
                                                : pn_link_remote_source(pl);
     if (!c->ir) {
-        if (!terminus_cap_is(t, RTR_IR_CAPS_CTL) && !terminus_cap_is(t, RTR_IR_CAPS_DATA))
+        if (!rtr_termcaps_first_is(t, RTR_IR_CAPS_CTL) && !rtr_termcaps_first_is(t, RTR_IR_CAPS_DATA))
             return false;
         rtr_pn_link_close_error_WT(pl, "qd:forbidden", "Connectivity to the node is forbidden");
         LOGC(c, INFO, "Router attach forbidden on non-inter-router connection");

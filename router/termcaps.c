@@ -28,9 +28,30 @@ static uint8_t ordinal(pn_data_t *d)
     return 0;
 }
 
+bool rtr_termcaps_first_is(pn_terminus_t *t, const char *cap)
+{
+    pn_data_t *d = t ? pn_terminus_capabilities(t) : NULL;
+    if (!d)
+        return false;
+    pn_data_rewind(d);
+    if (!pn_data_next(d))
+        return false;
+    pn_bytes_t s = {0, NULL};
+    if (pn_data_type(d) == PN_SYMBOL) {
+        s = pn_data_get_symbol(d);
+    } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
+        pn_data_enter(d);
+        if (pn_data_next(d) && pn_data_type(d) == PN_SYMBOL)
+            s = pn_data_get_symbol(d);
+        pn_data_exit(d);
+    }
+    pn_data_rewind(d);
+    return s.size == strlen(cap) && memcmp(s.start, cap, s.size) == 0;
+}
+
 uint8_t rtr_termcaps_read(pn_terminus_t *t, bool *fallback)
 {
-    *fallback = false;
+    *fallback = rtr_termcaps_first_is(t, CAP_FALLBACK);
     pn_data_t *d = t ? pn_terminus_capabilities(t) : NULL;
     if (!d)
         return 0;
@@ -39,20 +60,11 @@ uint8_t rtr_termcaps_read(pn_terminus_t *t, bool *fallback)
         return 0;
     uint8_t n = 0;
     if (pn_data_type(d) == PN_SYMBOL) {
-        pn_bytes_t s = pn_data_get_symbol(d);
-        *fallback = s.size == sizeof(CAP_FALLBACK) - 1 &&
-                    memcmp(s.start, CAP_FALLBACK, s.size) == 0;
         n = ordinal(d);
     } else if (pn_data_type(d) == PN_ARRAY || pn_data_type(d) == PN_LIST) {
         pn_data_enter(d);
-        for (bool first = true; pn_data_next(d) && !n; first = false) {
-            if (first && pn_data_type(d) == PN_SYMBOL) {
-                pn_bytes_t s = pn_data_get_symbol(d);
-                *fallback = s.size == sizeof(CAP_FALLBACK) - 1 &&
-                            memcmp(s.start, CAP_FALLBACK, s.size) == 0;
-            }
+        while (pn_data_next(d) && !n)
             n = ordinal(d);
-        }
         pn_data_exit(d);
     }
     pn_data_rewind(d);

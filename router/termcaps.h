@@ -17,6 +17,11 @@
  * qd.fallback (qdrouterd looks at the first only).  t may be NULL (nothing). */
 uint8_t rtr_termcaps_read(pn_terminus_t *t, bool *fallback);
 
+/* Whether t's first capability (a bare symbol, or the first element of an array or list)
+ * is the symbol cap: how qdrouterd tells its own links apart (inter-router control and data
+ * links, an edge's downlink, qd.fallback).  t may be NULL (false). */
+bool rtr_termcaps_first_is(pn_terminus_t *t, const char *cap);
+
 /* Give t the capability qd.fallback (fallback), else qd.waypoint.N for waypoint N in 1-9,
  * else leave it as it is. */
 void rtr_termcaps_write(pn_terminus_t *t, uint8_t waypoint, bool fallback);
