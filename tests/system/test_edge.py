@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import free_port
-from meshnet import PEER_BIN, Net, Traffic, interior_env, need_peer, wait_for
+from meshnet import ADDRESSES, PEER_BIN, Net, Traffic, interior_env, need_peer, wait_for
 from mgmt_tool import Node
 
 
@@ -46,8 +46,7 @@ class EdgeNet(Net):
                                         (p.edge_port, "edge"))]
             ents += [["connector", {"host": "127.0.0.1", "port": str(port),
                                     "role": "inter-router"}] for port, _ in p.connect]
-            ents += [["address", {"prefix": a, "distribution": d}]
-                     for a, d in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest"))]
+            ents += [["address", {"prefix": a, "distribution": d}] for a, d in ADDRESSES]
             p.jrouter = self.make_router(ents, name="%s-%d" % (p.id, p.starts),
                                          env=interior_env())
             p.proc = p.jrouter.proc
@@ -62,9 +61,14 @@ class EdgeNet(Net):
         for port, _ in p.connect:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n}\n" % port)
+        return self._run_qdrouterd(p, text, log)
+
+    def _run_qdrouterd(self, p, text, log):
+        """Start qdrouterd for position p on config `text` (plus the addresses every router
+        here has), logging to `log`; return p once it listens."""
         text += "".join("address {\n prefix: %s\n distribution: %s\n}\n" % a
-                        for a in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")))
-        cfg = tmp / ("%s-%d.conf" % (p.id, p.starts))
+                        for a in ADDRESSES)
+        cfg = self.tmp_path / ("%s-%d.conf" % (p.id, p.starts))
         cfg.write_text(text)
         p.log = log
         p.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
@@ -87,8 +91,7 @@ class EdgeNet(Net):
             ents += [["connector", {"host": "127.0.0.1", "port": str(u.edge_port),
                                     "role": "edge", "name": "up-%s" % u.id}]
                      for u in p.uplinks]
-            ents += [["address", {"prefix": a, "distribution": d}]
-                     for a, d in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest"))]
+            ents += [["address", {"prefix": a, "distribution": d}] for a, d in ADDRESSES]
             p.jrouter = self.make_router(ents, name="%s-%d" % (p.id, p.starts),
                                          env=interior_env())
             p.proc = p.jrouter.proc
@@ -102,16 +105,7 @@ class EdgeNet(Net):
         for u in p.uplinks:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: edge\n"
                      " saslMechanisms: ANONYMOUS\n}\n" % u.edge_port)
-        text += "".join("address {\n prefix: %s\n distribution: %s\n}\n" % a
-                        for a in (("mc", "multicast"), ("bal", "balanced"), ("cl", "closest")))
-        cfg = self.tmp_path / ("%s-%d.conf" % (p.id, p.starts))
-        cfg.write_text(text)
-        p.log = log
-        p.proc = subprocess.Popen([str(PEER_BIN / "qdrouterd"), "-c", str(cfg)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        self.qprocs.append(p.proc)
-        wait_for("qdrouterd %s listening" % p.id, p._answers, timeout=10, every=0.1)
-        return p
+        return self._run_qdrouterd(p, text, log)
 
 
 @pytest.fixture
