@@ -399,6 +399,22 @@ static void pipes_init(pipe_t *ab, pipe_t *ba)
     ba->other = ab;
 }
 
+/* A sender a (the client) and a receiver b (the server), joined by the pipes ab and ba. */
+static void pair_init(side_t *a, side_t *b, pipe_t *ab, pipe_t *ba)
+{
+    side_init(a, "sender", false);
+    side_init(b, "receiver", true);
+    pipes_init(ab, ba);
+}
+
+static void pair_fini(side_t *a, side_t *b, pipe_t *ab, pipe_t *ba)
+{
+    side_fini(a);
+    side_fini(b);
+    free(ab->staged.p);
+    free(ba->staged.p);
+}
+
 /* Every flow the receiver sent counted exactly the transfer frames it had been given. */
 static void assert_flows_exact(const side_t *sender)
 {
@@ -447,9 +463,7 @@ static void test_input_payloads_stripped(void **state)
     (void)state;
     side_t a, b;
     pipe_t ab, ba;
-    side_init(&a, "sender", false);
-    side_init(&b, "receiver", true);
-    pipes_init(&ab, &ba);
+    pair_init(&a, &b, &ab, &ba);
     b.max_frame = 4096;
     b.capacity = 4 * 4096;
     b.credit = 3;
@@ -492,10 +506,7 @@ static void test_input_payloads_stripped(void **state)
     for (int i = 0; i < a.n_flows; i++)
         assert_true(a.flow_window[i] <= 4); /* never more than capacity / frame */
     free(all);
-    side_fini(&a);
-    side_fini(&b);
-    free(ab.staged.p);
-    free(ba.staged.p);
+    pair_fini(&a, &b, &ab, &ba);
 }
 
 /* Input: an aborted multi-frame delivery, payload stripped, is reported aborted and the
@@ -505,9 +516,7 @@ static void test_input_abort_stripped(void **state)
     (void)state;
     side_t a, b;
     pipe_t ab, ba;
-    side_init(&a, "sender", false);
-    side_init(&b, "receiver", true);
-    pipes_init(&ab, &ba);
+    pair_init(&a, &b, &ab, &ba);
     b.max_frame = 4096;
     b.capacity = 16 * 4096;
     b.credit = 5;
@@ -536,10 +545,7 @@ static void test_input_abort_stripped(void **state)
     assert_int_equal(b.n_msgs, 1);
     assert_int_equal(b.msg_len[0], sizeof(big));
     assert_memory_equal(b.msgs, big, sizeof(big));
-    side_fini(&a);
-    side_fini(&b);
-    free(ab.staged.p);
-    free(ba.staged.p);
+    pair_fini(&a, &b, &ab, &ba);
 }
 
 /* Output: the sender gives Proton one placeholder byte per frame, the next only once Proton
@@ -551,9 +557,7 @@ static void test_output_placeholders_spliced(void **state)
     (void)state;
     side_t a, b;
     pipe_t ab, ba;
-    side_init(&a, "sender", false);
-    side_init(&b, "receiver", true);
-    pipes_init(&ab, &ba);
+    pair_init(&a, &b, &ab, &ba);
     b.max_frame = 4096;
     b.capacity = 2 * 4096;
     b.credit = 2;
@@ -609,10 +613,7 @@ static void test_output_placeholders_spliced(void **state)
         pump(&a, &b, &ab, &ba);
     assert_flows_exact(&a);
     free(src.p);
-    side_fini(&a);
-    side_fini(&b);
-    free(ab.staged.p);
-    free(ba.staged.p);
+    pair_fini(&a, &b, &ab, &ba);
 }
 
 int main(void)
