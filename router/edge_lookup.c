@@ -26,6 +26,7 @@
 #include "codec/codec.h"
 #include "codec/frame.h"
 #include "core/base/base.h"
+#include "router/bare.h"
 #include "router/link_out.h"
 #include "router/msg.h"
 
@@ -606,28 +607,6 @@ void rtr_elk_work_WT(rtr_conn_t *c, rtr_elk_t **elk, core_work_t *work)
     pump_WT(c, k);
 }
 
-/* Read what a delivery on a lookup link brings; true when the message is complete
- * (k->rx[0, rx_len) holds it unless k->rx_drop). */
-static bool rx_WT(rtr_elk_t *k, pn_delivery_t *d)
-{
-    pn_link_t *pl = pn_delivery_link(d);
-    char       buf[4096];
-    ssize_t    n;
-    while ((n = pn_link_recv(pl, buf, sizeof(buf))) > 0) {
-        if (k->rx_drop || k->rx_len + (size_t)n > ELK_MSG_MAX) {
-            k->rx_drop = true;
-            continue;
-        }
-        if (k->rx_len + (size_t)n > k->rx_cap) {
-            k->rx_cap = (k->rx_len + (size_t)n) * 2;
-            k->rx = base_realloc(k->rx, k->rx_cap);
-        }
-        memcpy(k->rx + k->rx_len, buf, (size_t)n);
-        k->rx_len += (size_t)n;
-    }
-    return !pn_delivery_partial(d);
-}
-
 static void delivery_WT(rtr_conn_t *c, rtr_elk_t *k, pn_delivery_t *d)
 {
     pn_link_t *pl = pn_delivery_link(d);
@@ -636,7 +615,7 @@ static void delivery_WT(rtr_conn_t *c, rtr_elk_t *k, pn_delivery_t *d)
             pn_delivery_settle(d);
         return;
     }
-    if (!pn_delivery_readable(d) || !rx_WT(k, d))
+    if (!rtr_bare_gather_WT(d, ELK_MSG_MAX, &k->rx, &k->rx_len, &k->rx_cap, &k->rx_drop))
         return;
     uint64_t outcome = PN_ACCEPTED;
     if (k->rx_drop) {
