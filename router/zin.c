@@ -45,7 +45,7 @@ static void rbuf_unref(rtr_rbuf_t *b)
 static void zent_free(rtr_zin_t *z, rtr_zq_t *q, rtr_zent_t *e)
 {
     q->bytes -= e->len;
-    z->queued -= e->len;
+    z->queued -= e->len + RTR_ZENT_COST;
     rbuf_unref(e->buf);
     rtr_zent_t_free(e);
 }
@@ -71,6 +71,24 @@ static void zq_drop_before(rtr_zq_t *q, uint64_t seq)
 {
     while (q->head && q->head->seq < seq)
         zq_pop(q);
+}
+
+/* Slices that stay queued after a pass (a link stopped by Q2, or waiting for its pair) must
+ * not pin read buffers much larger than themselves: one that uses less than a quarter of its
+ * buffer gets a buffer of its own, so the memory queued is at most four times the payload
+ * bytes plus RTR_ZENT_COST per slice, both counted in the input budget. */
+static void zq_compact(rtr_zq_t *q)
+{
+    for (rtr_zent_t *e = q->head; e; e = e->next) {
+        if ((uint64_t)e->len * 4 >= e->buf->cap)
+            continue;
+        rtr_rbuf_t *b = rbuf_new(e->len);
+        memcpy(b->data, e->buf->data + e->off, e->len);
+        b->len = e->len;
+        rbuf_unref(e->buf);
+        e->buf = b;
+        e->off = 0;
+    }
 }
 
 static void zq_free(rtr_zq_t *q)
@@ -243,6 +261,7 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
         e->off = off;
         e->len = (uint32_t)n;
         e->seq = q->enq_seq;
+        z->queued += RTR_ZENT_COST;
         if (t)
             t->next = e;
         else
@@ -402,11 +421,19 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
         pn_record_set(r, ZIN_LINK, q);
     }
     pn_record_t *r = pn_delivery_attachments(d);
-    if (pn_record_get(r, ZIN_DLV))
-        return;
-    pn_record_def(r, ZIN_DLV, PN_VOID);
-    pn_record_set(r, ZIN_DLV, (void *)(uintptr_t)++q->ev_seq);
-    z->sweep = true;
+    uint64_t     seq = (uint64_t)(uintptr_t)pn_record_get(r, ZIN_DLV);
+    if (!seq) {
+        pn_record_def(r, ZIN_DLV, PN_VOID);
+        seq = ++q->ev_seq;
+        pn_record_set(r, ZIN_DLV, (void *)(uintptr_t)seq);
+        z->sweep = true;
+    }
+    /* an aborted delivery's slices are all queued (its abort frame came after them), and
+     * no reader wants them: the sweep drops them */
+    if (pn_delivery_aborted(d) && seq >= q->live_seq) {
+        q->live_seq = seq + 1;
+        z->sweep = true;
+    }
 }
 
 void rtr_zin_sweep_WT(rtr_conn_t *c)
@@ -428,11 +455,15 @@ void rtr_zin_sweep_WT(rtr_conn_t *c)
             continue;
         }
         if (q->head) {
-            /* a link the router closed (or never claimed: no event named it) takes nothing */
-            if (conn_closed || !q->pl || (pn_link_state(q->pl) & PN_LOCAL_CLOSED))
+            /* a link the router closed takes nothing; nor one no event named (Proton saw no
+             * transfer of it), unless its transfer waits for the rest of its payload */
+            bool in_frame = z->xfer == q && z->xfer_left > 0;
+            if (conn_closed || (q->pl && (pn_link_state(q->pl) & PN_LOCAL_CLOSED)) ||
+                (!q->pl && !in_frame))
                 zq_clear(q);
             else
-                zq_drop_before(q, q->read_seq);
+                zq_drop_before(q, q->read_seq > q->live_seq ? q->read_seq : q->live_seq);
+            zq_compact(q);
         }
         prev = q;
         pp = &q->next;

@@ -49,6 +49,9 @@
 #define RTR_ZIN_READ_MIN (16u << 10)
 #define RTR_ZIN_READ     (64u << 10)
 #define RTR_ZIN_READ_MAX (1u << 20)
+/* What one queued slice counts in the input budget beside its bytes (its record, and the
+ * frame header and performative that came with it). */
+#define RTR_ZENT_COST 64u
 
 typedef struct rtr_rbuf rtr_rbuf_t;
 typedef struct rtr_zent rtr_zent_t;
@@ -89,6 +92,7 @@ struct rtr_zq {
     uint64_t    enq_seq;      /* deliveries begun by the frames queued */
     uint64_t    ev_seq;       /* deliveries Proton announced (numbers given) */
     uint64_t    read_seq;     /* the highest number a reader asked for */
+    uint64_t    live_seq;     /* deliveries numbered below it were aborted or passed */
 };
 
 /* Per connection (rtr_conn_t.zin). */
@@ -105,7 +109,8 @@ typedef struct rtr_zin {
     rtr_zq_t          *queues_tail; /* newest */
     rtr_zq_t          *last;      /* the queue of the last transfer (a cache) */
     rtr_zq_t          *xfer;      /* the queue the current payload goes to, or NULL: dropped */
-    size_t             queued;    /* payload bytes queued, all queues (RTR_CONN_IN_MAX) */
+    size_t             queued;    /* payload bytes queued, all queues, + RTR_ZENT_COST per
+                                     slice (RTR_CONN_IN_MAX) */
     uint8_t           *held;      /* the current transfer's frame for Proton (heap), given to
                                      it once its payload is all here */
     uint32_t           held_len;  /* its bytes */
