@@ -14,6 +14,7 @@
 #include <proton/delivery.h>
 #include <proton/link.h>
 #include <proton/object.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,11 +24,56 @@ BASE_POOL_DEFINE(rtr_zent_t, 256)
 PN_HANDLE(ZIN_LINK) /* pn_link_attachments: its rtr_zq_t */
 PN_HANDLE(ZIN_DLV)  /* pn_delivery_attachments: its number in its link's queue */
 
+/* ---- the worker's spare memory ----
+ *
+ * An idle connection holds no read buffer and no staging room (router/DESIGN.md "What one
+ * connection can hold"): each worker keeps a few RTR_ZIN_READ buffers and one staging buffer
+ * for all its connections, taken for a read and given back once nothing points into them.
+ * Read buffers are freed only on the worker that made them (slices are read and freed there),
+ * so the spares are the thread's own (freed when it exits). */
+#define SPARE_BUFS 16
+
+typedef struct spare {
+    rtr_rbuf_t *bufs[SPARE_BUFS]; /* RTR_ZIN_READ buffers nothing points into */
+    int         n;                /* how many */
+    uint8_t    *stage;            /* staging room lent to the connection being read */
+    size_t      stage_cap;        /* its size */
+} spare_t;
+
+static pthread_key_t  spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *arg)
+{
+    spare_t *sp = arg;
+    while (sp->n > 0)
+        free(sp->bufs[--sp->n]);
+    free(sp->stage);
+    free(sp);
+}
+
+static void spare_key_make(void)
+{
+    pthread_key_create(&spare_key, spare_free);
+}
+
+static spare_t *spare(void)
+{
+    pthread_once(&spare_once, spare_key_make);
+    spare_t *sp = pthread_getspecific(spare_key);
+    if (!sp) {
+        sp = base_calloc(1, sizeof(*sp));
+        pthread_setspecific(spare_key, sp);
+    }
+    return sp;
+}
+
 /* ---- read buffers ---- */
 
 static rtr_rbuf_t *rbuf_new(uint32_t cap)
 {
-    rtr_rbuf_t *b = base_malloc(sizeof(*b) + cap);
+    spare_t    *sp = cap == RTR_ZIN_READ ? spare() : NULL;
+    rtr_rbuf_t *b = sp && sp->n ? sp->bufs[--sp->n] : base_malloc(sizeof(*b) + cap);
     b->refs = 1;
     b->cap = cap;
     b->len = 0;
@@ -36,7 +82,12 @@ static rtr_rbuf_t *rbuf_new(uint32_t cap)
 
 static void rbuf_unref(rtr_rbuf_t *b)
 {
-    if (b && --b->refs == 0)
+    if (!b || --b->refs > 0)
+        return;
+    spare_t *sp = b->cap == RTR_ZIN_READ ? spare() : NULL;
+    if (sp && sp->n < SPARE_BUFS)
+        sp->bufs[sp->n++] = b;
+    else
         free(b);
 }
 
@@ -145,12 +196,9 @@ static void sink_proton(void *ctx, const uint8_t *p, size_t n)
 static void held_release(void *ctx)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
-    sink_proton(ctx, z->held, z->held_len);
+    sink_proton(ctx, z->held ? z->held : z->held_in, z->held_len);
     z->held_len = 0;
-    if (z->held_cap > 4096) { /* a long performative: do not keep its room */
-        BASE_FREE(z->held);
-        z->held_cap = 0;
-    }
+    BASE_FREE(z->held); /* a long performative's room */
 }
 
 static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
@@ -208,13 +256,11 @@ static void sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
     /* the frame waits for its payload (frame.h): then it goes to Proton */
-    if (perf_len + 8 > z->held_cap) {
-        z->held_cap = perf_len + 8 < 256 ? 256 : perf_len + 8;
-        free(z->held);
-        z->held = base_malloc(z->held_cap);
-    }
-    memcpy(z->held, hdr, 8);
-    memcpy(z->held + 8, perf, perf_len);
+    uint8_t *h = z->held_in;
+    if (perf_len + 8 > sizeof(z->held_in))
+        h = z->held = base_malloc(perf_len + 8);
+    memcpy(h, hdr, 8);
+    memcpy(h + 8, perf, perf_len);
     z->held_len = perf_len + 8;
     z->xfer_left = len;
     if (len == 0)
@@ -278,7 +324,6 @@ void rtr_zin_init_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
     z->on = true;
-    z->rsize = RTR_ZIN_READ_MIN;
     z->sink = (codec_guard_sink_t){.ctx = c,
                                    .proton = sink_proton,
                                    .attach = sink_attach,
@@ -309,10 +354,13 @@ void rtr_zin_fini_WT(rtr_conn_t *c)
     z->queues_tail = z->last = z->xfer = NULL;
     rbuf_unref(z->rb);
     z->rb = NULL;
-    BASE_FREE(z->stage);
+    if (z->stage_own)
+        free(z->stage);
+    z->stage = NULL;
     z->stage_len = z->stage_off = z->stage_cap = 0;
+    z->stage_own = false;
     BASE_FREE(z->held);
-    z->held_len = z->held_cap = 0;
+    z->held_len = 0;
 }
 
 void rtr_zin_alloc_WT(rtr_conn_t *c, char **base, size_t *len)
@@ -323,7 +371,7 @@ void rtr_zin_alloc_WT(rtr_conn_t *c, char **base, size_t *len)
         *len = 0;
         return;
     }
-    uint32_t want = z->rsize;
+    uint32_t want = RTR_ZIN_READ;
     uint32_t left = codec_guard_payload_left(&c->guard);
     if (left > want) /* a large frame's rest: one buffer for it, if not too large */
         want = left + 4096 < RTR_ZIN_READ_MAX ? left + 4096 : RTR_ZIN_READ_MAX;
@@ -361,30 +409,45 @@ bool rtr_zin_push_WT(rtr_conn_t *c)
         pn_connection_driver_read_done(&c->driver, k);
     }
     z->stage_off = z->stage_len = 0;
-    if (z->stage_cap > (256u << 10)) { /* a long performative passed: do not keep its room */
-        BASE_FREE(z->stage);
+    if (z->stage_own) { /* the rest of a stalled read: given back */
+        free(z->stage);
+        z->stage = NULL;
         z->stage_cap = 0;
+        z->stage_own = false;
     }
     return true;
 }
 
 int rtr_zin_read_WT(rtr_conn_t *c, size_t n)
 {
-    rtr_zin_t  *z = &c->zin;
-    rtr_rbuf_t *b = z->rb;
+    rtr_zin_t     *z = &c->zin;
+    rtr_rbuf_t    *b = z->rb;
     const uint8_t *p = b->data + b->len;
     b->len += (uint32_t)n;
-    /* reads that fill their buffer get a bigger one next time; small ones a smaller one */
-    if (b->len == b->cap && z->rsize < RTR_ZIN_READ)
-        z->rsize *= 2;
-    else if (n < z->rsize / 8 && z->rsize > RTR_ZIN_READ_MIN)
-        z->rsize /= 2;
-    if (codec_guard_feed(&c->guard, p, n) != 0) {
+    /* nothing is staged (a stalled read is not followed by another): the worker's room */
+    spare_t *sp = spare();
+    z->stage = sp->stage;
+    z->stage_cap = sp->stage_cap;
+    int rc = codec_guard_feed(&c->guard, p, n);
+    sp->stage = z->stage; /* grown, maybe */
+    sp->stage_cap = z->stage_cap;
+    if (rc != 0)
         z->stage_len = z->stage_off = 0; /* nothing of them reaches Proton */
-        return CODEC_INVALID;
+    else
+        rtr_zin_push_WT(c);
+    if (rtr_zin_stalled(z)) { /* Proton did not take it all: the rest in the connection's own */
+        size_t   rest = z->stage_len - z->stage_off;
+        uint8_t *own = base_malloc(rest);
+        memcpy(own, z->stage + z->stage_off, rest);
+        z->stage = own;
+        z->stage_cap = z->stage_len = rest;
+        z->stage_off = 0;
+        z->stage_own = true;
+    } else {
+        z->stage = NULL;
+        z->stage_cap = 0;
     }
-    rtr_zin_push_WT(c);
-    return 0;
+    return rc ? CODEC_INVALID : 0;
 }
 
 static rtr_zq_t *zq_of(pn_link_t *pl)
@@ -439,6 +502,10 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
 void rtr_zin_sweep_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
+    if (z->rb && z->rb->refs == 1) { /* nothing points into it: back to the worker's spares */
+        rbuf_unref(z->rb);
+        z->rb = NULL;
+    }
     if (!z->sweep || rtr_zin_stalled(z))
         return; /* staged frames: their payloads are queued before Proton has seen them */
     z->sweep = false;

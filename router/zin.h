@@ -43,10 +43,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Read buffer sizes: a connection's reads start at RTR_ZIN_READ_MIN and grow to
- * RTR_ZIN_READ while they fill their buffer; a large frame's rest gets a buffer of its size
+/* Read buffers: RTR_ZIN_READ bytes (the worker keeps a few spare), or a large frame's rest
  * (at most RTR_ZIN_READ_MAX). */
-#define RTR_ZIN_READ_MIN (16u << 10)
 #define RTR_ZIN_READ     (64u << 10)
 #define RTR_ZIN_READ_MAX (1u << 20)
 /* What one queued slice counts in the input budget beside its bytes (its record, and the
@@ -99,22 +97,24 @@ struct rtr_zq {
 typedef struct rtr_zin {
     bool               on;        /* split mode: payloads beside Proton */
     bool               sweep;     /* a queue changed: rtr_zin_sweep_WT has work */
-    rtr_rbuf_t        *rb;        /* the buffer reads land in, or NULL */
-    uint32_t           rsize;     /* the size of the next new read buffer */
-    uint8_t           *stage;     /* bytes for Proton it has not taken yet (heap) */
+    rtr_rbuf_t        *rb;        /* the buffer reads land in, or NULL (idle) */
+    uint8_t           *stage;     /* bytes for Proton it has not taken yet: the worker's room
+                                     while a read is fed, else the connection's own (heap,
+                                     stage_own) when Proton left some, else NULL */
     size_t             stage_len; /* bytes in stage */
     size_t             stage_off; /* bytes of stage Proton took */
     size_t             stage_cap; /* bytes allocated */
+    bool               stage_own; /* stage is the connection's (heap) */
     rtr_zq_t          *queues;    /* oldest first */
     rtr_zq_t          *queues_tail; /* newest */
     rtr_zq_t          *last;      /* the queue of the last transfer (a cache) */
     rtr_zq_t          *xfer;      /* the queue the current payload goes to, or NULL: dropped */
     size_t             queued;    /* payload bytes queued, all queues, + RTR_ZENT_COST per
                                      slice (RTR_CONN_IN_MAX) */
-    uint8_t           *held;      /* the current transfer's frame for Proton (heap), given to
-                                     it once its payload is all here */
+    uint8_t            held_in[96]; /* the current transfer's frame for Proton, given to it
+                                       once its payload is all here */
+    uint8_t           *held;      /* the same when longer (heap), else NULL */
     uint32_t           held_len;  /* its bytes */
-    uint32_t           held_cap;  /* bytes allocated */
     uint32_t           xfer_left; /* payload bytes of the current transfer still to come */
     codec_guard_sink_t sink;      /* the guard's callbacks (ctx: the connection) */
 } rtr_zin_t;
