@@ -490,8 +490,12 @@ static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len,
         h[7] = (uint8_t)g->channel;
         field_uint(f, 0, &handle);
         bool id_present = field_uint(f, 1, &id);
-        s->transfer(s->ctx, g->channel, handle, id_present, id, field_bool(f, 5) == 1,
-                    field_bool(f, 9) == 1, payload_len, h, perf, perf_len);
+        g->whole = s->transfer(s->ctx, g->channel, handle, id_present, id, field_bool(f, 5) == 1,
+                               field_bool(f, 9) == 1, payload_len, h, perf, perf_len);
+        if (g->whole) { /* the frame as it came (without an extended header) */
+            split_header(g, perf_len + payload_len);
+            s->proton(s->ctx, perf, perf_len);
+        }
         return 0;
     }
     split_header(g, perf_len);
@@ -735,7 +739,9 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
         case G_PAYLOAD: {
             size_t take = g->frame_left < n ? g->frame_left : n;
             g->frame_left -= (uint32_t)take;
-            if (g->sink)
+            if (g->sink && g->whole)
+                g->sink->proton(g->sink->ctx, p, take);
+            else if (g->sink)
                 g->sink->payload(g->sink->ctx, p, take);
             p += take;
             n -= take;

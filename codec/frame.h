@@ -48,7 +48,9 @@ typedef void *(*codec_guard_mem_fn)(void *p, size_t n);
  * header and performative only), its performative, and what the caller needs to know of it;
  * its payload (len bytes, 0 too) follows in `payload` calls.  The caller gives Proton the
  * transfer's header and performative, in their place in the stream, once it has the whole
- * payload: Proton must not see a delivery complete before its bytes are in hand.  Protocol
+ * payload: Proton must not see a delivery complete before its bytes are in hand.  A `transfer`
+ * that returns true makes the guard pass that frame whole to `proton` instead (header,
+ * performative and payload; a link the caller keeps on Proton's own path).  Protocol
  * headers go to `proton` as they are; after an unknown protocol header every byte does.
  * `attach` (a peer's attach: role true = the peer receives), `detach` and `end` (channel
  * 0xffff: a close, every channel) let the caller know which link a transfer's (channel,
@@ -61,9 +63,10 @@ typedef struct codec_guard_sink {
                   size_t name_len, const char **why);               /* a peer's attach */
     void (*detach)(void *ctx, uint16_t channel, uint32_t handle);   /* a peer's detach */
     void (*end)(void *ctx, uint16_t channel);                       /* end; 0xffff: close */
-    void (*transfer)(void *ctx, uint16_t channel, uint32_t handle, bool id_present, uint32_t id,
+    bool (*transfer)(void *ctx, uint16_t channel, uint32_t handle, bool id_present, uint32_t id,
                      bool more, bool aborted, uint32_t len, const uint8_t hdr[8],
-                     const uint8_t *perf, uint32_t perf_len); /* a transfer: its payload follows */
+                     const uint8_t *perf, uint32_t perf_len); /* a transfer: its payload
+                                   follows; true: pass this one whole to `proton` instead */
     void (*payload)(void *ctx, const uint8_t *p, size_t n);         /* the next payload bytes */
 } codec_guard_sink_t;
 
@@ -91,6 +94,7 @@ typedef struct codec_guard {
     uint64_t    frames;       /* frames checked (for tests and stats) */
     const codec_guard_sink_t *sink; /* split mode (above), or NULL: check only */
     uint16_t    channel;      /* the current frame's channel */
+    bool        whole;        /* split mode: the current transfer's payload goes to Proton */
     uint8_t     small[CODEC_GUARD_INLINE]; /* a short performative, gathered in place */
 } codec_guard_t;
 

@@ -207,6 +207,7 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
     if (role)
         return 0; /* the peer receives: no payload comes on it */
+    bool whole = false;
     for (rtr_zq_t *q = z->queues; q; q = q->next) {
         if (!q->bound)
             continue;
@@ -214,9 +215,19 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
             *why = "attach: the handle is in use";
             return -1;
         }
-        if (q->name_len == len && memcmp(q->name, name, len) == 0) {
-            *why = "attach: a sender of that name is attached on this connection";
-            return -1;
+        if (q->name_len != len || memcmp(q->name, name, len) != 0)
+            continue;
+        /* a second sender of a name still attached (AMQP forbids it, but two clients'
+         * links routed to one container may meet so): the new one keeps Proton's own path,
+         * and so does the first unless a Proton link claimed its queue already (only the
+         * name tells them apart) */
+        whole = true;
+        if (!q->pl && !q->whole) {
+            if (q->head) {
+                *why = "attach: a sender of that name is attached on this connection";
+                return -1;
+            }
+            q->whole = true;
         }
     }
     rtr_zq_t *q = base_calloc(1, sizeof(*q));
@@ -226,6 +237,7 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
     q->channel = channel;
     q->handle = handle;
     q->bound = true;
+    q->whole = whole;
     if (z->queues_tail)
         z->queues_tail->next = q;
     else
@@ -250,11 +262,16 @@ static void sink_end(void *ctx, uint16_t channel)
             zq_unbind(z, q);
 }
 
-static void sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
+static bool sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
                           uint32_t id, bool more, bool aborted, uint32_t len, const uint8_t hdr[8],
                           const uint8_t *perf, uint32_t perf_len)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
+    rtr_zq_t  *q = zq_bound(z, channel, handle);
+    if (q && q->whole) {
+        z->xfer = NULL;
+        return true; /* Proton's own path (sink_attach) */
+    }
     /* the frame waits for its payload (frame.h): then it goes to Proton */
     uint8_t *h = z->held_in;
     if (perf_len + 8 > sizeof(z->held_in))
@@ -265,10 +282,9 @@ static void sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_
     z->xfer_left = len;
     if (len == 0)
         held_release(ctx);
-    rtr_zq_t *q = zq_bound(z, channel, handle);
     z->xfer = q;
     if (!q)
-        return; /* no such link: Proton ends the connection; the payload is dropped */
+        return false; /* no such link: Proton ends the connection; the payload is dropped */
     /* the delivery it belongs to, as pn_do_transfer decides: a frame continues the pending
      * multi-frame delivery (or its rest that Proton skips) unless it names another id */
     if (!q->more_pending || (id_present && id != q->more_id)) {
@@ -282,6 +298,7 @@ static void sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_
     if (aborted)
         q->more_pending = false;
     z->sweep = true;
+    return false;
 }
 
 static void sink_payload(void *ctx, const uint8_t *p, size_t n)
@@ -473,7 +490,7 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
         const char *name = pn_link_name(pl);
         size_t      len = strlen(name);
         for (q = z->queues; q; q = q->next)
-            if (!q->pl && q->name_len == len && memcmp(q->name, name, len) == 0)
+            if (!q->pl && !q->whole && q->name_len == len && memcmp(q->name, name, len) == 0)
                 break;
         if (!q)
             return;

@@ -9,8 +9,11 @@
  * (channel, handle) names (rtr_zq_t): the guard reports the peer's attach (name), detach, end
  * and close frames, and the queue is found from a Proton link by its name when Proton first
  * announces a delivery on it (rtr_zin_delivery_event_WT, claimed with a reference on the
- * pn_link_t).  Link names are unique per connection and direction (AMQP 2.6.1): a peer that
- * attaches a second sender of a name still attached loses its connection (framing-error).
+ * pn_link_t).  Link names are unique per connection and direction (AMQP 2.6.1); should a
+ * peer attach a second sender of a name still attached, the name no longer tells the links
+ * apart, so the new one's transfers go to Proton whole (and the first one's too, unless a
+ * Proton link claimed its queue already; if payloads of it are queued unclaimed, the peer
+ * loses its connection: framing-error).
  *
  * Which delivery a slice belongs to: each queue numbers its deliveries as Proton does
  * (pn_do_transfer: a new delivery unless a multi-frame one is pending and the frame carries
@@ -81,6 +84,7 @@ struct rtr_zq {
     uint16_t    channel;      /* the peer's channel of the attach */
     uint32_t    handle;       /* the peer's handle */
     bool        bound;        /* (channel, handle) still names it: no detach or end yet */
+    bool        whole;        /* a name attached twice: its transfers go to Proton whole */
     bool        more_pending; /* Proton's link->more_pending, mirrored */
     uint32_t    more_id;      /* Proton's link->more_id, mirrored */
     pn_link_t  *pl;           /* the Proton link that claimed it (a reference), or NULL */

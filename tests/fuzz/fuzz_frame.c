@@ -76,7 +76,7 @@ static void rec_end(void *ctx, uint16_t channel)
     fnv(&((rec_t *)ctx)->links, v, sizeof(v));
 }
 
-static void rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
+static bool rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
                          uint32_t id, bool more, bool aborted, uint32_t len,
                          const uint8_t hdr[8], const uint8_t *perf, uint32_t perf_len)
 {
@@ -91,6 +91,7 @@ static void rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_p
     if (size != 8 + perf_len)
         abort(); /* the frame Proton gets holds exactly the header and performative */
     r->left = len;
+    return false;
 }
 
 static void rec_payload(void *ctx, const uint8_t *p, size_t n)

@@ -160,3 +160,39 @@ def test_sender_goes_away_mid_message(make_router, client, how):
         same(g, m)
         assert snd2.wait_outcome(d) == Delivery.ACCEPTED
         conn2.pn.close()
+
+
+@pytest.mark.deadline(60)
+def test_two_senders_of_one_name(make_router, client):
+    """Two sessions of one connection attach senders of the same name (AMQP forbids it; two
+    clients' links routed to one container may meet so): both links' messages arrive whole."""
+    r = frame_router(make_router, 512)
+    rconn = client.connect(r.url)
+    rcv1 = rconn.receiver("zin.dup1", credit=20, settle="accept")
+    rcv2 = rconn.receiver("zin.dup2", credit=20, settle="accept")
+    conn = client.connect(r.url)
+    s1 = conn.sender("zin.dup1", name="zin-dup")
+    s1.wait_credit(1)
+    first = msg(3000, 2, 1)
+    s1.send(first)
+    same(rcv1.get(timeout=30), first)
+    # a second session, a sender of the same name
+    ssn = conn.pn.session()
+    ssn.open()
+    pl = ssn.sender("zin-dup")
+    pl.target.address = "zin.dup2"
+    pl.open()
+    client.wait(lambda: pl.credit > 0, msg="credit for the second sender")
+    sent1, sent2 = [], []
+    for k in range(5):
+        m1, m2 = msg(2000 + k, 3, 10 + k), msg(1500 + k, 1, 20 + k)
+        s1.send(m1)
+        sent1.append(m1)
+        d = pl.delivery("d%d" % k)
+        pl.send(m2.encode())
+        pl.advance()
+        sent2.append(m2)
+    for g, m in zip(rcv1.get_n(5, timeout=30), sent1):
+        same(g, m)
+    for g, m in zip(rcv2.get_n(5, timeout=30), sent2):
+        same(g, m)

@@ -567,7 +567,7 @@ static void rec_end(void *ctx, uint16_t channel)
     ((split_rec_t *)ctx)->n_end++;
 }
 
-static void rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
+static bool rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
                          uint32_t id, bool more, bool aborted, uint32_t len,
                          const uint8_t hdr[8], const uint8_t *perf, uint32_t perf_len)
 {
@@ -587,6 +587,7 @@ static void rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_p
     r->left = len;
     if (len == 0)
         put(&r->proton, r->held, r->held_len);
+    return false;
 }
 
 static void rec_payload(void *ctx, const uint8_t *p, size_t n)
