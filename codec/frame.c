@@ -354,7 +354,7 @@ static int check_transfer(codec_guard_t *g, const perf_t *f)
 }
 
 static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code,
-                      bool has_payload)
+                      bool has_payload, perf_t *f)
 {
     /* the list starts after the descriptor */
     uint32_t d = b[1] == CODEC_CODE_SMALLULONG ? 3 : 10;
@@ -363,22 +363,22 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
         return fail(g, over ? "a performative claims more values than it has bytes"
                             : "a performative is not a well-formed AMQP value");
 
-    perf_t f = {.code = code};
+    *f = (perf_t){.code = code};
     const uint8_t *p = b + d;
     const uint8_t *end = b + len;
     if (*p == CODEC_CODE_LIST8) {
-        f.count = p[2];
+        f->count = p[2];
         p += 3;
     } else if (*p == CODEC_CODE_LIST32) {
-        f.count = be32(p + 5);
+        f->count = be32(p + 5);
         p += 9;
     } else {
-        f.count = 0;
+        f->count = 0;
         p += 1;
     }
     vwalk_t w = {.left = len, .over = false};
-    for (uint32_t i = 0; i < f.count && i < 12; i++) {
-        f.field[i] = p;
+    for (uint32_t i = 0; i < f->count && i < 12; i++) {
+        f->field[i] = p;
         p = check_value(&w, p, end, 1); /* validated above: cannot fail */
         if (!p)
             return fail(g, "a performative's fields do not fill its list");
@@ -394,7 +394,7 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
     if (g->layer == 1) {
         if (code != 0x41 && code != 0x43)
             return fail(g, "SASL frame is not sasl-init or sasl-response");
-        if (code == 0x41 && !field_is(&f, 0, CODEC_CODE_SYM8, CODEC_CODE_SYM32))
+        if (code == 0x41 && !field_is(f, 0, CODEC_CODE_SYM8, CODEC_CODE_SYM32))
             return fail(g, "sasl-init: mechanism is missing or not a symbol");
         if (has_payload)
             return fail(g, "SASL frame carries a payload");
@@ -407,47 +407,136 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
     uint32_t u;
     switch (code) {
     case 0x10: /* open */
-        if (!field_is(&f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+        if (!field_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
             return fail(g, "open: container-id is missing or not a string");
         break;
     case 0x11: /* begin */
-        if (!field_null(&f, 0) && !(*f.field[0] == 0x60))
+        if (!field_null(f, 0) && !(*f->field[0] == 0x60))
             return fail(g, "begin: remote-channel is not a ushort");
-        if (!field_uint(&f, 1, &u) || !field_uint(&f, 2, &u) || !field_uint(&f, 3, &u))
+        if (!field_uint(f, 1, &u) || !field_uint(f, 2, &u) || !field_uint(f, 3, &u))
             return fail(g, "begin: a mandatory window field is missing or not a uint");
         break;
     case 0x12: /* attach */
-        if (!field_is(&f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+        if (!field_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
             return fail(g, "attach: name is missing or not a string");
-        if (!field_uint(&f, 1, &u))
+        if (!field_uint(f, 1, &u))
             return fail(g, "attach: handle is missing or not a uint");
-        if (field_bool(&f, 2) < 0)
+        if (field_bool(f, 2) < 0)
             return fail(g, "attach: role is missing or not a boolean");
         break;
     case 0x13: /* flow */
-        if (!field_uint(&f, 1, &u) || !field_uint(&f, 2, &u) || !field_uint(&f, 3, &u))
+        if (!field_uint(f, 1, &u) || !field_uint(f, 2, &u) || !field_uint(f, 3, &u))
             return fail(g, "flow: a mandatory window field is missing or not a uint");
-        if (!field_null(&f, 4) && !field_uint(&f, 4, &u))
+        if (!field_null(f, 4) && !field_uint(f, 4, &u))
             return fail(g, "flow: handle is not a uint");
         break;
     case 0x14:
-        return check_transfer(g, &f);
+        return check_transfer(g, f);
     case 0x15: /* disposition */
-        if (field_bool(&f, 0) < 0)
+        if (field_bool(f, 0) < 0)
             return fail(g, "disposition: role is missing or not a boolean");
-        if (!field_uint(&f, 1, &u))
+        if (!field_uint(f, 1, &u))
             return fail(g, "disposition: first is missing or not a uint");
-        if (!field_null(&f, 2) && !field_uint(&f, 2, &u))
+        if (!field_null(f, 2) && !field_uint(f, 2, &u))
             return fail(g, "disposition: last is not a uint");
         break;
     case 0x16: /* detach */
-        if (!field_uint(&f, 0, &u))
+        if (!field_uint(f, 0, &u))
             return fail(g, "detach: handle is missing or not a uint");
         break;
     default: /* end, close: only optional fields */
         break;
     }
     return 0;
+}
+
+/* ---- split mode (frame.h) ---- */
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* The frame header Proton gets: no extended header, `body` bytes after it. */
+static void split_header(codec_guard_t *g, uint32_t body)
+{
+    uint8_t h[8];
+    put_be32(h, 8 + body);
+    h[4] = 2;
+    h[5] = g->layer;
+    h[6] = (uint8_t)(g->channel >> 8);
+    h[7] = (uint8_t)g->channel;
+    g->sink->proton(g->sink->ctx, h, 8);
+}
+
+/* A checked frame's header and performative go to Proton; its payload (payload_len bytes,
+ * still to come) goes beside, described first; attach, detach, end and close are reported. */
+static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len, const perf_t *f,
+                       uint32_t payload_len)
+{
+    uint32_t handle = 0, id = 0;
+    const codec_guard_sink_t *s = g->sink;
+    if (g->layer == 0 && f->code == 0x14) {
+        /* a transfer's frame goes to Proton once its payload is all there (the caller's
+         * business: Proton must not see a delivery complete before its bytes are) */
+        uint8_t h[8];
+        put_be32(h, 8 + perf_len);
+        h[4] = 2;
+        h[5] = 0;
+        h[6] = (uint8_t)(g->channel >> 8);
+        h[7] = (uint8_t)g->channel;
+        field_uint(f, 0, &handle);
+        bool id_present = field_uint(f, 1, &id);
+        g->whole = s->transfer(s->ctx, g->channel, handle, id_present, id, field_bool(f, 5) == 1,
+                               field_bool(f, 9) == 1, payload_len, h, perf, perf_len);
+        if (g->whole) { /* the frame as it came (without an extended header) */
+            split_header(g, perf_len + payload_len);
+            s->proton(s->ctx, perf, perf_len);
+        }
+        return 0;
+    }
+    split_header(g, perf_len);
+    s->proton(s->ctx, perf, perf_len);
+    if (g->layer != 0)
+        return 0;
+    switch (f->code) {
+    case 0x12: { /* attach: name, handle and role were checked */
+        const uint8_t *p = f->field[0];
+        const uint8_t *name = *p == CODEC_CODE_STR8 ? p + 2 : p + 5;
+        size_t         len = *p == CODEC_CODE_STR8 ? p[1] : be32(p + 1);
+        const char    *why = "attach refused";
+        field_uint(f, 1, &handle);
+        if (s->attach(s->ctx, g->channel, handle, field_bool(f, 2) == 1, name, len, &why))
+            return fail(g, why);
+        break;
+    }
+    case 0x16:
+        field_uint(f, 0, &handle);
+        s->detach(s->ctx, g->channel, handle);
+        break;
+    case 0x17:
+        s->end(s->ctx, g->channel);
+        break;
+    case 0x18:
+        s->end(s->ctx, 0xffff);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+void codec_guard_set_sink(codec_guard_t *g, const codec_guard_sink_t *sink)
+{
+    g->sink = sink;
+}
+
+uint32_t codec_guard_payload_left(const codec_guard_t *g)
+{
+    return g->state == G_PAYLOAD ? g->frame_left : 0;
 }
 
 /* ---- the stream ---- */
@@ -517,6 +606,8 @@ static int end_protocol_header(codec_guard_t *g)
         g->layer = 1;
     else
         g->passthrough = true; /* Proton answers with its own header and closes */
+    if (g->sink)
+        g->sink->proton(g->sink->ctx, g->hdr, 8);
     g->state = G_FRAME;
     g->hdr_len = 0;
     return 0;
@@ -542,12 +633,15 @@ static int end_frame_header(codec_guard_t *g)
     if (type != g->layer)
         return fail(g, g->layer ? "expected a SASL frame" : "expected an AMQP frame");
     g->frames++;
+    g->channel = (uint16_t)(h[6] << 8 | h[7]);
     g->frame_left = size - 8;
     g->ext_left = doff * 4u - 8;
     if (g->frame_left == 0) {
         if (g->layer == 1)
             return fail(g, "empty SASL frame");
         g->state = G_FRAME; /* heartbeat */
+        if (g->sink)
+            split_header(g, 0);
         return 0;
     }
     g->state = g->ext_left ? G_EXT : G_PERF;
@@ -588,6 +682,8 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             n -= take;
             if (g->ext_left == 0)
                 g->state = g->frame_left ? G_PERF : G_FRAME;
+            if (g->state == G_FRAME && g->sink)
+                split_header(g, 0); /* only an extended header: an empty frame */
             break;
         }
         case G_PERF: {
@@ -630,7 +726,10 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             if (g->buf_len < g->perf_len)
                 break;
             perf_length(buf, g->buf_len, &code);
-            int rc = check_perf(g, buf, g->perf_len, code, g->frame_left > 0);
+            perf_t f;
+            int rc = check_perf(g, buf, g->perf_len, code, g->frame_left > 0, &f);
+            if (rc == 0 && g->sink)
+                rc = split_frame(g, buf, g->perf_len, &f, g->frame_left);
             perf_release(g);
             if (rc)
                 return rc;
@@ -640,6 +739,10 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
         case G_PAYLOAD: {
             size_t take = g->frame_left < n ? g->frame_left : n;
             g->frame_left -= (uint32_t)take;
+            if (g->sink && g->whole)
+                g->sink->proton(g->sink->ctx, p, take);
+            else if (g->sink)
+                g->sink->payload(g->sink->ctx, p, take);
             p += take;
             n -= take;
             if (g->frame_left == 0)
@@ -650,5 +753,7 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             return fail(g, "guard state is corrupt");
         }
     }
+    if (n > 0 && g->sink) /* after an unknown protocol header: Proton answers it */
+        g->sink->proton(g->sink->ctx, p, n);
     return 0;
 }

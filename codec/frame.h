@@ -42,6 +42,34 @@
  * frees p and returns NULL. */
 typedef void *(*codec_guard_mem_fn)(void *p, size_t n);
 
+/* Split mode (the zero-copy input, docs/decisions/0009): the guard hands on what it checked.
+ * Every frame but a transfer goes to `proton` without its extended header (data offset 2).
+ * A transfer goes to `transfer` instead: its frame header for Proton (size rewritten to the
+ * header and performative only), its performative, and what the caller needs to know of it;
+ * its payload (len bytes, 0 too) follows in `payload` calls.  The caller gives Proton the
+ * transfer's header and performative, in their place in the stream, once it has the whole
+ * payload: Proton must not see a delivery complete before its bytes are in hand.  A `transfer`
+ * that returns true makes the guard pass that frame whole to `proton` instead (header,
+ * performative and payload; a link the caller keeps on Proton's own path).  Protocol
+ * headers go to `proton` as they are; after an unknown protocol header every byte does.
+ * `attach` (a peer's attach: role true = the peer receives), `detach` and `end` (channel
+ * 0xffff: a close, every channel) let the caller know which link a transfer's (channel,
+ * handle) names.  A callback that returns non-zero fails the guard with `why` set to the
+ * static string it put in *why.  Pointers given to `payload` point into the fed bytes. */
+typedef struct codec_guard_sink {
+    void *ctx;                                                      /* the callbacks' first argument */
+    void (*proton)(void *ctx, const uint8_t *p, size_t n);          /* bytes for Proton, in order */
+    int (*attach)(void *ctx, uint16_t channel, uint32_t handle, bool role, const uint8_t *name,
+                  size_t name_len, const char **why);               /* a peer's attach */
+    void (*detach)(void *ctx, uint16_t channel, uint32_t handle);   /* a peer's detach */
+    void (*end)(void *ctx, uint16_t channel);                       /* end; 0xffff: close */
+    bool (*transfer)(void *ctx, uint16_t channel, uint32_t handle, bool id_present, uint32_t id,
+                     bool more, bool aborted, uint32_t len, const uint8_t hdr[8],
+                     const uint8_t *perf, uint32_t perf_len); /* a transfer: its payload
+                                   follows; true: pass this one whole to `proton` instead */
+    void (*payload)(void *ctx, const uint8_t *p, size_t n);         /* the next payload bytes */
+} codec_guard_sink_t;
+
 typedef struct codec_guard {
     uint8_t     state;        /* where in the stream we are (frame.c) */
     uint8_t     layer;        /* 0 AMQP, 1 SASL: the frame type expected */
@@ -64,6 +92,9 @@ typedef struct codec_guard {
     uint32_t   *inprog;       /* handles with a delivery in progress (caller's memory), or NULL */
     const char *why;          /* static reason once failed */
     uint64_t    frames;       /* frames checked (for tests and stats) */
+    const codec_guard_sink_t *sink; /* split mode (above), or NULL: check only */
+    uint16_t    channel;      /* the current frame's channel */
+    bool        whole;        /* split mode: the current transfer's payload goes to Proton */
     uint8_t     small[CODEC_GUARD_INLINE]; /* a short performative, gathered in place */
 } codec_guard_t;
 
@@ -71,6 +102,12 @@ typedef struct codec_guard {
  * deliveries in progress (see above).  codec_guard_fini() gives that memory back. */
 void codec_guard_init(codec_guard_t *g, uint32_t max_frame, codec_guard_mem_fn mem);
 void codec_guard_fini(codec_guard_t *g);
+
+/* Split mode from now on (sink non-NULL), or check only (NULL); before the first feed. */
+void codec_guard_set_sink(codec_guard_t *g, const codec_guard_sink_t *sink);
+
+/* The payload bytes of the current frame still to come (0 when not in a payload). */
+uint32_t codec_guard_payload_left(const codec_guard_t *g);
 
 /* Bytes of the caller's memory the guard holds now: 0 when idle; at most the performative
  * being gathered (<= max_frame) plus 4 bytes per delivery in progress. */

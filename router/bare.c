@@ -57,7 +57,7 @@ bool rtr_bare_gather_WT(pn_delivery_t *d, size_t max, uint8_t **buf, size_t *len
         return false;
     char    chunk[4096];
     ssize_t n;
-    while ((n = pn_link_recv(pl, chunk, sizeof(chunk))) > 0) {
+    while ((n = rtr_link_recv_WT(pl, chunk, sizeof(chunk))) > 0) {
         if (*drop || *len + (size_t)n > max) {
             *drop = true;
             continue;

@@ -379,6 +379,8 @@ static void connector_failover_WT(rtr_conn_t *c, pn_connection_t *pc)
 
 static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
+    if (c->zin.on && pn_event_type(e) == PN_DELIVERY) /* zero-copy input: number it first */
+        rtr_zin_delivery_event_WT(c, pn_event_delivery(e));
     if (c->ir && rtr_ir_event_WT(c, e))
         return; /* an inter-router link's (router/irconn.c) */
     if (c->edge && rtr_edge_event_WT(c, e))

@@ -584,7 +584,7 @@ static void hb_delivery_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     pn_link_t *pl = pn_delivery_link(d);
     char       buf[256];
-    while (pn_link_recv(pl, buf, sizeof(buf)) > 0)
+    while (rtr_link_recv_WT(pl, buf, sizeof(buf)) > 0)
         ;
     if (pn_delivery_partial(d))
         return;

@@ -413,7 +413,7 @@ static void in_received_WT(rtr_link_t *k, rtr_in_t *in)
 static void in_discard_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
 {
     char sink[16384];
-    while (pn_delivery_pending(d) > 0 && pn_link_recv(k->pn, sink, sizeof(sink)) > 0)
+    while (rtr_delivery_pending_WT(d) > 0 && rtr_link_recv_WT(k->pn, sink, sizeof(sink)) > 0)
         ;
     if (pn_delivery_partial(d))
         return;
@@ -450,7 +450,7 @@ static bool in_too_big_WT(rtr_link_t *k, rtr_in_t *in, pn_delivery_t *d)
         return false;
     rtr_msg_t *m = in->msg;
     /* total is written by this worker only (the receiving one): no lock needed to read it */
-    uint64_t have = (m->c.streaming ? m->total : m->len) + pn_delivery_pending(d);
+    uint64_t have = (m->c.streaming ? m->total : m->len) + rtr_delivery_pending_WT(d);
     if (have <= max)
         return false;
 
@@ -568,7 +568,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 w->q2_links = k;
                 return;
             }
-            if (pn_delivery_partial(d) || pn_delivery_pending(d) > 0)
+            if (pn_delivery_partial(d) || rtr_delivery_pending_WT(d) > 0)
                 return;
             rtr_msg_stream_end_WT(m, false);
             pn_link_advance(pl);
@@ -576,7 +576,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
             return;
         }
         for (;;) {
-            size_t pending = pn_delivery_pending(d);
+            size_t pending = rtr_delivery_pending_WT(d);
             if (pending == 0 || m->len >= in->head_limit)
                 break;
             if (pending > in->head_limit - m->len)
@@ -587,13 +587,13 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
             if (m->cap == 0 && pn_delivery_partial(d) && room < RTR_HEAD_FIRST_PARTIAL)
                 room = RTR_HEAD_FIRST_PARTIAL;
             rtr_msg_reserve(m, room);
-            ssize_t n = pn_link_recv(pl, (char *)m->data + m->len, pending);
+            ssize_t n = rtr_link_recv_WT(pl, (char *)m->data + m->len, pending);
             if (n <= 0)
                 break;
             m->len += (size_t)n;
         }
         const char *why = NULL;
-        if (!pn_delivery_partial(d) && pn_delivery_pending(d) == 0) {
+        if (!pn_delivery_partial(d) && rtr_delivery_pending_WT(d) == 0) {
             if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
                 in->discard = true; /* in_discard_WT() advances and rejects */
                 in->discard_why = why ? why : "malformed message";

@@ -652,7 +652,7 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
     bool       current = d == pn_link_current(pl);
     if (!r && !current)
         return;
-    if (current && (e->k->lr_paused || (pn_delivery_pending(d) && lag_full_WT(e))))
+    if (current && (e->k->lr_paused || (rtr_delivery_pending_WT(d) && lag_full_WT(e))))
         return; /* RESUME comes back */
     bool    first = false;
     int64_t extra = 0;
@@ -680,7 +680,7 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
         bool   aborted = pn_delivery_aborted(d);
         bool   more = pn_delivery_partial(d);
         bool   settled = pn_delivery_settled(d);
-        size_t avail = aborted ? 0 : pn_delivery_pending(d);
+        size_t avail = aborted ? 0 : rtr_delivery_pending_WT(d);
         if (first || avail || aborted || !more) {
             do {
                 size_t    n = avail < LR_CHUNK ? avail : LR_CHUNK;
@@ -691,7 +691,7 @@ static void xfer_in_WT(rtr_lr_end_t *e, pn_delivery_t *d)
                 first = false;
                 if (n) {
                     m->bytes = base_malloc(n);
-                    ssize_t got = pn_link_recv(pl, m->bytes, n);
+                    ssize_t got = rtr_link_recv_WT(pl, m->bytes, n);
                     m->len = got > 0 ? (size_t)got : 0;
                 }
                 avail -= n;

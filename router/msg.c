@@ -8,6 +8,7 @@
 #include "router/msg.h"
 
 #include "core/base/list.h"
+#include "router/zin.h"
 
 #include <proton/delivery.h>
 #include <proton/link.h>
@@ -146,7 +147,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
         if (blocked)
             break;
 
-        size_t pending = pn_delivery_pending(d);
+        size_t pending = rtr_delivery_pending_WT(d);
         if (pending == 0)
             break;
         size_t room = tail ? tail->off + RTR_BUF_SIZE - total : 0;
@@ -164,7 +165,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             tail = b;
             room = RTR_BUF_SIZE;
         }
-        ssize_t n = pn_link_recv(pl, (char *)tail->data + (total - tail->off),
+        ssize_t n = rtr_link_recv_WT(pl, (char *)tail->data + (total - tail->off),
                                  room < pending ? room : pending);
         if (n <= 0)
             break;

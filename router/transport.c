@@ -228,6 +228,10 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         buf->len = room ? RTR_TLS_READ : 0;
         return;
     }
+    if (c->zin.on) { /* the connection's own read buffers (router/zin.h) */
+        rtr_zin_alloc_WT(c, &buf->base, &buf->len);
+        return;
+    }
     pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
     buf->base = rb.start;
     buf->len = rb.size;
@@ -274,16 +278,19 @@ static void input_ended_WT(rtr_conn_t *c)
     c->close_after_write = true;
 }
 
-/* Plaintext in hand (in Proton's input buffer): through the guard to Proton. */
+/* Plaintext in hand (in Proton's input buffer, or split: just read into c->zin.rb): through
+ * the guard to Proton. */
 static bool plain_in_WT(rtr_conn_t *c, const char *p, size_t n)
 {
-    if (codec_guard_feed(&c->guard, (const uint8_t *)p, n) != 0) {
+    int rc = c->zin.on ? rtr_zin_read_WT(c, n) : codec_guard_feed(&c->guard, (const uint8_t *)p, n);
+    if (rc != 0) {
         guard_refused_WT(c);
         return false;
     }
     if (c->guard.passthrough)
         rtr_lstats_bad_header_WT(c); /* Proton answers an unknown header and closes */
-    pn_connection_driver_read_done(&c->driver, n);
+    if (!c->zin.on) /* split: rtr_zin_read_WT gave Proton its bytes */
+        pn_connection_driver_read_done(&c->driver, n);
     c->in_unanswered += n;
     return true;
 }
@@ -370,6 +377,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
     if (rtr_sasl_listener_asks_cert(l))
         rtr_tls_conn_ask_cert_WT(c->tls);
     rtr_tls_put_cipher_WT(c->tls, p, n);
+    rtr_zin_off_WT(c); /* TLS keeps the old path (p was in its read buffer: copied above) */
     tls_read_WT(c);
     return true;
 }
@@ -481,6 +489,8 @@ static void timer_cb(uv_timer_t *t)
     rtr_conn_t *c = t->data;
     if (c->tls && c->tls_stalled)
         tls_read_WT(c);
+    if (rtr_zin_stalled(&c->zin))
+        rtr_zin_push_WT(c);
     rtr_conn_process_WT(c);
 }
 
@@ -492,6 +502,7 @@ static void handle_closed_cb(uv_handle_t *h)
     if (--c->handles > 0)
         return;
     rtr_conn_closed_WT(c);
+    rtr_zin_fini_WT(c); /* gives back its references on Proton's links first */
     pn_connection_driver_destroy(&c->driver);
     c->closed = true;
     if (!c->connector)
@@ -538,6 +549,8 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
  * (one session alone never gets there: its window is at most that). */
 static bool conn_in_full_WT(rtr_conn_t *c)
 {
+    if (c->zin.on) /* split: payloads wait beside Proton, whose window stays open (0009) */
+        return c->zin.queued > RTR_CONN_IN_MAX;
     if (!c->n_q2 && !c->n_lr_paused)
         return false;
     size_t held = 0;
@@ -650,6 +663,8 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
             return true; /* it ends at once, through the usual path */
         }
     }
+    if (!c->tls) /* TLS keeps the old path (router/zin.h) */
+        rtr_zin_init_WT(c);
     rtr_lstats_accepted_WT(c);
     return true;
 }
@@ -669,7 +684,13 @@ void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
     /* A client that does not read what the router writes is not read from either once
      * RTR_CONN_IN_UNANSWERED_MAX bytes came in since it last did: what it sends (transfers,
      * flows) makes the router write more (dispositions, flows), which would pile up here. */
-    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c);
+    rtr_zin_sweep_WT(c); /* the pass over the events is done */
+    bool stalled = rtr_zin_stalled(&c->zin); /* Proton has not taken the last read yet */
+    bool may_read = c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c) &&
+                    !stalled;
+    if (stalled && !pn_connection_driver_read_closed(&c->driver) &&
+        pn_connection_driver_read_buffer(&c->driver).size > 0)
+        deadline = (int64_t)uv_now(&c->worker->loop); /* it can now: from the timer */
     if (c->reading && !may_read) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;

@@ -12,6 +12,7 @@
 #include "router/ctx.h"
 
 #include "codec/frame.h"
+#include "router/zin.h"
 
 #include <proton/connection_driver.h>
 
@@ -22,9 +23,10 @@
  * it; past it the router stops reading it until it has read what the router wrote.
  * RTR_WRITE_COPY_MAX: the most copied out of Proton's buffer for a write the socket could not
  * take at once (one write in flight per connection).
- * RTR_CONN_IN_MAX: bytes of incoming transfers Proton may hold unread for the connection's
- * links stopped by Q2, all sessions together; past it the router stops reading the client
- * (also the largest incoming window of one session).
+ * RTR_CONN_IN_MAX: bytes of incoming transfers held unread for the connection's links: on a
+ * plain connection the payloads queued beside Proton (router/zin.h), all links together; on a
+ * TLS connection what Proton holds for links stopped by Q2, all sessions together; past it
+ * the router stops reading the client (also the largest incoming window of one session).
  * The frame guard and Proton's input buffer hold at most one frame each (maxFrameSize, itself
  * capped by the configuration at CFG_MAX_FRAME_SIZE_MAX). */
 #define RTR_CONN_OUT_MAX           (1u << 20)
@@ -164,6 +166,8 @@ struct rtr_conn {
     uint32_t               n_sessions; /* sessions the client began and has not ended */
     uint64_t               max_message_size; /* maxMessageSize: the listener's, or the vhost
                                                 group's once admitted; 0 = none */
+    /* zero-copy input (router/zin.h) */
+    rtr_zin_t              zin;        /* read buffers and payload queues (zin.on: split) */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

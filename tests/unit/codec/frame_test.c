@@ -511,6 +511,221 @@ static void test_proton_crash_inputs(void **state)
     assert_true(files > 0);
 }
 
+
+/* ---- split mode (the zero-copy input) ---- */
+
+/* What a split-mode guard handed on: Proton's stream (a transfer's frame put in place once
+ * its payload is all there, as router/zin.c does), the payloads, and the link reports. */
+typedef struct split_rec {
+    stream_t proton;          /* bytes for Proton, in order */
+    stream_t payload;         /* every payload byte, in order */
+    uint8_t  held[64];        /* the transfer frame waiting for its payload */
+    size_t   held_len;
+    uint32_t left;            /* its payload bytes still to come */
+    int      n_transfer;
+    int      n_more;          /* transfers with `more` */
+    int      n_aborted;
+    uint32_t lens[16];        /* each transfer's payload length */
+    int      n_attach;
+    int      n_detach;
+    int      n_end;
+    bool     refuse_attach;
+} split_rec_t;
+
+static void rec_proton(void *ctx, const uint8_t *p, size_t n)
+{
+    put(&((split_rec_t *)ctx)->proton, p, n);
+}
+
+static int rec_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
+                      const uint8_t *name, size_t len, const char **why)
+{
+    split_rec_t *r = ctx;
+    assert_int_equal(channel, 0);
+    assert_int_equal(handle, 0);
+    assert_false(role);
+    assert_int_equal(len, 1);
+    assert_int_equal(name[0], 'l');
+    r->n_attach++;
+    if (r->refuse_attach) {
+        *why = "refused by the test";
+        return -1;
+    }
+    return 0;
+}
+
+static void rec_detach(void *ctx, uint16_t channel, uint32_t handle)
+{
+    (void)channel;
+    assert_int_equal(handle, 0);
+    ((split_rec_t *)ctx)->n_detach++;
+}
+
+static void rec_end(void *ctx, uint16_t channel)
+{
+    (void)channel;
+    ((split_rec_t *)ctx)->n_end++;
+}
+
+static bool rec_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
+                         uint32_t id, bool more, bool aborted, uint32_t len,
+                         const uint8_t hdr[8], const uint8_t *perf, uint32_t perf_len)
+{
+    split_rec_t *r = ctx;
+    (void)channel;
+    (void)id_present;
+    (void)id;
+    assert_int_equal(handle, 0);
+    assert_int_equal(r->left, 0);
+    assert_true(8 + perf_len <= sizeof(r->held));
+    memcpy(r->held, hdr, 8);
+    memcpy(r->held + 8, perf, perf_len);
+    r->held_len = 8 + perf_len;
+    r->lens[r->n_transfer++] = len;
+    r->n_more += more;
+    r->n_aborted += aborted;
+    r->left = len;
+    if (len == 0)
+        put(&r->proton, r->held, r->held_len);
+    return false;
+}
+
+static void rec_payload(void *ctx, const uint8_t *p, size_t n)
+{
+    split_rec_t *r = ctx;
+    assert_true(n > 0 && n <= r->left);
+    put(&r->payload, p, n);
+    r->left -= (uint32_t)n;
+    if (r->left == 0)
+        put(&r->proton, r->held, r->held_len);
+}
+
+static int split_feed(const stream_t *s, split_rec_t *r, bool bytewise)
+{
+    bool refuse = r->refuse_attach;
+    memset(r, 0, sizeof(*r));
+    r->refuse_attach = refuse;
+    codec_guard_sink_t sink = {.ctx = r, .proton = rec_proton, .attach = rec_attach,
+                               .detach = rec_detach, .end = rec_end,
+                               .transfer = rec_transfer, .payload = rec_payload};
+    codec_guard_t g;
+    codec_guard_init(&g, 16384, test_mem);
+    codec_guard_set_sink(&g, &sink);
+    int rc = 0;
+    if (bytewise)
+        for (size_t i = 0; i < s->n && rc == 0; i++)
+            rc = codec_guard_feed(&g, s->b + i, 1);
+    else
+        rc = codec_guard_feed(&g, s->b, s->n);
+    codec_guard_fini(&g);
+    assert_int_equal(mem_live, 0);
+    return rc;
+}
+
+/* A frame whose size field says 8 + body but with an extended header of `ext` words. */
+static void frame_ext(stream_t *s, uint8_t type, int ext, const void *body, size_t len)
+{
+    uint32_t size = (uint32_t)(8 + 4 * ext + len);
+    uint8_t h[8] = {(uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8),
+                    (uint8_t)size, (uint8_t)(2 + ext), type, 0, 0};
+    put(s, h, 8);
+    for (int i = 0; i < 4 * ext; i++)
+        put(s, BYTES(0xee));
+    put(s, body, len);
+}
+
+#define XFER_FIRST 0x00, 0x53, 0x14, 0xc0, 0x09, 0x06, 0x43, 0x43, 0xa0, 0x01, '1', 0x40, 0x40, \
+                   0x41 /* [handle 0, id 0, tag "1", null, null, more true] */
+#define XFER_NEXT  0x00, 0x53, 0x14, 0xc0, 0x07, 0x06, 0x43, 0x40, 0x40, 0x40, 0x40, 0x41
+#define XFER_LAST  0x00, 0x53, 0x14, 0xc0, 0x07, 0x06, 0x43, 0x40, 0x40, 0x40, 0x40, 0x42
+
+static void test_split_strips_payloads(void **state)
+{
+    (void)state;
+    stream_t in, want, payload;
+    session_start(&in);
+    want = in;
+    payload.n = 0;
+    frame(&in, 0, NULL, 0); /* heartbeat */
+    frame(&want, 0, NULL, 0);
+    /* a flow with an extended header: Proton gets it without */
+    uint8_t flow[] = {0x00, 0x53, 0x13, 0xc0, 0x07, 0x04, 0x43, 0x52, 100, 0x43, 0x52, 100};
+    frame_ext(&in, 0, 2, flow, sizeof(flow));
+    frame(&want, 0, flow, sizeof(flow));
+    /* a three-frame delivery: payloads 300, 0 and 5 bytes */
+    uint8_t body[300];
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (uint8_t)(i * 7);
+    uint8_t first[] = {XFER_FIRST}, next[] = {XFER_NEXT}, last[] = {XFER_LAST};
+    stream_t tmp = {.n = 0};
+    put(&tmp, first, sizeof(first));
+    put(&tmp, body, sizeof(body));
+    frame(&in, 0, tmp.b, tmp.n);
+    frame(&want, 0, first, sizeof(first));
+    put(&payload, body, sizeof(body));
+    frame_ext(&in, 0, 1, next, sizeof(next));
+    frame(&want, 0, next, sizeof(next));
+    tmp.n = 0;
+    put(&tmp, last, sizeof(last));
+    put(&tmp, "hello", 5);
+    frame(&in, 0, tmp.b, tmp.n);
+    frame(&want, 0, last, sizeof(last));
+    put(&payload, "hello", 5);
+    /* detach [handle 0], end, close */
+    frame(&in, 0, BYTES(0x00, 0x53, 0x16, 0xc0, 0x02, 0x01, 0x43));
+    frame(&want, 0, BYTES(0x00, 0x53, 0x16, 0xc0, 0x02, 0x01, 0x43));
+    frame(&in, 0, BYTES(0x00, 0x53, 0x17, 0x45));
+    frame(&want, 0, BYTES(0x00, 0x53, 0x17, 0x45));
+    frame(&in, 0, BYTES(0x00, 0x53, 0x18, 0x45));
+    frame(&want, 0, BYTES(0x00, 0x53, 0x18, 0x45));
+
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        static split_rec_t r;
+        r.refuse_attach = false;
+        assert_int_equal(split_feed(&in, &r, bytewise), 0);
+        assert_int_equal(r.proton.n, want.n);
+        assert_memory_equal(r.proton.b, want.b, want.n);
+        assert_int_equal(r.payload.n, payload.n);
+        assert_memory_equal(r.payload.b, payload.b, payload.n);
+        assert_int_equal(r.n_transfer, 3);
+        assert_int_equal(r.n_more, 2);
+        assert_int_equal(r.lens[0], 300);
+        assert_int_equal(r.lens[1], 0);
+        assert_int_equal(r.lens[2], 5);
+        assert_int_equal(r.n_attach, 1);
+        assert_int_equal(r.n_detach, 1);
+        assert_int_equal(r.n_end, 2); /* end, and close (every channel) */
+    }
+    /* the unchecked guard still passes the same input */
+    expect(&in, 0);
+}
+
+static void test_split_abort_and_refusal(void **state)
+{
+    (void)state;
+    stream_t in;
+    session_start(&in);
+    uint8_t first[] = {XFER_FIRST};
+    stream_t tmp = {.n = 0};
+    put(&tmp, first, sizeof(first));
+    put(&tmp, "abc", 3);
+    frame(&in, 0, tmp.b, tmp.n);
+    frame(&in, 0, BYTES(XFER_NEXT));
+    uint8_t ab[] = {0x00, 0x53, 0x14, 0xc0, 0x0b, 0x0a, 0x43, 0x40, 0x40, 0x40, 0x40, 0x42,
+                    0x40, 0x40, 0x40, 0x41};
+    frame(&in, 0, ab, sizeof(ab)); /* aborted, no payload */
+    static split_rec_t r;
+    r.refuse_attach = false;
+    assert_int_equal(split_feed(&in, &r, false), 0);
+    assert_int_equal(r.n_transfer, 3);
+    assert_int_equal(r.n_aborted, 1);
+    assert_int_equal(r.payload.n, 3);
+    /* the caller refuses the attach: the guard fails with its reason, Proton gets no more */
+    r.refuse_attach = true;
+    assert_int_equal(split_feed(&in, &r, true), CODEC_INVALID);
+    assert_int_equal(r.n_transfer, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +739,8 @@ int main(void)
         cmocka_unit_test(test_recorded_sessions_pass),
         cmocka_unit_test(test_memory_grows_with_use),
         cmocka_unit_test(test_proton_crash_inputs),
+        cmocka_unit_test(test_split_strips_payloads),
+        cmocka_unit_test(test_split_abort_and_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
