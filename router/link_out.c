@@ -197,7 +197,7 @@ static bool link_out_full_WT(rtr_link_t *k)
  * of a zero-copy link (router/zc_out.h). */
 static void prefix_piece_WT(rtr_link_t *k, rtr_out_t *o, const uint8_t *p, size_t n)
 {
-    if (!k->zc) {
+    if (!k->zc_on) {
         link_send_WT(k, p, n);
         return;
     }
@@ -281,7 +281,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
     uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
                                                             : base_malloc(scratch_len);
-    if (k->zc) {
+    if (k->zc_on) {
         /* the composed bytes live until the last share pointing into them is written */
         if (scratch != scratch_stack)
             free(scratch);
@@ -293,7 +293,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
                            ? iov_stack
                            : base_malloc((size_t)n_iov * sizeof(*iov));
     int n = codec_compose_prefix(m->data, scan, &ra, scratch,
-                                 k->zc || scratch_len > sizeof(scratch_stack)
+                                 k->zc_on || scratch_len > sizeof(scratch_stack)
                                      ? scratch_len
                                      : sizeof(scratch_stack),
                                  iov, n_iov > 16 ? n_iov : 16);
@@ -301,7 +301,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     for (int i = 0; i < n; i++)
         if (iov[i].len)
             link_send_cut_WT(k, o, iov[i].base, iov[i].len, cut, cut_len);
-    if (scratch != scratch_stack && !k->zc)
+    if (scratch != scratch_stack && !k->zc_on)
         free(scratch);
     if (iov != iov_stack)
         free(iov);
@@ -359,7 +359,7 @@ static void out_abort_WT(rtr_link_t *k, rtr_out_t *o)
     }
     /* a placeholder Proton has not framed is dropped with the delivery's bytes: its share
      * is never spliced */
-    if (k->zc && pn_delivery_pending(o->pn) > 0)
+    if (k->zc_on && k->zc && pn_delivery_pending(o->pn) > 0)
         rtr_zc_drop_tail_WT(k->conn, k->zc);
     pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
     pn_delivery_abort(o->pn);
@@ -493,13 +493,13 @@ void rtr_link_pump_WT(rtr_link_t *k)
     if (!pl || !k->open)
         return;
     if (!k->zc_decided) {
-        /* the mode is chosen here, before the link's attach frame is written (the pump runs
-         * before the write in rtr_conn_process_WT): the writer binds the FIFO by that attach.
-         * TLS connections and link-routed links keep the old path (rtr_zc_link_fifo_WT), as
-         * do the other pn_link_send users (linkroute.c, edgeconn.c, irconn.c,
-         * edge_lookup.c), whose frames pass the writer unchanged. */
+        /* zero-copy output or the old path, chosen once, at the first pump: placeholder
+         * mode on plain connections (rtr_zc_link_active_WT); TLS connections, link-routed
+         * links and links sharing a name keep the old path, as do the other pn_link_send
+         * users (linkroute.c, edgeconn.c, irconn.c, edge_lookup.c), whose frames pass the
+         * writer unchanged */
         k->zc_decided = true;
-        k->zc = rtr_zc_link_fifo_WT(k);
+        k->zc_on = rtr_zc_link_active_WT(k);
     }
 
     while (k->next_send) {
@@ -518,7 +518,7 @@ void rtr_link_pump_WT(rtr_link_t *k)
             out_send_prefix_WT(k, o);
             o->prefix_done = true;
         }
-        if (k->zc) {
+        if (k->zc_on) {
             int r = zc_send_WT(k, o);
             if (r < 0)
                 return; /* waiting for framing, the output budget or the message's bytes */

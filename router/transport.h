@@ -78,9 +78,10 @@ struct rtr_link {
     bool         lr_paused;  /* link-routed, receiving: its bytes wait in Proton until the
                                 other end caught up (counts as q2 for RTR_CONN_IN_MAX) */
     /* zero-copy output (router/zc_out.h) */
-    struct rtr_zc_fifo *zc;  /* OUT: its shares, placeholder mode; NULL: the old path */
-    bool         zc_decided; /* OUT: the mode was chosen (at its first pump, before its attach
-                                frame is written: the attach binds the FIFO) */
+    struct rtr_zc_fifo *zc;  /* OUT: its FIFO record (made with the link, so that its attach
+                                frame binds it), NULL once gone or on a TLS connection */
+    bool         zc_decided; /* OUT: the mode was chosen (at its first pump) */
+    bool         zc_on;      /* OUT: placeholder mode; false: the old path */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at

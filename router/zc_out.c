@@ -134,33 +134,32 @@ void rtr_zc_conn_free_WT(rtr_conn_t *c)
     c->zc = NULL;
 }
 
-rtr_zc_fifo_t *rtr_zc_link_fifo_WT(rtr_link_t *k)
+void rtr_zc_link_new_WT(rtr_link_t *k)
 {
     rtr_conn_t    *c = k->conn;
     rtr_zc_conn_t *z = c->zc;
-    /* TLS connections keep the old path (the TLS layer copies anyway), as do link-routed
-     * links (linkroute.c's own pn_link_send) */
-    if (!z || c->tls || k->lr || !k->pn)
-        return NULL;
-    uint32_t rmax = pn_transport_get_remote_max_frame(c->driver.transport);
-    if (rmax && rmax < 512)
-        return NULL;
-    const char *name = pn_link_name(k->pn);
-    if (!name)
-        return NULL;
-    /* the attach frame binds the FIFO by name: no other sending link of that name */
-    for (rtr_link_t *o = c->links; o; o = o->next)
-        if (o != k && o->pn && pn_link_is_sender(o->pn) && strcmp(pn_link_name(o->pn), name) == 0)
-            return NULL;
-    for (rtr_zc_fifo_t *f = z->fifos; f; f = f->next)
-        if (!f->done && strcmp(f->name, name) == 0)
-            return NULL;
-    rtr_zc_fifo_t *f = base_calloc(1, sizeof(*f));
+    /* TLS connections keep the old path (the TLS layer copies anyway) */
+    if (!z || c->tls || !k->pn)
+        return;
+    const char    *name = pn_link_name(k->pn);
+    rtr_zc_fifo_t *f = base_calloc(1, sizeof(*f)), **pp = &z->fifos;
     f->link = k;
-    f->name = base_strdup(name);
-    f->next = z->fifos;
-    z->fifos = f;
-    return f;
+    f->name = base_strdup(name ? name : "");
+    for (; *pp; pp = &(*pp)->next)
+        if (!(*pp)->done && strcmp((*pp)->name, f->name) == 0)
+            f->mode = RTR_ZC_PASSIVE; /* which attach is whose: by order only */
+    *pp = f; /* last: the oldest link's FIFO binds the first attach of a name */
+    k->zc = f;
+}
+
+bool rtr_zc_link_active_WT(rtr_link_t *k)
+{
+    rtr_zc_fifo_t *f = k->zc;
+    if (!f)
+        return false;
+    if (f->mode == RTR_ZC_UNDECIDED)
+        f->mode = k->lr ? RTR_ZC_PASSIVE : RTR_ZC_ACTIVE; /* linkroute.c sends its own */
+    return f->mode == RTR_ZC_ACTIVE;
 }
 
 void rtr_zc_link_gone_WT(rtr_link_t *k)
@@ -491,7 +490,7 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
             rtr_zc_fifo_t *f = code == ZC_TRANSFER ? bind_find(z, ch, handle) : NULL;
             if (code == ZC_DETACH)
                 unbind_WT(z, ch, handle, false);
-            if (!f) { /* a detach, or a transfer of a link on the old path */
+            if (!f || f->mode != RTR_ZC_ACTIVE) { /* a detach, or a link on the old path */
                 z->pass_left = size;
                 continue;
             }

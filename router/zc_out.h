@@ -63,11 +63,22 @@ struct rtr_zc_share {
 /* The shares of one outgoing link in placeholder mode, oldest first.  Owned by the
  * connection's zero-copy state (it outlives the link record while Proton's output still
  * holds the link's frames). */
+/* Its mode: chosen at the link's first pump (its first copy); a link never mixes the two. */
+enum {
+    RTR_ZC_UNDECIDED, /* no copy sent yet */
+    RTR_ZC_ACTIVE,    /* placeholder mode: every transfer frame of the link takes a share */
+    RTR_ZC_PASSIVE,   /* the old path (a link-routed link, or a name another link of the
+                         connection has): the record only keeps the attach frames' order */
+};
+
 typedef struct rtr_zc_fifo rtr_zc_fifo_t;
 struct rtr_zc_fifo {
-    rtr_zc_fifo_t  *next;    /* in the connection's list */
+    rtr_zc_fifo_t  *next;    /* in the connection's list, oldest link first */
     rtr_link_t     *link;    /* NULL once the link record forgot it */
-    char           *name;    /* the link's name: its attach frame binds the FIFO */
+    char           *name;    /* the link's name: its attach frame binds the FIFO (the oldest
+                                unbound FIFO of that name: Proton writes attaches in the
+                                order the links were made) */
+    uint8_t         mode;    /* RTR_ZC_* */
     bool            bound;   /* its attach was written: (ch, handle) name it */
     bool            done;    /* its detach (or its session's end) was written */
     bool            want;    /* the link waits for Proton to frame its last placeholder */
@@ -83,10 +94,12 @@ typedef struct rtr_zc_conn rtr_zc_conn_t;
 rtr_zc_conn_t *rtr_zc_conn_new_WT(void);
 void           rtr_zc_conn_free_WT(rtr_conn_t *c);
 
-/* Link k (outgoing, open, about to send its first copy): its FIFO, or NULL for the old path
- * (a TLS connection, a link-routed link, a peer's max-frame-size below 512, another sending
- * link of the same name on the connection: the attach frame must name one FIFO). */
-rtr_zc_fifo_t *rtr_zc_link_fifo_WT(rtr_link_t *k);
+/* A new outgoing link k (rtr_link_new_WT, before anything of it can be written): its FIFO
+ * record (k->zc), on a plain connection; passive when another link of the connection whose
+ * frames may still come has its name (the attach frames must name one FIFO each). */
+void rtr_zc_link_new_WT(rtr_link_t *k);
+/* Link k's first pump: is it in placeholder mode?  (Not a link-routed link.) */
+bool rtr_zc_link_active_WT(rtr_link_t *k);
 /* Link k's record goes: its FIFO stays (its frames may still be in Proton's output). */
 void rtr_zc_link_gone_WT(rtr_link_t *k);
 /* The largest share of one frame on c (remote max-frame-size less the header and the
