@@ -569,18 +569,17 @@ static bool topup_WT(rtr_conn_t *c)
 static void advance_WT(rtr_conn_t *c, size_t n)
 {
     rtr_zc_conn_t *z = c->zc;
+    size_t         give = 0; /* Proton's bytes taken: given back at once (each
+                                pn_connection_driver_write_done moves Proton's buffer) */
     while (z->head < z->n_items) {
         zc_item_t *it = &z->items[z->head];
         size_t     k;
         if (it->kind == IT_PROTON) {
             k = n < it->len ? n : it->len;
-            if (k) {
-                pn_connection_driver_write_done(&c->driver, k);
-                z->done += k;
-                it->pos += k;
-                it->len -= k;
-                n -= k;
-            }
+            give += k;
+            it->pos += k;
+            it->len -= k;
+            n -= k;
             if (it->len)
                 break;
         } else if (it->kind == IT_HDR) {
@@ -589,8 +588,7 @@ static void advance_WT(rtr_conn_t *c, size_t n)
             n -= k;
             if (it->off < 8)
                 break;
-            pn_connection_driver_write_done(&c->driver, 8);
-            z->done += 8;
+            give += 8;
         } else {
             size_t left = it->share->len - it->off;
             k = left < n ? left : n;
@@ -598,8 +596,7 @@ static void advance_WT(rtr_conn_t *c, size_t n)
             n -= k;
             if (it->off < it->share->len)
                 break;
-            pn_connection_driver_write_done(&c->driver, 1);
-            z->done += 1;
+            give += 1; /* the placeholder */
             rtr_zc_share_free(it->share);
         }
         z->head++;
@@ -607,6 +604,10 @@ static void advance_WT(rtr_conn_t *c, size_t n)
     BASE_BUG_ON(n != 0);
     if (z->head == z->n_items)
         z->head = z->n_items = 0;
+    if (give) {
+        pn_connection_driver_write_done(&c->driver, give);
+        z->done += give;
+    }
 }
 
 /* The queue's next bytes as at most `max` buffers.  With `copy` (a uv_write: Proton may move
@@ -679,9 +680,8 @@ bool rtr_zc_write_WT(rtr_conn_t *c, uv_write_cb cb)
         for (;;) {
             wb = pn_connection_driver_write_buffer(&c->driver);
             if (!scan_WT(c, wb) || !topup_WT(c))
-                break;
+                break; /* wb stays valid: only Proton's output calls move its buffer */
         }
-        wb = pn_connection_driver_write_buffer(&c->driver);
         if (z->head == z->n_items) {
             if (wb.size == 0)
                 return true; /* the client took everything Proton framed */
