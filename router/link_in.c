@@ -89,6 +89,8 @@ rtr_link_t *rtr_link_new_WT(rtr_conn_t *c, pn_link_t *pl, bool out)
     BASE_DLIST_PUSH(c->links, k, prev, next);
     w->n_links++;
     pn_link_set_context(pl, k);
+    if (out)
+        rtr_zc_link_new_WT(k); /* zero-copy output: before its attach can be written */
     return k;
 }
 

@@ -59,11 +59,15 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
         k->queued--;
     }
     BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
+    rtr_zc_blob_unref(o->zc_blob);
+    free(o->zc_pre);
     rtr_msg_unref(o->msg);
     free(o->to_override);
     rtr_out_t_free(o);
     w->n_outs--;
 }
+
+static void out_abort_WT(rtr_link_t *k, rtr_out_t *o);
 
 /* ---------------------------------------------------------------- zero credit
  * qdrouterd's zeroCreditSeconds and linksBlocked: a link's credit is looked at where the
@@ -189,15 +193,30 @@ static bool link_out_full_WT(rtr_link_t *k)
     return true;
 }
 
-/* Hand p[0, n) of an outgoing copy's prefix to Proton less the bytes in cut[0, cut_len) (the
+/* A piece of copy o's prefix: to Proton (the old path), or kept as a piece for the shares
+ * of a zero-copy link (router/zc_out.h). */
+static void prefix_piece_WT(rtr_link_t *k, rtr_out_t *o, const uint8_t *p, size_t n)
+{
+    if (!k->zc_on) {
+        link_send_WT(k, p, n);
+        return;
+    }
+    if (o->zc_pre_n == o->zc_pre_cap) {
+        o->zc_pre_cap = o->zc_pre_cap ? 2 * o->zc_pre_cap : 8;
+        o->zc_pre = base_realloc(o->zc_pre, o->zc_pre_cap * sizeof(*o->zc_pre));
+    }
+    o->zc_pre[o->zc_pre_n++] = (rtr_zc_piece_t){.p = p, .len = n};
+}
+
+/* Hand p[0, n) of an outgoing copy's prefix on less the bytes in cut[0, cut_len) (the
  * message's delivery annotations toward a peer they would break, docs/brokers.md R13). */
-static void link_send_cut_WT(rtr_link_t *k, const uint8_t *p, size_t n, const uint8_t *cut,
-                             size_t cut_len)
+static void link_send_cut_WT(rtr_link_t *k, rtr_out_t *o, const uint8_t *p, size_t n,
+                             const uint8_t *cut, size_t cut_len)
 {
     codec_bytes_t part[2];
     int           np = rtr_quirk_cut(p, n, cut, cut_len, part);
     for (int i = 0; i < np; i++)
-        link_send_WT(k, part[i].ptr, part[i].len);
+        prefix_piece_WT(k, o, part[i].ptr, part[i].len);
 }
 
 static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
@@ -252,7 +271,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     }
     if (!ra.write && scan->ma_router_count == 0) {
         if (scan->body_off)
-            link_send_cut_WT(k, m->data, scan->body_off, cut, cut_len);
+            link_send_cut_WT(k, o, m->data, scan->body_off, cut, cut_len);
         return;
     }
     uint8_t scratch_stack[1024];
@@ -262,18 +281,27 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
     uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
                                                             : base_malloc(scratch_len);
+    if (k->zc_on) {
+        /* the composed bytes live until the last share pointing into them is written */
+        if (scratch != scratch_stack)
+            free(scratch);
+        o->zc_blob = base_malloc(sizeof(*o->zc_blob) + scratch_len);
+        o->zc_blob->refs = 1;
+        scratch = o->zc_blob->data;
+    }
     codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)
                            ? iov_stack
                            : base_malloc((size_t)n_iov * sizeof(*iov));
     int n = codec_compose_prefix(m->data, scan, &ra, scratch,
-                                 scratch_len > sizeof(scratch_stack) ? scratch_len
-                                                                     : sizeof(scratch_stack),
+                                 k->zc_on || scratch_len > sizeof(scratch_stack)
+                                     ? scratch_len
+                                     : sizeof(scratch_stack),
                                  iov, n_iov > 16 ? n_iov : 16);
     BASE_BUG_ON(n < 0);
     for (int i = 0; i < n; i++)
         if (iov[i].len)
-            link_send_cut_WT(k, iov[i].base, iov[i].len, cut, cut_len);
-    if (scratch != scratch_stack)
+            link_send_cut_WT(k, o, iov[i].base, iov[i].len, cut, cut_len);
+    if (scratch != scratch_stack && !k->zc_on)
         free(scratch);
     if (iov != iov_stack)
         free(iov);
@@ -292,14 +320,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
         codec_bytes_t b = rtr_msg_reader_peek(m, &o->reader, RTR_SEND_CHUNK, &complete,
                                               &aborted);
         if (aborted) {
-            if (o->in) {
-                core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
-                report_WT(k, o->in, &d);
-            }
-            pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
-            pn_delivery_abort(o->pn);
-            o->pn = NULL;
-            out_free_WT(k, o);
+            out_abort_WT(k, o);
             return 0;
         }
         if (b.len) {
@@ -320,12 +341,166 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
     }
 }
 
+/* ---------------------------------------------------------------- zero-copy output
+ * A link in placeholder mode (router/zc_out.h) gives Proton one placeholder byte per frame,
+ * the next only once Proton framed the previous one (pn_delivery_pending back at 0), and
+ * pn_link_advance with the last; each frame's share of the copy goes to the link's FIFO,
+ * which the writer splices in place of the placeholder.  A frame takes at most
+ * rtr_zc_share_max_WT() bytes: the peer's max-frame-size less the header and a bound on
+ * the performative, so Proton never splits a placeholder frame and the last placeholder is
+ * known when it is given. */
+
+/* A streamed copy was aborted by its sender: abort the delivery and free the copy. */
+static void out_abort_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    if (o->in) {
+        core_disposition_t d = {.outcome = CORE_OUTCOME_MODIFIED, .delivery_failed = true};
+        report_WT(k, o->in, &d);
+    }
+    /* a placeholder Proton has not framed is dropped with the delivery's bytes: its share
+     * is never spliced */
+    if (k->zc_on && k->zc && pn_delivery_pending(o->pn) > 0)
+        rtr_zc_drop_tail_WT(k->conn, k->zc);
+    pn_delivery_set_context(o->pn, RTR_DLV_FORGOTTEN);
+    pn_delivery_abort(o->pn);
+    o->pn = NULL;
+    out_free_WT(k, o);
+}
+
+/* Give Proton the next placeholder of copy o, its share queued.  Returns 1: it was the last
+ * (not yet advanced), 2: more frames follow, 0: the sender aborted (o is freed), -1: waiting
+ * for the message's bytes (o is on the worker's waiters). */
+static int zc_give_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    rtr_conn_t    *c = k->conn;
+    rtr_msg_t     *m = o->msg;
+    size_t         max = rtr_zc_share_max_WT(c);
+    rtr_zc_piece_t pc[RTR_ZC_PIECES_MAX];
+    uint32_t       n = 0;
+    size_t         len = 0;
+    uint8_t       *copy = NULL;
+    size_t         copy_len = 0;
+    bool           last = false;
+    while (len < max && o->zc_pre_i < o->zc_pre_n && n < RTR_ZC_PIECES_MAX) {
+        const rtr_zc_piece_t *p = &o->zc_pre[o->zc_pre_i];
+        size_t                t = p->len - o->zc_pre_off;
+        if (t > max - len)
+            t = max - len;
+        pc[n++] = (rtr_zc_piece_t){.p = p->p + o->zc_pre_off, .len = t};
+        len += t;
+        o->zc_pre_off += t;
+        if (o->zc_pre_off == p->len) {
+            o->zc_pre_i++;
+            o->zc_pre_off = 0;
+        }
+    }
+    bool pre_done = o->zc_pre_i == o->zc_pre_n;
+    if (pre_done && !m->c.streaming) {
+        size_t body = m->len - m->scan.body_off;
+        size_t t = body - o->sent;
+        if (t > max - len)
+            t = max - len;
+        if (t && n < RTR_ZC_PIECES_MAX) {
+            pc[n++] = (rtr_zc_piece_t){.p = m->data + m->scan.body_off + o->sent, .len = t};
+            len += t;
+            o->sent += t;
+        }
+        last = o->sent == body;
+    } else if (pre_done) {
+        while (len < max && n < RTR_ZC_PIECES_MAX) {
+            bool          complete, aborted;
+            codec_bytes_t b = rtr_msg_reader_peek(m, &o->reader, max - len, &complete,
+                                                  &aborted);
+            if (aborted) {
+                free(copy);
+                out_abort_WT(k, o);
+                return 0;
+            }
+            if (b.len) {
+                if (b.ptr >= m->data && b.ptr < m->data + m->len) {
+                    pc[n++] = (rtr_zc_piece_t){.p = b.ptr, .len = b.len}; /* the head: stays */
+                } else {
+                    /* a chain buffer is freed once every reader passed it, which this one
+                     * has once it advances: the share keeps a copy */
+                    if (!copy)
+                        copy = base_malloc(max);
+                    memcpy(copy + copy_len, b.ptr, b.len);
+                    if (n && pc[n - 1].p + pc[n - 1].len == copy + copy_len)
+                        pc[n - 1].len += b.len;
+                    else
+                        pc[n++] = (rtr_zc_piece_t){.p = copy + copy_len, .len = b.len};
+                    copy_len += b.len;
+                }
+                len += b.len;
+                rtr_msg_reader_advance(m, &o->reader, b.len);
+                continue;
+            }
+            if (complete) {
+                last = true;
+                break;
+            }
+            if (len)
+                break; /* this frame takes what is there; the rest goes in the next */
+            if (rtr_msg_reader_wait(m, &o->reader)) {
+                rtr_worker_t *w = c->worker;
+                if (!o->on_wait) {
+                    o->on_wait = true;
+                    BASE_DLIST_PUSH(w->waiters, o, wprev, wnext);
+                }
+                return -1;
+            }
+        }
+    }
+    rtr_zc_share_t *s = base_malloc(sizeof(*s) + n * sizeof(s->pieces[0]));
+    core_content_ref(&m->c, 1);
+    s->msg = m;
+    s->blob = o->zc_blob;
+    if (s->blob)
+        s->blob->refs++;
+    s->copy = copy;
+    s->len = len;
+    s->n = n;
+    memcpy(s->pieces, pc, n * sizeof(pc[0]));
+    rtr_zc_push_WT(c, k->zc, s);
+    pn_link_send(k->pn, "", 1); /* the placeholder: one byte, one frame */
+    c->out_queued += len;
+    return last ? 1 : 2;
+}
+
+/* Send copy o on a zero-copy link: its placeholders, one frame at a time.  Returns 1 when
+ * the last was given (the caller advances), 0 when the sender aborted (o is freed), -1 when
+ * it waits: for Proton to frame the previous placeholder (the writer tops it up, zc_out.c),
+ * for the output budget or for the message's bytes. */
+static int zc_send_WT(rtr_link_t *k, rtr_out_t *o)
+{
+    for (;;) {
+        if (pn_delivery_pending(o->pn) > 0) {
+            k->zc->want = true;
+            return -1;
+        }
+        if (link_out_full_WT(k))
+            return -1;
+        int r = zc_give_WT(k, o);
+        if (r != 2)
+            return r;
+    }
+}
+
 /* Push queued copies into Proton while the receiver has credit and the session has room. */
 void rtr_link_pump_WT(rtr_link_t *k)
 {
     pn_link_t *pl = k->pn;
     if (!pl || !k->open)
         return;
+    if (!k->zc_decided) {
+        /* zero-copy output or the old path, chosen once, at the first pump: placeholder
+         * mode on plain connections (rtr_zc_link_active_WT); TLS connections, link-routed
+         * links and links sharing a name keep the old path, as do the other pn_link_send
+         * users (linkroute.c, edgeconn.c, irconn.c, edge_lookup.c), whose frames pass the
+         * writer unchanged */
+        k->zc_decided = true;
+        k->zc_on = rtr_zc_link_active_WT(k);
+    }
 
     while (k->next_send) {
         rtr_out_t *o = k->next_send;
@@ -342,6 +517,14 @@ void rtr_link_pump_WT(rtr_link_t *k)
         if (!o->prefix_done) {
             out_send_prefix_WT(k, o);
             o->prefix_done = true;
+        }
+        if (k->zc_on) {
+            int r = zc_send_WT(k, o);
+            if (r < 0)
+                return; /* waiting for framing, the output budget or the message's bytes */
+            if (r == 0)
+                continue; /* aborted: o is gone */
+            goto sent;
         }
         if (m->c.streaming) {
             int r = out_stream_WT(k, o);
@@ -449,6 +632,7 @@ void rtr_link_out_cleanup_WT(rtr_link_t *k)
     }
     k->next_send = NULL;
     k->queued = 0;
+    rtr_zc_link_gone_WT(k); /* its shares stay until its frames are written or dropped */
     if (k->blocked) {
         k->blocked = false;
         k->conn->n_blocked--;

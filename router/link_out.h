@@ -9,6 +9,7 @@
 
 #include "router/msg.h"
 #include "router/transport.h"
+#include "router/zc_out.h"
 
 /* Bytes handed to pn_link_send() at a time. */
 #define RTR_SEND_CHUNK (64u << 10)
@@ -33,6 +34,13 @@ struct rtr_out {
                                       heap), or NULL */
     uint8_t           to_phase;  /* with it: x-opt-qd.phase, 0 for none */
     bool              to_router; /* core_work_t send.to_router */
+    /* zero-copy output (router/zc_out.h): the prefix's pieces not yet in a share */
+    rtr_zc_blob_t    *zc_blob;  /* the composed prefix bytes (a reference), or NULL */
+    rtr_zc_piece_t   *zc_pre;   /* the prefix's pieces (heap), or NULL */
+    uint32_t          zc_pre_n;   /* pieces */
+    uint32_t          zc_pre_cap; /* allocated */
+    uint32_t          zc_pre_i;   /* first piece not completely in a share */
+    size_t            zc_pre_off; /* bytes of it already in a share */
 };
 
 /* Pooled (core/base/pool.h): allocated and freed on its link's worker. */

@@ -24,6 +24,7 @@
 #include "router/link_auto.h"
 #include "router/lstats.h"
 #include "router/tls.h"
+#include "router/zc_out.h"
 
 #include "router/authsvc.h"
 #include "router/conn_watch.h"
@@ -109,6 +110,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
     if (!stats_obj_is_none(c->stats)) /* live or sink; this worker wrote it last */
         stats_object_retire(w->ctx->stats->reg, c->stats);
     free(c->wreq); /* a write cancelled by the close */
+    rtr_zc_conn_free_WT(c);
     codec_guard_fini(&c->guard);
     rtr_tls_conn_free_WT(c->tls);
     free(c->ws_tls);
@@ -125,6 +127,7 @@ void rtr_conn_free_WT(rtr_conn_t *c)
 void rtr_link_unlink_WT(rtr_link_t *k)
 {
     rtr_conn_t *c = k->conn;
+    rtr_zc_link_gone_WT(k);
     BASE_DLIST_REMOVE(c->links, k, prev, next);
     c->worker->n_links--;
     free(k);
@@ -145,13 +148,16 @@ static void *guard_mem(void *p, size_t n)
 
 /* Bytes of copies Proton holds but has not framed (a session or link window of the client's
  * is closed): what stays of the connection's output budget once the socket took everything
- * Proton framed. */
+ * Proton framed.  Zero-copy links (router/zc_out.h) hold one placeholder byte in Proton per
+ * frame not yet framed: their shares' bytes count instead. */
 static size_t conn_unframed_WT(rtr_conn_t *c)
 {
-    size_t n = 0;
+    size_t n = 0, ph, zc_bytes;
     for (pn_session_t *s = pn_session_head(c->driver.connection, 0); s; s = pn_session_next(s, 0))
         n += pn_session_outgoing_bytes(s);
-    return n;
+    rtr_zc_unframed_WT(c, &ph, &zc_bytes);
+    /* a placeholder of a link gone may stay counted in Proton after its share is dropped */
+    return (n > ph ? n - ph : 0) + zc_bytes;
 }
 
 static void write_cb(uv_write_t *req, int status);
@@ -165,6 +171,15 @@ void rtr_conn_write_WT(rtr_conn_t *c)
 {
     if (c->tls) {
         tls_write_WT(c);
+        return;
+    }
+    if (c->zc) {
+        if (rtr_zc_write_WT(c, write_cb)) {
+            /* the client has read everything Proton framed: the budgets start again */
+            c->in_unanswered = 0;
+            if (c->out_queued)
+                c->out_queued = conn_unframed_WT(c);
+        }
         return;
     }
     while (!c->writing && !c->closing) {
@@ -208,6 +223,8 @@ static void write_cb(uv_write_t *req, int status)
         return;
     if (status < 0)
         pn_connection_driver_write_close(&c->driver);
+    else if (c->zc && !c->tls) /* Proton's bytes and the shares written (zc_out.c) */
+        rtr_zc_written_WT(c, c->wlen);
     else if (!c->tls) /* TLS gives Proton its bytes back in tls_write_WT() */
         pn_connection_driver_write_done(&c->driver, c->wlen);
     c->wlen = 0;
@@ -631,6 +648,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     }
     pn_connection_driver_init(&c->driver, pc, t);
     codec_guard_init(&c->guard, l->max_frame_size, guard_mem);
+    c->zc = rtr_zc_conn_new_WT(); /* used unless the connection turns out to be TLS */
     c->guard.client = c->connector != NULL;
 
     /* uv_tcp_open takes any stream socket: a WebSocket's unix socketpair end reads and writes

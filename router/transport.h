@@ -79,6 +79,11 @@ struct rtr_link {
                                 transfers already on their way may still use */
     bool         lr_paused;  /* link-routed, receiving: its bytes wait in Proton until the
                                 other end caught up (counts as q2 for RTR_CONN_IN_MAX) */
+    /* zero-copy output (router/zc_out.h) */
+    struct rtr_zc_fifo *zc;  /* OUT: its FIFO record (made with the link, so that its attach
+                                frame binds it), NULL once gone or on a TLS connection */
+    bool         zc_decided; /* OUT: the mode was chosen (at its first pump) */
+    bool         zc_on;      /* OUT: placeholder mode; false: the old path */
 };
 
 /* A write the socket could not take at once: the request and its copy of Proton's bytes (at
@@ -168,6 +173,9 @@ struct rtr_conn {
                                                 group's once admitted; 0 = none */
     /* zero-copy input (router/zin.h) */
     rtr_zin_t              zin;        /* read buffers and payload queues (zin.on: split) */
+    /* zero-copy output (router/zc_out.h) */
+    struct rtr_zc_conn    *zc;         /* the writer that splices shares in (plain
+                                          connections; a TLS one keeps the old path) */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */
@@ -215,7 +223,8 @@ void rtr_pn_conn_set_error_WT(pn_connection_t *pc, const char *name, const char 
  * false when the socket cannot be taken (fd closed, c's handles closing). */
 bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket);
 /* Write what Proton framed (uv_try_write, then one uv_write of a copy when the socket is
- * full); resets the budgets once the client took everything. */
+ * full; on a plain connection with the outgoing copies' payloads spliced in beside Proton,
+ * router/zc_out.h); resets the budgets once the client took everything. */
 void rtr_conn_write_WT(rtr_conn_t *c);
 /* initialHandshakeTimeoutSeconds ran out: close with an error once written. */
 void rtr_conn_handshake_expired_WT(rtr_conn_t *c);
