@@ -232,6 +232,8 @@ static void write_cb(uv_write_t *req, int status)
     rtr_conn_process_WT(c);
 }
 
+static bool conn_in_full_WT(rtr_conn_t *c);
+
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     rtr_conn_t *c = h->data;
@@ -246,6 +248,14 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         return;
     }
     if (c->zin.on) { /* the connection's own read buffers (router/zin.h) */
+        /* libuv reads up to 32 times per poll while buffers come: the budget is checked
+         * before each read, not only after the loop's pass (UV_ENOBUFS stops reading, arming
+         * starts it again) */
+        if (conn_in_full_WT(c)) {
+            buf->base = NULL;
+            buf->len = 0;
+            return;
+        }
         rtr_zin_alloc_WT(c, &buf->base, &buf->len);
         return;
     }

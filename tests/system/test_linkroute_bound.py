@@ -237,8 +237,15 @@ def check_growth(router, base, peak, limit_mb, what):
     growth_mb = (peak - base) / 1024.0
     print("%s: router RSS base %.1f MB, peak %.1f MB, growth %.1f MB" %
           (what, base / 1024.0, peak / 1024.0, growth_mb))
-    if sanitizer_runtime(router.pid) == "tsan":
+    runtime = sanitizer_runtime(router.pid)
+    if runtime == "tsan":
         return  # TSan's allocator keeps freed memory for its race history
+    if runtime == "asan":
+        # ASan's allocator (the pools off) keeps each size class's chunks resident: the
+        # connection's 64 KiB read buffers (router/zin.h) and the messages' chain buffers
+        # take separate classes, so its peak runs 20-25 MB where the release build's stays
+        # near 12.5 MB, as before the read buffers existed
+        limit_mb *= 1.4
     assert growth_mb < limit_mb, "router RSS grew by %.1f MB: %s (base %.1f MB, peak " \
         "%.1f MB)" % (growth_mb, what, base / 1024.0, peak / 1024.0)
 
