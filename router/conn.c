@@ -381,6 +381,8 @@ static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
     if (c->zin.on && pn_event_type(e) == PN_DELIVERY) /* zero-copy input: number it first */
         rtr_zin_delivery_event_WT(c, pn_event_delivery(e));
+    else if (pn_event_type(e) == PN_LINK_FINAL)
+        rtr_zin_link_final_WT(c, pn_event_link(e));
     if (c->ir && rtr_ir_event_WT(c, e))
         return; /* an inter-router link's (router/irconn.c) */
     if (c->edge && rtr_edge_event_WT(c, e))

@@ -145,10 +145,8 @@ static void zq_compact(rtr_zq_t *q)
 static void zq_free(rtr_zq_t *q)
 {
     zq_clear(q);
-    if (q->pl) {
+    if (q->pl) /* a link Proton has not finalized: it must not find the freed queue */
         pn_record_set(pn_link_attachments(q->pl), ZIN_LINK, NULL);
-        pn_decref(q->pl);
-    }
     free(q->name);
     free(q);
 }
@@ -222,7 +220,7 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
          * and so does the first unless a Proton link claimed its queue already (only the
          * name tells them apart) */
         whole = true;
-        if (!q->pl && !q->whole) {
+        if (!q->claimed && !q->whole) {
             if (q->head) {
                 *why = "attach: a sender of that name is attached on this connection";
                 return -1;
@@ -490,12 +488,12 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
         const char *name = pn_link_name(pl);
         size_t      len = strlen(name);
         for (q = z->queues; q; q = q->next)
-            if (!q->pl && !q->whole && q->name_len == len && memcmp(q->name, name, len) == 0)
+            if (!q->claimed && !q->whole && q->name_len == len && memcmp(q->name, name, len) == 0)
                 break;
         if (!q)
             return;
+        q->claimed = true;
         q->pl = pl;
-        pn_incref(pl);
         pn_record_t *r = pn_link_attachments(pl);
         pn_record_def(r, ZIN_LINK, PN_VOID);
         pn_record_set(r, ZIN_LINK, q);
@@ -514,6 +512,16 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
         q->live_seq = seq + 1;
         z->sweep = true;
     }
+}
+
+void rtr_zin_link_final_WT(rtr_conn_t *c, pn_link_t *pl)
+{
+    rtr_zq_t *q = zq_of(pl);
+    if (!q)
+        return;
+    pn_record_set(pn_link_attachments(pl), ZIN_LINK, NULL);
+    q->pl = NULL;
+    c->zin.sweep = true; /* its slices go (nobody can read them now) */
 }
 
 void rtr_zin_sweep_WT(rtr_conn_t *c)

@@ -87,7 +87,9 @@ struct rtr_zq {
     bool        whole;        /* a name attached twice: its transfers go to Proton whole */
     bool        more_pending; /* Proton's link->more_pending, mirrored */
     uint32_t    more_id;      /* Proton's link->more_id, mirrored */
-    pn_link_t  *pl;           /* the Proton link that claimed it (a reference), or NULL */
+    bool        claimed;      /* a Proton link claimed it (pl, until Proton finalizes it) */
+    pn_link_t  *pl;           /* that link, or NULL: unclaimed, or finalized by Proton
+                                 (PN_LINK_FINAL: rtr_zin_link_final_WT) */
     rtr_zent_t *head;         /* slices, oldest first */
     rtr_zent_t *tail;         /* newest */
     size_t      bytes;        /* their bytes */
@@ -147,6 +149,9 @@ static inline bool rtr_zin_stalled(const rtr_zin_t *z)
 /* A PN_DELIVERY event on c (before it is dispatched): a receiver's delivery gets its number
  * in its link's queue, the queue claimed on the link's first. */
 void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d);
+/* PN_LINK_FINAL: Proton frees pl once the event is done; its queue forgets it (a queue holds
+ * no Proton reference: one kept past its session's end made Proton free the session twice). */
+void rtr_zin_link_final_WT(rtr_conn_t *c, pn_link_t *pl);
 /* After a pass over c's events: free detached queues and the slices of links the router
  * closed. */
 void rtr_zin_sweep_WT(rtr_conn_t *c);
