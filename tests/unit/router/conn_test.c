@@ -232,7 +232,12 @@ static void client_send(client_t *cl)
 /* A delivery on our receiver: gather its bytes; once complete, keep its body and accept it. */
 static void client_receive(client_t *cl, pn_delivery_t *dl)
 {
+    static char done; /* the context of a delivery taken already */
     pn_link_t *l = pn_delivery_link(dl);
+    /* Proton may have queued two PN_DELIVERY events for one delivery (its frames came in one
+     * read, another event between them): the second finds it settled and taken */
+    if (pn_delivery_get_context(dl) == &done)
+        return;
     for (;;) {
         size_t pending = pn_delivery_pending(dl);
         if (pending == 0)
@@ -262,6 +267,7 @@ static void client_receive(client_t *cl, pn_delivery_t *dl)
     pn_message_free(m);
     cl->in_len = 0;
     pn_link_advance(l);
+    pn_delivery_set_context(dl, &done);
     pn_delivery_update(dl, PN_ACCEPTED);
     pn_delivery_settle(dl);
 }
