@@ -1,0 +1,78 @@
+/* tests/unit/router/hmap_test.c: the (channel, handle) -> link map (router/hmap.c): bind,
+ * find (the last-hit cache kept true across unbinding), an end's and a close's unbinding,
+ * and many links. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "router/hmap.h"
+
+static int vals[4096];
+
+static void test_bind_find(void **state)
+{
+    (void)state;
+    rtr_hmap_t m = {0};
+    assert_null(rtr_hmap_get(&m, 0, 0));
+    assert_null(rtr_hmap_put(&m, 0, 0, &vals[0]));
+    assert_null(rtr_hmap_put(&m, 1, 0, &vals[1]));
+    assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[0]);
+    assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[0]); /* from the cache */
+    assert_ptr_equal(rtr_hmap_get(&m, 1, 0), &vals[1]);
+    assert_null(rtr_hmap_get(&m, 0, 1));
+    /* a detach: the cached entry goes too */
+    assert_ptr_equal(rtr_hmap_get(&m, 1, 0), &vals[1]);
+    assert_ptr_equal(rtr_hmap_del(&m, 1, 0), &vals[1]);
+    assert_null(rtr_hmap_get(&m, 1, 0));
+    assert_null(rtr_hmap_del(&m, 1, 0));
+    /* bound again to another link, while cached */
+    assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[0]);
+    assert_ptr_equal(rtr_hmap_put(&m, 0, 0, &vals[2]), &vals[0]);
+    assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[2]);
+    rtr_hmap_fini(&m);
+    assert_null(rtr_hmap_get(&m, 0, 0));
+}
+
+static void test_take(void **state)
+{
+    (void)state;
+    rtr_hmap_t m = {0};
+    /* 1000 links on channels 0..3; an end of channel 2, then a close */
+    for (int i = 0; i < 1000; i++)
+        rtr_hmap_put(&m, (uint16_t)(i % 4), (uint32_t)i, &vals[i]);
+    for (int i = 0; i < 1000; i++)
+        assert_ptr_equal(rtr_hmap_get(&m, (uint16_t)(i % 4), (uint32_t)i), &vals[i]);
+    assert_ptr_equal(rtr_hmap_get(&m, 2, 6), &vals[6]); /* cached: must not survive the end */
+    size_t pos = 0;
+    int   *v, n = 0;
+    while ((v = rtr_hmap_take(&m, 2, &pos))) {
+        assert_int_equal((v - vals) % 4, 2);
+        n++;
+    }
+    assert_int_equal(n, 250);
+    assert_null(rtr_hmap_get(&m, 2, 6));
+    assert_ptr_equal(rtr_hmap_get(&m, 3, 7), &vals[7]);
+    /* channel 0xffff is a channel like any other; RTR_HMAP_ANY is every channel */
+    rtr_hmap_put(&m, 0xffff, 5000, &vals[4000]);
+    pos = 0;
+    assert_ptr_equal(rtr_hmap_take(&m, 0xffff, &pos), &vals[4000]);
+    assert_null(rtr_hmap_take(&m, 0xffff, &pos));
+    pos = 0;
+    n = 0;
+    while ((v = rtr_hmap_take(&m, RTR_HMAP_ANY, &pos)))
+        n++;
+    assert_int_equal(n, 750);
+    assert_null(rtr_hmap_get(&m, 3, 7));
+    rtr_hmap_fini(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bind_find),
+        cmocka_unit_test(test_take),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
