@@ -402,9 +402,8 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
                 codec_perf_uint(&f, 1, &handle) && codec_perf_bool(&f, 2) == 0)
                 bind_WT(z, ch, handle, name, name_len);
         } else if (code == ZC_END) {
-            size_t         pos = 0;
             rtr_zc_fifo_t *q;
-            while ((q = rtr_hmap_take(&z->binds, ch, &pos)))
+            while ((q = rtr_hmap_pop(&z->binds, ch)))
                 unbind_WT(z, q);
         }
         z->pass_left = size;

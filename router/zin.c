@@ -241,8 +241,7 @@ static void sink_end(void *ctx, uint16_t channel)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
     rtr_zq_t  *q;
-    size_t     pos = 0;
-    while ((q = rtr_hmap_take(&z->links, channel == 0xffff ? RTR_HMAP_ANY : channel, &pos)))
+    while ((q = rtr_hmap_pop(&z->links, channel == 0xffff ? RTR_HMAP_ANY : channel)))
         zq_unbind(z, q);
 }
 

@@ -1,6 +1,6 @@
 /* tests/unit/router/hmap_test.c: the (channel, handle) -> link map (router/hmap.c): bind,
  * find (the last-hit cache kept true across unbinding), an end's and a close's unbinding,
- * and many links. */
+ * many links, and the memory given back with the last binding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,11 +31,14 @@ static void test_bind_find(void **state)
     assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[0]);
     assert_ptr_equal(rtr_hmap_put(&m, 0, 0, &vals[2]), &vals[0]);
     assert_ptr_equal(rtr_hmap_get(&m, 0, 0), &vals[2]);
+    assert_ptr_equal(rtr_hmap_del(&m, 0, 0), &vals[2]);
+    assert_null(m.ents); /* the last binding gone: nothing held */
+    rtr_hmap_put(&m, 4, 4, &vals[4]);
     rtr_hmap_fini(&m);
-    assert_null(rtr_hmap_get(&m, 0, 0));
+    assert_null(rtr_hmap_get(&m, 4, 4));
 }
 
-static void test_take(void **state)
+static void test_pop(void **state)
 {
     (void)state;
     rtr_hmap_t m = {0};
@@ -45,9 +48,8 @@ static void test_take(void **state)
     for (int i = 0; i < 1000; i++)
         assert_ptr_equal(rtr_hmap_get(&m, (uint16_t)(i % 4), (uint32_t)i), &vals[i]);
     assert_ptr_equal(rtr_hmap_get(&m, 2, 6), &vals[6]); /* cached: must not survive the end */
-    size_t pos = 0;
-    int   *v, n = 0;
-    while ((v = rtr_hmap_take(&m, 2, &pos))) {
+    int *v, n = 0;
+    while ((v = rtr_hmap_pop(&m, 2))) {
         assert_int_equal((v - vals) % 4, 2);
         n++;
     }
@@ -56,15 +58,21 @@ static void test_take(void **state)
     assert_ptr_equal(rtr_hmap_get(&m, 3, 7), &vals[7]);
     /* channel 0xffff is a channel like any other; RTR_HMAP_ANY is every channel */
     rtr_hmap_put(&m, 0xffff, 5000, &vals[4000]);
-    pos = 0;
-    assert_ptr_equal(rtr_hmap_take(&m, 0xffff, &pos), &vals[4000]);
-    assert_null(rtr_hmap_take(&m, 0xffff, &pos));
-    pos = 0;
+    assert_ptr_equal(rtr_hmap_pop(&m, 0xffff), &vals[4000]);
+    assert_null(rtr_hmap_pop(&m, 0xffff));
+    assert_null(rtr_hmap_pop(&m, 2));
     n = 0;
-    while ((v = rtr_hmap_take(&m, RTR_HMAP_ANY, &pos)))
+    while ((v = rtr_hmap_pop(&m, RTR_HMAP_ANY)))
         n++;
     assert_int_equal(n, 750);
     assert_null(rtr_hmap_get(&m, 3, 7));
+    assert_null(m.ents); /* the last binding gone: nothing held */
+    /* the largest channel and handle, beside the smallest */
+    rtr_hmap_put(&m, 0xffff, UINT32_MAX, &vals[1]);
+    rtr_hmap_put(&m, 0, 0, &vals[0]);
+    assert_ptr_equal(rtr_hmap_get(&m, 0xffff, UINT32_MAX), &vals[1]);
+    assert_ptr_equal(rtr_hmap_pop(&m, 0), &vals[0]);
+    assert_ptr_equal(rtr_hmap_get(&m, 0xffff, UINT32_MAX), &vals[1]);
     rtr_hmap_fini(&m);
 }
 
@@ -72,7 +80,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bind_find),
-        cmocka_unit_test(test_take),
+        cmocka_unit_test(test_pop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
