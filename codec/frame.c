@@ -202,15 +202,45 @@ static int fail(codec_guard_t *g, const char *why)
     return CODEC_INVALID;
 }
 
-static bool inprog_find(const codec_guard_t *g, uint32_t handle, uint32_t *at)
+/* Deliveries in progress are kept per link: (channel, handle), since every session numbers
+ * its handles from 0. */
+static uint64_t inprog_key(uint16_t channel, uint32_t handle)
+{
+    return (uint64_t)channel << 32 | handle;
+}
+
+static bool inprog_find(const codec_guard_t *g, uint64_t key, uint32_t *at)
 {
     for (uint32_t i = 0; i < g->n_inprog; i++) {
-        if (g->inprog[i] == handle) {
+        if (g->inprog[i] == key) {
             *at = i;
             return true;
         }
     }
     return false;
+}
+
+static void inprog_remove(codec_guard_t *g, uint32_t at)
+{
+    g->inprog[at] = g->inprog[--g->n_inprog];
+    if (g->n_inprog == 0) {
+        /* no delivery in progress: an idle connection holds nothing here */
+        g->inprog = g->mem(g->inprog, 0);
+        g->inprog_cap = 0;
+    }
+}
+
+/* A detach ends its link's delivery in progress, an end every one of its session's, a close
+ * all: a link attached later on the same handle starts afresh, and its first transfer needs
+ * a delivery-id (PROTON-2853). */
+static void inprog_forget(codec_guard_t *g, uint32_t channel, bool all_handles, uint32_t handle)
+{
+    for (uint32_t i = g->n_inprog; i-- > 0;) {
+        uint64_t k = g->inprog[i];
+        bool ours = (k >> 32) == channel && (all_handles || (uint32_t)k == handle);
+        if (channel == UINT32_MAX || ours)
+            inprog_remove(g, i);
+    }
 }
 
 static int check_transfer(codec_guard_t *g, const codec_perf_t *f)
@@ -227,7 +257,8 @@ static int check_transfer(codec_guard_t *g, const codec_perf_t *f)
     int aborted = codec_perf_bool(f, 9);
     if (more == -2 || aborted == -2 || codec_perf_bool(f, 4) == -2)
         return fail(g, "transfer: a boolean field has another type");
-    bool in = inprog_find(g, handle, &at);
+    uint64_t key = inprog_key(g->channel, handle);
+    bool in = inprog_find(g, key, &at);
     if (!in && !has_id)
         return fail(g, "transfer: the first transfer of a delivery has no delivery-id");
     bool continues = more == 1 && aborted != 1;
@@ -238,14 +269,9 @@ static int check_transfer(codec_guard_t *g, const codec_perf_t *f)
             g->inprog_cap = g->inprog_cap ? 2 * g->inprog_cap : 4;
             g->inprog = g->mem(g->inprog, g->inprog_cap * sizeof(*g->inprog));
         }
-        g->inprog[g->n_inprog++] = handle;
+        g->inprog[g->n_inprog++] = key;
     } else if (!continues && in) {
-        g->inprog[at] = g->inprog[--g->n_inprog];
-        if (g->n_inprog == 0) {
-            /* no delivery in progress: an idle connection holds nothing here */
-            g->inprog = g->mem(g->inprog, 0);
-            g->inprog_cap = 0;
-        }
+        inprog_remove(g, at);
     }
     return 0;
 }
@@ -320,8 +346,13 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, bool has
     case 0x16: /* detach */
         if (!codec_perf_uint(f, 0, &u))
             return fail(g, "detach: handle is missing or not a uint");
+        inprog_forget(g, g->channel, false, u);
         break;
-    default: /* end, close: only optional fields */
+    case 0x17: /* end: only optional fields */
+        inprog_forget(g, g->channel, true, 0);
+        break;
+    default: /* close: only optional fields */
+        inprog_forget(g, UINT32_MAX, true, 0);
         break;
     }
     return 0;
