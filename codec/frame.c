@@ -4,6 +4,7 @@
 #include "codec/frame.h"
 
 #include "codec/codec_int.h"
+#include "codec/perf.h"
 
 #include <string.h>
 
@@ -16,11 +17,6 @@ enum guard_state {
 };
 
 #define MAX_DEPTH 32
-
-static uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* ---- values, all the way down ----
  *
@@ -81,7 +77,7 @@ static const uint8_t *check_body(vwalk_t *w, uint8_t code, const uint8_t *p, con
     case CODEC_CLASS_VAR4:
         if (end - p < 4)
             return NULL;
-        n = 4 + (size_t)be32(p);
+        n = 4 + (size_t)codec_be32(p);
         break;
     case CODEC_CLASS_COMPOUND1:
     case CODEC_CLASS_COMPOUND4:
@@ -94,8 +90,8 @@ static const uint8_t *check_body(vwalk_t *w, uint8_t code, const uint8_t *p, con
         size_t cw = four ? 4 : 1;
         if ((size_t)(end - p) < 2 * cw)
             return NULL;
-        size_t size = four ? be32(p) : p[0];
-        uint32_t count = four ? be32(p + cw) : p[cw];
+        size_t size = four ? codec_be32(p) : p[0];
+        uint32_t count = four ? codec_be32(p + cw) : p[cw];
         if (size < cw || size > (size_t)(end - p) - cw)
             return NULL;
         const uint8_t *q = p + 2 * cw;
@@ -199,61 +195,6 @@ int codec_values_check(const uint8_t *p, size_t len)
 
 /* ---- performatives ---- */
 
-/* The list elements of a performative, located once. */
-typedef struct perf {
-    int            code;       /* descriptor low byte */
-    uint32_t       count;      /* list elements */
-    const uint8_t *field[12];  /* first 12 fields (NULL past count) */
-} perf_t;
-
-static bool field_null(const perf_t *f, int i)
-{
-    return i >= (int)f->count || i >= 12 || !f->field[i] || *f->field[i] == CODEC_CODE_NULL;
-}
-
-static bool field_uint(const perf_t *f, int i, uint32_t *v)
-{
-    if (field_null(f, i))
-        return false;
-    const uint8_t *p = f->field[i];
-    switch (*p) {
-    case CODEC_CODE_UINT0:
-        *v = 0;
-        return true;
-    case CODEC_CODE_SMALLUINT:
-        *v = p[1];
-        return true;
-    case CODEC_CODE_UINT:
-        *v = be32(p + 1);
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* -1 absent/null, 0 false, 1 true, -2 wrong type */
-static int field_bool(const perf_t *f, int i)
-{
-    if (field_null(f, i))
-        return -1;
-    const uint8_t *p = f->field[i];
-    switch (*p) {
-    case CODEC_CODE_TRUE:
-        return 1;
-    case CODEC_CODE_FALSE:
-        return 0;
-    case CODEC_CODE_BOOLEAN:
-        return p[1] != 0;
-    default:
-        return -2;
-    }
-}
-
-static bool field_is(const perf_t *f, int i, uint8_t c8, uint8_t c32)
-{
-    return !field_null(f, i) && (*f->field[i] == c8 || *f->field[i] == c32);
-}
-
 static int fail(codec_guard_t *g, const char *why)
 {
     g->failed = true;
@@ -261,54 +202,17 @@ static int fail(codec_guard_t *g, const char *why)
     return CODEC_INVALID;
 }
 
-/* Length of the performative at the start of buf (descriptor + list), CODEC_PARTIAL when more
- * bytes are needed to tell, CODEC_INVALID when it is not a described list. */
-static long perf_length(const uint8_t *b, uint32_t n, int *code)
+/* Deliveries in progress are kept per link: (channel, handle), since every session numbers
+ * its handles from 0. */
+static uint64_t inprog_key(uint16_t channel, uint32_t handle)
 {
-    if (n < 1)
-        return CODEC_PARTIAL;
-    if (b[0] != CODEC_CODE_DESCRIBED)
-        return CODEC_INVALID;
-    if (n < 2)
-        return CODEC_PARTIAL;
-    uint32_t d;
-    if (b[1] == CODEC_CODE_SMALLULONG) {
-        if (n < 3)
-            return CODEC_PARTIAL;
-        *code = b[2];
-        d = 3;
-    } else if (b[1] == CODEC_CODE_ULONG) {
-        if (n < 10)
-            return CODEC_PARTIAL;
-        if (be32(b + 2) != 0 || b[6] || b[7] || b[8])
-            return CODEC_INVALID;
-        *code = b[9];
-        d = 10;
-    } else {
-        return CODEC_INVALID;
-    }
-    if (n < d + 1)
-        return CODEC_PARTIAL;
-    switch (b[d]) {
-    case CODEC_CODE_LIST0:
-        return d + 1;
-    case CODEC_CODE_LIST8:
-        if (n < d + 2)
-            return CODEC_PARTIAL;
-        return (long)d + 2 + b[d + 1];
-    case CODEC_CODE_LIST32:
-        if (n < d + 5)
-            return CODEC_PARTIAL;
-        return (long)d + 5 + (long)be32(b + d + 1);
-    default:
-        return CODEC_INVALID;
-    }
+    return (uint64_t)channel << 32 | handle;
 }
 
-static bool inprog_find(const codec_guard_t *g, uint32_t handle, uint32_t *at)
+static bool inprog_find(const codec_guard_t *g, uint64_t key, uint32_t *at)
 {
     for (uint32_t i = 0; i < g->n_inprog; i++) {
-        if (g->inprog[i] == handle) {
+        if (g->inprog[i] == key) {
             *at = i;
             return true;
         }
@@ -316,21 +220,45 @@ static bool inprog_find(const codec_guard_t *g, uint32_t handle, uint32_t *at)
     return false;
 }
 
-static int check_transfer(codec_guard_t *g, const perf_t *f)
+static void inprog_remove(codec_guard_t *g, uint32_t at)
+{
+    g->inprog[at] = g->inprog[--g->n_inprog];
+    if (g->n_inprog == 0) {
+        /* no delivery in progress: an idle connection holds nothing here */
+        g->inprog = g->mem(g->inprog, 0);
+        g->inprog_cap = 0;
+    }
+}
+
+/* A detach ends its link's delivery in progress, an end every one of its session's, a close
+ * all: a link attached later on the same handle starts afresh, and its first transfer needs
+ * a delivery-id (PROTON-2853). */
+static void inprog_forget(codec_guard_t *g, uint32_t channel, bool all_handles, uint32_t handle)
+{
+    for (uint32_t i = g->n_inprog; i-- > 0;) {
+        uint64_t k = g->inprog[i];
+        bool ours = (k >> 32) == channel && (all_handles || (uint32_t)k == handle);
+        if (channel == UINT32_MAX || ours)
+            inprog_remove(g, i);
+    }
+}
+
+static int check_transfer(codec_guard_t *g, const codec_perf_t *f)
 {
     uint32_t handle, id, at = 0;
-    if (!field_uint(f, 0, &handle))
+    if (!codec_perf_uint(f, 0, &handle))
         return fail(g, "transfer: handle is missing or not a uint");
-    bool has_id = field_uint(f, 1, &id);
-    if (!has_id && !field_null(f, 1))
+    bool has_id = codec_perf_uint(f, 1, &id);
+    if (!has_id && !codec_perf_null(f, 1))
         return fail(g, "transfer: delivery-id is not a uint");
-    if (!field_null(f, 2) && !field_is(f, 2, CODEC_CODE_VBIN8, CODEC_CODE_VBIN32))
+    if (!codec_perf_null(f, 2) && !codec_perf_is(f, 2, CODEC_CODE_VBIN8, CODEC_CODE_VBIN32))
         return fail(g, "transfer: delivery-tag is not binary");
-    int more = field_bool(f, 5);
-    int aborted = field_bool(f, 9);
-    if (more == -2 || aborted == -2 || field_bool(f, 4) == -2)
+    int more = codec_perf_bool(f, 5);
+    int aborted = codec_perf_bool(f, 9);
+    if (more == -2 || aborted == -2 || codec_perf_bool(f, 4) == -2)
         return fail(g, "transfer: a boolean field has another type");
-    bool in = inprog_find(g, handle, &at);
+    uint64_t key = inprog_key(g->channel, handle);
+    bool in = inprog_find(g, key, &at);
     if (!in && !has_id)
         return fail(g, "transfer: the first transfer of a delivery has no delivery-id");
     bool continues = more == 1 && aborted != 1;
@@ -341,48 +269,23 @@ static int check_transfer(codec_guard_t *g, const perf_t *f)
             g->inprog_cap = g->inprog_cap ? 2 * g->inprog_cap : 4;
             g->inprog = g->mem(g->inprog, g->inprog_cap * sizeof(*g->inprog));
         }
-        g->inprog[g->n_inprog++] = handle;
+        g->inprog[g->n_inprog++] = key;
     } else if (!continues && in) {
-        g->inprog[at] = g->inprog[--g->n_inprog];
-        if (g->n_inprog == 0) {
-            /* no delivery in progress: an idle connection holds nothing here */
-            g->inprog = g->mem(g->inprog, 0);
-            g->inprog_cap = 0;
-        }
+        inprog_remove(g, at);
     }
     return 0;
 }
 
-static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code,
-                      bool has_payload, perf_t *f)
+static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, bool has_payload,
+                      codec_perf_t *f)
 {
-    /* the list starts after the descriptor */
-    uint32_t d = b[1] == CODEC_CODE_SMALLULONG ? 3 : 10;
     bool over = false;
     if (value_check(b, len, &over) < 0)
         return fail(g, over ? "a performative claims more values than it has bytes"
                             : "a performative is not a well-formed AMQP value");
-
-    *f = (perf_t){.code = code};
-    const uint8_t *p = b + d;
-    const uint8_t *end = b + len;
-    if (*p == CODEC_CODE_LIST8) {
-        f->count = p[2];
-        p += 3;
-    } else if (*p == CODEC_CODE_LIST32) {
-        f->count = be32(p + 5);
-        p += 9;
-    } else {
-        f->count = 0;
-        p += 1;
-    }
-    vwalk_t w = {.left = len, .over = false};
-    for (uint32_t i = 0; i < f->count && i < 12; i++) {
-        f->field[i] = p;
-        p = check_value(&w, p, end, 1); /* validated above: cannot fail */
-        if (!p)
-            return fail(g, "a performative's fields do not fill its list");
-    }
+    if (codec_perf_read(f, b, len) != 0) /* validated above: cannot fail */
+        return fail(g, "a performative's fields do not fill its list");
+    int code = f->code;
     if (g->layer == 1 && g->client) {
         /* sasl-mechanisms, sasl-challenge, sasl-outcome */
         if (code != 0x40 && code != 0x42 && code != 0x44)
@@ -394,7 +297,7 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
     if (g->layer == 1) {
         if (code != 0x41 && code != 0x43)
             return fail(g, "SASL frame is not sasl-init or sasl-response");
-        if (code == 0x41 && !field_is(f, 0, CODEC_CODE_SYM8, CODEC_CODE_SYM32))
+        if (code == 0x41 && !codec_perf_is(f, 0, CODEC_CODE_SYM8, CODEC_CODE_SYM32))
             return fail(g, "sasl-init: mechanism is missing or not a symbol");
         if (has_payload)
             return fail(g, "SASL frame carries a payload");
@@ -407,44 +310,49 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
     uint32_t u;
     switch (code) {
     case 0x10: /* open */
-        if (!field_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+        if (!codec_perf_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
             return fail(g, "open: container-id is missing or not a string");
         break;
     case 0x11: /* begin */
-        if (!field_null(f, 0) && !(*f->field[0] == 0x60))
+        if (!codec_perf_null(f, 0) && !(*f->field[0] == 0x60))
             return fail(g, "begin: remote-channel is not a ushort");
-        if (!field_uint(f, 1, &u) || !field_uint(f, 2, &u) || !field_uint(f, 3, &u))
+        if (!codec_perf_uint(f, 1, &u) || !codec_perf_uint(f, 2, &u) || !codec_perf_uint(f, 3, &u))
             return fail(g, "begin: a mandatory window field is missing or not a uint");
         break;
     case 0x12: /* attach */
-        if (!field_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
+        if (!codec_perf_is(f, 0, CODEC_CODE_STR8, CODEC_CODE_STR32))
             return fail(g, "attach: name is missing or not a string");
-        if (!field_uint(f, 1, &u))
+        if (!codec_perf_uint(f, 1, &u))
             return fail(g, "attach: handle is missing or not a uint");
-        if (field_bool(f, 2) < 0)
+        if (codec_perf_bool(f, 2) < 0)
             return fail(g, "attach: role is missing or not a boolean");
         break;
     case 0x13: /* flow */
-        if (!field_uint(f, 1, &u) || !field_uint(f, 2, &u) || !field_uint(f, 3, &u))
+        if (!codec_perf_uint(f, 1, &u) || !codec_perf_uint(f, 2, &u) || !codec_perf_uint(f, 3, &u))
             return fail(g, "flow: a mandatory window field is missing or not a uint");
-        if (!field_null(f, 4) && !field_uint(f, 4, &u))
+        if (!codec_perf_null(f, 4) && !codec_perf_uint(f, 4, &u))
             return fail(g, "flow: handle is not a uint");
         break;
     case 0x14:
         return check_transfer(g, f);
     case 0x15: /* disposition */
-        if (field_bool(f, 0) < 0)
+        if (codec_perf_bool(f, 0) < 0)
             return fail(g, "disposition: role is missing or not a boolean");
-        if (!field_uint(f, 1, &u))
+        if (!codec_perf_uint(f, 1, &u))
             return fail(g, "disposition: first is missing or not a uint");
-        if (!field_null(f, 2) && !field_uint(f, 2, &u))
+        if (!codec_perf_null(f, 2) && !codec_perf_uint(f, 2, &u))
             return fail(g, "disposition: last is not a uint");
         break;
     case 0x16: /* detach */
-        if (!field_uint(f, 0, &u))
+        if (!codec_perf_uint(f, 0, &u))
             return fail(g, "detach: handle is missing or not a uint");
+        inprog_forget(g, g->channel, false, u);
         break;
-    default: /* end, close: only optional fields */
+    case 0x17: /* end: only optional fields */
+        inprog_forget(g, g->channel, true, 0);
+        break;
+    default: /* close: only optional fields */
+        inprog_forget(g, UINT32_MAX, true, 0);
         break;
     }
     return 0;
@@ -452,30 +360,28 @@ static int check_perf(codec_guard_t *g, const uint8_t *b, uint32_t len, int code
 
 /* ---- split mode (frame.h) ---- */
 
-static void put_be32(uint8_t *p, uint32_t v)
+/* The frame header Proton gets for the current frame: no extended header, `body` bytes
+ * after it. */
+static void frame_header(const codec_guard_t *g, uint8_t h[8], uint32_t body)
 {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-/* The frame header Proton gets: no extended header, `body` bytes after it. */
-static void split_header(codec_guard_t *g, uint32_t body)
-{
-    uint8_t h[8];
-    put_be32(h, 8 + body);
+    codec_be32_put(h, 8 + body);
     h[4] = 2;
     h[5] = g->layer;
     h[6] = (uint8_t)(g->channel >> 8);
     h[7] = (uint8_t)g->channel;
+}
+
+static void split_header(codec_guard_t *g, uint32_t body)
+{
+    uint8_t h[8];
+    frame_header(g, h, body);
     g->sink->proton(g->sink->ctx, h, 8);
 }
 
 /* A checked frame's header and performative go to Proton; its payload (payload_len bytes,
  * still to come) goes beside, described first; attach, detach, end and close are reported. */
-static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len, const perf_t *f,
-                       uint32_t payload_len)
+static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len,
+                       const codec_perf_t *f, uint32_t payload_len)
 {
     uint32_t handle = 0, id = 0;
     const codec_guard_sink_t *s = g->sink;
@@ -483,15 +389,12 @@ static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len,
         /* a transfer's frame goes to Proton once its payload is all there (the caller's
          * business: Proton must not see a delivery complete before its bytes are) */
         uint8_t h[8];
-        put_be32(h, 8 + perf_len);
-        h[4] = 2;
-        h[5] = 0;
-        h[6] = (uint8_t)(g->channel >> 8);
-        h[7] = (uint8_t)g->channel;
-        field_uint(f, 0, &handle);
-        bool id_present = field_uint(f, 1, &id);
-        g->whole = s->transfer(s->ctx, g->channel, handle, id_present, id, field_bool(f, 5) == 1,
-                               field_bool(f, 9) == 1, payload_len, h, perf, perf_len);
+        frame_header(g, h, perf_len);
+        codec_perf_uint(f, 0, &handle);
+        bool id_present = codec_perf_uint(f, 1, &id);
+        g->whole = s->transfer(s->ctx, g->channel, handle, id_present, id,
+                               codec_perf_bool(f, 5) == 1, codec_perf_bool(f, 9) == 1,
+                               payload_len, h, perf, perf_len);
         if (g->whole) { /* the frame as it came (without an extended header) */
             split_header(g, perf_len + payload_len);
             s->proton(s->ctx, perf, perf_len);
@@ -504,17 +407,17 @@ static int split_frame(codec_guard_t *g, const uint8_t *perf, uint32_t perf_len,
         return 0;
     switch (f->code) {
     case 0x12: { /* attach: name, handle and role were checked */
-        const uint8_t *p = f->field[0];
-        const uint8_t *name = *p == CODEC_CODE_STR8 ? p + 2 : p + 5;
-        size_t         len = *p == CODEC_CODE_STR8 ? p[1] : be32(p + 1);
+        const uint8_t *name = NULL;
+        size_t         len = 0;
         const char    *why = "attach refused";
-        field_uint(f, 1, &handle);
-        if (s->attach(s->ctx, g->channel, handle, field_bool(f, 2) == 1, name, len, &why))
+        codec_perf_bytes(f, 0, &name, &len);
+        codec_perf_uint(f, 1, &handle);
+        if (s->attach(s->ctx, g->channel, handle, codec_perf_bool(f, 2) == 1, name, len, &why))
             return fail(g, why);
         break;
     }
     case 0x16:
-        field_uint(f, 0, &handle);
+        codec_perf_uint(f, 0, &handle);
         s->detach(s->ctx, g->channel, handle);
         break;
     case 0x17:
@@ -620,7 +523,7 @@ static int end_frame_header(codec_guard_t *g)
         /* after SASL, the client's AMQP protocol header */
         return end_protocol_header(g);
     }
-    uint32_t size = be32(h);
+    uint32_t size = codec_be32(h);
     uint32_t doff = h[4];
     uint8_t type = h[5];
     g->hdr_len = 0;
@@ -703,7 +606,7 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             n -= take;
             int code = 0;
             if (!g->perf_len) {
-                long len = perf_length(buf, g->buf_len, &code);
+                long len = codec_perf_length(buf, g->buf_len, &code);
                 if (len == CODEC_INVALID)
                     return fail(g, "frame body does not start with a described list");
                 if (len == CODEC_PARTIAL) {
@@ -725,9 +628,8 @@ int codec_guard_feed(codec_guard_t *g, const uint8_t *p, size_t n)
             }
             if (g->buf_len < g->perf_len)
                 break;
-            perf_length(buf, g->buf_len, &code);
-            perf_t f;
-            int rc = check_perf(g, buf, g->perf_len, code, g->frame_left > 0, &f);
+            codec_perf_t f;
+            int rc = check_perf(g, buf, g->perf_len, g->frame_left > 0, &f);
             if (rc == 0 && g->sink)
                 rc = split_frame(g, buf, g->perf_len, &f, g->frame_left);
             perf_release(g);

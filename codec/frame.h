@@ -89,7 +89,8 @@ typedef struct codec_guard {
     uint32_t    max_frame;    /* largest frame accepted */
     uint32_t    n_inprog;     /* entries used in inprog */
     uint32_t    inprog_cap;   /* entries allocated (<= CODEC_GUARD_MAX_INPROG) */
-    uint32_t   *inprog;       /* handles with a delivery in progress (caller's memory), or NULL */
+    uint64_t   *inprog;       /* (channel << 32 | handle) of each link with a delivery in
+                               * progress (caller's memory), or NULL */
     const char *why;          /* static reason once failed */
     uint64_t    frames;       /* frames checked (for tests and stats) */
     const codec_guard_sink_t *sink; /* split mode (above), or NULL: check only */

@@ -571,12 +571,18 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
 
 /* The connection's input budget: the router reads whatever a delivery brings at once, except
  * for links stopped by Q2 (their copies lag) and link-routed links stopped by their pair's
- * lag (router/linkroute.c), whose bytes wait in Proton up to each session's window.  Past
- * RTR_CONN_IN_MAX of those, all sessions together, the client is not read until they go on
- * (one session alone never gets there: its window is at most that). */
+ * lag (router/linkroute.c), whose bytes wait.  Past RTR_CONN_IN_MAX of those, all sessions
+ * together, the client is not read until they go on.
+ *
+ * A plain connection (split mode: c->zin.on from rtr_transport_open_WT on) counts the payloads
+ * queued beside Proton, whose window stays open (0009).  The rest of this function, the
+ * bytes held in Proton up to each session's window (one session alone never gets past the
+ * budget: its window is at most that), serves TLS connections only: zin.on is false for
+ * them and otherwise only for a connection that ends before it has a link (its socket not
+ * taken, or a TLS client that cannot start), where n_q2 and n_lr_paused are 0. */
 static bool conn_in_full_WT(rtr_conn_t *c)
 {
-    if (c->zin.on) /* split: payloads wait beside Proton, whose window stays open (0009) */
+    if (c->zin.on)
         return c->zin.queued > RTR_CONN_IN_MAX;
     if (!c->n_q2 && !c->n_lr_paused)
         return false;

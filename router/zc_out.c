@@ -19,7 +19,11 @@
  */
 #include "router/zc_out.h"
 
+#include "router/hmap.h"
 #include "router/link_out.h"
+
+#include "codec/codec.h"
+#include "codec/perf.h"
 
 #include <proton/link.h>
 #include <proton/transport.h>
@@ -50,17 +54,9 @@ typedef struct zc_item {
     rtr_zc_share_t *share;   /* IT_SHARE (owned) */
 } zc_item_t;
 
-typedef struct zc_bind {
-    uint16_t       ch;
-    uint32_t       handle;
-    rtr_zc_fifo_t *f;
-} zc_bind_t;
-
 struct rtr_zc_conn {
     rtr_zc_fifo_t *fifos;     /* every FIFO of the connection */
-    zc_bind_t     *binds;     /* (channel, handle) -> FIFO, from the attaches written */
-    uint32_t       n_binds;
-    uint32_t       cap_binds;
+    rtr_hmap_t     binds;     /* (channel, handle) -> FIFO, from the attaches written */
     zc_item_t     *items;     /* the queue: items[head, n_items) */
     uint32_t       head;
     uint32_t       n_items;
@@ -129,7 +125,7 @@ void rtr_zc_conn_free_WT(rtr_conn_t *c)
     while (z->fifos)
         fifo_free_WT(z, z->fifos);
     free(z->items);
-    free(z->binds);
+    rtr_hmap_fini(&z->binds);
     free(z);
     c->zc = NULL;
 }
@@ -228,20 +224,13 @@ void rtr_zc_unframed_WT(const rtr_conn_t *c, size_t *placeholders, size_t *bytes
 
 /* ---------------------------------------------------------------- bindings */
 
-static rtr_zc_fifo_t *bind_find(const rtr_zc_conn_t *z, uint16_t ch, uint32_t handle)
+/* The FIFO's link is detached (or its session ended) on the wire, its binding removed:
+ * nothing more is framed for it; shares still queued were never framed.  f NULL: nothing
+ * was bound there. */
+static void unbind_WT(rtr_zc_conn_t *z, rtr_zc_fifo_t *f)
 {
-    for (uint32_t i = 0; i < z->n_binds; i++)
-        if (z->binds[i].ch == ch && z->binds[i].handle == handle)
-            return z->binds[i].f;
-    return NULL;
-}
-
-/* The FIFO's link is detached (or its session ended) on the wire: nothing more is framed for
- * it; shares still queued were never framed. */
-static void unbind_at_WT(rtr_zc_conn_t *z, uint32_t i)
-{
-    rtr_zc_fifo_t *f = z->binds[i].f;
-    z->binds[i] = z->binds[--z->n_binds];
+    if (!f)
+        return;
     f->bound = false;
     f->done = true;
     f->want = false;
@@ -250,20 +239,10 @@ static void unbind_at_WT(rtr_zc_conn_t *z, uint32_t i)
         fifo_free_WT(z, f);
 }
 
-static void unbind_WT(rtr_zc_conn_t *z, uint16_t ch, uint32_t handle, bool all)
-{
-    for (uint32_t i = 0; i < z->n_binds;) {
-        if (z->binds[i].ch == ch && (all || z->binds[i].handle == handle))
-            unbind_at_WT(z, i);
-        else
-            i++;
-    }
-}
-
 static void bind_WT(rtr_zc_conn_t *z, uint16_t ch, uint32_t handle, const uint8_t *name,
                     size_t name_len)
 {
-    unbind_WT(z, ch, handle, false); /* a handle reused: the old link is gone */
+    unbind_WT(z, rtr_hmap_del(&z->binds, ch, handle)); /* a handle reused: the old link is gone */
     rtr_zc_fifo_t *f = z->fifos;
     for (; f; f = f->next)
         if (!f->bound && !f->done && strlen(f->name) == name_len &&
@@ -271,125 +250,8 @@ static void bind_WT(rtr_zc_conn_t *z, uint16_t ch, uint32_t handle, const uint8_
             break;
     if (!f)
         return; /* a link on the old path */
-    if (z->n_binds == z->cap_binds) {
-        z->cap_binds = z->cap_binds ? 2 * z->cap_binds : 8;
-        z->binds = base_realloc(z->binds, z->cap_binds * sizeof(*z->binds));
-    }
-    z->binds[z->n_binds++] = (zc_bind_t){.ch = ch, .handle = handle, .f = f};
+    rtr_hmap_put(&z->binds, ch, handle, f);
     f->bound = true;
-    f->ch = ch;
-    f->handle = handle;
-}
-
-/* ---------------------------------------------------------------- Proton's encodings */
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* A list's header at p[0, n): its encoded length (header included), its header's length and
- * its element count.  false: not a list, or not all of the header is there. */
-static bool list_head(const uint8_t *p, size_t n, size_t *total, size_t *hdr, uint32_t *count)
-{
-    if (n < 1)
-        return false;
-    switch (p[0]) {
-    case 0x45:
-        *total = *hdr = 1;
-        *count = 0;
-        return true;
-    case 0xc0:
-        if (n < 3)
-            return false;
-        *total = 2 + (size_t)p[1];
-        *hdr = 3;
-        *count = p[2];
-        return true;
-    case 0xd0:
-        if (n < 9)
-            return false;
-        *total = 5 + (size_t)rd32(p + 1);
-        *hdr = 9;
-        *count = rd32(p + 5);
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* A uint at p[0, n) (Proton writes handles as uint0, smalluint or uint). */
-static bool get_uint(const uint8_t *p, size_t n, uint32_t *v, size_t *used)
-{
-    if (n < 1)
-        return false;
-    switch (p[0]) {
-    case 0x43:
-        *v = 0;
-        *used = 1;
-        return true;
-    case 0x52:
-        if (n < 2)
-            return false;
-        *v = p[1];
-        *used = 2;
-        return true;
-    case 0x70:
-        if (n < 5)
-            return false;
-        *v = rd32(p + 1);
-        *used = 5;
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* The handle of a transfer or detach: the first element of the performative's list at
- * p[0, n) (p at the list). */
-static bool perf_handle(const uint8_t *p, size_t n, uint32_t *handle)
-{
-    size_t   total, hdr, used;
-    uint32_t count;
-    if (!list_head(p, n, &total, &hdr, &count) || count < 1)
-        return false;
-    return get_uint(p + hdr, n - hdr, handle, &used);
-}
-
-/* An attach's name, handle and role (false: sender) from its list at p[0, n). */
-static bool attach_fields(const uint8_t *p, size_t n, const uint8_t **name, size_t *name_len,
-                          uint32_t *handle, bool *receiver)
-{
-    size_t   total, hdr, used;
-    uint32_t count;
-    if (!list_head(p, n, &total, &hdr, &count) || count < 3 || total > n)
-        return false;
-    const uint8_t *q = p + hdr, *end = p + total;
-    if (q + 2 <= end && q[0] == 0xa1) {
-        *name_len = q[1];
-        q += 2;
-    } else if (q + 5 <= end && q[0] == 0xb1) {
-        *name_len = rd32(q + 1);
-        q += 5;
-    } else {
-        return false;
-    }
-    if ((size_t)(end - q) < *name_len)
-        return false;
-    *name = q;
-    q += *name_len;
-    if (!get_uint(q, (size_t)(end - q), handle, &used))
-        return false;
-    q += used;
-    if (q >= end)
-        return false;
-    if (q[0] == 0x41 || q[0] == 0x42)
-        *receiver = q[0] == 0x41;
-    else if (q[0] == 0x56 && q + 1 < end)
-        *receiver = q[1] != 0;
-    else
-        return false;
-    return true;
 }
 
 /* ---------------------------------------------------------------- the queue */
@@ -458,7 +320,7 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
         }
         if (avail < 8)
             break;
-        uint32_t size = rd32(p);
+        uint32_t size = codec_be32(p);
         size_t   doff = (size_t)p[4] * 4;
         uint8_t  type = p[5];
         uint16_t ch = (uint16_t)(p[6] << 8 | p[7]);
@@ -471,48 +333,49 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
         }
         if (avail < doff + 3)
             break;
-        uint8_t        code = p[doff + 2];
-        const uint8_t *perf = p + doff + 3;
-        size_t         perf_max = size - doff - 3; /* the list and the payload */
-        if (p[doff] != 0 || p[doff + 1] != 0x53) {
+        const uint8_t *perf = p + doff;
+        size_t         body = size - doff; /* the performative and the payload */
+        if (perf[0] != 0 || perf[1] != 0x53) {
             z->pass_left = size;
             continue;
         }
+        uint8_t      code = perf[2];
+        codec_perf_t f;
         if (code == ZC_TRANSFER || code == ZC_DETACH) {
+            /* the handle (the list's first element) is read before the frame is all there:
+             * a frame passed through need not be */
             size_t want = doff + 3 + 9 + 5;
             if (want > size)
                 want = size;
             if (avail < want)
                 break;
             uint32_t handle;
-            bool     ok = perf_handle(perf, want - doff - 3, &handle);
+            bool     ok = codec_perf_read(&f, perf, (avail < size ? avail : size) - doff) == 0 &&
+                      codec_perf_uint(&f, 0, &handle);
             BASE_BUG_ON(!ok);
-            rtr_zc_fifo_t *f = code == ZC_TRANSFER ? bind_find(z, ch, handle) : NULL;
+            rtr_zc_fifo_t *q = code == ZC_TRANSFER ? rtr_hmap_get(&z->binds, ch, handle) : NULL;
             if (code == ZC_DETACH)
-                unbind_WT(z, ch, handle, false);
-            if (!f || f->mode != RTR_ZC_ACTIVE) { /* a detach, or a link on the old path */
+                unbind_WT(z, rtr_hmap_del(&z->binds, ch, handle));
+            if (!q || q->mode != RTR_ZC_ACTIVE) { /* a detach, or a link on the old path */
                 z->pass_left = size;
                 continue;
             }
             if (avail < size)
                 break;
-            size_t   total, hdr;
-            uint32_t count;
-            ok = list_head(perf, perf_max, &total, &hdr, &count);
-            BASE_BUG_ON(!ok || total > perf_max);
-            size_t payload = perf_max - total;
+            BASE_BUG_ON(f.len > body);
+            size_t payload = body - f.len;
             if (payload == 0) { /* an abort, or the end of a delivery settled early */
                 z->pass_left = size;
                 continue;
             }
             BASE_BUG_ON(payload != 1); /* one placeholder per frame */
             /* the frame's performative within the bound its share was planned with */
-            BASE_BUG_ON(doff - 8 + 3 + total > RTR_ZC_PERF_BOUND);
-            rtr_zc_share_t *s = f->head;
+            BASE_BUG_ON(doff - 8 + f.len > RTR_ZC_PERF_BOUND);
+            rtr_zc_share_t *s = q->head;
             BASE_BUG_ON(!s);
-            f->head = s->next;
-            if (!f->head)
-                f->tail = NULL;
+            q->head = s->next;
+            if (!q->head)
+                q->tail = NULL;
             z->ph--;
             z->bytes -= s->len;
             size_t   nsize = size - 1 + s->len;
@@ -520,10 +383,7 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
             BASE_BUG_ON(rmax && nsize > rmax);
             zc_item_t *h = item_add(z, IT_HDR);
             memcpy(h->hdr, p, 8);
-            h->hdr[0] = (uint8_t)(nsize >> 24);
-            h->hdr[1] = (uint8_t)(nsize >> 16);
-            h->hdr[2] = (uint8_t)(nsize >> 8);
-            h->hdr[3] = (uint8_t)nsize;
+            codec_be32_put(h->hdr, (uint32_t)nsize);
             add_proton(z, z->done + at + 8, size - 9);
             zc_item_t *it = item_add(z, IT_SHARE);
             it->share = s;
@@ -537,11 +397,14 @@ static bool scan_WT(rtr_conn_t *c, pn_bytes_t wb)
             const uint8_t *name;
             size_t         name_len;
             uint32_t       handle;
-            bool           receiver;
-            if (attach_fields(perf, perf_max, &name, &name_len, &handle, &receiver) && !receiver)
+            /* the router's sender links (role false) take shares */
+            if (codec_perf_read(&f, perf, body) == 0 && codec_perf_bytes(&f, 0, &name, &name_len) &&
+                codec_perf_uint(&f, 1, &handle) && codec_perf_bool(&f, 2) == 0)
                 bind_WT(z, ch, handle, name, name_len);
         } else if (code == ZC_END) {
-            unbind_WT(z, ch, 0, true);
+            rtr_zc_fifo_t *q;
+            while ((q = rtr_hmap_pop(&z->binds, ch)))
+                unbind_WT(z, q);
         }
         z->pass_left = size;
     }

@@ -79,11 +79,9 @@ struct rtr_zc_fifo {
                                 unbound FIFO of that name: Proton writes attaches in the
                                 order the links were made) */
     uint8_t         mode;    /* RTR_ZC_* */
-    bool            bound;   /* its attach was written: (ch, handle) name it */
+    bool            bound;   /* its attach was written: a (channel, handle) names it */
     bool            done;    /* its detach (or its session's end) was written */
     bool            want;    /* the link waits for Proton to frame its last placeholder */
-    uint16_t        ch;
-    uint32_t        handle;
     rtr_zc_share_t *head;
     rtr_zc_share_t *tail;
 };

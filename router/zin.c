@@ -151,24 +151,10 @@ static void zq_free(rtr_zq_t *q)
     free(q);
 }
 
-static rtr_zq_t *zq_bound(rtr_zin_t *z, uint16_t channel, uint32_t handle)
-{
-    if (z->last && z->last->bound && z->last->channel == channel && z->last->handle == handle)
-        return z->last;
-    for (rtr_zq_t *q = z->queues; q; q = q->next) {
-        if (q->bound && q->channel == channel && q->handle == handle) {
-            z->last = q;
-            return q;
-        }
-    }
-    return NULL;
-}
-
+/* q's (channel, handle) is unbound (its binding removed): no more payloads come for it. */
 static void zq_unbind(rtr_zin_t *z, rtr_zq_t *q)
 {
     q->bound = false;
-    if (z->last == q)
-        z->last = NULL;
     if (z->xfer == q)
         z->xfer = NULL;
     z->sweep = true;
@@ -205,14 +191,14 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
     if (role)
         return 0; /* the peer receives: no payload comes on it */
+    if (rtr_hmap_get(&z->links, channel, handle)) {
+        *why = "attach: the handle is in use";
+        return -1;
+    }
     bool whole = false;
     for (rtr_zq_t *q = z->queues; q; q = q->next) {
         if (!q->bound)
             continue;
-        if (q->channel == channel && q->handle == handle) {
-            *why = "attach: the handle is in use";
-            return -1;
-        }
         if (q->name_len != len || memcmp(q->name, name, len) != 0)
             continue;
         /* a second sender of a name still attached (AMQP forbids it, but two clients'
@@ -232,9 +218,8 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
     q->zin = z;
     q->name = base_strndup((const char *)name, len);
     q->name_len = len;
-    q->channel = channel;
-    q->handle = handle;
     q->bound = true;
+    rtr_hmap_put(&z->links, channel, handle, q);
     q->whole = whole;
     if (z->queues_tail)
         z->queues_tail->next = q;
@@ -247,7 +232,7 @@ static int sink_attach(void *ctx, uint16_t channel, uint32_t handle, bool role,
 static void sink_detach(void *ctx, uint16_t channel, uint32_t handle)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
-    rtr_zq_t  *q = zq_bound(z, channel, handle);
+    rtr_zq_t  *q = rtr_hmap_del(&z->links, channel, handle);
     if (q)
         zq_unbind(z, q);
 }
@@ -255,9 +240,9 @@ static void sink_detach(void *ctx, uint16_t channel, uint32_t handle)
 static void sink_end(void *ctx, uint16_t channel)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
-    for (rtr_zq_t *q = z->queues; q; q = q->next)
-        if (q->bound && (channel == 0xffff || q->channel == channel))
-            zq_unbind(z, q);
+    rtr_zq_t  *q;
+    while ((q = rtr_hmap_pop(&z->links, channel == 0xffff ? RTR_HMAP_ANY : channel)))
+        zq_unbind(z, q);
 }
 
 static bool sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_present,
@@ -265,7 +250,7 @@ static bool sink_transfer(void *ctx, uint16_t channel, uint32_t handle, bool id_
                           const uint8_t *perf, uint32_t perf_len)
 {
     rtr_zin_t *z = &((rtr_conn_t *)ctx)->zin;
-    rtr_zq_t  *q = zq_bound(z, channel, handle);
+    rtr_zq_t  *q = rtr_hmap_get(&z->links, channel, handle);
     if (q && q->whole) {
         z->xfer = NULL;
         return true; /* Proton's own path (sink_attach) */
@@ -366,7 +351,8 @@ void rtr_zin_fini_WT(rtr_conn_t *c)
         z->queues = q->next;
         zq_free(q);
     }
-    z->queues_tail = z->last = z->xfer = NULL;
+    rtr_hmap_fini(&z->links);
+    z->queues_tail = z->xfer = NULL;
     rbuf_unref(z->rb);
     z->rb = NULL;
     if (z->stage_own)

@@ -39,6 +39,7 @@
 
 #include "codec/frame.h"
 #include "router/ctx.h"
+#include "router/hmap.h"
 
 #include <proton/types.h>
 #include <stdbool.h>
@@ -81,9 +82,8 @@ struct rtr_zq {
     struct rtr_zin *zin;      /* its connection's */
     char       *name;         /* the link's name (heap, NUL-terminated) */
     size_t      name_len;     /* its length (a name may hold a NUL: then it matches nothing) */
-    uint16_t    channel;      /* the peer's channel of the attach */
-    uint32_t    handle;       /* the peer's handle */
-    bool        bound;        /* (channel, handle) still names it: no detach or end yet */
+    bool        bound;        /* its (channel, handle) still names it (zin->links): no detach
+                                 or end yet */
     bool        whole;        /* a name attached twice: its transfers go to Proton whole */
     bool        more_pending; /* Proton's link->more_pending, mirrored */
     uint32_t    more_id;      /* Proton's link->more_id, mirrored */
@@ -113,7 +113,7 @@ typedef struct rtr_zin {
     bool               stage_own; /* stage is the connection's (heap) */
     rtr_zq_t          *queues;    /* oldest first */
     rtr_zq_t          *queues_tail; /* newest */
-    rtr_zq_t          *last;      /* the queue of the last transfer (a cache) */
+    rtr_hmap_t         links;     /* (channel, handle) -> the queue an attach made: bound ones */
     rtr_zq_t          *xfer;      /* the queue the current payload goes to, or NULL: dropped */
     size_t             queued;    /* payload bytes queued, all queues, + RTR_ZENT_COST per
                                      slice (RTR_CONN_IN_MAX) */

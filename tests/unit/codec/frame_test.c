@@ -205,6 +205,63 @@ static void test_transfer_without_delivery_id(void **state)
     expect(&s, CODEC_INVALID);
 }
 
+/* A frame of `type` on `channel` around body[len]. */
+static void frame_on(stream_t *s, uint16_t channel, const void *body, size_t len)
+{
+    uint32_t size = (uint32_t)(8 + len);
+    uint8_t h[8] = {(uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8),
+                    (uint8_t)size, 2, 0, (uint8_t)(channel >> 8), (uint8_t)channel};
+    put(s, h, 8);
+    put(s, body, len);
+}
+
+/* transfer [handle 0, delivery-id 0, tag "1", null, null, more true] + 'a' */
+#define FIRST_MORE 0x00, 0x53, 0x14, 0xc0, 0x09, 0x06, 0x43, 0x43, 0xa0, 0x01, '1', 0x40, 0x40, \
+                   0x41, 'a'
+/* transfer [handle 0, null, null, null, null, more M] + 'b' */
+#define NEXT(M) 0x00, 0x53, 0x14, 0xc0, 0x07, 0x06, 0x43, 0x40, 0x40, 0x40, 0x40, (M), 'b'
+
+static void test_deliveries_in_progress_are_per_link(void **state)
+{
+    (void)state;
+    stream_t s;
+    /* two sessions, each with a link on handle 0, interleave multi-frame deliveries: the
+     * one that ends first does not end the other's */
+    session_start(&s);
+    frame_on(&s, 1, BYTES(BEGIN_BODY));
+    frame_on(&s, 1, BYTES(ATTACH_BODY));
+    frame_on(&s, 0, BYTES(FIRST_MORE));
+    frame_on(&s, 1, BYTES(FIRST_MORE));
+    frame_on(&s, 1, BYTES(NEXT(0x42)));
+    frame_on(&s, 0, BYTES(NEXT(0x41)));
+    frame_on(&s, 0, BYTES(NEXT(0x42)));
+    expect(&s, 0);
+    /* ...and a delivery in progress on channel 0 lets no first transfer without a
+     * delivery-id through on channel 1 */
+    session_start(&s);
+    frame_on(&s, 1, BYTES(BEGIN_BODY));
+    frame_on(&s, 1, BYTES(ATTACH_BODY));
+    frame_on(&s, 0, BYTES(FIRST_MORE));
+    frame_on(&s, 1, BYTES(NEXT(0x41)));
+    expect(&s, CODEC_INVALID);
+    /* a detach ends its link's delivery in progress: a link attached again on the handle
+     * needs a delivery-id on its first transfer */
+    session_start(&s);
+    frame_on(&s, 0, BYTES(FIRST_MORE));
+    frame_on(&s, 0, BYTES(0x00, 0x53, 0x16, 0xc0, 0x02, 0x01, 0x43)); /* detach [handle 0] */
+    frame_on(&s, 0, BYTES(ATTACH_BODY));
+    frame_on(&s, 0, BYTES(NEXT(0x42)));
+    expect(&s, CODEC_INVALID);
+    /* so does an end, for every link of its session */
+    session_start(&s);
+    frame_on(&s, 0, BYTES(FIRST_MORE));
+    frame_on(&s, 0, BYTES(0x00, 0x53, 0x17, 0x45)); /* end */
+    frame_on(&s, 0, BYTES(BEGIN_BODY));
+    frame_on(&s, 0, BYTES(ATTACH_BODY));
+    frame_on(&s, 0, BYTES(NEXT(0x42)));
+    expect(&s, CODEC_INVALID);
+}
+
 static void test_unknown_header_passes_to_proton(void **state)
 {
     (void)state;
@@ -447,7 +504,7 @@ static void test_memory_grows_with_use(void **state)
     assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
     assert_true(codec_guard_mem_bytes(&g) <= 512);
 
-    /* deliveries in progress on 20 handles: 4 bytes each (doubling), none once they end */
+    /* deliveries in progress on 20 handles: 8 bytes each (doubling), none once they end */
     codec_guard_fini(&g);
     assert_int_equal(mem_live, 0);
     codec_guard_init(&g, 16384, test_mem);
@@ -463,7 +520,7 @@ static void test_memory_grows_with_use(void **state)
             assert_int_equal(codec_guard_feed(&g, s.b, s.n), 0);
         }
         if (!pass)
-            assert_int_equal(codec_guard_mem_bytes(&g), 32 * sizeof(uint32_t));
+            assert_int_equal(codec_guard_mem_bytes(&g), 32 * sizeof(uint64_t));
     }
     assert_int_equal(g.n_inprog, 0);
     assert_int_equal(codec_guard_mem_bytes(&g), 0);
@@ -502,7 +559,7 @@ static void test_proton_crash_inputs(void **state)
             refused++;
         if (strcmp(e->d_name, "crash-20240918") == 0)
             assert_int_equal(g.failed, true);
-        assert_true(codec_guard_mem_bytes(&g) <= 16384 + 4 * CODEC_GUARD_MAX_INPROG);
+        assert_true(codec_guard_mem_bytes(&g) <= 16384 + sizeof(uint64_t) * CODEC_GUARD_MAX_INPROG);
         codec_guard_fini(&g);
         assert_int_equal(mem_live, 0);
     }
@@ -733,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_sasl_then_amqp),
         cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_transfer_without_delivery_id),
+        cmocka_unit_test(test_deliveries_in_progress_are_per_link),
         cmocka_unit_test(test_unknown_header_passes_to_proton),
         cmocka_unit_test(test_value_check),
         cmocka_unit_test(test_counts_bounded_by_bytes),
