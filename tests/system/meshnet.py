@@ -111,6 +111,9 @@ class Position:
         self.proc = None
         self.jrouter = None
         self.starts = 0
+        # a second client listener with stripAnnotations no (set before start), whose
+        # clients see the router annotations
+        self.raw_port = None
 
     @property
     def url(self):
@@ -126,6 +129,9 @@ class Position:
                     ["listener", {"host": "127.0.0.1", "port": str(self.port)}],
                     ["listener", {"host": "127.0.0.1", "port": str(self.ir_port),
                                   "role": "inter-router"}]]
+            if self.raw_port:
+                ents.append(["listener", {"host": "127.0.0.1", "port": str(self.raw_port),
+                                          "stripAnnotations": "no"}])
             for port, cost in self.connect:
                 cn = {"host": "127.0.0.1", "port": str(port), "role": "inter-router"}
                 if cost:
@@ -140,6 +146,10 @@ class Position:
         tmp = self.net.tmp_path
         log = tmp / ("%s-%d.log" % (self.id, self.starts))
         text = qdr_interior_conf(self.id, log, self.port, self.ir_port)
+        if self.raw_port:
+            text += ("listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+                     " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n"
+                     " stripAnnotations: no\n}\n" % self.raw_port)
         for port, cost in self.connect:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n%s}\n"
