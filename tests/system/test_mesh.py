@@ -114,7 +114,7 @@ SHAPES = {
     # B connects to A, C to A and B
     "triangle": [("B", "A"), ("C", "A"), ("C", "B")],
 }
-CASES = [("line", "JJJ"), ("line", "JQJ"), ("line", "QJQ"), ("line", "QQJ"),
+CASES = [("line", "JJJ"), ("line", "JQJ"), ("line", "QJQ"), ("line", "QQJ"), ("line", "JJQ"),
          ("triangle", "JJJ"), ("triangle", "JJQ"), ("triangle", "QQJ")]
 
 
