@@ -4,7 +4,8 @@ and restarted comes back where its neighbours' connectors look for it), and an e
 Proton client (one container thread) with at-least-once producers, presettled multicast
 producers and consumers on any of the routers.
 
-Shared by test_mesh.py (failure, mixed meshes) and test_interior_corpus.py."""
+Shared by test_mesh.py (failure, mixed meshes), test_interior_hops.py, test_interior_fanout.py
+and test_interior_corpus.py."""
 import collections
 import os
 import signal
