@@ -48,7 +48,8 @@ const attr_def_t cfg__router_attrs[R_N] = {
     [R_WORKER_THREADS]        = {"workerThreads", AT_INT},
     [R_DEFAULT_DISTRIBUTION]  = {"defaultDistribution", AT_ENUM, cfg__dist_tags},
     /* inter-router protocol, SASL database, link routes, log format: nothing a standalone,
-     * ANONYMOUS-only router does differs with them */
+     * ANONYMOUS-only router does differs with them (an interior router reads the protocol's
+     * timers: config.c's router_timers_fill) */
     [R_AREA]                  = {"area", AT_STRING, .ignored = true},
     [R_HELLO_INTERVAL]        = {"helloIntervalSeconds", AT_INT, .ignored = true},
     [R_HELLO_MAX_AGE]         = {"helloMaxAgeSeconds", AT_INT, .ignored = true},
@@ -98,7 +99,7 @@ const attr_def_t cfg__listener_attrs[L_N] = {
     [L_PROTOCOL_FAMILY]       = {"protocolFamily", AT_ENUM, family_tags,
                                  .alias_of = L_SOCKET_ADDRESS_FAMILY, .deprecated = true},
     [L_ROLE]                  = {"role", AT_ENUM, cfg__role_tags},
-    [L_COST]                  = {"cost", AT_INT}, /* inter-router only: kept, not used */
+    [L_COST]                  = {"cost", AT_INT}, /* inter-router only (router/irconn.c) */
     [L_SSL_PROFILE]           = {"sslProfile", AT_STRING},
     [L_SASL_MECHANISMS]       = {"saslMechanisms", AT_STRING},
     [L_AUTHENTICATE_PEER]     = {"authenticatePeer", AT_BOOL},
@@ -318,7 +319,7 @@ const attr_def_t cfg__connector_attrs[CN_N] = {
     [CN_PORT]                 = {"port", AT_STRING},
     [CN_PROTOCOL_FAMILY]      = {"protocolFamily", AT_ENUM, family_tags},
     [CN_ROLE]                 = {"role", AT_ENUM, cfg__role_tags},
-    [CN_COST]                 = {"cost", AT_INT}, /* inter-router only: kept, not used */
+    [CN_COST]                 = {"cost", AT_INT}, /* inter-router only (router/irconn.c) */
     [CN_SSL_PROFILE]          = {"sslProfile", AT_STRING}, /* refused: see connector_fill */
     [CN_SASL_MECHANISMS]      = {"saslMechanisms", AT_STRING},
     [CN_ALLOW_REDIRECT]       = {"allowRedirect", AT_BOOL, .ignored = true},

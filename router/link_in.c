@@ -306,7 +306,10 @@ static void in_finish_WT(rtr_worker_t *w, rtr_in_t *in)
             break;
         case CORE_OUTCOME_MODIFIED:
             state = PN_MODIFIED;
-            pn_disposition_set_failed(local, disp->delivery_failed);
+            /* delivery-failed always, whatever the consumer said: qdrouterd 1.19 sets it on
+             * every MODIFIED it passes back (router_node.c), so a producer counts the attempt
+             * the same through either router, and through a mesh of both */
+            pn_disposition_set_failed(local, true);
             pn_disposition_set_undeliverable(local, disp->undeliverable_here);
             break;
         default:

@@ -4,7 +4,8 @@ and restarted comes back where its neighbours' connectors look for it), and an e
 Proton client (one container thread) with at-least-once producers, presettled multicast
 producers and consumers on any of the routers.
 
-Shared by test_mesh.py (failure, mixed meshes) and test_interior_corpus.py."""
+Shared by test_mesh.py (failure, mixed meshes), test_interior_hops.py, test_interior_fanout.py
+and test_interior_corpus.py."""
 import collections
 import os
 import signal
@@ -111,6 +112,9 @@ class Position:
         self.proc = None
         self.jrouter = None
         self.starts = 0
+        # a second client listener with stripAnnotations no (set before start), whose
+        # clients see the router annotations
+        self.raw_port = None
 
     @property
     def url(self):
@@ -126,6 +130,9 @@ class Position:
                     ["listener", {"host": "127.0.0.1", "port": str(self.port)}],
                     ["listener", {"host": "127.0.0.1", "port": str(self.ir_port),
                                   "role": "inter-router"}]]
+            if self.raw_port:
+                ents.append(["listener", {"host": "127.0.0.1", "port": str(self.raw_port),
+                                          "stripAnnotations": "no"}])
             for port, cost in self.connect:
                 cn = {"host": "127.0.0.1", "port": str(port), "role": "inter-router"}
                 if cost:
@@ -140,6 +147,10 @@ class Position:
         tmp = self.net.tmp_path
         log = tmp / ("%s-%d.log" % (self.id, self.starts))
         text = qdr_interior_conf(self.id, log, self.port, self.ir_port)
+        if self.raw_port:
+            text += ("listener {\n host: 127.0.0.1\n port: %d\n role: normal\n"
+                     " authenticatePeer: no\n saslMechanisms: ANONYMOUS\n"
+                     " stripAnnotations: no\n}\n" % self.raw_port)
         for port, cost in self.connect:
             text += ("connector {\n host: 127.0.0.1\n port: %d\n role: inter-router\n"
                      " saslMechanisms: ANONYMOUS\n%s}\n"

@@ -1,8 +1,7 @@
 """The corpus's interior meshes: qpid-dispatch 1.19's own router sets tests/config-2/ (two
 routers), config-3-linear/ (a line of three) and config-6/ (four routers joined each to each,
-and two more each joined to two of them) started with junctiond, one process per file, under
-the experimental switch (test_corpus.py runs every file without it, where interior mode is
-refused).
+and two more each joined to two of them) started with junctiond, one process per file, and
+joined into their meshes (test_corpus.py starts every file alone: each serves).
 
 Each set's files are changed only where they cannot run here as written: each port number
 (and `amqp`) becomes one free port, the same in every file of the set, so that connectors

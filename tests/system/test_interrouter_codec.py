@@ -1,8 +1,8 @@
 """A real qdrouterd 1.19 reads the routing-protocol messages Junction's encoder writes.
 
-core/routing/msg.c is not wired into junctiond yet (core/routing/DESIGN.md); its unit tests
-check that it decodes and re-encodes qdrouterd's own bytes.  This test checks the other
-direction: a Proton-Python peer plays interior router "PEER" towards ../shared/peer's
+core/routing/msg.c's unit tests check that it decodes and re-encodes qdrouterd's own bytes
+(and the interior tests run it inside junctiond against qdrouterd).  This test checks the
+encoder alone, in the other direction: a Proton-Python peer plays interior router "PEER" towards ../shared/peer's
 qdrouterd over an inter-router connection, and every routing message it sends is made by
 rt_compose (the encoder, from the build beside $JUNCTIOND): HELLOs, an RA, the LSU answering
 qdrouterd's LSR, the absolute MAU answering its MAR, then a differential MAU.  qdrouterd's

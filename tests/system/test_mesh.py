@@ -7,7 +7,9 @@ in flight through B. B is killed (SIGKILL): the deliveries A had sent over B com
 RELEASED/MODIFIED and are resent, A reroutes over the direct connection within the
 protocol's timers (the loss is seen at once, the routes follow within a tick or two), every
 id the producer saw ACCEPTED reached the consumer (none lost silently, none
-accepted-and-dropped) and B's return makes the path through B again.
+accepted-and-dropped) and B's return makes the path through B again. The same with B up and
+only its connection to A cut (a relay in the test closes it and refuses B's connector until
+mended): the same reroute, releases and return, through B's connector retrying.
 
 Mixed meshes: a line A-B-C and a triangle, each position held by Junction (J) or qdrouterd
 (Q): every router's router.node (and the real `qdstat -n`) names the same routers with the
@@ -20,6 +22,8 @@ killed
 and restarted is learned again (its new instance on every router) and traffic crosses the
 healed mesh. Cases with a qdrouterd skip where ../shared/peer is absent.
 """
+import socket
+import threading
 import time
 
 import pytest
@@ -106,6 +110,136 @@ def test_link_lost_reroutes_and_releases(net, kinds):
             assert bad not in text, "%s logged %r:\n%s" % (p.id, bad, text[-3000:])
 
 
+class Cut:
+    """A TCP relay on 127.0.0.1 for one inter-router connection: cut() closes every relayed
+    connection and stops listening (both routers stay up, each sees its connection go),
+    mend() listens again on the same port, so the connector's retries get through."""
+
+    def __init__(self, target):
+        self.target = target
+        self.port = free_port()
+        self.socks = []
+        self.lsock = None
+        self.lock = threading.Lock()
+        self.mend()
+
+    def mend(self):
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.port))
+        ls.listen(8)
+        self.lsock = ls
+        threading.Thread(target=self._accept, args=(ls,), daemon=True).start()
+
+    def _accept(self, ls):
+        while True:
+            try:
+                a, _ = ls.accept()
+                b = socket.create_connection(("127.0.0.1", self.target), 5)
+            except OSError:
+                return  # cut
+            with self.lock:
+                self.socks += [a, b]
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pump, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pump(x, y):
+        try:
+            while True:
+                data = x.recv(65536)
+                if not data:
+                    break
+                y.sendall(data)
+        except OSError:
+            pass
+        for z in (x, y):
+            try:
+                z.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        try:  # wakes the accepting thread (a close alone leaves the socket listening)
+            self.lsock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.lsock.close()
+        with self.lock:
+            socks, self.socks = self.socks, []
+        for z in socks:
+            try:
+                z.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            z.close()
+
+
+@pytest.mark.deadline(150)
+@pytest.mark.parametrize("kinds", ["JJJ", "JQJ", "QJQ"])
+def test_connection_cut_reroutes_and_releases(net, kinds):
+    """The triangle of test_link_lost_reroutes_and_releases, but B stays up: only the A-B
+    connection goes (B's connector to A runs through a relay the test cuts). A reroutes over
+    the direct connection within the protocol's timers, the deliveries in flight over A-B
+    come back RELEASED/MODIFIED (resent), none ACCEPTED is lost; the relay mended, B's
+    connector gets through again and A's path to C goes through B once more."""
+    if "Q" in kinds:
+        need_peer()
+    a, b, c = (net.add(k, rid) for k, rid in zip(kinds, "ABC"))
+    relay = Cut(a.ir_port)
+    b.connect.append((relay.port, None))  # B's connector to A, through the relay
+    b.connect_to(c)
+    a.connect_to(c, cost=10)
+    try:
+        for p in (a, c, b):
+            p.start()
+        edges = edges_of([("A", "B"), ("B", "C"), ("A", "C")], "ABC")
+        net.converged(edges)
+        wait_for("A routes to C through B", lambda: (
+            lambda r: r["C"]["nextHop"] == "B" and r["C"]["cost"] == 2)(nodes(a.url)))
+        t = Traffic()
+        cons = t.consumer(c.url, "cl.far", 0.3)
+        prod = t.producer(a.url, "cl.far", None, rate=200, tag="A")
+        t.start()
+        try:
+            t.wait("messages flow A-B-C", lambda: len(cons.bodies) >= 200)
+            relay.cut()
+            t0 = time.monotonic()
+            got = len(cons.bodies)
+            wait_for("A routes to C directly", lambda: (
+                lambda r: r["C"]["nextHop"] is None and r["C"]["cost"] == 10)(nodes(a.url)),
+                timeout=10, every=0.1)
+            rerouted = time.monotonic() - t0
+            t.wait("messages flow A-C", lambda: len(cons.bodies) >= got + 200)
+            assert rerouted < 3 + 2, "reroute within helloMaxAgeSeconds and a tick: %.1fs" % (
+                rerouted)
+            assert prod.released > 0, "the deliveries in flight over A-B came back"
+            assert b.proc.poll() is None, "B stayed up"
+
+            relay.mend()  # B's connector retries and gets through
+            net.converged(edges, timeout=60)
+            wait_for("A routes to C through B again", lambda: (
+                lambda r: r["C"]["nextHop"] == "B" and r["C"]["cost"] == 2)(nodes(a.url)))
+            mark = len(cons.bodies)
+            t.wait("messages flow A-B-C again", lambda: len(cons.bodies) >= mark + 100)
+            prod.n = prod.next
+            t.wait("every id ACCEPTED", prod.done, timeout=60)
+        finally:
+            t.stop()
+    finally:
+        relay.cut()
+    assert t.error is None, t.error
+    assert not prod.rejected, prod.rejected
+    seen = {m["id"] for m in cons.bodies}
+    assert prod.accepted == set(range(prod.n))
+    lost = prod.accepted - seen
+    assert not lost, "%d ids ACCEPTED but never delivered: %s" % (len(lost), sorted(lost)[:20])
+    for p in (a, b, c):
+        text = p.log_text()
+        for bad in ("protocol error", "CRITICAL"):
+            assert bad not in text, "%s logged %r:\n%s" % (p.id, bad, text[-3000:])
+
+
 # ---------------------------------------------------------------- mixed meshes
 
 SHAPES = {
@@ -114,7 +248,7 @@ SHAPES = {
     # B connects to A, C to A and B
     "triangle": [("B", "A"), ("C", "A"), ("C", "B")],
 }
-CASES = [("line", "JJJ"), ("line", "JQJ"), ("line", "QJQ"), ("line", "QQJ"),
+CASES = [("line", "JJJ"), ("line", "JQJ"), ("line", "QJQ"), ("line", "QQJ"), ("line", "JJQ"),
          ("triangle", "JJJ"), ("triangle", "JJQ"), ("triangle", "QQJ")]
 
 

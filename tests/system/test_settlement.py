@@ -60,6 +60,18 @@ def test_modified_flags_reach_the_sender(router, client):
     assert dlv.remote.undeliverable
 
 
+def test_modified_is_always_delivery_failed(router, client):
+    """A consumer's MODIFIED without delivery-failed reaches the sender with it set, as
+    qdrouterd 1.19 passes every MODIFIED back (undeliverable-here as the consumer said)."""
+    rcv = client.connect(router.url).receiver("settle.mod0")
+    snd = client.connect(router.url).sender("settle.mod0")
+    dlv = snd.send(Message(body="modify me"))
+    rcv.get().modify(failed=False, undeliverable=False)
+    assert snd.wait_outcome(dlv) == Delivery.MODIFIED
+    assert dlv.remote.failed
+    assert not dlv.remote.undeliverable
+
+
 def test_presettled_sender_delivers(router, client):
     rcv = client.connect(router.url).receiver("settle.pre")
     snd = client.connect(router.url).sender("settle.pre", presettled=True)
