@@ -6,14 +6,15 @@ only one way, against the real brokers (brokers.py: RabbitMQ and the Proton C ex
   mgmt_tool.Node without it), a listener, a route-container connector to the broker, a
   waypoint address, an out and an in autoLink and a linkRoute each way.  Their QUERYs show
   the live state (the connector's connectionStatus, the autoLinks' and linkRoutes'
-  operStatus), clients use the new listener through the waypoint and the link routes, and each
-  DELETE takes effect: the connector's connection goes (autoLinks inactive, link-routed
-  attaches refused with qd:no-route-to-dest), an attach once routed by a deleted linkRoute is
-  message-routed, the listener stops listening.  The autoLinks and linkRoutes name the broker
-  by its container id (`containerId`: RabbitMQ's cluster name, the Proton broker's argv[0],
-  docs/brokers.md R17 and P11), and the linkRoutes rewrite the address toward the broker
-  (`delExternalPrefix`, `addExternalPrefix` "/queue/"): a client of the broker finds the
-  messages in the queue named that way.
+  operStatus; the real qdstat --autolinks and --linkroutes too), clients use the new listener
+  through the waypoint and the link routes, and each DELETE takes effect: the connector's
+  connection goes (autoLinks inactive, link-routed attaches refused with qd:no-route-to-dest),
+  an attach once routed by a deleted linkRoute is message-routed, the listener stops
+  listening.  The autoLinks and linkRoutes name the broker by its container id
+  (`containerId`: RabbitMQ's cluster name, the Proton broker's argv[0], docs/brokers.md R17
+  and P11), and the linkRoutes rewrite the address toward the broker (`delExternalPrefix`,
+  `addExternalPrefix` "/queue/"): a client of the broker finds the messages in the queue
+  named that way.
 * A waypoint address of more than two phases (ingressPhase 0, egressPhase 2): producers' messages
   go through two queues of the broker in turn (phase 0 out to the first, phase 1 back from it and
   out to the second, phase 2 back to consumers), as qdrouterd 1.19 chains waypoints.
@@ -30,7 +31,7 @@ from proton import Delivery, Message
 from brokers import autolink_states, unique_name, wait_autolinks
 from clients import Client
 from conftest import free_port
-from meshnet import PEER_BIN
+from meshnet import PEER_BIN, peer_tool
 from mgmt_tool import Node
 
 KINDS = ["proton_broker", "rabbitmq"]
@@ -154,6 +155,16 @@ def test_everything_created_and_deleted_at_run_time(broker, make_router):
     out = [x for x in m.query("connection") if x.get("dir") == "out"]
     assert [x["container"] for x in out] == [container], out
     assert out[0]["role"] == "route-container"
+    if (PEER_BIN / "qdstat").exists():
+        # the real qdstat's views of them
+        text = peer_tool("qdstat", r.url, "--autolinks")
+        rows = [x.split() for x in text.splitlines()]
+        assert [q, "out", "0"] in [x[:3] for x in rows], text
+        assert [q, "in", "1"] in [x[:3] for x in rows], text
+        assert sum(1 for x in rows if x[:1] == [q] and "active" in x) == 2, text
+        text = peer_tool("qdstat", r.url, "--linkroutes")
+        rows = [x.split() for x in text.splitlines() if x.split()[:1] == [lr]]
+        assert len(rows) == 2 and all("active" in x for x in rows), text
 
     url = "amqp://127.0.0.1:%d" % port
     c = Client()
