@@ -320,7 +320,7 @@ const attr_def_t cfg__connector_attrs[CN_N] = {
     [CN_PROTOCOL_FAMILY]      = {"protocolFamily", AT_ENUM, family_tags},
     [CN_ROLE]                 = {"role", AT_ENUM, cfg__role_tags},
     [CN_COST]                 = {"cost", AT_INT}, /* inter-router only (router/irconn.c) */
-    [CN_SSL_PROFILE]          = {"sslProfile", AT_STRING}, /* refused: see connector_fill */
+    [CN_SSL_PROFILE]          = {"sslProfile", AT_STRING}, /* TLS as a client (connector_fill) */
     [CN_SASL_MECHANISMS]      = {"saslMechanisms", AT_STRING},
     [CN_ALLOW_REDIRECT]       = {"allowRedirect", AT_BOOL, .ignored = true},
     [CN_MAX_FRAME_SIZE]       = {"maxFrameSize", AT_INT},
@@ -337,7 +337,7 @@ const attr_def_t cfg__connector_attrs[CN_N] = {
     [CN_MESSAGE_LOGGING_COMPONENTS] = {"messageLoggingComponents", AT_STRING}, /* "none" only */
     [CN_OLD_LOG_MESSAGE]      = {"logMessage", AT_STRING, .alias_of = CN_MESSAGE_LOGGING_COMPONENTS,
                                  .deprecated = true},
-    [CN_FAILOVER_URLS]        = {"failoverUrls", AT_STRING}, /* refused: see connector_fill */
+    [CN_FAILOVER_URLS]        = {"failoverUrls", AT_STRING}, /* read-only: ignored with a warning */
     [CN_OLD_FAILOVER_LIST]    = {"failoverList", AT_STRING, .alias_of = CN_FAILOVER_URLS,
                                  .deprecated = true},
     /* qdrouterd's run-time columns: refused in a file (see connector_fill) */

@@ -218,9 +218,12 @@ static void link_credit_sync_WT(rtr_link_t *k)
     if (k->drain_out && avail <= 0)
         k->drain_out = false; /* answered, or the credit was used up */
     if (!k->credit_on || k->conn->worker->stopping) {
-        if (!k->drain_out && avail > 0 && (k->quirks & RTR_QUIRK_NO_DRAIN)) {
-            /* a peer a drain would break (RabbitMQ, docs/brokers.md R6): the credit is taken
-             * back by lowering it, and transfers already sent on it are still welcome */
+        if (!k->drain_out && avail > 0 && ((k->quirks & RTR_QUIRK_NO_DRAIN) || k->al_id)) {
+            /* a peer a drain would break (RabbitMQ, docs/brokers.md R6), and every autoLink's
+             * peer: a broker that never answers a drain keeps its credit (the Proton broker,
+             * P5) and sends with it, presettled (P2), what the router then has no consumer
+             * for.  The credit is taken back by lowering it, and transfers already sent on it
+             * are still welcome */
             pn_link_flow(pl, -avail);
             k->revoked += (uint32_t)avail;
         } else if (!k->drain_out && avail > 0) {

@@ -75,8 +75,8 @@ struct rtr_link {
     struct rtr_lr_end *lr;  /* a link-routed link's end (router/linkroute.c), or NULL */
     unsigned     quirks;     /* a link the router attached on a route container's connection:
                                 what its peer cannot take (RTR_QUIRK_*, router/peer_quirks.h) */
-    uint32_t     revoked;    /* IN, RTR_QUIRK_NO_DRAIN: credit taken back by lowering it, which
-                                transfers already on their way may still use */
+    uint32_t     revoked;    /* IN, RTR_QUIRK_NO_DRAIN or an autoLink's: credit taken back by
+                                lowering it, which transfers already on their way may use */
     bool         lr_paused;  /* link-routed, receiving: its bytes wait in Proton until the
                                 other end caught up (counts as q2 for RTR_CONN_IN_MAX) */
     /* zero-copy output (router/zc_out.h) */

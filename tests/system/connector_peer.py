@@ -6,6 +6,7 @@ producer at the router).  It prints one line per event on stdout, flushed:
   OPENED <container>      the router's open came (its container id)
   PROPERTIES <json>       its properties: [[key type, key, value type, value], ...] in order
   SASL <mech> <user>      what the router authenticated with (with --sasl-plain)
+  LIMITS <max-frame-size> <channel-max> <idle-time-out ms>   from the router's open
   RECEIVED <body>         a message on IN_ADDR (accepted)
   SENT <n> ACCEPTED       the n-th message sent on OUT_ADDR was accepted
   LINK_OPENED <s|r> <source> <target>   a link of the peer's (sender or receiver) is open
@@ -62,6 +63,8 @@ class Peer(MessagingHandler):
                 out("SASL", s.mech or "-", s.user or "-")
             except Exception:  # noqa: BLE001
                 out("SASL", "-", "-")
+            out("LIMITS", t.remote_max_frame_size, t.remote_channel_max,
+                int(round(t.remote_idle_timeout * 1000)))
         event.container.create_receiver(c, self.in_addr)
         self.sender = event.container.create_sender(c, self.out_addr)
 

@@ -198,3 +198,35 @@ def test_rabbitmq_transfers_beyond_credit_are_taken(rabbitmq, make_router, clien
         assert {x["name"]: x["operStatus"] for x in autolinks(r)} == ACTIVE
     finally:
         c.close()
+
+
+def test_proton_broker_consumer_leaving_loses_nothing(proton_broker, make_router):
+    # when the waypoint's last consumer goes, the in autoLink's credit is taken back by
+    # lowering it, not by a drain: the Proton broker never answers a drain (docs/brokers.md
+    # P5) and kept the credit, so what a producer sent next came straight back, settled (P2),
+    # to an address with no consumer, and the router dropped it
+    q = unique_name("wp")
+    r = waypoint_router(make_router, proton_broker, q)
+    c = Client()
+    node = Node(r.url)
+    try:
+        wait_states(r, ACTIVE, timeout=30)
+        conn = c.connect(r.url)
+        snd = conn.sender(q)
+        rcv = conn.receiver(q, credit=10, settle="accept")
+        assert snd.wait_outcome(snd.send(Message(body="w1"))) == Delivery.ACCEPTED
+        assert rcv.get(timeout=15).body == "w1"
+        rcv.close()
+        c.run_for(0.5)
+        # no consumer: the broker's queue keeps it
+        assert snd.wait_outcome(snd.send(Message(body="w2"))) == Delivery.ACCEPTED
+        c.run_for(1.0)
+        rows = [x for x in node.query_dicts("router.link") if x["owningAddr"] == "M1" + q]
+        assert [x["droppedPresettledCount"] for x in rows] == [0], rows
+        assert [x["creditAvailable"] for x in rows] == [0], rows
+        # a consumer again: it gets it
+        rcv = conn.receiver(q, credit=10, settle="accept")
+        assert rcv.get(timeout=15).body == "w2"
+    finally:
+        c.close()
+        node.close()

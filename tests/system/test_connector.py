@@ -98,8 +98,13 @@ def connector(port, **kw):
 
 def test_messages_flow_both_ways_through_a_connector(make_router, peer):
     peer.start()
-    r = make_router(extra=[connector(peer.port, idleTimeoutSeconds=8, maxFrameSize=4096)])
+    r = make_router(extra=[connector(peer.port, idleTimeoutSeconds=8, maxFrameSize=4096,
+                                     maxSessions=5, linkCapacity=7)])
     assert peer.wait_line("OPENED").split()[1] == "JTest"
+    # the connector's maxFrameSize, maxSessions (channel-max: the highest channel number)
+    # and idleTimeoutSeconds are in the router's open (Proton's engine announces half the
+    # idle timeout it enforces)
+    assert peer.wait_line("LIMITS").split()[1:] == ["4096", "4", "4000"]
     r.wait_log(r"Connection to 127\.0\.0\.1:%d opened \(connector to-peer" % peer.port)
     c = Client()
     try:
@@ -115,6 +120,15 @@ def test_messages_flow_both_ways_through_a_connector(make_router, peer):
         assert rcv.get().body == "from-peer-1"
         # the client's accept reaches the peer through the router
         c.wait(lambda: "SENT 1 ACCEPTED" in peer.lines, 10, "the peer's outcome")
+        # the peer's links over the connection have the connector's linkCapacity
+        n = Node(r.url)
+        try:
+            out = [x["identity"] for x in n.query_dicts("connection") if x.get("dir") == "out"]
+            links = [x for x in n.query_dicts("router.link") if x["connectionId"] in out]
+            assert sorted(x["linkDir"] for x in links) == ["in", "out"], links
+            assert {x["capacity"] for x in links} == {7}, links
+        finally:
+            n.close()
     finally:
         c.close()
 

@@ -184,6 +184,38 @@ def test_waypoint_through_a_real_broker_honours_lowered_credit(kind, request, ma
         node.close()
 
 
+@pytest.mark.parametrize("kind", ["rabbitmq", "proton_broker"])
+def test_link_routed_receiver_on_a_real_broker_honours_lowered_credit(kind, request,
+                                                                      make_router):
+    """A link-routed receiver on a queue of RabbitMQ and of the Proton example broker (both
+    honour lowered credit themselves: docs/brokers.md R7, P6) gets exactly its new credit,
+    then what it grants after, and the rest once it grants enough, every message once."""
+    from brokers import linkroute_router, unique_name
+    broker = request.getfixturevalue(kind)
+    r = linkroute_router(make_router, broker, "lowlr", ("lowIn", "lowOut"))
+    q = "lowlr.%s" % unique_name()
+    c = Client()
+    try:
+        rcv = c.connect(r.url).receiver(q, credit=0, auto_credit=False)
+        c.wait(lambda: rcv.pn.remote_source.address == q, 15, "the routed attach's answer")
+        direct = c.connect(broker.url).sender(q)  # RabbitMQ: a bare name is a queue (R1)
+
+        def produce():
+            dlvs = [direct.send(Message(body="l%d" % i)) for i in range(20)]
+            assert direct.wait_outcomes(dlvs, timeout=30) == [dlvs[0].ACCEPTED] * 20
+
+        assert lowered_then_raised(c, rcv, produce) == [2, 7, 10]
+        rcv.pn.flow(100)
+        got = rcv.get_n(10, timeout=15)
+        assert sorted(m.body for m in got) == sorted("l%d" % i for i in range(10, 20))
+        for m in got:
+            m.accept()
+        c.run_for(0.5)
+        assert len(rcv.queue) == 0
+    finally:
+        c.close()
+
+
 def test_link_routed_receiver_lowering_credit_with_proton(make_router):
     """The link-routed case with Proton's negative flow (test_linkroute.py has it with raw
     frames): the broker had the old credit, the client gets the new one."""

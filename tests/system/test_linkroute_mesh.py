@@ -15,9 +15,9 @@ with an error, nothing in flight is reported ACCEPTED, later attaches get
 
 test_config_2_broker runs qpid-dispatch 1.19's own tests/config-2-broker/ A.conf and B.conf
 (tests/data/qdrouterd-configs), changed only in their ports and hosts as
-test_interior_corpus.py changes its meshes (A's connector to the broker gets RabbitMQ's
-port), and sends and receives through both routers to a RabbitMQ queue by the `queue.` link
-route."""
+test_interior_corpus.py changes its meshes (A's connector to the broker gets the broker's
+port), and sends and receives through both routers to a queue of RabbitMQ and of the Proton
+broker by the `queue.` link route."""
 import os
 import signal
 import subprocess
@@ -369,15 +369,15 @@ def test_mesh_link_loss(pair_of, broker, a_kind):
 
 @pytest.mark.deadline(180)
 @pytest.mark.parametrize("kinds", KINDS)
-def test_config_2_broker(tmp_path, request, rabbitmq, kinds):
+def test_config_2_broker(tmp_path, request, broker, kinds):
     """qpid-dispatch 1.19's tests/config-2-broker/: A.conf (the broker's router, its
     route-container connector to port 11000) and B.conf, ports and hosts rewritten, A's
-    broker port made RabbitMQ's; a client on B sends to and receives from a RabbitMQ queue
-    through both routers by the `queue.` link route."""
+    broker port made the broker's (RabbitMQ, the Proton broker); a client on B sends to and
+    receives from a queue of the broker through both routers by the `queue.` link route."""
     if "Q" in kinds:
         need_peer()
-    skip_qdrouterd_rabbitmq(kinds[0], "rabbitmq")
-    ports = {"11000": rabbitmq.port}
+    skip_qdrouterd_rabbitmq(kinds[0], broker.name)
+    ports = {"11000": broker.port}
     qds, urls = [], {}
     try:
         for f, kind in zip(("A.conf", "B.conf"), kinds):
@@ -402,7 +402,7 @@ def test_config_2_broker(tmp_path, request, rabbitmq, kinds):
         try:
             snd = c.connect(urls["B.conf"]).sender(queue)
             assert snd.wait_outcome(snd.send(Message(body="direct"))) == Delivery.ACCEPTED
-            got = c.connect(rabbitmq.url).receiver(queue, credit=1).get()
+            got = c.connect(broker.url).receiver(queue, credit=1).get()
             assert got.body == "direct"
             got.accept()
         finally:
