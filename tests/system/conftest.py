@@ -409,11 +409,48 @@ def client():
     c.close()
 
 
+# The parameters that name the router of every position of a test's network: "J" junctiond,
+# "Q" qdrouterd ("kinds" and "pair" one letter per position; "edge_kind" and "interior_kind"
+# together).  Parameters naming one position only (a_kind, behind, ...) leave the others
+# implicit and are not read.
+ROUTER_MIX_PARAMS = ("kinds", "pair", "edge_kind", "interior_kind")
+
+
+def router_mix(item):
+    """The routers a parametrized case runs, as a string of J and Q ("" when it does not say)."""
+    spec = getattr(item, "callspec", None)
+    if spec is None:
+        return ""
+    return "".join(v for k, v in spec.params.items()
+                   if k in ROUTER_MIX_PARAMS and isinstance(v, str) and re.fullmatch("[JQ]+", v))
+
+
+def sanitizer_skips(item, sanitizer):
+    """Why a sanitizer build's run leaves this case out, or None.  A case of qdrouterds alone
+    (the reference) runs no junctiond.  TSan leaves out the mixed Junction/qdrouterd cases:
+    the same test with Junctions only drives the same threads of junctiond; what a qdrouterd
+    changes is the bytes it sends, which the ASan run checks."""
+    mix = router_mix(item)
+    if mix and "J" not in mix:
+        return "qdrouterd alone"
+    if sanitizer == "tsan" and "J" in mix and "Q" in mix:
+        return "mixed with qdrouterd (run on the release and ASan builds)"
+    return None
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Under pytest-xdist, the files heaviest by their tests' deadlines first (each file's tests
-    in their order). scripts/test hands whole files to its processes (--dist loadfile): a long
-    file (the meshes, the brokers) handed out near the end would keep one process busy while
-    the others sit idle, so the files handed out last are the short ones."""
+    """With JUNCTION_SANITIZER (asan or tsan, set by scripts/test), leave out what
+    sanitizer_skips names.  Under pytest-xdist, the files heaviest by their tests' deadlines
+    first (each file's tests in their order). scripts/test hands whole files to its processes
+    (--dist loadfile): a long file (the meshes, the brokers) handed out near the end would keep
+    one process busy while the others sit idle, so the files handed out last are the short
+    ones."""
+    sanitizer = os.environ.get("JUNCTION_SANITIZER")
+    if sanitizer:
+        dropped = [it for it in items if sanitizer_skips(it, sanitizer)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [it for it in items if not sanitizer_skips(it, sanitizer)]
     if not hasattr(config, "workerinput"):
         return
     weight = {}
