@@ -191,7 +191,9 @@ def test_qdrouterd_reads_what_junction_writes(tmp_path):
             state["addrs"] = dict((a.get("key") or a.get("name"), a) for a in addrs)
             peer = state["nodes"].get(PEER_ID)
             diff = state["addrs"].get("M0peer/diff")
-            if peer and peer.get("linkState") == [QDR_ID] and diff and diff["remoteCount"] == 1:
+            # the cost comes with qdrouterd's next path computation, a tick after the link state
+            if peer and peer.get("linkState") == [QDR_ID] and peer.get("cost") is not None \
+                    and diff and diff["remoteCount"] == 1:
                 return True
             return None
 
