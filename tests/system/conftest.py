@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+import lazy_ssl  # noqa: F401 - Proton-Python's containers make their SSL domains when used
 from clients import Client
 
 # The broker fixtures (rabbitmq, proton_broker, make_rabbitmq, make_proton_broker).

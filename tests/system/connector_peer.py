@@ -20,6 +20,8 @@ import json
 import sys
 import threading
 
+
+import lazy_ssl  # noqa: F401,E402 - SSL domains made when used (lazy_ssl.py)
 from proton import Message, symbol
 from proton.handlers import MessagingHandler
 from proton.reactor import Container, EventInjector, ApplicationEvent

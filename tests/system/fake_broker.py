@@ -25,6 +25,8 @@ import argparse
 import collections
 import sys
 
+
+import lazy_ssl  # noqa: F401,E402 - SSL domains made when used (lazy_ssl.py)
 from proton import Condition, Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container

@@ -25,6 +25,8 @@ import json
 import sys
 import time
 
+
+import lazy_ssl  # noqa: F401,E402 - SSL domains made when used (lazy_ssl.py)
 from proton import Message, Url
 from proton.utils import BlockingConnection, SyncRequestResponse
 
