@@ -557,9 +557,11 @@ def test_line_restart_view_only_grows_within_timers(net):
         assert not bad, "routes went backwards during the restart:\n" + "\n".join(bad)
         # Under TSan the routers run several times slower than the timers assume: the order
         # of events is checked above, the time on the other builds only.
+        # Half a second on top: on a loaded machine each of the nine timers on the way fires a
+        # little late (10.1 s was seen once under ASan); a tick missed would be a whole second.
         if sanitizer_runtime(victim.proc.pid) != "tsan":
-            assert took <= bound, "the restarted router reachable everywhere in %.1fs, more " \
-                "than the protocol's %ds" % (took, bound)
+            assert took <= bound + 0.5, "the restarted router reachable everywhere in %.1fs, " \
+                "more than the protocol's %ds and half a second" % (took, bound)
     finally:
         watch.close_all()
     no_bad_logs(pos)
