@@ -23,6 +23,18 @@ from mgmt_tool import Node
 from meshnet import stop_process
 from qdr_peer import start_standalone
 
+def rest_once(c, rcv, prefix):
+    """After lowered_then_raised: granted enough, rcv gets the other ten of the twenty
+    (prefix0..prefix19) once each, accepts them, and nothing more comes."""
+    rcv.pn.flow(100)
+    got = rcv.get_n(10, timeout=15)
+    assert sorted(m.body for m in got) == sorted("%s%d" % (prefix, i) for i in range(10, 20))
+    for m in got:
+        m.accept()
+    c.run_for(0.5)
+    assert len(rcv.queue) == 0
+
+
 def lowered_then_raised(client, rcv, produce, settle=True, patience=5.0):
     """The receiver grants 10, lowers it to 2 before anything is there, then the messages
     come (`produce()`), then it grants 5 more and 3 more.  Returns how many messages it held
@@ -172,13 +184,7 @@ def test_waypoint_through_a_real_broker_honours_lowered_credit(kind, request, ma
             assert snd.wait_outcomes(dlvs, timeout=30) == [dlvs[0].ACCEPTED] * 20
 
         assert lowered_then_raised(c, rcv, produce) == [2, 7, 10]
-        rcv.pn.flow(100)
-        got = rcv.get_n(10, timeout=15)
-        assert sorted(m.body for m in got) == sorted("r%d" % i for i in range(10, 20))
-        for m in got:
-            m.accept()
-        c.run_for(0.5)
-        assert len(rcv.queue) == 0
+        rest_once(c, rcv, "r")
     finally:
         c.close()
         node.close()
@@ -205,13 +211,7 @@ def test_link_routed_receiver_on_a_real_broker_honours_lowered_credit(kind, requ
             assert direct.wait_outcomes(dlvs, timeout=30) == [dlvs[0].ACCEPTED] * 20
 
         assert lowered_then_raised(c, rcv, produce) == [2, 7, 10]
-        rcv.pn.flow(100)
-        got = rcv.get_n(10, timeout=15)
-        assert sorted(m.body for m in got) == sorted("l%d" % i for i in range(10, 20))
-        for m in got:
-            m.accept()
-        c.run_for(0.5)
-        assert len(rcv.queue) == 0
+        rest_once(c, rcv, "l")
     finally:
         c.close()
 

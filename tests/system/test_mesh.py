@@ -50,6 +50,27 @@ def edges_of(pairs, ids):
 # ---------------------------------------------------------------- failure
 
 
+def through_b_again(a, t, cons, prod):
+    """Once B's path is back: A routes to C through B at cost 2, messages flow A-B-C again,
+    and the producer's last ids are all ACCEPTED."""
+    wait_for("A routes to C through B again", lambda: (
+        lambda r: r["C"]["nextHop"] == "B" and r["C"]["cost"] == 2)(nodes(a.url)))
+    mark = len(cons.bodies)
+    t.wait("messages flow A-B-C again", lambda: len(cons.bodies) >= mark + 100)
+    prod.n = prod.next
+    t.wait("every id ACCEPTED", prod.done, timeout=60)
+
+
+def nothing_lost(t, cons, prod):
+    """No client error, nothing rejected, and every id ACCEPTED reached the consumer."""
+    assert t.error is None, t.error
+    assert not prod.rejected, prod.rejected
+    seen = {m["id"] for m in cons.bodies}
+    assert prod.accepted == set(range(prod.n))
+    lost = prod.accepted - seen
+    assert not lost, "%d ids ACCEPTED but never delivered: %s" % (len(lost), sorted(lost)[:20])
+
+
 @pytest.mark.deadline(150)
 @pytest.mark.parametrize("kinds", ["JJJ", "JQJ", "QJQ"])
 def test_link_lost_reroutes_and_releases(net, kinds):
@@ -90,20 +111,10 @@ def test_link_lost_reroutes_and_releases(net, kinds):
 
         b.start()  # B returns: the cheaper path through it again
         net.converged(edges)
-        wait_for("A routes to C through B again", lambda: (
-            lambda r: r["C"]["nextHop"] == "B" and r["C"]["cost"] == 2)(nodes(a.url)))
-        mark = len(cons.bodies)
-        t.wait("messages flow A-B-C again", lambda: len(cons.bodies) >= mark + 100)
-        prod.n = prod.next
-        t.wait("every id ACCEPTED", prod.done, timeout=60)
+        through_b_again(a, t, cons, prod)
     finally:
         t.stop()
-    assert t.error is None, t.error
-    assert not prod.rejected, prod.rejected
-    seen = {m["id"] for m in cons.bodies}
-    assert prod.accepted == set(range(prod.n))
-    lost = prod.accepted - seen
-    assert not lost, "%d ids ACCEPTED but never delivered: %s" % (len(lost), sorted(lost)[:20])
+    nothing_lost(t, cons, prod)
     for p in (a, c):
         text = p.log_text()
         for bad in ("protocol error", "CRITICAL", "duplicate"):
@@ -218,22 +229,12 @@ def test_connection_cut_reroutes_and_releases(net, kinds):
 
             relay.mend()  # B's connector retries and gets through
             net.converged(edges, timeout=60)
-            wait_for("A routes to C through B again", lambda: (
-                lambda r: r["C"]["nextHop"] == "B" and r["C"]["cost"] == 2)(nodes(a.url)))
-            mark = len(cons.bodies)
-            t.wait("messages flow A-B-C again", lambda: len(cons.bodies) >= mark + 100)
-            prod.n = prod.next
-            t.wait("every id ACCEPTED", prod.done, timeout=60)
+            through_b_again(a, t, cons, prod)
         finally:
             t.stop()
     finally:
         relay.cut()
-    assert t.error is None, t.error
-    assert not prod.rejected, prod.rejected
-    seen = {m["id"] for m in cons.bodies}
-    assert prod.accepted == set(range(prod.n))
-    lost = prod.accepted - seen
-    assert not lost, "%d ids ACCEPTED but never delivered: %s" % (len(lost), sorted(lost)[:20])
+    nothing_lost(t, cons, prod)
     for p in (a, b, c):
         text = p.log_text()
         for bad in ("protocol error", "CRITICAL"):
