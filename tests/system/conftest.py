@@ -79,6 +79,19 @@ def sanitizer_report(text):
 _PORTS_GIVEN = set()
 
 
+def can_connect(port, host="127.0.0.1"):
+    """Whether a TCP connection to host:port is accepted now (something listens there)."""
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago, for a server the test starts later.
     It is drawn at random from below the kernel's ephemeral range (32768 and up on Linux), so

@@ -21,7 +21,6 @@ only one way, against the real brokers (brokers.py: RabbitMQ and the Proton C ex
 """
 
 import json
-import socket
 import subprocess
 import time
 
@@ -30,7 +29,7 @@ from proton import Delivery, Message
 
 from brokers import autolink_states, unique_name, wait_autolinks
 from clients import Client
-from conftest import free_port
+from conftest import can_connect, free_port
 from meshnet import PEER_BIN, peer_tool
 from mgmt_tool import Node
 
@@ -102,18 +101,6 @@ def wait_rows(fn, want, what, timeout=30.0):
             return
         time.sleep(0.2)
     raise AssertionError("%s never became %r; last %r" % (what, want, got))
-
-
-def can_connect(port):
-    s = socket.socket()
-    try:
-        s.settimeout(1)
-        s.connect(("127.0.0.1", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 @pytest.mark.deadline(150)

@@ -10,28 +10,15 @@ the real qdmanage, it reads the same rows.
 import http.client
 import json
 import os
-import socket
 import subprocess
 import time
 
 import pytest
 
-from conftest import REPO_ROOT, free_port, run_junctiond, write_config
+from conftest import REPO_ROOT, can_connect, free_port, run_junctiond, write_config
 from mgmt_tool import ManagementError, Node
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
-
-
-def can_connect(port, host="127.0.0.1"):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect((host, port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def wait_refused(port, timeout=10):

@@ -5,14 +5,13 @@ qdrouterd's error codes, and malformed requests that must leave the management l
 """
 
 import json
-import socket
 import time
 
 import pytest
 from proton import Message, symbol
 
 import amqp_raw
-from conftest import free_port
+from conftest import can_connect, free_port
 from mgmt_tool import PREFIX, ManagementError, Node
 
 TYPES = ["router", "listener", "connector", "router.config.address", "router.config.autoLink",
@@ -140,18 +139,6 @@ def test_create_address_errors(node):
 
 
 # ---- create / delete: listener -----------------------------------------------------------
-
-def can_connect(port):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect(("127.0.0.1", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
 
 def test_create_delete_listener(node, router, client):
     port = free_port()
