@@ -28,7 +28,10 @@ connection per router, polled every --poll seconds:
   return       R(N-1) starts again, on its ports: until every router lists every other
                (R(N-1)'s connectors make all of its connections, so no reconnect timer of
                the others is in this figure), every other listing its new instance;
-  rest B/s     after --settle seconds, with no management traffic: the bytes both ways on
+  rest B/s     after --settle seconds (default 10: past the RA flux period, which lasts
+               2 x raIntervalFluxSeconds = 8 s after the last topology change, while every
+               router sends its RA every 4 s instead of every 30), with no management
+               traffic: the bytes both ways on
                the inter-router TCP connections (the kernel's bytes_sent and
                bytes_received of the listening ends, from ss -ti) over --quiet seconds, in
                total and per router; and the routers' CPU (user+sys, /proc/PID/stat) over
@@ -506,8 +509,9 @@ def main():
                    help="the receiver's credit window, the sender's unsettled limit (1000)")
     p.add_argument("--quiet", type=pos, default=5,
                    help="the rest interval over which bytes are counted (default 5 s)")
-    p.add_argument("--settle", type=float, default=2,
-                   help="wait after the return before counting (default 2 s)")
+    p.add_argument("--settle", type=float, default=10,
+                   help="wait after the return before counting (default 10 s: past the RA "
+                        "flux period of 8 s)")
     p.add_argument("--timeout", type=pos, default=30,
                    help="give up on a phase after this many seconds plus 3 per router "
                         "(default 30)")
