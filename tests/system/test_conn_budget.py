@@ -152,8 +152,9 @@ def memory_says_little(router, per_object=False):
 
 def rss_bound_mib(router, mib):
     """A bound on RSS growth for the release build, with room for ASan's redzones and shadow
-    memory (which grow with every live allocation, and more so with TLS's many small ones)."""
-    return mib * 1.5 if sanitizer_runtime(router.pid) == "asan" else mib
+    memory (which grow with every live allocation, and more so with TLS's many small ones:
+    a TLS client that reads nothing, 6.5 to 10.2 MiB on the release build, 18.4 under ASan)."""
+    return mib * 2 if sanitizer_runtime(router.pid) == "asan" else mib
 
 
 def end_frame(channel):

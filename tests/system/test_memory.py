@@ -62,7 +62,8 @@ def test_slow_consumer_memory_bounded_sender_throttled_others_flow(make_router, 
     credit = 10
     # the slow receiver's pace, bytes/s: slower under a sanitizer, whose router takes longer
     # for the 40 round trips below, which must happen while the slow transfer still runs
-    rate = (8 if sanitized(router) else 25) * MB
+    # (under TSan on a loaded machine they took more than the 12 s of 8 MB/s)
+    rate = (4 if sanitized(router) else 25) * MB
     slow = Peer("recv", router.url, "balanced.slow", "--credit", credit,
                 "--delay", "%.6f" % (size / float(rate)))
     snd = None
@@ -81,6 +82,7 @@ def test_slow_consumer_memory_bounded_sender_throttled_others_flow(make_router, 
         slow.wait_line("got", timeout=60, n=min(count // 10, 200))
         latencies = []
         max_ahead = 0
+        during = 0      # round trips done while the slow transfer still ran
         for i in range(40):
             t0 = time.monotonic()
             dlv = osnd.send(Message(body="other %d" % i))
@@ -91,8 +93,9 @@ def test_slow_consumer_memory_bounded_sender_throttled_others_flow(make_router, 
             acc, sent = progress(snd)
             got = slow.count("got")
             max_ahead = max(max_ahead, sent - got)
+            if got < count:
+                during += 1
             c.run_for(0.05)
-        still_running = slow.count("got") < count
         acc_n, resent, _, _ = snd.done(800 if LONG else 200)
         slow.wait_line("got", timeout=60, n=count)
     finally:
@@ -110,7 +113,8 @@ def test_slow_consumer_memory_bounded_sender_throttled_others_flow(make_router, 
               total // MB, count, size // 1024, capacity, base / 1024.0, peak / 1024.0, growth,
               bound, max_ahead, latencies[20] * 1000, latencies[-1] * 1000))
     assert acc_n == count and resent == 0
-    assert still_running, "the slow transfer ended before the other address was tried"
+    assert during >= 10, "only %d of the 40 round trips on the other address came while " \
+        "the slow transfer still ran" % during
     assert max_ahead <= capacity + credit + 2, max_ahead
     if not sanitized(router):
         assert growth < bound, "router RSS grew by %.1f MB (bound %.0f MB)" % (growth, bound)

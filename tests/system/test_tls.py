@@ -381,6 +381,8 @@ def test_a_tls_client_that_stops_reading_holds_at_most_the_connection_budget(
         client.run_for(1.0)
         most = max(most, cb.rss_kb(r))
         grew = (most - base) / 1024.0
+        print("\nTLS client that reads nothing, 2000 x 16 KiB multicast: router RSS +%.1f MiB"
+              % grew)
         if not cb.memory_says_little(r):
             assert grew < cb.rss_bound_mib(r, 12), \
                 "router RSS grew by %.1f MiB for a TLS client that reads nothing" % grew
