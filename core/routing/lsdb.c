@@ -209,6 +209,19 @@ static bool node_reachable(const core_rt_node_t *r)
     return r->link >= 0 || r->next_hop >= 0;
 }
 
+/* An LSR to R (a new request, not one sent again): waited for when it can go. */
+static void ask_ls(core_rt_node_t *r, int64_t now, core_rt_actions_t *a)
+{
+    push_bit(a->lsr, &a->n_lsr, r->maskbit);
+    if (node_reachable(r)) {
+        r->lsr_wait = true;
+        r->lsr_sent = now;
+        r->lsr_again = 0;
+    } else {
+        r->need_lsr = true; /* the caller cannot send it: asked again once reachable */
+    }
+}
+
 /* ------------------------------------------------------------------------------------------
  * Database
  * ------------------------------------------------------------------------------------------ */
@@ -377,7 +390,7 @@ int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_m
     }
     r->ls.last_seen = now_ms;
     if (r->ls.ls_seq < m->ls_seq)
-        push_bit(a->lsr, &a->n_lsr, r->maskbit); /* at once, reachable or not (1.19) */
+        ask_ls(r, now_ms, a); /* at once, reachable or not (1.19) */
     if (r->mobile_seq < m->mobile_seq)
         r->need_mar = true;
     return 0;
@@ -391,6 +404,7 @@ int core_rt_lsdb_lsu_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_
     int             rc = sender_node(db, m, m->instance != 0, &r);
     if (!r)
         return rc;
+    r->lsr_wait = false; /* the way to R and back works: no need to ask again */
     if (m->instance != 0) {
         /* The instance the link state belongs to: known from now on, so that the RA or
          * HELLO of a restart finds it changed and drops this link state (without it, the
@@ -617,6 +631,12 @@ void core_rt_lsdb_tick_CT(core_rt_lsdb_t *db, int64_t now, core_rt_actions_t *a)
         core_rt_node_t *r = db->order[i];
         if (r->need_lsr && node_reachable(r)) {
             r->need_lsr = false;
+            ask_ls(r, now, a);
+        } else if (r->lsr_wait && node_reachable(r) && now - r->lsr_sent >= 500 &&
+                   r->lsr_again < (uint32_t)db->t.ra_interval_flux) {
+            /* lost on its way (a router on it, or R, could not route it yet): again */
+            r->lsr_sent = now;
+            r->lsr_again++;
             push_bit(a->lsr, &a->n_lsr, r->maskbit);
         }
         if (r->owe_lsu && node_reachable(r)) {

@@ -12,8 +12,8 @@
  *  - A changed `instance` (HELLO, RA) is a restart: R's link state is emptied (ls_seq 0),
  *    its mobile addresses flushed (mobile_seq 0), routes recomputed and its link state asked.
  *  - RA: R's link state is "seen" now; an ls_seq above the stored one asks for R's link state
- *    at once (an LSR, reachable or not); a mobile_seq above the stored one asks for its
- *    addresses (a MAR) once R is reachable.
+ *    at once (an LSR, reachable or not: once reachable when not); a mobile_seq above the
+ *    stored one asks for its addresses (a MAR) once R is reachable.
  *  - LSU: replaces R's link state only when its ls.ls_seq is above the stored one; peers not
  *    known yet are learned.  LSR: R is learned; the caller answers with the own link state,
  *    at once when R is reachable, else on the first tick that finds it so.
@@ -25,7 +25,9 @@
  *    remoteLsMaxAge is emptied, a router with an empty link state that is no neighbour and in
  *    nobody's link state is deleted on the third tick in a row that finds it so; an own
  *    link-state change bumps ls_seq once and sends an RA at once; routes are
- *    recomputed when anything changed; LSRs and MARs go to routers that are reachable.
+ *    recomputed when anything changed; LSRs and MARs go to routers that are reachable; an
+ *    LSR that no LSU from its router answered by the next tick (at least half a second
+ *    later) is sent again, on each tick, up to raIntervalFluxSeconds times.
  *  - At most CORE_RT_MAX_ROUTERS - 1 remote routers (mask bits 1..127; 0 is self); one more is
  *    refused (qdrouterd raises "Exceeded Maximum Router Count").
  *  - Messages carrying our own id are ignored (RA, LSU, LSR).
@@ -45,6 +47,15 @@
  *    restarted, kept its old link state across the restart, and refused the new one while
  *    its ls_seq was not above the old); an LSU of another instance than the known one is
  *    not taken (the restart is the RA's or HELLO's to announce);
+ *  - an LSR that gets no answer is sent again a tick later (1.19 asks again only when R's next
+ *    RA advertises an ls_seq above the stored one, raIntervalFluxSeconds later while in
+ *    flux).  While a mesh forms, an LSR is dropped on its way whenever a router on it has
+ *    no route to R yet, or R's radius does not reach back to the requester yet (R drops
+ *    any delivery that came further than its radius + 1); the requester then went without
+ *    R's link state for four seconds, and a router it had heard of only by its RA (R's
+ *    neighbour, that only R's link state links to) was deleted three ticks after, and
+ *    learned again when the answer finally came: a row that appeared, disappeared and came
+ *    back;
  *  - an RA is due half a tick early (ticks here fall a few milliseconds either side of their
  *    second; 1.19's never come early, so its raIntervalFluxSeconds of 4 means 4 ticks).
  *
@@ -111,6 +122,10 @@ typedef struct core_rt_node {
     bool     need_mar;         /* ask for its addresses once reachable */
     bool     owe_lsu;          /* it asked for our link state while we had no route to it:
                                   the answer goes once it is reachable */
+    bool     lsr_wait;         /* our LSR to it went (it was reachable), no LSU from it
+                                  came since */
+    int64_t  lsr_sent;         /* ms that LSR went */
+    uint32_t lsr_again;        /* LSRs sent again for it without an answer */
     uint32_t keep_alive;       /* ticks found deletable */
 } core_rt_node_t;
 

@@ -503,8 +503,13 @@ def test_line_first_start_never_flaps(net):
     listing or routing to a router it listed or routed to: nobody leaves, so a route that
     appears, disappears and reappears is a flap. Before, a router learned routers from RAs
     and LSRs that had come further than its radius + 1 (qdrouterd 1.19 drops those whole),
-    and deleted them three ticks later as nothing it knew linked to them; and an LSR from a
-    router with no route back yet went unanswered until the requester's next RA."""
+    and deleted them three ticks later as nothing it knew linked to them; an LSR from a
+    router with no route back yet went unanswered until the requester's next RA; and an LSR
+    dropped on its way (a router on it with no route to the target yet, or the target's
+    radius not reaching back to the requester yet) was asked again only at the target's
+    next RA, four seconds on: meanwhile the target's new neighbour, heard of by its RA and
+    linked to by the target's link state only, was deleted and learned again (on a loaded
+    machine, under ThreadSanitizer, most runs)."""
     ids, pos, watch = form_line(net)
     watch.close_all()
     assert not watch.losses, "routes went backwards while the line formed:\n" + \

@@ -514,6 +514,97 @@ static void test_lsr_answered_once_reachable(void **state)
     core_rt_lsdb_free(db);
 }
 
+/* An LSR lost on its way (a router on it, or its target, could not route it yet) is sent
+ * again on the next tick, up to raIntervalFluxSeconds times, until an LSU from the target
+ * answers it; and an RA that asks for the link state of a router with no route to it yet
+ * leaves the LSR to the first tick that finds one. */
+static void test_lsr_sent_again_until_answered(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    /* B a neighbour, its link state names C: C is reachable, as a stub, through B */
+    const uint8_t seen[] = {0xa1, 1, 'A'};
+    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
+                           .id = {(const uint8_t *)"B", 1},
+                           .pv = 1,
+                           .instance = 3,
+                           .seen = {seen, sizeof(seen), 1}};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 1000, &a), 0);
+    static const uint8_t peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'C', 0x54, 1};
+    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"B", 1},
+                                .ls_ls_seq = 1,
+                                .peers = {peers, sizeof(peers), 2}};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
+    core_rt_node_t *b = core_rt_lsdb_find(db, (const uint8_t *)"B", 1);
+    core_rt_node_t *c = core_rt_lsdb_find(db, (const uint8_t *)"C", 1);
+    assert_non_null(c);
+    int64_t now = 2000;
+    int     asked = 0;
+    for (int k = 0; k < 10; k++, now += 1000) {
+        core_rt_actions_clear(&a);
+        assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, now - 10, &a), 0);
+        core_rt_lsdb_tick_CT(db, now, &a);
+        for (uint32_t i = 0; i < a.n_lsr; i++)
+            asked += a.lsr[i] == c->maskbit;
+        /* B's LSU (the same ls_seq) answers the first tick's LSR to B: not sent again */
+        for (uint32_t i = 0; i < a.n_lsr && k > 0; i++)
+            assert_int_not_equal(a.lsr[i], b->maskbit);
+        if (k == 0)
+            assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now + 100, &a), 0);
+    }
+    assert_true(c->reachable);
+    assert_int_equal(asked, 1 + 4); /* the first, then once a tick raIntervalFluxSeconds times */
+    /* an RA advertising a newer link state asks at once; an LSU from C ends the asking */
+    core_rt_msg_t ra = {.op = CORE_RT_OP_RA,
+                        .id = {(const uint8_t *)"C", 1},
+                        .pv = 1,
+                        .instance = 9,
+                        .ls_seq = 1};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, now, &a), 0);
+    assert_int_equal(a.n_lsr, 1);
+    static const uint8_t c_peers[] = {0xa1, 1, 'B', 0x54, 1};
+    core_rt_msg_t        c_lsu = {.op = CORE_RT_OP_LSU,
+                                  .id = {(const uint8_t *)"C", 1},
+                                  .instance = 9,
+                                  .ls_ls_seq = 1,
+                                  .peers = {c_peers, sizeof(c_peers), 1}};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &c_lsu, now + 100, &a), 0);
+    for (int k = 0; k < 3; k++) {
+        now += 1000;
+        core_rt_actions_clear(&a);
+        assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, now - 10, &a), 0);
+        core_rt_lsdb_tick_CT(db, now, &a);
+        assert_int_equal(a.n_lsr, 0);
+    }
+    /* D, heard of by its RA only, has no route: the LSR goes on the tick that finds one */
+    core_rt_msg_t ra_d = {.op = CORE_RT_OP_RA,
+                          .id = {(const uint8_t *)"D", 1},
+                          .pv = 1,
+                          .instance = 4,
+                          .ls_seq = 1};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra_d, now, &a), 0);
+    core_rt_node_t *d = core_rt_lsdb_find(db, (const uint8_t *)"D", 1);
+    assert_non_null(d);
+    assert_false(d->reachable);
+    static const uint8_t c_peers2[] = {0xa1, 1, 'B', 0x54, 1, 0xa1, 1, 'D', 0x54, 1};
+    c_lsu.ls_ls_seq = 2;
+    c_lsu.peers = (core_rt_peers_t){c_peers2, sizeof(c_peers2), 2};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &c_lsu, now + 100, &a), 0);
+    now += 1000;
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, now - 10, &a), 0);
+    core_rt_lsdb_tick_CT(db, now, &a);
+    assert_true(d->reachable);
+    assert_int_equal(a.n_lsr, 1);
+    assert_int_equal(a.lsr[0], d->maskbit);
+    core_rt_lsdb_free(db);
+}
+
 /* In flux an RA goes every raIntervalFluxSeconds ticks, also when a tick falls a few
  * milliseconds earlier on its second than the one that sent the last RA. */
 static void test_ra_interval_in_ticks(void **state)
@@ -640,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_router_limit),
         cmocka_unit_test(test_deletion_count_starts_again),
         cmocka_unit_test(test_lsr_answered_once_reachable),
+        cmocka_unit_test(test_lsr_sent_again_until_answered),
         cmocka_unit_test(test_ra_interval_in_ticks),
         cmocka_unit_test(test_restart_after_lsu_only),
     };
