@@ -94,6 +94,20 @@ rtr_link_t *rtr_link_new_WT(rtr_conn_t *c, pn_link_t *pl, bool out)
     return k;
 }
 
+/* Take the link off the worker's list of links stopped by Q2, if it is on it. */
+static void link_q2_off_WT(rtr_link_t *k)
+{
+    if (!k->q2)
+        return;
+    rtr_link_t **pp = &k->conn->worker->q2_links;
+    while (*pp != k)
+        pp = &(*pp)->q2_next;
+    *pp = k->q2_next;
+    k->q2 = false;
+    k->q2_next = NULL;
+    k->conn->n_q2--;
+}
+
 /* Forget every Proton object of the link, hand back what it held, and tell the core. */
 void rtr_link_cleanup_WT(rtr_link_t *k)
 {
@@ -118,14 +132,7 @@ void rtr_link_cleanup_WT(rtr_link_t *k)
                 in_free_WT(w, in);
             }
         }
-        if (k->q2) {
-            rtr_link_t **pp = &w->q2_links;
-            while (*pp != k)
-                pp = &(*pp)->q2_next;
-            *pp = k->q2_next;
-            k->q2 = false;
-            k->conn->n_q2--;
-        }
+        link_q2_off_WT(k);
         while ((in = k->ins) != NULL) {
             if (in->pn)
                 pn_delivery_set_context(in->pn, NULL);
@@ -640,8 +647,28 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 static void on_core_done_WT(rtr_worker_t *w, rtr_in_t *in)
 {
     in->core_done = true;
-    if (in->link && in->link->receiving == in)
-        return; /* still streaming in: in_received_WT() finishes it */
+    rtr_link_t *k = in->link;
+    if (k && k->receiving == in) {
+        if (!in->has_final) {
+            /* presettled, still streaming in: its copies may still be reading, and
+             * in_received_WT() finishes it.  Routed to no copy, nothing but this lets Q2
+             * go, and the rest of the message is read (and freed) as it comes. */
+            rtr_msg_stream_answered_WT(in->msg);
+            return;
+        }
+        /* An outcome for a message still arriving: the core gives one once every copy is
+         * done (or none was made: no receiver), so no copy needs the rest.  The sender gets
+         * the outcome now, as from qdrouterd, and the rest of its frames are skipped.
+         * Waiting for them could wait for good: the router drains a sender whose address
+         * lost its receivers (link_credit_sync_WT), and a Proton-C sender that answers at
+         * once gives back the credit its unfinished delivery needs (it sends no frame
+         * without credit), so the rest never comes. */
+        k->receiving = NULL;
+        link_q2_off_WT(k);
+        rtr_msg_stream_end_WT(in->msg, true);
+        if (in->pn)
+            rtr_zin_delivery_settled_WT(k->conn, in->pn);
+    }
     in_finish_WT(w, in);
 }
 

@@ -230,6 +230,15 @@ void rtr_msg_reader_del(rtr_msg_t *m, rtr_msg_reader_t *r)
         wake_owner(m);
 }
 
+void rtr_msg_stream_answered_WT(rtr_msg_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    bool wake = q2_release_LH(m);
+    pthread_mutex_unlock(&m->lock);
+    if (wake)
+        wake_owner(m);
+}
+
 codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max,
                                   bool *complete, bool *aborted)
 {

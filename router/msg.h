@@ -86,6 +86,10 @@ void rtr_msg_stream_start_WT(rtr_msg_t *m, rtr_worker_t *owner);
 bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d);
 /* Receiving worker: the last byte arrived, or the sender aborted. Wakes waiting readers. */
 void rtr_msg_stream_end_WT(rtr_msg_t *m, bool aborted);
+/* Receiving worker: the core answered for m while it still arrives, so it has routed it.
+ * Q2 set before then counted every byte as unsent (some copy might still register); with
+ * no copy at all, no reader will ever move it, so it is re-checked here. */
+void rtr_msg_stream_answered_WT(rtr_msg_t *m);
 /* Readers (any worker): register / deregister a copy; r NULL deregisters a copy that could
  * not register (its link was gone), so the receiving worker stops waiting for it. */
 void rtr_msg_reader_add(rtr_msg_t *m, rtr_msg_reader_t *r);

@@ -510,6 +510,17 @@ void rtr_zin_link_final_WT(rtr_conn_t *c, pn_link_t *pl)
     c->zin.sweep = true; /* its slices go (nobody can read them now) */
 }
 
+void rtr_zin_delivery_settled_WT(rtr_conn_t *c, pn_delivery_t *d)
+{
+    rtr_zq_t *q = zq_of(pn_delivery_link(d));
+    uint64_t  seq = dlv_seq(d);
+    if (!q || !seq)
+        return;
+    if (seq >= q->live_seq)
+        q->live_seq = seq + 1;
+    c->zin.sweep = true;
+}
+
 void rtr_zin_sweep_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;

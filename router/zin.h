@@ -152,6 +152,10 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d);
 /* PN_LINK_FINAL: Proton frees pl once the event is done; its queue forgets it (a queue holds
  * no Proton reference: one kept past its session's end made Proton free the session twice). */
 void rtr_zin_link_final_WT(rtr_conn_t *c, pn_link_t *pl);
+/* The router settles d before its last frame: the rest of its payload, which Proton skips,
+ * is dropped as it comes instead of waiting, counted in the input budget, for the link's next
+ * delivery. */
+void rtr_zin_delivery_settled_WT(rtr_conn_t *c, pn_delivery_t *d);
 /* After a pass over c's events: free detached queues and the slices of links the router
  * closed. */
 void rtr_zin_sweep_WT(rtr_conn_t *c);
