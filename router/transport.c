@@ -713,6 +713,47 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
         snprintf(buf, len, "%s", c->ws_tls);
 }
 
+/* The peer's idleness is judged only while its bytes are read.  A connection the router does
+ * not read (the budgets above, or Proton not done with the last read) cannot show its peer's
+ * frames, heartbeats included: they wait in the socket behind the data held back.  Proton's
+ * local idle timeout is turned off while reading is stopped; once reading starts again it is
+ * turned back on at the first frame read (Proton then counts from that frame) or after one
+ * whole timeout without a frame (Proton then ends the connection at once, as it would have).
+ * Without this, a sender held back by a slow consumer for longer than idleTimeoutSeconds
+ * lost its connection. */
+static void idle_watch_WT(rtr_conn_t *c, int64_t *deadline)
+{
+    uint32_t ms = c->listener->idle_timeout_seconds * 1000u;
+    if (!ms || pn_connection_driver_read_closed(&c->driver))
+        return;
+    pn_transport_t *t = c->driver.transport;
+    uint64_t        now = uv_now(&c->worker->loop);
+    if (!c->reading) {
+        if (!c->idle_held) {
+            pn_transport_set_idle_timeout(t, 0);
+            c->idle_held = true;
+        }
+        c->idle_resumed = 0;
+        return;
+    }
+    if (!c->idle_held)
+        return;
+    uint64_t frames = pn_transport_get_frames_input(t);
+    if (!c->idle_resumed) {
+        c->idle_resumed = now;
+        c->idle_frames = frames;
+    }
+    int64_t due = (int64_t)(c->idle_resumed + ms);
+    if (frames != c->idle_frames || now >= (uint64_t)due) {
+        pn_transport_set_idle_timeout(t, ms);
+        c->idle_held = false;
+        c->idle_resumed = 0;
+        due = (int64_t)now; /* Proton's tick takes it from here */
+    }
+    if (!*deadline || *deadline > due)
+        *deadline = due;
+}
+
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
 {
     /* A client that does not read what the router writes is not read from either once
@@ -734,6 +775,7 @@ void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline)
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
     }
+    idle_watch_WT(c, &deadline);
     /* plaintext waiting in the TLS session: decrypted from the timer, now */
     if (c->tls && c->tls_stalled && may_read && !pn_connection_driver_read_closed(&c->driver) &&
         pn_connection_driver_read_buffer(&c->driver).size > 0)

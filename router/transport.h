@@ -121,6 +121,11 @@ struct rtr_conn {
     bool                   closing;    /* uv_close called */
     bool                   closed;     /* uv_close callback ran */
     bool                   reading;    /* uv_read_start active */
+    bool                   idle_held;  /* not read: Proton's local idle timeout is off (the
+                                          peer's bytes wait unread, rtr_transport_arm_WT) */
+    uint64_t               idle_resumed; /* uv_now() when reading started again while held
+                                            (0: not yet) */
+    uint64_t               idle_frames; /* pn_transport_get_frames_input() then */
     bool                   dirty;      /* on worker->dirty: process after the inbox */
     bool                   credit_sync; /* some link's credit_sync is set */
     rtr_conn_t            *dirty_next; /* in worker->dirty */

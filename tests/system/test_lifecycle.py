@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from proton import Endpoint, Message
+from proton import Delivery, Endpoint, Message
 
 from clients import Client, Rcv, Snd, check_router_works, outcome_name, raw_exchange
 
@@ -220,6 +220,36 @@ def test_idle_timeout_closes_a_silent_connection(make_router):
     assert closed, "a silent connection was kept open for 10s with idleTimeoutSeconds 1"
     assert time.monotonic() - t0 >= 0.5
     assert got.startswith(b"AMQP"), got[:16]
+    check_router_works(r.url)
+
+
+def test_a_sender_held_back_past_the_idle_timeout_keeps_its_connection(make_router):
+    """A sender that the router stops reading (its message waits for a consumer without
+    credit, past the connection's input budget of 8 MB) cannot show the router its
+    heartbeats: they wait in the socket behind the data held back.  Its connection outlives
+    idleTimeoutSeconds several times over, and the message arrives whole once the consumer
+    gives credit."""
+    body = os.urandom(24 << 20)
+    data = Message(body=body).encode()  # before the connections: it takes a while
+    r = make_router(listener={"idleTimeoutSeconds": 2})
+    c = Client()
+    try:
+        rconn = c.connect(r.url, heartbeat=2)
+        rcv = rconn.receiver("held.q", credit=0, settle="accept")
+        sconn = c.connect(r.url, heartbeat=2)
+        snd = sconn.sender("held.q")
+        dlv = snd.send_raw(data)
+        c.run_for(8)
+        for conn in (sconn, rconn):
+            assert not conn.transport_closed and not conn.remote_closed, \
+                "connection dropped: %s" % conn.transport_condition
+        rcv.flow(1)
+        got = rcv.get(timeout=60)
+        assert got.body == body
+        got.accept()
+        assert snd.wait_outcome(dlv, timeout=60) == Delivery.ACCEPTED
+    finally:
+        c.close()
     check_router_works(r.url)
 
 
