@@ -69,14 +69,33 @@ class Received:
         self.receiver = rcv
         self.delivery = delivery
         self.raw = bytes(raw)  # the message bytes exactly as they arrived
-        self.message = None  # decoded Message, or None if Proton could not decode it
-        self.decode_error = None
+        self._decoded = False
+        self._message = None
+        self._decode_error = None
+
+    def _decode(self):
+        """Decoded when first asked for, not in the event handler: a test that checks only
+        the raw bytes of a large message keeps its client pumping (heartbeats) meanwhile."""
+        if self._decoded:
+            return
+        self._decoded = True
         try:
             m = Message()
             m.decode(self.raw)
-            self.message = m
+            self._message = m
         except Exception as e:  # a test may send something Proton cannot decode
-            self.decode_error = e
+            self._decode_error = e
+
+    @property
+    def message(self):
+        """The decoded Message, or None if Proton could not decode it."""
+        self._decode()
+        return self._message
+
+    @property
+    def decode_error(self):
+        self._decode()
+        return self._decode_error
 
     @property
     def body(self):

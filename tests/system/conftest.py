@@ -92,14 +92,31 @@ def can_connect(port, host="127.0.0.1"):
         s.close()
 
 
+def _port_range():
+    """This pytest process's own slice of the ports below the kernel's ephemeral range (32768
+    and up on Linux).  scripts/test runs the release, ASan and TSan suites at once, each in up
+    to four pytest-xdist workers: with disjoint slices, no other test process can bind a port
+    between free_port's check and the bind of the server it was drawn for (a router of one
+    suite once failed to start with its port taken by another's)."""
+    exe = os.environ.get("JUNCTIOND", "")
+    build = 1 if "asan" in exe else 2 if "tsan" in exe else 0
+    m = re.match(r"gw(\d+)$", os.environ.get("PYTEST_XDIST_WORKER", ""))
+    slot = build * 4 + (int(m.group(1)) % 4 if m else 0)
+    size = (32768 - 20000) // 12
+    return 20000 + slot * size, 20000 + (slot + 1) * size
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago, for a server the test starts later.
-    It is drawn at random from below the kernel's ephemeral range (32768 and up on Linux), so
-    that no client connection of this or a parallel test run takes it as its local port before
-    the server binds it, as a port from bind(0) could; and never the same twice here."""
+    """A TCP port on 127.0.0.1 that was free a moment ago, for a server the test starts later:
+    from this process's slice below the ephemeral range (_port_range), so that no client
+    connection and no other test process takes it before the server binds it, as a port from
+    bind(0) could; and not one given before, while the slice has others."""
+    lo, hi = _port_range()
     rng = random.SystemRandom()
-    for _ in range(1000):
-        port = rng.randrange(20000, 32768)
+    for attempt in range(2000):
+        if attempt == 1000:
+            _PORTS_GIVEN.difference_update(range(lo, hi))  # all given once: reuse the free
+        port = rng.randrange(lo, hi)
         if port in _PORTS_GIVEN:
             continue
         s = socket.socket()
@@ -111,7 +128,7 @@ def free_port():
             s.close()
         _PORTS_GIVEN.add(port)
         return port
-    raise RuntimeError("no free port below the ephemeral range")
+    raise RuntimeError("no free port in %d-%d" % (lo, hi - 1))
 
 
 def write_config(path, entities):

@@ -62,9 +62,12 @@ class SlowBroker(threading.Thread):
         self.pauses = 0
         self.stop_flag = False
 
-    def put(self, address, payload):
+    def put(self, address, data):
+        """Queue a message to send, already encoded (encoding 50 MB takes seconds: in the
+        broker's thread it would hold the interpreter lock from the test's client, which
+        would send no heartbeat meanwhile)."""
         with self.lock:
-            self.to_send.setdefault(address, []).append(payload)
+            self.to_send.setdefault(address, []).append(data)
 
     def got(self, address):
         with self.lock:
@@ -140,7 +143,7 @@ class _SlowHandler(Handler):
             if link.is_sender and link.credit > 0 and not any(t[0] is link for t in self.tx):
                 with self.b.lock:
                     q = self.b.to_send.get(link.source.address) or []
-                    data = Message(body=q.pop(0), inferred=True).encode() if q else None
+                    data = q.pop(0) if q else None
                 if data is not None:
                     dlv = link.delivery(str(time.monotonic_ns()))
                     dlv.jn_addr = link.source.address
@@ -200,10 +203,23 @@ class _SlowHandler(Handler):
         link.flow(1)
 
 
-def encoded_digest(payload):
-    """The SHA-256 and length of the message the client sends, as the broker sees it."""
-    data = Message(body=payload, inferred=True).encode()
+def encoded(payload):
+    return Message(body=payload, inferred=True).encode()
+
+
+def digest(data):
+    """The SHA-256 and length of an encoded message, as the broker records it."""
     return hashlib.sha256(data).hexdigest(), len(data)
+
+
+@pytest.fixture(scope="module")
+def big():
+    """Two 50 MB bodies and their encodings, made before any router, broker or client: it
+    takes seconds, in which a client or broker of this process would send no heartbeat
+    (Proton's encoder holds the interpreter lock) and a loaded machine could stretch that
+    past an idle timeout."""
+    up, down = os.urandom(SIZE), os.urandom(SIZE)
+    return up, encoded(up), down, encoded(down)
 
 
 @pytest.fixture
@@ -252,7 +268,7 @@ def check_growth(router, base, peak, limit_mb, what):
 
 @pytest.mark.slow
 @pytest.mark.deadline(180)
-def test_large_message_to_slow_broker_is_bounded(bound_router, slow_broker, client):
+def test_large_message_to_slow_broker_is_bounded(big, bound_router, slow_broker, client):
     """A client streams one 50 MB message through a link route to a broker that stops
     reading, then reads slowly: the router holds a bounded part of it, all of it arrives."""
     conn = client.connect(bound_router.url_of(0))
@@ -260,12 +276,12 @@ def test_large_message_to_slow_broker_is_bounded(bound_router, slow_broker, clie
     warm = snd.send(Message(body="warm-up"))  # small: the broker reads it at once
     assert snd.wait_outcome(warm) == Delivery.ACCEPTED
     base = bound_router.rss_kb()
-    payload = os.urandom(SIZE)
-    want = encoded_digest(payload)
+    data = big[1]
+    want = digest(data)
     sampler = RssSampler(bound_router.pid)
     sampler.start()
     try:
-        dlv = snd.send(Message(body=payload, inferred=True))
+        dlv = snd.send_raw(data)
         assert snd.wait_outcome(dlv, timeout=150) == Delivery.ACCEPTED
     finally:
         peak = sampler.stop()
@@ -277,7 +293,7 @@ def test_large_message_to_slow_broker_is_bounded(bound_router, slow_broker, clie
 
 @pytest.mark.slow
 @pytest.mark.deadline(240)
-def test_both_directions_over_shared_connections(bound_router, slow_broker, client):
+def test_both_directions_over_shared_connections(big, bound_router, slow_broker, client):
     """One client connection (one session) sends a 50 MB message to the broker and receives
     a 50 MB message from it, both link-routed over the same broker connection, while each
     peer runs only part of the time: neither direction waits for the other (no deadlock),
@@ -287,18 +303,17 @@ def test_both_directions_over_shared_connections(bound_router, slow_broker, clie
     rcv = conn.receiver("big.out.two", credit=1, settle="accept")
     warm = snd.send(Message(body="warm-up"))
     assert snd.wait_outcome(warm) == Delivery.ACCEPTED
-    slow_broker.put("big.out.two", b"warm-up")
+    slow_broker.put("big.out.two", encoded(b"warm-up"))
     assert rcv.get().message.body == b"warm-up"
     base = bound_router.rss_kb()
-    up = os.urandom(SIZE)
-    down = os.urandom(SIZE)
-    want_up = encoded_digest(up)
+    _, up_data, down, down_data = big
+    want_up = digest(up_data)
     want_down = hashlib.sha256(down).hexdigest()
     sampler = RssSampler(bound_router.pid)
     sampler.start()
     try:
-        slow_broker.put("big.out.two", down)
-        dlv = snd.send(Message(body=up, inferred=True))
+        slow_broker.put("big.out.two", down_data)
+        dlv = snd.send_raw(up_data)
         end = time.monotonic() + 200
         # the client runs a third of the time: the router's writes to it back up too
         while not (dlv.remote_state and dlv.settled and len(rcv.queue) > 0):
