@@ -43,6 +43,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void condition_set(pn_condition_t *cond, const char *name, const char *desc)
@@ -511,9 +512,28 @@ static void tls_write_WT(rtr_conn_t *c)
         BASE_FREE(c->wreq);
 }
 
+/* True when the router reads c and bytes wait in its socket.  libuv runs timers before it
+ * polls for input: after a long pass of this worker's loop (a large message written out on
+ * a loaded machine) a peer's heartbeats could wait unread while Proton's tick, due meanwhile,
+ * judged the peer idle on what the router had not read. */
+static bool input_waiting_WT(rtr_conn_t *c)
+{
+    uv_os_fd_t fd;
+    char       b;
+    if (!c->reading || c->closing || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0)
+        return false;
+    return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     rtr_conn_t *c = t->data;
+    if (c->listener->idle_timeout_seconds && input_waiting_WT(c)) {
+        /* read first, tick after: back in 1 ms, after this pass's poll has read them (a
+         * timer started at 0 would run again before the poll) */
+        uv_timer_start(&c->timer, timer_cb, 1, 0);
+        return;
+    }
     if (c->tls && c->tls_stalled)
         tls_read_WT(c);
     if (rtr_zin_stalled(&c->zin))
