@@ -200,13 +200,20 @@ void rtr_link_errant_transfer_WT(rtr_link_t *k)
 /* Credit on an incoming link.  The core's grant/drain (and the sender's flows) only mark the
  * link; link_credit_sync_WT reconciles once, right before the connection's next write, so a
  * grant and a drain within one batch net out instead of reaching the sender as a flow with
- * credit and drain set at once.  A drain stays outstanding (drain_out) until the sender has
- * no credit left by the router's count: it answered (its delivery-count moved on, Proton took
- * the credit off) or it used the credit up.  Until then nothing is granted relative to it: a
- * grant made meanwhile waits for the answer, so the window is never computed from credit the
- * sender is about to give back, and the grant that follows an answered drain always moves
- * the sender's credit off 0 (a flow frame with drain off), whatever the sender's Proton
- * does with the drained credit. */
+ * credit and drain set at once.
+ *
+ * A drain asks the sender to give back the credit it has (drain_left).  The sender gives it
+ * back by moving its delivery-count on in a flow (Proton reports how much with
+ * pn_link_drained on the receiving end), or uses it.  A grant while that is pending does not
+ * wait for it: it turns the drain off and adds fresh credit on top, the window counting only
+ * the credit the drain did not ask back - as qdrouterd does.  Waiting would wait for good on
+ * a Proton 0.37 sender drained while its newest delivery was not all written: its
+ * application gives the credit back (pn_link_drained) but Proton holds the answering flow
+ * until the link changes again, and nothing changes it.  Whichever way the sender went, the
+ * flow with drain off leaves it the fresh credit: one that answered counts from its moved
+ * delivery-count, one that did not keeps what it had plus the fresh credit.  The credit a
+ * sender never gives back stays in drain_left, out of the window, until it answers a later
+ * drain or the credit is used. */
 static void link_credit_sync_later_WT(rtr_link_t *k)
 {
     k->credit_sync = true;
@@ -222,7 +229,11 @@ static void link_credit_sync_WT(rtr_link_t *k)
         return;
     /* what the sender has by the router's count (told, or about to be told) */
     int avail = pn_link_credit(pl) - pn_link_queued(pl);
-    if (k->drain_out && avail <= 0)
+    uint32_t back = (uint32_t)pn_link_drained(pl); /* given back since the last look */
+    k->drain_left = back >= k->drain_left ? 0 : k->drain_left - back;
+    if ((int)k->drain_left > avail)
+        k->drain_left = avail > 0 ? (uint32_t)avail : 0; /* used */
+    if (k->drain_out && !k->drain_left)
         k->drain_out = false; /* answered, or the credit was used up */
     if (!k->credit_on || k->conn->worker->stopping) {
         if (!k->drain_out && avail > 0 && ((k->quirks & RTR_QUIRK_NO_DRAIN) || k->al_id)) {
@@ -236,13 +247,16 @@ static void link_credit_sync_WT(rtr_link_t *k)
         } else if (!k->drain_out && avail > 0) {
             pn_link_drain(pl, 0); /* the sender gives back what it cannot use */
             k->drain_out = true;
+            k->drain_left = (uint32_t)avail;
         }
-    } else if (!k->drain_out) {
+    } else {
+        k->drain_out = false; /* a pending drain is called off by the flow below */
         k->revoked = 0;
         if (pn_link_get_drain(pl))
             pn_link_set_drain(pl, false);
         /* the window: at most maxUnsettledPerLink (<= linkCapacity) deliveries unsettled */
-        int want = (int)k->conn->listener->max_unsettled - pn_link_credit(pl) - (int)k->held;
+        int want = (int)k->conn->listener->max_unsettled -
+                   (pn_link_credit(pl) - (int)k->drain_left) - (int)k->held;
         if (want > 0 && k->al_id && (k->quirks & RTR_QUIRK_CREDIT_OVERRUN) &&
             want < ((int)k->conn->listener->max_unsettled + 1) / 2)
             want = 0; /* every flow may be overrun (R18): at least half a window, or none */
@@ -270,12 +284,12 @@ void rtr_on_link_credit_WT(rtr_link_t *k, bool grant)
     link_credit_sync_later_WT(k);
 }
 
-/* The sender of an incoming link sent a flow: it may have answered a drain (Proton took the
- * drained credit off the link), so a grant waiting for that answer goes out now, and with
- * credit on the window is topped up again. */
+/* The sender of an incoming link sent a flow: it may have given back drained credit (Proton
+ * took it off the link), which the window then counts again, and with credit on the window
+ * is topped up. */
 void rtr_link_flow_in_WT(rtr_link_t *k)
 {
-    if (k->pn && (k->drain_out || k->credit_on))
+    if (k->pn && (k->drain_out || k->drain_left || k->credit_on))
         link_credit_sync_later_WT(k);
 }
 
@@ -544,7 +558,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         k->receiving = in;
         k->held++;
         if (k->drain_out && pn_link_credit(pl) - pn_link_queued(pl) <= 0)
-            link_credit_sync_later_WT(k); /* the drain's credit is used up: a grant may wait */
+            link_credit_sync_later_WT(k); /* the drain's credit is used up */
         pn_delivery_set_context(d, in);
     } else if (in != k->receiving) {
         return; /* the sender changed a routed delivery (e.g. settled it first) */

@@ -50,6 +50,8 @@ struct rtr_link {
     bool         credit_on;  /* IN: the core wants the sender to have credit */
     bool         credit_sync; /* IN: credit to reconcile before the next write */
     bool         drain_out;  /* IN: a drain was sent; the sender still has credit (unanswered) */
+    uint32_t     drain_left; /* IN: credit a drain asked back that the sender has neither given
+                                back nor used yet (link_in.c: not counted in the window) */
     bool         in_pump;    /* OUT: on conn's pump list */
     bool         blocked;    /* OUT: stopped on a full session window */
     uint32_t     held;       /* IN: deliveries taken from credit, not yet returned */

@@ -218,7 +218,8 @@ def test_consumer_flapping_never_leaves_the_sender_without_credit(router):
     """The address's only consumer goes and another comes, 300 times, within a round trip of
     the sender's answer to the router's drain; then a steady consumer must get everything.
     (Each grant and drain the router sends must be one the sender can answer: a grant and a
-    drain within one batch net out, a grant waits for the answer to an outstanding drain.)"""
+    drain within one batch net out, and a grant while a drain is unanswered turns it off and
+    adds fresh credit on top of what the drain asked back.)"""
     addr = "balanced.faults.flap"
     snd = Peer("send", router.url, addr, "--count", 1000, "--window", 100)
     c = Client(timeout=30)

@@ -123,10 +123,9 @@ def test_receiver_gone_mid_message(router, client, how):
     assert outcome in (Delivery.MODIFIED, Delivery.RELEASED)
     rconn2 = client.connect(router.url, max_frame_size=512)
     rcv2 = small_receiver(rconn2, "zc.gone", 512, 2, credit=5)
-    # the next messages on a sender of their own: the router drained this one when its
-    # receiver went, and Proton 0.37 loses its answer to a drain that came while a delivery
-    # was not all written, so this link may get no credit again
-    snd = client.connect(router.url).sender("zc.gone")
+    # the next messages on the same sender: the router drained it when its receiver went,
+    # and Proton 0.37 holds back its answer to a drain that came while a delivery was not
+    # all written - the router's fresh credit must not wait for that answer
     for i in range(3):
         body = payload(70000 + i, 10 + i)
         snd.send(Message(id=10 + i, annotations=annotations(i * 50, i), body=body,
@@ -150,14 +149,42 @@ def test_receiver_gone_as_message_starts(router, client):
     assert rcv.count == 0
     rconn2 = client.connect(router.url, max_frame_size=512)
     rcv2 = small_receiver(rconn2, "zc.gone2", 512, 2, credit=5)
-    # the next messages on a sender of their own: the router drained this one when its
-    # receiver went, and Proton 0.37 loses its answer to a drain that came while a delivery
-    # was not all written, so this link may get no credit again
-    snd = client.connect(router.url).sender("zc.gone2")
+    # the next messages on the same sender: the router drained it when its receiver went,
+    # and Proton 0.37 holds back its answer to a drain that came while a delivery was not
+    # all written - the router's fresh credit must not wait for that answer
     for i in range(3):
         body = payload(70000 + i, 10 + i)
         snd.send(Message(id=10 + i, body=body, inferred=True))
         check(rcv2.get(timeout=60), {}, body, 10 + i)
+    assert router.is_running()
+
+
+@pytest.mark.deadline(180)
+def test_sender_drained_mid_message_again_and_again(router, client):
+    """Eight times over, on one sender: the only receiver goes while a large message is on
+    its way, the router drains the sender, and the next receiver's credit must reach that
+    sender.  A Proton 0.37 sender drained while its newest delivery is not all written gives
+    its credit back to the application but holds the answer to the router until the link
+    changes again, and nothing changes it: a router that waits for the answer before it
+    grants again leaves the sender at credit 0 for good."""
+    snd = None
+    big = payload(8 * MB, 5)
+    for i in range(8):
+        rconn = client.connect(router.url, max_frame_size=512)
+        rcv = small_receiver(rconn, "zc.again", 512, 2, credit=1, settle=None)
+        snd = snd or client.connect(router.url).sender("zc.again")
+        dlv = snd.send(Message(id=i, body=big, inferred=True), timeout=30)
+        if i % 2:  # as the message starts, or once part of it is held back in the sender
+            client.wait(lambda: snd.pn.session.outgoing_bytes > 0, timeout=30,
+                        msg="the message held in the sender (the router reads no more)")
+        rcv.close(wait=False)
+        assert snd.wait_outcome(dlv, timeout=30) in (Delivery.MODIFIED, Delivery.RELEASED)
+        rconn2 = client.connect(router.url, max_frame_size=512)
+        rcv2 = small_receiver(rconn2, "zc.again", 512, 2, credit=5)
+        body = payload(1000 + i, i)
+        snd.send(Message(id=100 + i, body=body, inferred=True), timeout=30)
+        check(rcv2.get(timeout=30), {}, body, 100 + i)
+        rconn2.close()
     assert router.is_running()
 
 
