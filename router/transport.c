@@ -516,6 +516,13 @@ static void tls_write_WT(rtr_conn_t *c)
  * polls for input: after a long pass of this worker's loop (a large message written out on
  * a loaded machine) a peer's heartbeats could wait unread while Proton's tick, due meanwhile,
  * judged the peer idle on what the router had not read. */
+/* The local idle timeout Proton is given (0: none), from the listener's (or connector's)
+ * idleTimeoutSeconds. */
+static uint32_t idle_ms(const cfg_listener_t *l)
+{
+    return l->idle_timeout_seconds * 1000u;
+}
+
 static bool input_waiting_WT(rtr_conn_t *c)
 {
     uv_os_fd_t fd;
@@ -528,7 +535,7 @@ static bool input_waiting_WT(rtr_conn_t *c)
 static void timer_cb(uv_timer_t *t)
 {
     rtr_conn_t *c = t->data;
-    if (c->listener->idle_timeout_seconds && input_waiting_WT(c)) {
+    if (idle_ms(c->listener) && input_waiting_WT(c)) {
         /* read first, tick after: back in 1 ms, after this pass's poll has read them (a
          * timer started at 0 would run again before the poll) */
         uv_timer_start(&c->timer, timer_cb, 1, 0);
@@ -671,7 +678,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
     pn_transport_set_max_frame(t, l->max_frame_size);
     pn_transport_set_channel_max(t, (uint16_t)(l->max_sessions > 65536 ? 65535
                                                                         : l->max_sessions - 1));
-    pn_transport_set_idle_timeout(t, l->idle_timeout_seconds * 1000u);
+    pn_transport_set_idle_timeout(t, idle_ms(l));
     transport_sasl_WT(c, t);
     pn_connection_t *pc = pn_connection();
     if (c->connector) { /* before the transport is bound: Proton's SASL client reads them */
@@ -743,7 +750,7 @@ void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len)
  * lost its connection. */
 static void idle_watch_WT(rtr_conn_t *c, int64_t *deadline)
 {
-    uint32_t ms = c->listener->idle_timeout_seconds * 1000u;
+    uint32_t ms = idle_ms(c->listener);
     if (!ms || pn_connection_driver_read_closed(&c->driver))
         return;
     pn_transport_t *t = c->driver.transport;

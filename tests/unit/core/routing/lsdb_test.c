@@ -474,6 +474,28 @@ static void test_deletion_count_starts_again(void **state)
     core_rt_lsdb_free(db);
 }
 
+/* Router A's view of its neighbour B, as several tests below set it up: B's HELLO listing A
+ * (B becomes A's neighbour), and B's first link state, naming A and C. */
+static const uint8_t b_seen[] = {0xa1, 1, 'A'};
+static const uint8_t b_peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'C', 0x54, 1};
+
+static core_rt_msg_t hello_from_b(void)
+{
+    return (core_rt_msg_t){.op = CORE_RT_OP_HELLO,
+                           .id = {(const uint8_t *)"B", 1},
+                           .pv = 1,
+                           .instance = 3,
+                           .seen = {b_seen, sizeof(b_seen), 1}};
+}
+
+static core_rt_msg_t lsu_from_b(void)
+{
+    return (core_rt_msg_t){.op = CORE_RT_OP_LSU,
+                           .id = {(const uint8_t *)"B", 1},
+                           .ls_ls_seq = 1,
+                           .peers = {b_peers, sizeof(b_peers), 2}};
+}
+
 /* An LSR from a router with no route to it yet is answered once there is one. */
 static void test_lsr_answered_once_reachable(void **state)
 {
@@ -487,18 +509,9 @@ static void test_lsr_answered_once_reachable(void **state)
     core_rt_node_t *c = core_rt_lsdb_find(db, (const uint8_t *)"C", 1);
     assert_non_null(c);
     /* B becomes a neighbour (its HELLO lists A), its link state names C */
-    const uint8_t seen[] = {0xa1, 1, 'A'};
-    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
-                           .id = {(const uint8_t *)"B", 1},
-                           .pv = 1,
-                           .instance = 3,
-                           .seen = {seen, sizeof(seen), 1}};
+    core_rt_msg_t hello = hello_from_b();
     assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 1000, &a), 0);
-    static const uint8_t peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'C', 0x54, 1};
-    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
-                                .id = {(const uint8_t *)"B", 1},
-                                .ls_ls_seq = 1,
-                                .peers = {peers, sizeof(peers), 2}};
+    core_rt_msg_t lsu = lsu_from_b();
     assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
     core_rt_actions_clear(&a);
     core_rt_lsdb_tick_CT(db, 2000, &a);
@@ -524,19 +537,10 @@ static void test_lsr_sent_again_until_answered(void **state)
     core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
     core_rt_actions_t a;
     /* B a neighbour, its link state names C: C is reachable, as a stub, through B */
-    const uint8_t seen[] = {0xa1, 1, 'A'};
-    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
-                           .id = {(const uint8_t *)"B", 1},
-                           .pv = 1,
-                           .instance = 3,
-                           .seen = {seen, sizeof(seen), 1}};
+    core_rt_msg_t hello = hello_from_b();
     core_rt_actions_clear(&a);
     assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 1000, &a), 0);
-    static const uint8_t peers[] = {0xa1, 1, 'A', 0x54, 1, 0xa1, 1, 'C', 0x54, 1};
-    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
-                                .id = {(const uint8_t *)"B", 1},
-                                .ls_ls_seq = 1,
-                                .peers = {peers, sizeof(peers), 2}};
+    core_rt_msg_t lsu = lsu_from_b();
     assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
     core_rt_node_t *b = core_rt_lsdb_find(db, (const uint8_t *)"B", 1);
     core_rt_node_t *c = core_rt_lsdb_find(db, (const uint8_t *)"C", 1);
@@ -613,12 +617,7 @@ static void test_ra_interval_in_ticks(void **state)
     core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
     core_rt_actions_t a;
     /* a neighbour: the own link state changes, an RA goes at once, flux begins */
-    const uint8_t seen[] = {0xa1, 1, 'A'};
-    core_rt_msg_t hello = {.op = CORE_RT_OP_HELLO,
-                           .id = {(const uint8_t *)"B", 1},
-                           .pv = 1,
-                           .instance = 3,
-                           .seen = {seen, sizeof(seen), 1}};
+    core_rt_msg_t hello = hello_from_b();
     core_rt_actions_clear(&a);
     assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, 100000, &a), 0);
     core_rt_actions_clear(&a);
