@@ -590,11 +590,10 @@ void rtr_conn_process_WT(rtr_conn_t *c)
 {
     if (c->closing)
         return;
-    pn_transport_t *t = c->driver.transport;
     uint64_t now_ms = uv_now(&c->worker->loop);
     if (c->handshake_due && now_ms >= c->handshake_due)
         rtr_conn_handshake_expired_WT(c);
-    int64_t deadline = pn_transport_tick(t, (int64_t)now_ms);
+    int64_t deadline = rtr_transport_tick_WT(c, now_ms);
     for (;;) {
         pn_event_t *e;
         while ((e = pn_connection_driver_next_event(&c->driver)) != NULL)

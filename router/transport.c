@@ -320,6 +320,7 @@ static bool plain_in_WT(rtr_conn_t *c, const char *p, size_t n)
     if (!c->zin.on) /* split: rtr_zin_read_WT gave Proton its bytes */
         pn_connection_driver_read_done(&c->driver, n);
     c->in_unanswered += n;
+    c->read_since_tick = true;
     return true;
 }
 
@@ -512,10 +513,6 @@ static void tls_write_WT(rtr_conn_t *c)
         BASE_FREE(c->wreq);
 }
 
-/* True when the router reads c and bytes wait in its socket.  libuv runs timers before it
- * polls for input: after a long pass of this worker's loop (a large message written out on
- * a loaded machine) a peer's heartbeats could wait unread while Proton's tick, due meanwhile,
- * judged the peer idle on what the router had not read. */
 /* The local idle timeout Proton is given (0: none), from the listener's (or connector's)
  * idleTimeoutSeconds. */
 static uint32_t idle_ms(const cfg_listener_t *l)
@@ -523,6 +520,7 @@ static uint32_t idle_ms(const cfg_listener_t *l)
     return l->idle_timeout_seconds * 1000u;
 }
 
+/* True when the router reads c and bytes wait in its socket. */
 static bool input_waiting_WT(rtr_conn_t *c)
 {
     uv_os_fd_t fd;
@@ -532,15 +530,19 @@ static bool input_waiting_WT(rtr_conn_t *c)
     return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
+int64_t rtr_transport_tick_WT(rtr_conn_t *c, uint64_t now)
+{
+    if (c->tick_due && (int64_t)now >= c->tick_due && !c->read_since_tick &&
+        idle_ms(c->listener) && input_waiting_WT(c))
+        return (int64_t)now + 1; /* a timer at 0 ms would run again before the poll */
+    c->read_since_tick = false;
+    c->tick_due = pn_transport_tick(c->driver.transport, (int64_t)now);
+    return c->tick_due;
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     rtr_conn_t *c = t->data;
-    if (idle_ms(c->listener) && input_waiting_WT(c)) {
-        /* read first, tick after: back in 1 ms, after this pass's poll has read them (a
-         * timer started at 0 would run again before the poll) */
-        uv_timer_start(&c->timer, timer_cb, 1, 0);
-        return;
-    }
     if (c->tls && c->tls_stalled)
         tls_read_WT(c);
     if (rtr_zin_stalled(&c->zin))

@@ -128,6 +128,8 @@ struct rtr_conn {
     uint64_t               idle_resumed; /* uv_now() when reading started again while held
                                             (0: not yet) */
     uint64_t               idle_frames; /* pn_transport_get_frames_input() then */
+    int64_t                tick_due;   /* the deadline Proton's last tick returned (0: none) */
+    bool                   read_since_tick; /* bytes read since that tick */
     bool                   dirty;      /* on worker->dirty: process after the inbox */
     bool                   credit_sync; /* some link's credit_sync is set */
     rtr_conn_t            *dirty_next; /* in worker->dirty */
@@ -244,6 +246,14 @@ void rtr_conn_protocol_error_WT(rtr_conn_t *c, const char *name, const char *des
  * TLS_AES_256_GCM_SHA384 256"), or "" when plain (management's isEncrypted, ssl, sslProto,
  * sslCipher, sslSsf). */
 void rtr_transport_tls_label_WT(const rtr_conn_t *c, char *buf, size_t len);
+/* Proton's tick at `now` (uv_now), or not yet: a tick past Proton's deadline with nothing
+ * read since the last one while the peer's bytes wait in the socket could judge the peer
+ * idle on input the router has not read.  libuv runs timers and other connections' callbacks
+ * before it polls for input, so after a long pass of the worker's loop (a large message
+ * written out on a loaded machine) heartbeats waited unread while the idle timeout closed
+ * the connection.  Then the tick waits 1 ms, for the poll to read them.  Returns the
+ * deadline to arm the timer for (0: none). */
+int64_t rtr_transport_tick_WT(rtr_conn_t *c, uint64_t now);
 /* After a round of processing: read the client or stop reading it, by the input budgets,
  * and arm the timer for Proton's deadline (0: none) or the handshake's. */
 void rtr_transport_arm_WT(rtr_conn_t *c, int64_t deadline);
