@@ -163,9 +163,8 @@ static size_t conn_unframed_WT(rtr_conn_t *c)
 
 static void write_cb(uv_write_t *req, int status);
 
-/* Write what Proton framed: uv_try_write while the socket takes it, then one uv_write of at
- * most RTR_WRITE_COPY_MAX bytes copied from Proton's buffer (rtr_wreq_t), whose callback
- * comes back here. */
+/* Write what Proton framed, the shares spliced in (router/zc_out.h): a plain connection's to
+ * the socket, a TLS connection's through its session. */
 static void tls_write_WT(rtr_conn_t *c);
 
 void rtr_conn_write_WT(rtr_conn_t *c)
@@ -174,45 +173,11 @@ void rtr_conn_write_WT(rtr_conn_t *c)
         tls_write_WT(c);
         return;
     }
-    if (c->zc) {
-        if (rtr_zc_write_WT(c, write_cb)) {
-            /* the client has read everything Proton framed: the budgets start again */
-            c->in_unanswered = 0;
-            if (c->out_queued)
-                c->out_queued = conn_unframed_WT(c);
-        }
-        return;
-    }
-    while (!c->writing && !c->closing) {
-        pn_bytes_t wb = pn_connection_driver_write_buffer(&c->driver);
-        if (wb.size == 0) {
-            /* the client has read everything Proton framed: the budgets start again */
-            c->in_unanswered = 0;
-            if (c->out_queued)
-                c->out_queued = conn_unframed_WT(c);
-            break;
-        }
-        uv_buf_t b = uv_buf_init((char *)wb.start, (unsigned)wb.size);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (n > 0) {
-            pn_connection_driver_write_done(&c->driver, (size_t)n);
-            continue;
-        }
-        if (n == UV_EAGAIN) {
-            size_t len = wb.size < RTR_WRITE_COPY_MAX ? wb.size : RTR_WRITE_COPY_MAX;
-            if (!c->wreq)
-                c->wreq = base_malloc(sizeof(*c->wreq));
-            memcpy(c->wreq->data, wb.start, len);
-            c->wlen = len;
-            uv_buf_t cb = uv_buf_init(c->wreq->data, (unsigned)len);
-            c->wreq->req.data = c;
-            if (uv_write(&c->wreq->req, (uv_stream_t *)&c->tcp, &cb, 1, write_cb) == 0) {
-                c->writing = true;
-                break;
-            }
-        }
-        pn_connection_driver_write_close(&c->driver);
-        break;
+    if (rtr_zc_write_WT(c, write_cb)) {
+        /* the client has read everything Proton framed: the budgets start again */
+        c->in_unanswered = 0;
+        if (c->out_queued)
+            c->out_queued = conn_unframed_WT(c);
     }
 }
 
@@ -224,10 +189,9 @@ static void write_cb(uv_write_t *req, int status)
         return;
     if (status < 0)
         pn_connection_driver_write_close(&c->driver);
-    else if (c->zc && !c->tls) /* Proton's bytes and the shares written (zc_out.c) */
+    else if (!c->tls) /* Proton's bytes and the shares written (zc_out.c); TLS gave them
+                         back when its session took them */
         rtr_zc_written_WT(c, c->wlen);
-    else if (!c->tls) /* TLS gives Proton its bytes back in tls_write_WT() */
-        pn_connection_driver_write_done(&c->driver, c->wlen);
     c->wlen = 0;
     BASE_FREE(c->wreq); /* a connection whose socket keeps up holds no copy */
     rtr_conn_process_WT(c);
@@ -248,21 +212,15 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         buf->len = room ? RTR_TLS_READ : 0;
         return;
     }
-    if (c->zin.on) { /* the connection's own read buffers (router/zin.h) */
-        /* libuv reads up to 32 times per poll while buffers come: the budget is checked
-         * before each read, not only after the loop's pass (UV_ENOBUFS stops reading, arming
-         * starts it again) */
-        if (conn_in_full_WT(c)) {
-            buf->base = NULL;
-            buf->len = 0;
-            return;
-        }
-        rtr_zin_alloc_WT(c, &buf->base, &buf->len);
+    /* the connection's own read buffers (router/zin.h).  libuv reads up to 32 times per poll
+     * while buffers come: the budget is checked before each read, not only after the loop's
+     * pass (UV_ENOBUFS stops reading, arming starts it again) */
+    if (conn_in_full_WT(c)) {
+        buf->base = NULL;
+        buf->len = 0;
         return;
     }
-    pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
-    buf->base = rb.start;
-    buf->len = rb.size;
+    rtr_zin_alloc_WT(c, &buf->base, &buf->len);
 }
 
 /* The frame guard refused bytes: Proton never sees them, the connection ends here. */
@@ -306,39 +264,39 @@ static void input_ended_WT(rtr_conn_t *c)
     c->close_after_write = true;
 }
 
-/* Plaintext in hand (in Proton's input buffer, or split: just read into c->zin.rb): through
- * the guard to Proton. */
-static bool plain_in_WT(rtr_conn_t *c, const char *p, size_t n)
+/* n bytes of plaintext in hand, just read (or decrypted) into c->zin.rb: through the guard
+ * to Proton (payloads beside it). */
+static bool plain_in_WT(rtr_conn_t *c, size_t n)
 {
-    int rc = c->zin.on ? rtr_zin_read_WT(c, n) : codec_guard_feed(&c->guard, (const uint8_t *)p, n);
-    if (rc != 0) {
+    if (rtr_zin_read_WT(c, n) != 0) {
         guard_refused_WT(c);
         return false;
     }
     if (c->guard.passthrough)
         rtr_lstats_bad_header_WT(c); /* Proton answers an unknown header and closes */
-    if (!c->zin.on) /* split: rtr_zin_read_WT gave Proton its bytes */
-        pn_connection_driver_read_done(&c->driver, n);
     c->in_unanswered += n;
     c->read_since_tick = true;
     return true;
 }
 
-/* Decrypt what the session holds into Proton's input buffer, through the guard, while
- * Proton and the input budget take it (the rest waits: tls_stalled). */
+/* Decrypt what the session holds into the connection's read buffers, through the guard,
+ * while Proton and the input budgets take it (the rest waits: tls_stalled). */
 static void tls_read_WT(rtr_conn_t *c)
 {
     c->tls_stalled = false;
     while (!c->closing && !pn_connection_driver_read_closed(&c->driver)) {
-        pn_rwbytes_t rb = pn_connection_driver_read_buffer(&c->driver);
-        if (rb.size == 0 || c->in_unanswered >= RTR_CONN_IN_UNANSWERED_MAX) {
+        char  *base = NULL;
+        size_t cap = 0;
+        if (c->in_unanswered < RTR_CONN_IN_UNANSWERED_MAX && !conn_in_full_WT(c))
+            rtr_zin_alloc_WT(c, &base, &cap); /* none while Proton holds back staged bytes */
+        if (cap == 0) {
             c->tls_stalled = true;
             return;
         }
         const char *why = NULL;
-        long        k = rtr_tls_read_WT(c->tls, rb.start, rb.size, &why);
+        long        k = rtr_tls_read_WT(c->tls, base, cap, &why);
         if (k > 0) {
-            if (!plain_in_WT(c, rb.start, (size_t)k))
+            if (!plain_in_WT(c, (size_t)k))
                 return;
             continue;
         }
@@ -383,7 +341,7 @@ static bool unencrypted_refused_WT(rtr_conn_t *c)
 
 /* The first bytes of a connection to a listener with an sslProfile: a TLS handshake record
  * (0x16) starts TLS; anything else is plain AMQP, or refused when the listener requires TLS.
- * The bytes are in Proton's input buffer (never given to it when they are TLS). */
+ * The bytes are where zin's next read lands (never given to the guard when they are TLS). */
 static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
 {
     const cfg_listener_t *l = c->listener;
@@ -392,7 +350,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
         if (l->require_encryption)
             return unencrypted_refused_WT(c);
         if (!l->require_ssl)
-            return plain_in_WT(c, p, n);
+            return plain_in_WT(c, n); /* p is where zin's next read lands */
         rtr_lstats_tls_failed_WT(c, "not a TLS handshake, and the listener requires TLS");
         input_ended_WT(c);
         return false;
@@ -405,8 +363,7 @@ static bool tls_detect_WT(rtr_conn_t *c, const char *p, size_t n)
     }
     if (rtr_sasl_listener_asks_cert(l))
         rtr_tls_conn_ask_cert_WT(c->tls);
-    rtr_tls_put_cipher_WT(c->tls, p, n);
-    rtr_zin_off_WT(c); /* TLS keeps the old path (p was in its read buffer: copied above) */
+    rtr_tls_put_cipher_WT(c->tls, p, n); /* p's room in zin's buffer takes the plaintext */
     tls_read_WT(c);
     return true;
 }
@@ -435,7 +392,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             free(buf->base);
             tls_read_WT(c);
         } else {
-            plain_in_WT(c, buf->base, (size_t)n);
+            plain_in_WT(c, (size_t)n);
         }
     } else if (n == UV_ENOBUFS) {
         uv_read_stop(s);
@@ -448,38 +405,79 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     rtr_conn_process_WT(c);
 }
 
-/* Proton's output through TLS: encrypt the head of Proton's buffer while the records waiting
- * for the socket are fewer than RTR_WRITE_COPY_MAX bytes, write the records (uv_try_write,
- * then one uv_write of what it did not take), and give Proton its bytes back once their
- * records are all written - so Proton's buffer and the budgets behave as without TLS. */
+/* TLS takes Proton's output (and the shares spliced into it, router/zc_out.h) while the
+ * records waiting for the socket are fewer than RTR_WRITE_COPY_MAX bytes.  Small pieces (frame
+ * headers, performatives, small messages' bytes) are gathered into one record of up to 16 KiB
+ * rather than a record each (a record costs its header, its tag and a pass of the cipher); a
+ * piece of TLS_PIECE_OWN bytes or more goes into records of its own, uncopied. */
+#define TLS_RECORD_MAX (16u << 10)
+#define TLS_PIECE_OWN  (4u << 10)
+
+typedef struct tls_out {
+    rtr_tls_conn_t *t;
+    size_t          len;                 /* bytes gathered in rec */
+    uint8_t         rec[TLS_RECORD_MAX]; /* the next record's bytes */
+} tls_out_t;
+
+static bool tls_out_flush(tls_out_t *o)
+{
+    for (size_t off = 0; off < o->len;) {
+        long k = rtr_tls_write_WT(o->t, o->rec + off, o->len - off);
+        if (k < 0)
+            return false;
+        off += (size_t)k;
+    }
+    o->len = 0;
+    return true;
+}
+
+static long tls_put(void *ctx, const void *p, size_t n)
+{
+    tls_out_t *o = ctx;
+    if (rtr_tls_cipher_out_WT(o->t) >= RTR_WRITE_COPY_MAX)
+        return 0;
+    if (n < TLS_PIECE_OWN) {
+        if (o->len + n > TLS_RECORD_MAX && !tls_out_flush(o))
+            return -1;
+        memcpy(o->rec + o->len, p, n);
+        o->len += n;
+        return (long)n;
+    }
+    if (!tls_out_flush(o)) /* the stream's order */
+        return -1;
+    size_t done = 0;
+    while (done < n && rtr_tls_cipher_out_WT(o->t) < RTR_WRITE_COPY_MAX) {
+        long k = rtr_tls_write_WT(o->t, (const uint8_t *)p + done, n - done);
+        if (k < 0)
+            return -1;
+        done += (size_t)k;
+    }
+    return (long)done;
+}
+
+/* Proton's output through TLS: encrypted as the zero-copy writer hands it over (each byte
+ * given back once the session took it: the session keeps its records), then the records
+ * written (uv_try_write, then one uv_write of what it did not take).  The budgets start again
+ * once the session took everything Proton framed and the socket took every record. */
 static void tls_write_WT(rtr_conn_t *c)
 {
     rtr_tls_conn_t *t = c->tls;
+    tls_out_t       o;
+    o.t = t;
+    o.len = 0;
     while (!c->writing && !c->closing) {
-        bool        out_closed = pn_connection_driver_write_closed(&c->driver);
-        pn_bytes_t  wb = out_closed ? (pn_bytes_t){0, NULL}
-                                    : pn_connection_driver_write_buffer(&c->driver);
+        bool taken = false; /* the session took everything Proton framed */
         if (rtr_tls_ready_WT(t)) {
-            while (c->tls_enc < wb.size && rtr_tls_cipher_out_WT(t) < RTR_WRITE_COPY_MAX) {
-                long k = rtr_tls_write_WT(t, wb.start + c->tls_enc, wb.size - c->tls_enc);
-                if (k < 0) {
-                    pn_connection_driver_write_close(&c->driver);
-                    return;
-                }
-                c->tls_enc += (size_t)k;
-            }
-            if (out_closed)
+            if (!pn_connection_driver_write_closed(&c->driver))
+                taken = rtr_zc_put_WT(c, tls_put, &o);
+            if (o.len && !tls_out_flush(&o))
+                pn_connection_driver_write_close(&c->driver);
+            if (pn_connection_driver_write_closed(&c->driver))
                 rtr_tls_shutdown_WT(t); /* Proton said its last: close_notify */
         }
         size_t pend = rtr_tls_cipher_out_WT(t);
         if (pend == 0) {
-            if (c->tls_enc) {
-                if (!out_closed)
-                    pn_connection_driver_write_done(&c->driver, c->tls_enc);
-                c->tls_enc = 0;
-                continue;
-            }
-            if (wb.size == 0) {
+            if (taken) {
                 /* the client has read everything Proton framed: the budgets start again */
                 c->in_unanswered = 0;
                 if (c->out_queued)
@@ -543,10 +541,10 @@ int64_t rtr_transport_tick_WT(rtr_conn_t *c, uint64_t now)
 static void timer_cb(uv_timer_t *t)
 {
     rtr_conn_t *c = t->data;
-    if (c->tls && c->tls_stalled)
-        tls_read_WT(c);
     if (rtr_zin_stalled(&c->zin))
         rtr_zin_push_WT(c);
+    if (c->tls && c->tls_stalled)
+        tls_read_WT(c); /* after the push: a read lands only once Proton took the last */
     rtr_conn_process_WT(c);
 }
 
@@ -601,26 +599,12 @@ void rtr_conn_handshake_expired_WT(rtr_conn_t *c)
 /* The connection's input budget: the router reads whatever a delivery brings at once, except
  * for links stopped by Q2 (their copies lag) and link-routed links stopped by their pair's
  * lag (router/linkroute.c), whose bytes wait.  Past RTR_CONN_IN_MAX of those, all sessions
- * together, the client is not read until they go on.
- *
- * A plain connection (split mode: c->zin.on from rtr_transport_open_WT on) counts the payloads
- * queued beside Proton, whose window stays open (0009).  The rest of this function, the
- * bytes held in Proton up to each session's window (one session alone never gets past the
- * budget: its window is at most that), serves TLS connections only: zin.on is false for
- * them and otherwise only for a connection that ends before it has a link (its socket not
- * taken, or a TLS client that cannot start), where n_q2 and n_lr_paused are 0. */
+ * together, the client is not read until they go on.  The payloads wait beside Proton
+ * (split mode, router/zin.h: every connection from rtr_transport_open_WT on, TLS included),
+ * whose window stays open (0009): c->zin.queued counts them. */
 static bool conn_in_full_WT(rtr_conn_t *c)
 {
-    if (c->zin.on)
-        return c->zin.queued > RTR_CONN_IN_MAX;
-    if (!c->n_q2 && !c->n_lr_paused)
-        return false;
-    size_t held = 0;
-    for (rtr_link_t *k = c->links; k; k = k->next)
-        if ((k->q2 || k->lr_paused) && k->pn)
-            held += pn_session_incoming_bytes(pn_link_session(k->pn)); /* a session may count
-                                                                         twice: the safe side */
-    return held > RTR_CONN_IN_MAX;
+    return c->zin.queued > RTR_CONN_IN_MAX;
 }
 
 /* The SASL layer: Cyrus (router/sasl.c) for a listener that authenticates or names its
@@ -726,8 +710,7 @@ bool rtr_transport_open_WT(rtr_conn_t *c, int fd, bool websocket)
             return true; /* it ends at once, through the usual path */
         }
     }
-    if (!c->tls) /* TLS keeps the old path (router/zin.h) */
-        rtr_zin_init_WT(c);
+    rtr_zin_init_WT(c);
     rtr_lstats_accepted_WT(c);
     return true;
 }

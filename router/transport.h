@@ -150,9 +150,6 @@ struct rtr_conn {
     bool                   counted;    /* counted in its context's n_open_conns */
     /* TLS (router/tls.h), on a listener with an sslProfile */
     struct rtr_tls_conn   *tls;        /* the session, or NULL: plain */
-    size_t                 tls_enc;    /* bytes at the head of Proton's output already
-                                          encrypted; given back to Proton (write_done) once
-                                          the socket took their records */
     bool                   tls_detect; /* no requireSsl: the first byte decides TLS or plain */
     bool                   tls_stalled; /* plaintext may wait in the session: Proton's input
                                            buffer or the budget stopped taking it */
@@ -183,8 +180,8 @@ struct rtr_conn {
     /* zero-copy input (router/zin.h) */
     rtr_zin_t              zin;        /* read buffers and payload queues (zin.on: split) */
     /* zero-copy output (router/zc_out.h) */
-    struct rtr_zc_conn    *zc;         /* the writer that splices shares in (plain
-                                          connections; a TLS one keeps the old path) */
+    struct rtr_zc_conn    *zc;         /* the writer that splices shares in (to the socket,
+                                          or to a TLS connection's session) */
 };
 
 /* Log lines of a connection (LOGC) and of a link (LOGL), prefixed with qdrouterd's ids. */

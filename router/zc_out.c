@@ -1,6 +1,6 @@
 /* router/zc_out.c: zero-copy output (router/zc_out.h) - the FIFOs of shares of the links in
- * placeholder mode, and the writer of a plain connection: it follows Proton's output frame by
- * frame, splices each placeholder's share in and hands the kernel writev pieces.
+ * placeholder mode, and the writer: it follows Proton's output frame by frame, splices each
+ * placeholder's share in and hands the kernel writev pieces (a TLS connection: its session).
  *
  * Thread suffixes: _WT = the connection's worker only (every function in this file but
  * rtr_zc_share_free() and rtr_zc_blob_unref(), which touch only what the share holds).
@@ -134,8 +134,7 @@ void rtr_zc_link_new_WT(rtr_link_t *k)
 {
     rtr_conn_t    *c = k->conn;
     rtr_zc_conn_t *z = c->zc;
-    /* TLS connections keep the old path (the TLS layer copies anyway) */
-    if (!z || c->tls || !k->pn)
+    if (!z || !k->pn)
         return;
     const char    *name = pn_link_name(k->pn);
     rtr_zc_fifo_t *f = base_calloc(1, sizeof(*f)), **pp = &z->fifos;
@@ -585,6 +584,49 @@ bool rtr_zc_write_WT(rtr_conn_t *c, uv_write_cb cb)
         }
         pn_connection_driver_write_close(&c->driver);
         return false;
+    }
+    return false;
+}
+
+bool rtr_zc_put_WT(rtr_conn_t *c, rtr_zc_put_fn put, void *ctx)
+{
+    rtr_zc_conn_t *z = c->zc;
+    uv_buf_t       iov[IOV_MAX > 1024 ? 1024 : IOV_MAX];
+    size_t         stuck = (size_t)-1;
+    while (!c->closing) {
+        if (pn_connection_driver_write_closed(&c->driver))
+            return false;
+        pn_bytes_t wb; /* as in rtr_zc_write_WT */
+        for (;;) {
+            wb = pn_connection_driver_write_buffer(&c->driver);
+            if (!scan_WT(c, wb) || !topup_WT(c))
+                break;
+        }
+        if (z->head == z->n_items) {
+            if (wb.size == 0)
+                return true;
+            if (wb.size == stuck)
+                return false;
+            stuck = wb.size;
+            continue;
+        }
+        stuck = (size_t)-1;
+        size_t total;
+        int    n = gather(c, wb, iov, (int)BASE_ARRAY_LEN(iov), NULL, 0, &total);
+        size_t taken = 0;
+        bool   full = false;
+        for (int i = 0; i < n && !full; i++) {
+            long k = put(ctx, iov[i].base, iov[i].len);
+            if (k < 0) {
+                pn_connection_driver_write_close(&c->driver);
+                return false;
+            }
+            taken += (size_t)k;
+            full = (size_t)k < iov[i].len;
+        }
+        advance_WT(c, taken); /* given back now: put() keeps what it took */
+        if (full)
+            return false;
     }
     return false;
 }

@@ -10,11 +10,12 @@
  * in its session window exactly as it would a real payload (proved in
  * tests/unit/router/proton_payload_test.c, test_output_placeholders_spliced).
  *
- * Scope: plain TCP and WebSocket (socketpair) connections, link_out's message-routed copies.
- * TLS connections and the other pn_link_send users (linkroute.c, edgeconn.c, irconn.c,
- * edge_lookup.c) keep the old path: their frames pass through the writer unchanged.
+ * Scope: every connection (plain TCP, WebSocket socketpairs, TLS), link_out's message-routed
+ * copies.  The other pn_link_send users (linkroute.c, edgeconn.c, irconn.c, edge_lookup.c)
+ * keep the old path: their frames pass through the writer unchanged.
  *
- * Layer: between transport.c (which calls rtr_zc_write_WT for its plain connections) and
+ * Layer: between transport.c (which calls rtr_zc_write_WT for a plain connection, and
+ * rtr_zc_put_WT to hand a TLS connection's bytes to its session) and
  * link_out.c (which makes the shares); the writer calls back into the link layer
  * (rtr_link_pump_WT) for links waiting for their next placeholder once Proton framed the
  * previous one, so a multi-frame message does not wait a loop iteration per frame.
@@ -88,12 +89,12 @@ struct rtr_zc_fifo {
 
 typedef struct rtr_zc_conn rtr_zc_conn_t;
 
-/* A plain connection's writer state; rtr_zc_conn_free_WT() drops every share it holds. */
+/* A connection's writer state; rtr_zc_conn_free_WT() drops every share it holds. */
 rtr_zc_conn_t *rtr_zc_conn_new_WT(void);
 void           rtr_zc_conn_free_WT(rtr_conn_t *c);
 
 /* A new outgoing link k (rtr_link_new_WT, before anything of it can be written): its FIFO
- * record (k->zc), on a plain connection; passive when another link of the connection whose
+ * record (k->zc); passive when another link of the connection whose
  * frames may still come has its name (the attach frames must name one FIFO each). */
 void rtr_zc_link_new_WT(rtr_link_t *k);
 /* Link k's first pump: is it in placeholder mode?  (Not a link-routed link.) */
@@ -121,6 +122,13 @@ void rtr_zc_unframed_WT(const rtr_conn_t *c, size_t *placeholders, size_t *bytes
  * cb, which calls rtr_zc_written_WT with c->wlen).  Returns true when the socket took
  * everything Proton framed (the budgets start again). */
 bool rtr_zc_write_WT(rtr_conn_t *c, uv_write_cb cb);
+/* The same for a TLS connection: the bytes go to put() (the TLS session, which keeps what it
+ * takes), in order, while it takes them all; Proton's bytes and the shares are given back as
+ * soon as put() took them.  put returns the bytes it took (fewer than n: no room for more
+ * now), or < 0 on failure (Proton's output is then closed).  Returns true when put() took
+ * everything Proton framed. */
+typedef long (*rtr_zc_put_fn)(void *ctx, const void *p, size_t n);
+bool rtr_zc_put_WT(rtr_conn_t *c, rtr_zc_put_fn put, void *ctx);
 /* The uv_write of n bytes (c->wlen) ended well. */
 void rtr_zc_written_WT(rtr_conn_t *c, size_t n);
 

@@ -334,15 +334,6 @@ void rtr_zin_init_WT(rtr_conn_t *c)
     codec_guard_set_sink(&c->guard, &z->sink);
 }
 
-void rtr_zin_off_WT(rtr_conn_t *c)
-{
-    rtr_zin_t *z = &c->zin;
-    z->on = false;
-    codec_guard_set_sink(&c->guard, NULL);
-    rbuf_unref(z->rb);
-    z->rb = NULL;
-}
-
 void rtr_zin_fini_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;

@@ -1,8 +1,8 @@
 /* router/zin.h: the zero-copy input (issue 18, docs/decisions/0009) - an incoming transfer's
  * payload does not pass through Proton.
  *
- * A plain connection's socket reads land in the connection's own reference-counted read
- * buffers (rtr_rbuf_t).  The frame guard (codec/frame.h, split mode) hands Proton every frame
+ * A connection's input lands in its own reference-counted read buffers (rtr_rbuf_t): the
+ * socket's bytes, or on a TLS connection the plaintext its session decrypts.  The frame guard (codec/frame.h, split mode) hands Proton every frame
  * without its extended header and every transfer without its payload, its frame size
  * rewritten: Proton accounts such a transfer exactly as one with its payload (0009).  The
  * payload becomes slices of the read buffer (rtr_zent_t), queued for the link the frame's
@@ -24,8 +24,7 @@
  * next delivery never takes stale bytes.
  *
  * rtr_link_recv_WT / rtr_delivery_pending_WT have pn_link_recv's and pn_delivery_pending's
- * semantics and fall back to them for a link without a queue (a TLS connection keeps the old
- * path: its plaintext goes to Proton whole).
+ * semantics and fall back to them for a link without a queue.
  *
  * Memory: the connection's queued payload bytes are c->zin.queued (the input budget,
  * RTR_CONN_IN_MAX in transport.h); slices of links the router closed, and of queues whose
@@ -125,10 +124,8 @@ typedef struct rtr_zin {
     codec_guard_sink_t sink;      /* the guard's callbacks (ctx: the connection) */
 } rtr_zin_t;
 
-/* Split mode for c (a plain TCP or WebSocket connection), before any byte is read. */
+/* Split mode for c (every connection: TCP, TLS or WebSocket), before any byte is read. */
 void rtr_zin_init_WT(rtr_conn_t *c);
-/* Back to the old path (a TLS connection), before any byte went to the guard. */
-void rtr_zin_off_WT(rtr_conn_t *c);
 /* Free everything (before Proton's objects go: the links' references are given back). */
 void rtr_zin_fini_WT(rtr_conn_t *c);
 
