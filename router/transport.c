@@ -556,7 +556,7 @@ static void handle_closed_cb(uv_handle_t *h)
     if (--c->handles > 0)
         return;
     rtr_conn_closed_WT(c);
-    rtr_zin_fini_WT(c); /* gives back its references on Proton's links first */
+    rtr_zin_fini_WT(c); /* touches no Proton object: they go next */
     pn_connection_driver_destroy(&c->driver);
     c->closed = true;
     if (!c->connector)

@@ -142,10 +142,14 @@ static void zq_compact(rtr_zq_t *q)
     }
 }
 
-static void zq_free(rtr_zq_t *q)
+/* With `live`, q's link (if Proton has not finalized it) forgets q.  Without, Proton's objects
+ * are going (rtr_zin_fini_WT): its links may be freed already, their PN_LINK_FINAL events
+ * drained undispatched (Proton releases its collector once the connection's transport is
+ * done), so q->pl is not touched. */
+static void zq_free(rtr_zq_t *q, bool live)
 {
     zq_clear(q);
-    if (q->pl) /* a link Proton has not finalized: it must not find the freed queue */
+    if (live && q->pl) /* a link Proton has not finalized: it must not find the freed queue */
         pn_record_set(pn_link_attachments(q->pl), ZIN_LINK, NULL);
     free(q->name);
     free(q);
@@ -340,7 +344,7 @@ void rtr_zin_fini_WT(rtr_conn_t *c)
     while (z->queues) {
         rtr_zq_t *q = z->queues;
         z->queues = q->next;
-        zq_free(q);
+        zq_free(q, false);
     }
     rtr_hmap_fini(&z->links);
     z->queues_tail = z->xfer = NULL;
@@ -531,7 +535,7 @@ void rtr_zin_sweep_WT(rtr_conn_t *c)
             *pp = q->next;
             if (z->queues_tail == q)
                 z->queues_tail = prev;
-            zq_free(q);
+            zq_free(q, true);
             continue;
         }
         if (q->head) {

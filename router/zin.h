@@ -126,7 +126,8 @@ typedef struct rtr_zin {
 
 /* Split mode for c (every connection: TCP, TLS or WebSocket), before any byte is read. */
 void rtr_zin_init_WT(rtr_conn_t *c);
-/* Free everything (before Proton's objects go: the links' references are given back). */
+/* Free everything, right before Proton's objects go (pn_connection_driver_destroy): no Proton
+ * object is touched (the links may be freed already). */
 void rtr_zin_fini_WT(rtr_conn_t *c);
 
 /* The buffer for the next socket read (len 0: do not read now). */
