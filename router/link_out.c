@@ -318,7 +318,7 @@ static int out_stream_WT(rtr_link_t *k, rtr_out_t *o)
             return -1;
         bool complete, aborted;
         codec_bytes_t b = rtr_msg_reader_peek(m, &o->reader, RTR_SEND_CHUNK, &complete,
-                                              &aborted);
+                                              &aborted, NULL);
         if (aborted) {
             out_abort_WT(k, o);
             return 0;
@@ -378,8 +378,8 @@ static int zc_give_WT(rtr_link_t *k, rtr_out_t *o)
     rtr_zc_piece_t pc[RTR_ZC_PIECES_MAX];
     uint32_t       n = 0;
     size_t         len = 0;
-    uint8_t       *copy = NULL;
-    size_t         copy_len = 0;
+    rtr_buf_t     *bufs[RTR_ZC_BUFS_MAX]; /* chain buffers the pieces point into, held */
+    uint32_t       n_bufs = 0;
     bool           last = false;
     while (len < max && o->zc_pre_i < o->zc_pre_n && n < RTR_ZC_PIECES_MAX) {
         const rtr_zc_piece_t *p = &o->zc_pre[o->zc_pre_i];
@@ -407,34 +407,37 @@ static int zc_give_WT(rtr_link_t *k, rtr_out_t *o)
         }
         last = o->sent == body;
     } else if (pre_done) {
-        while (len < max && n < RTR_ZC_PIECES_MAX) {
+        while (len < max && n < RTR_ZC_PIECES_MAX && n_bufs < RTR_ZC_BUFS_MAX) {
             bool          complete, aborted;
+            rtr_buf_t    *buf;
             codec_bytes_t b = rtr_msg_reader_peek(m, &o->reader, max - len, &complete,
-                                                  &aborted);
+                                                  &aborted, &buf);
             if (aborted) {
-                free(copy);
+                for (uint32_t i = 0; i < n_bufs; i++)
+                    rtr_buf_unref(bufs[i]);
+                if (buf)
+                    rtr_buf_unref(buf);
                 out_abort_WT(k, o);
                 return 0;
             }
             if (b.len) {
-                if (b.ptr >= m->data && b.ptr < m->data + m->len) {
-                    pc[n++] = (rtr_zc_piece_t){.p = b.ptr, .len = b.len}; /* the head: stays */
-                } else {
-                    /* a chain buffer is freed once every reader passed it, which this one
-                     * has once it advances: the share keeps a copy */
-                    if (!copy)
-                        copy = base_malloc(max);
-                    memcpy(copy + copy_len, b.ptr, b.len);
-                    if (n && pc[n - 1].p + pc[n - 1].len == copy + copy_len)
-                        pc[n - 1].len += b.len;
-                    else
-                        pc[n++] = (rtr_zc_piece_t){.p = copy + copy_len, .len = b.len};
-                    copy_len += b.len;
-                }
+                /* a chain buffer is freed once every reader passed it, which this one has
+                 * once it advances: the share holds a reference on it instead (one per
+                 * buffer) until the socket took its bytes */
+                if (buf && n_bufs && bufs[n_bufs - 1] == buf)
+                    rtr_buf_unref(buf);
+                else if (buf)
+                    bufs[n_bufs++] = buf;
+                if (n && pc[n - 1].p + pc[n - 1].len == b.ptr)
+                    pc[n - 1].len += b.len;
+                else
+                    pc[n++] = (rtr_zc_piece_t){.p = b.ptr, .len = b.len};
                 len += b.len;
                 rtr_msg_reader_advance(m, &o->reader, b.len);
                 continue;
             }
+            if (buf)
+                rtr_buf_unref(buf);
             if (complete) {
                 last = true;
                 break;
@@ -457,7 +460,8 @@ static int zc_give_WT(rtr_link_t *k, rtr_out_t *o)
     s->blob = o->zc_blob;
     if (s->blob)
         s->blob->refs++;
-    s->copy = copy;
+    s->n_bufs = n_bufs;
+    memcpy(s->bufs, bufs, n_bufs * sizeof(bufs[0]));
     s->len = len;
     s->n = n;
     memcpy(s->pieces, pc, n * sizeof(pc[0]));

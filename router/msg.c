@@ -26,6 +26,12 @@ rtr_msg_t *rtr_msg_new(void)
     return m;
 }
 
+void rtr_buf_unref(rtr_buf_t *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        rtr_buf_t_free(b);
+}
+
 void rtr_msg_unref(rtr_msg_t *m)
 {
     if (atomic_fetch_sub_explicit(&m->c.refs, 1, memory_order_acq_rel) != 1)
@@ -34,7 +40,7 @@ void rtr_msg_unref(rtr_msg_t *m)
         rtr_buf_t *b = m->chain;
         while (b) {
             rtr_buf_t *next = b->next;
-            rtr_buf_t_free(b);
+            rtr_buf_unref(b);
             b = next;
         }
         pthread_mutex_destroy(&m->lock);
@@ -135,7 +141,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             m->chain = b->next;
             if (m->chain_tail == b)
                 m->chain_tail = NULL;
-            rtr_buf_t_free(b);
+            rtr_buf_unref(b); /* a share may still hold it */
         }
         if (lag_LH(m) >= RTR_Q2_HIGH) {
             m->q2_blocked = true;
@@ -155,6 +161,7 @@ bool rtr_msg_stream_recv_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d)
             rtr_buf_t *b = rtr_buf_t_new();
             b->next = NULL;
             b->off = total;
+            atomic_init(&b->refs, 1); /* the chain's */
             pthread_mutex_lock(&m->lock);
             if (m->chain_tail)
                 m->chain_tail->next = b;
@@ -240,9 +247,11 @@ void rtr_msg_stream_answered_WT(rtr_msg_t *m)
 }
 
 codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max,
-                                  bool *complete, bool *aborted)
+                                  bool *complete, bool *aborted, rtr_buf_t **ref)
 {
     codec_bytes_t b = {NULL, 0};
+    if (ref)
+        *ref = NULL;
     pthread_mutex_lock(&m->lock);
     *complete = m->complete;
     *aborted = m->aborted;
@@ -259,6 +268,10 @@ codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max,
             BASE_BUG_ON(!buf || buf->off > pos);
             b.ptr = buf->data + (pos - buf->off);
             b.len = buf->off + RTR_BUF_SIZE - pos;
+            if (ref) { /* r has not passed it: the chain still holds it */
+                atomic_fetch_add_explicit(&buf->refs, 1, memory_order_relaxed);
+                *ref = buf;
+            }
         }
         if (b.len > avail)
             b.len = avail;

@@ -21,12 +21,16 @@
 #define RTR_Q2_HIGH  (1u << 20)
 #define RTR_Q2_LOW   (512u << 10)
 
-/* A buffer of a streamed message's bytes after the head. */
+/* A buffer of a streamed message's bytes after the head.  The message's chain holds one
+ * reference until every reader passed the buffer; an outgoing frame's share (zc_out.h) holds
+ * one until the socket took its bytes: whoever drops the last frees it (rtr_buf_unref, any
+ * worker). */
 typedef struct rtr_buf rtr_buf_t;
 struct rtr_buf {
-    rtr_buf_t *next;               /* next buffer (written under the message lock) */
-    size_t     off;                /* message offset of data[0]; immutable */
-    uint8_t    data[RTR_BUF_SIZE]; /* bytes; valid up to the message's `total` */
+    rtr_buf_t   *next;               /* next buffer (written under the message lock) */
+    size_t       off;                /* message offset of data[0]; immutable */
+    atomic_uint  refs;               /* the chain's + shares' */
+    uint8_t      data[RTR_BUF_SIZE]; /* bytes; valid up to the message's `total` */
 };
 
 /* rtr_msg_reader_t: one copy reading a streamed message (embedded in its rtr_out_t).  Its
@@ -95,9 +99,13 @@ void rtr_msg_stream_answered_WT(rtr_msg_t *m);
 void rtr_msg_reader_add(rtr_msg_t *m, rtr_msg_reader_t *r);
 void rtr_msg_reader_del(rtr_msg_t *m, rtr_msg_reader_t *r);
 /* Reader: the next bytes for r at r->pos (up to max), or len 0 when none are there yet;
- * *complete / *aborted report the message's state. */
+ * *complete / *aborted report the message's state.  With `buf`, bytes in a chain buffer come
+ * with a reference on it (*buf; NULL for bytes of the head, which the message keeps), so they
+ * stay valid after r passed them. */
 codec_bytes_t rtr_msg_reader_peek(rtr_msg_t *m, rtr_msg_reader_t *r, size_t max, bool *complete,
-                                  bool *aborted);
+                                  bool *aborted, rtr_buf_t **buf);
+/* Drop a reference on a chain buffer taken by rtr_msg_reader_peek (any worker). */
+void rtr_buf_unref(rtr_buf_t *b);
 /* Reader: r sent n more bytes.  Frees nothing (the receiving worker frees).  Wakes the
  * owner on Q2 low. */
 void rtr_msg_reader_advance(rtr_msg_t *m, rtr_msg_reader_t *r, size_t n);

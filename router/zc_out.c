@@ -82,7 +82,8 @@ void rtr_zc_share_free(rtr_zc_share_t *s)
 {
     rtr_msg_unref(s->msg);
     rtr_zc_blob_unref(s->blob);
-    free(s->copy);
+    for (uint32_t i = 0; i < s->n_bufs; i++)
+        rtr_buf_unref(s->bufs[i]);
     free(s);
 }
 

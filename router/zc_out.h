@@ -35,6 +35,9 @@
 #define RTR_ZC_SHARE_CAP  (256u << 10)
 /* Pieces of one share at most (prefix pieces and body slices). */
 #define RTR_ZC_PIECES_MAX 32
+/* Chain buffers of a streamed message one share holds at most (a share of RTR_ZC_SHARE_CAP
+ * spans at most 5 of RTR_BUF_SIZE). */
+#define RTR_ZC_BUFS_MAX   8
 
 /* Composed bytes of an outgoing copy's prefix (a fresh message-annotations section),
  * shared by the shares pointing into it. */
@@ -54,8 +57,9 @@ struct rtr_zc_share {
     rtr_zc_share_t *next;   /* in its FIFO */
     rtr_msg_t      *msg;    /* reference held: the pieces point into its head */
     rtr_zc_blob_t  *blob;   /* reference held, or NULL */
-    uint8_t        *copy;   /* bytes of a streamed message's chain copied for it (heap), or
-                               NULL: chain buffers are freed once every reader passed them */
+    rtr_buf_t      *bufs[RTR_ZC_BUFS_MAX]; /* chain buffers of a streamed message its
+                                               pieces point into, a reference held on each */
+    uint32_t        n_bufs; /* how many */
     size_t          len;    /* bytes in all */
     uint32_t        n;      /* pieces */
     rtr_zc_piece_t  pieces[];
