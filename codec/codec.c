@@ -372,16 +372,15 @@ int codec__descriptor_read(const uint8_t *msg, size_t len, int *code, size_t *de
     return 0;
 }
 
-/* Open the list or map that is a section's value, at msg[off, len).  On success returns 0 with
- * *body the offset of its first element, *count its element count and *end the offset just
- * past it.  CODEC_PARTIAL when the value is not wholly present; CODEC_INVALID with *err. */
-static int section_value_open(const uint8_t *msg, size_t len, size_t off, bool map, size_t *body,
+/* Open the list or map that is a section's value, at p (avail bytes of the message from p on;
+ * at most its first 9 are read).  On success returns 0 with *body the offset from p of its
+ * first element, *count its element count and *end the offset from p just past it.
+ * CODEC_PARTIAL when the value is not wholly present; CODEC_INVALID with *err. */
+static int section_value_open(const uint8_t *p, size_t avail, bool map, size_t *body,
                               uint32_t *count, size_t *end, codec_err_t *err)
 {
-    const uint8_t *p = msg + off;
-    size_t         avail = len - off;
-    size_t         size;
-    size_t         cw; /* width of the size and count fields */
+    size_t size;
+    size_t cw; /* width of the size and count fields */
 
     if (avail < 1)
         return CODEC_PARTIAL;
@@ -389,7 +388,7 @@ static int section_value_open(const uint8_t *msg, size_t len, size_t off, bool m
     case CODEC_CODE_LIST0:
         if (map)
             break;
-        *body = *end = off + 1;
+        *body = *end = 1;
         *count = 0;
         return 0;
     case CODEC_CODE_LIST8:
@@ -413,10 +412,8 @@ static int section_value_open(const uint8_t *msg, size_t len, size_t off, bool m
             return *err = CODEC_ERR_COMPOUND_COUNT, CODEC_INVALID;
         if (size > avail - 1 - cw)
             return CODEC_PARTIAL;
-        *body = off + 1 + 2 * cw;
-        *end = off + 1 + cw + size;
-        if (*end > UINT32_MAX)
-            return *err = CODEC_ERR_TOO_LARGE, CODEC_INVALID;
+        *body = 1 + 2 * cw;
+        *end = 1 + cw + size;
         return 0;
     default:
         break;
@@ -625,69 +622,168 @@ static bool ra_value(const uint8_t *name, size_t n, const uint8_t *v, const uint
     return ok;
 }
 
-/* The message-annotations map: the hot loop.  Per pair: the key's code and length, for a
- * symbol its first 9 bytes, and the value's code and length; nothing is recorded for a user
- * pair.  Router pairs are decoded, and their positions tell where the user pairs are: the
- * user pairs are whatever lies outside the router pairs.  Offsets (not pointers) are used so
- * that lengths read from the input can be added without any risk of overflow. */
-static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uint32_t count,
-                   codec_scan_t *s, codec_err_t *err)
+/* ---- a message in segments ----------------------------------------------------------------
+ *
+ * codec_scan() sees its message as one segment; codec_scan_segs() and the composer walk a
+ * list.  segw_t is a position among the segments, moved forward (or back) to the segment that
+ * holds a message offset. */
+typedef struct segw {
+    const codec_segs_t *m;
+    uint32_t            i;     /* current segment */
+    size_t              start; /* message offset of its first byte */
+} segw_t;
+
+/* The bytes at message offset off (< m->len): where they lie, and *room of them in a row. */
+static inline const uint8_t *segw_at(segw_t *w, size_t off, size_t *room)
 {
-    const size_t len = (size_t)(end - p);
-    size_t       i = 0;            /* the pair being read */
-    size_t       rs = 0;           /* first router pair's start */
-    size_t       re = 0;           /* last router pair's end */
-    size_t       gap_start = 0;    /* the last run of user pairs between two router pairs */
-    size_t       gap_end = 0;      /* (its end) */
-    uint32_t     gaps = 0;         /* runs of user pairs between router pairs */
-    size_t       router_bytes = 0; /* encoded size of the router pairs */
-    uint32_t     router = 0;       /* router pairs */
-    unsigned     seen = 0;         /* RA_SEEN_* bits of the known router keys met */
+    while (off < w->start)
+        w->start -= w->m->seg[--w->i].len;
+    while (off - w->start >= w->m->seg[w->i].len)
+        w->start += w->m->seg[w->i++].len;
+    *room = w->m->seg[w->i].len - (off - w->start);
+    return w->m->seg[w->i].ptr + (off - w->start);
+}
+
+/* Copy message bytes [off, off + n) to t. */
+static void segw_copy(segw_t *w, size_t off, size_t n, uint8_t *t)
+{
+    while (n) {
+        size_t         room;
+        const uint8_t *p = segw_at(w, off, &room);
+        size_t         k = room < n ? room : n;
+        memcpy(t, p, k);
+        t += k;
+        off += k;
+        n -= k;
+    }
+}
+
+/* ---- message annotations ---------------------------------------------------------------------- */
+
+/* One pair of an annotations map at p[0, len): *v is its value's offset, *n its key's symbol
+ * length (0 for a ulong key), *e its end.  Per pair this reads the key's code and length and
+ * the value's code and length, nothing more.  False with *err. */
+static inline bool pair_parse(const uint8_t *p, size_t len, size_t *vo, size_t *no, size_t *eo,
+                              codec_err_t *err)
+{
+    size_t  n = 0;
+    size_t  v;
+    size_t  e;
+    uint8_t c;
+
+    /* a pair takes at least 2 bytes (ulong0 key, null value) */
+    if (len < 2)
+        return *err = CODEC_ERR_OVERRUN, false;
+    c = p[0];
+    if (__builtin_expect(c == CODEC_CODE_SYM8, 1)) {
+        n = p[1];
+        v = 2 + n;
+    } else if (c == CODEC_CODE_SYM32) {
+        if (len < 5 || (n = be32(p + 1)) > len - 5)
+            return *err = CODEC_ERR_OVERRUN, false;
+        v = 5 + n;
+    } else if (c == CODEC_CODE_ULONG0) {
+        v = 1;
+    } else if (c == CODEC_CODE_SMALLULONG) {
+        v = 2;
+    } else if (c == CODEC_CODE_ULONG) {
+        v = 9;
+    } else {
+        return *err = CODEC_ERR_KEY_TYPE, false;
+    }
+    /* the key fits and the value has at least its code */
+    if (v >= len)
+        return *err = CODEC_ERR_OVERRUN, false;
+    if (__builtin_expect(codec__class[p[v]] == CODEC_CLASS_VAR1, 1)) {
+        if (len - v < 2 || (e = v + 2 + p[v + 1]) > len)
+            return *err = CODEC_ERR_OVERRUN, false;
+    } else {
+        const uint8_t *q = value_skip(p + v, p + len, err);
+        if (!q)
+            return false;
+        e = (size_t)(q - p);
+    }
+    *vo = v;
+    *no = n;
+    *eo = e;
+    return true;
+}
+
+/* A pair that runs past its segment's end: copied whole, into tmp when it fits, else into
+ * memory from the caller's stitch (growing by 4 until the pair fits or the section ends).
+ * Returns the copy (pair_parse's results in *v, *n, *e), or NULL with *err. */
+static const uint8_t *pair_stitch(segw_t *w, size_t off, size_t avail, uint8_t *tmp,
+                                  size_t tmp_len, const codec_stitch_t *st, size_t *v, size_t *n,
+                                  size_t *e, codec_err_t *err)
+{
+    for (size_t want = tmp_len;; want *= 4) {
+        size_t   len = want < avail ? want : avail;
+        uint8_t *t = len <= tmp_len ? tmp : st->alloc(st->ctx, len);
+        segw_copy(w, off, len, t);
+        if (pair_parse(t, len, v, n, e, err))
+            return t;
+        if (*err != CODEC_ERR_OVERRUN || len == avail)
+            return NULL;
+    }
+}
+
+/* The message-annotations map, [body, body + len) of the message: the hot loop.  Router pairs
+ * are decoded, and their positions tell where the user pairs are: the user pairs are whatever
+ * lies outside the router pairs.  Offsets (not pointers) are used so that lengths read from
+ * the input can be added without any risk of overflow.  A pair is parsed where it lies; one
+ * that a segment's end cuts is copied first (pair_stitch), and a router pair's copy is kept
+ * (st) since its views must outlive the scan.  Without st the message is one segment. */
+static int ma_scan(const codec_segs_t *m, size_t body, size_t len, uint32_t count,
+                   codec_scan_t *s, const codec_stitch_t *st, codec_err_t *err)
+{
+    segw_t   w = {.m = m};
+    size_t   i = 0;            /* the pair being read */
+    size_t   rs = 0;           /* first router pair's start */
+    size_t   re = 0;           /* last router pair's end */
+    size_t   gap_start = 0;    /* the last run of user pairs between two router pairs */
+    size_t   gap_end = 0;      /* (its end) */
+    uint32_t gaps = 0;         /* runs of user pairs between router pairs */
+    size_t   router_bytes = 0; /* encoded size of the router pairs */
+    uint32_t router = 0;       /* router pairs */
+    unsigned seen = 0;         /* RA_SEEN_* bits of the known router keys met */
+    uint8_t  tmp[256];         /* a cut pair, while it is parsed */
+    const uint8_t *base = NULL; /* the segment holding [lo, hi) of the section (at base) */
+    size_t         lo = 0;
+    size_t         hi = 0;
 
     if (count & 1)
         return *err = CODEC_ERR_MAP_ODD, CODEC_INVALID;
     for (uint32_t left = count / 2; left; left--) {
-        size_t  k = i; /* key */
-        size_t  n = 0; /* symbol length, 0 for a ulong key */
-        size_t  v;     /* value */
-        size_t  e;     /* end of the pair */
-        uint8_t c;
+        size_t         k = i; /* key */
+        size_t         v, n, e, room;
+        size_t         avail = len - i;
+        const uint8_t *p;
 
-        /* a pair takes at least 2 bytes (ulong0 key, null value) */
-        if (len - i < 2)
-            return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-        c = p[i];
-        if (__builtin_expect(c == CODEC_CODE_SYM8, 1)) {
-            n = p[i + 1];
-            v = i + 2 + n;
-        } else if (c == CODEC_CODE_SYM32) {
-            if (len - i < 5 || (n = be32(p + i + 1)) > len - i - 5)
-                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-            v = i + 5 + n;
-        } else if (c == CODEC_CODE_ULONG0) {
-            v = i + 1;
-        } else if (c == CODEC_CODE_SMALLULONG) {
-            v = i + 2;
-        } else if (c == CODEC_CODE_ULONG) {
-            v = i + 9;
-        } else {
-            return *err = CODEC_ERR_KEY_TYPE, CODEC_INVALID;
+        if (__builtin_expect(i >= hi, 0) || i < lo) {
+            base = segw_at(&w, body + i, &room);
+            lo = i;
+            hi = i + room;
         }
-        /* the key fits and the value has at least its code */
-        if (v >= len)
-            return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-        if (__builtin_expect(codec__class[p[v]] == CODEC_CLASS_VAR1, 1)) {
-            if (len - v < 2 || (e = v + 2 + p[v + 1]) > len)
-                return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
-        } else {
-            const uint8_t *q = value_skip(p + v, end, err);
-            if (!q)
+        p = base + (i - lo);
+        room = hi - i;
+
+        if (__builtin_expect(room >= avail, 1)) {
+            if (!pair_parse(p, avail, &v, &n, &e, err))
                 return CODEC_INVALID;
-            e = (size_t)(q - p);
+        } else if (!pair_parse(p, room, &v, &n, &e, err)) {
+            if (*err != CODEC_ERR_OVERRUN ||
+                !(p = pair_stitch(&w, body + i, avail, tmp, sizeof(tmp), st, &v, &n, &e, err)))
+                return CODEC_INVALID;
         }
         if (n >= CODEC_RA_PREFIX_LEN) {
             const uint8_t *name = p + v - n;
             if (__builtin_expect(memcmp(name, CODEC_RA_PREFIX, CODEC_RA_PREFIX_LEN) == 0, 0)) {
+                if (p == tmp) { /* its views must stay */
+                    uint8_t *keep = st->alloc(st->ctx, e);
+                    memcpy(keep, tmp, e);
+                    p = keep;
+                    name = p + v - n;
+                }
                 if (!ra_value(name + CODEC_RA_PREFIX_LEN, n - CODEC_RA_PREFIX_LEN, p + v, p + e,
                               &s->ra, &seen, err))
                     return CODEC_INVALID;
@@ -698,11 +794,11 @@ static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uin
                     gap_start = re;
                     gap_end = k;
                 }
-                re = e;
-                router_bytes += e - k;
+                re = k + e;
+                router_bytes += e;
             }
         }
-        i = e;
+        i = k + e;
     }
     if (i != len)
         return *err = CODEC_ERR_COMPOUND_FILL, CODEC_INVALID;
@@ -718,7 +814,7 @@ static int ma_scan(const uint8_t *msg, const uint8_t *p, const uint8_t *end, uin
     s->ma_user_bytes = (uint32_t)(len - router_bytes);
     s->ma_user_split = runs > 1;
     if (runs == 1) {
-        s->ma_user.off = (uint32_t)(p + run_start - msg);
+        s->ma_user.off = (uint32_t)(body + run_start);
         s->ma_user.len = (uint32_t)(run_end - run_start);
     }
     return 0;
@@ -758,11 +854,17 @@ static int scan_fail(int rc, bool complete, codec_part_t part, codec_err_t err, 
     return rc;
 }
 
-int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan, const char **why)
+/* codec_scan() and codec_scan_segs(): st is NULL for the first (one segment). */
+static int scan_msg(const codec_segs_t *m, bool complete, codec_scan_t *scan,
+                    const codec_stitch_t *st, const char **why)
 {
-    size_t      off = 0;
-    int         last = CODEC_SECTION_HEADER - 1;
-    codec_err_t err = CODEC_ERR_NONE;
+    const size_t len = m->len;
+    size_t       off = 0;
+    int          last = CODEC_SECTION_HEADER - 1;
+    codec_err_t  err = CODEC_ERR_NONE;
+    segw_t       w = {.m = m};
+    uint8_t      hb[64]; /* a section's start that a segment's end cuts: descriptor (at most
+                            6 + SECTION_NAME_MAX bytes) and list or map header (9) */
 
     *scan = (codec_scan_t){0};
     for (;;) {
@@ -771,25 +873,37 @@ int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan
         size_t         dlen;
         size_t         body;
         size_t         end;
+        size_t         room;
         uint32_t       count;
         codec_part_t   part;
         codec_range_t *range;
         const uint8_t *done = NULL;
+        const uint8_t *h;
+        size_t         hl;
 
         if (off == len) {
             if (!complete)
                 return scan_fail(CODEC_PARTIAL, false, CODEC_PART_MESSAGE, err, why);
             break; /* a message may end without a body */
         }
-        if (len - off >= 3 && msg[off] == CODEC_CODE_DESCRIBED &&
-            msg[off + 1] == CODEC_CODE_SMALLULONG && msg[off + 2] >= CODEC_SECTION_HEADER &&
-            msg[off + 2] <= CODEC_SECTION_FOOTER) {
+        h = segw_at(&w, off, &room);
+        hl = len - off;
+        if (room < hl) {
+            if (hl > sizeof(hb))
+                hl = sizeof(hb);
+            if (room < hl) {
+                segw_copy(&w, off, hl, hb);
+                h = hb;
+            }
+        }
+        if (hl >= 3 && h[0] == CODEC_CODE_DESCRIBED && h[1] == CODEC_CODE_SMALLULONG &&
+            h[2] >= CODEC_SECTION_HEADER && h[2] <= CODEC_SECTION_FOOTER) {
             /* the form every client writes, inline */
-            code = msg[off + 2];
+            code = h[2];
             dlen = 3;
             rc = 0;
         } else {
-            rc = codec__descriptor_read(msg + off, len - off, &code, &dlen, &err);
+            rc = codec__descriptor_read(h, hl, &code, &dlen, &err);
         }
         if (rc < 0)
             return scan_fail(rc, complete, CODEC_PART_MESSAGE, err, why);
@@ -799,35 +913,51 @@ int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan
             return scan_fail(CODEC_INVALID, complete, CODEC_PART_MESSAGE, CODEC_ERR_ORDER, why);
         last = code;
         part = (codec_part_t)(CODEC_PART_HEADER + (code - CODEC_SECTION_HEADER));
-        rc = section_value_open(msg, len, off + dlen,
+        rc = section_value_open(h + dlen, len - off - dlen,
                                 code != CODEC_SECTION_HEADER && code != CODEC_SECTION_PROPERTIES,
                                 &body, &count, &end, &err);
         if (rc < 0)
             return scan_fail(rc, complete, part, err, why);
+        body += off + dlen;
+        end += off + dlen;
+        if (end > UINT32_MAX)
+            return scan_fail(CODEC_INVALID, complete, part, CODEC_ERR_TOO_LARGE, why);
         switch (code) {
         case CODEC_SECTION_HEADER:
-            range = &scan->header;
-            done = elements_skip(msg + body, msg + end, count, &err);
+        case CODEC_SECTION_DELIVERY_ANNOTATIONS: {
+            /* read in place by the router (priority, a peer's quirks): in the first segment */
+            const uint8_t *p = m->seg[0].ptr;
+            if (end > m->seg[0].len)
+                return CODEC_SPLIT;
+            if (code == CODEC_SECTION_HEADER) {
+                range = &scan->header;
+                done = elements_skip(p + body, p + end, count, &err);
+            } else {
+                range = &scan->delivery_annotations;
+                done = annotations_skip(p + body, p + end, count, &err);
+            }
             break;
-        case CODEC_SECTION_DELIVERY_ANNOTATIONS:
-            range = &scan->delivery_annotations;
-            done = annotations_skip(msg + body, msg + end, count, &err);
-            break;
+        }
         case CODEC_SECTION_MESSAGE_ANNOTATIONS:
             range = &scan->message_annotations;
-            if (ma_scan(msg, msg + body, msg + end, count, scan, &err) == 0)
-                done = msg + end;
+            if (ma_scan(m, body, end - body, count, scan, st, &err) == 0)
+                done = h; /* anything not NULL */
             break;
-        case CODEC_SECTION_PROPERTIES:
+        case CODEC_SECTION_PROPERTIES: {
+            /* read in place (policy's user-id): in one segment */
+            const uint8_t *p = segw_at(&w, off, &room);
             range = &scan->properties;
-            if (properties_scan(msg + body, msg + end, count, scan, &err) == 0)
-                done = msg + end;
+            if (room < end - off)
+                return CODEC_SPLIT;
+            if (properties_scan(p + (body - off), p + (end - off), count, scan, &err) == 0)
+                done = p;
             break;
+        }
         default:
             /* application-properties: forwarded as is, so skipped by its size; the map's
              * own header was checked by section_value_open() */
             range = &scan->application_properties;
-            done = (count & 1) ? fail(&err, CODEC_ERR_MAP_ODD) : msg + end;
+            done = (count & 1) ? fail(&err, CODEC_ERR_MAP_ODD) : h;
             break;
         }
         if (!done)
@@ -838,10 +968,34 @@ int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan
     }
     if (off > UINT32_MAX)
         return scan_fail(CODEC_INVALID, complete, CODEC_PART_MESSAGE, CODEC_ERR_TOO_LARGE, why);
+    if (st && scan->ma_user_split)
+        return CODEC_SPLIT;
     scan->body_off = (uint32_t)off;
     if (why)
         *why = NULL;
     return 0;
+}
+
+int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan, const char **why)
+{
+    codec_bytes_t      one = {.ptr = msg, .len = len};
+    const codec_segs_t m = {.seg = &one, .n = 1, .len = len};
+
+    if (len == 0) {
+        *scan = (codec_scan_t){0};
+        if (!complete)
+            return scan_fail(CODEC_PARTIAL, false, CODEC_PART_MESSAGE, CODEC_ERR_NONE, why);
+        if (why)
+            *why = NULL;
+        return 0;
+    }
+    return scan_msg(&m, complete, scan, NULL, why);
+}
+
+int codec_scan_segs(const codec_segs_t *m, codec_scan_t *scan, const codec_stitch_t *st,
+                    const char **why)
+{
+    return scan_msg(m, true, scan, st, why);
 }
 
 /* ---- composing ---------------------------------------------------------------------------- */
@@ -898,6 +1052,25 @@ static void out_msg(out_t *o, const uint8_t *p, size_t len)
         out_iov(o, p, len);
     }
     o->next = p + len;
+}
+
+/* Message bytes [off, off + len), one entry per segment they lie in. */
+static void out_msg_at(out_t *o, const codec_segs_t *m, size_t off, size_t len)
+{
+    segw_t w = {.m = m};
+
+    if (m->n == 1) {
+        out_msg(o, m->seg[0].ptr + off, len);
+        return;
+    }
+    while (len) {
+        size_t         room;
+        const uint8_t *p = segw_at(&w, off, &room);
+        size_t         k = room < len ? room : len;
+        out_msg(o, p, k);
+        off += k;
+        len -= k;
+    }
 }
 
 /* Reserve len scratch bytes for fresh encodings; returns where to write them, or NULL when
@@ -1066,7 +1239,7 @@ static void trailer_put(uint8_t *w, const codec_ra_out_t *ra, const trailer_t *t
     (void)start;
 }
 
-/* ma_user_split: walk the input map again and copy each run of user pairs. */
+/* ma_user_split: walk the input map again and copy each run of user pairs (one segment). */
 static bool user_runs_put(out_t *o, const uint8_t *msg, const codec_scan_t *s)
 {
     const uint8_t *ma = msg + s->message_annotations.off;
@@ -1082,10 +1255,10 @@ static bool user_runs_put(out_t *o, const uint8_t *msg, const codec_scan_t *s)
     codec_err_t    err;
 
     if (codec__descriptor_read(ma, len, &code, &dlen, &err) != 0 ||
-        section_value_open(ma, len, dlen, true, &body, &count, &mend, &err) != 0)
+        section_value_open(ma + dlen, len - dlen, true, &body, &count, &mend, &err) != 0)
         return false;
-    p = ma + body;
-    end = ma + mend;
+    p = ma + dlen + body;
+    end = ma + dlen + mend;
     for (count /= 2; count; count--) {
         if (!(k = key_skip(p, end, &err)))
             return false;
@@ -1103,7 +1276,8 @@ static bool user_runs_put(out_t *o, const uint8_t *msg, const codec_scan_t *s)
 }
 
 /* The one implementation behind codec_compose_prefix() and codec_compose_need(). */
-static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out_t *ra, out_t *o)
+static int compose(const codec_segs_t *m, const codec_scan_t *s, const codec_ra_out_t *ra,
+                   out_t *o)
 {
     trailer_t t;
     size_t    ins;
@@ -1113,7 +1287,7 @@ static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out
         return CODEC_INVALID;
     if (s->ma_router_count == 0 && t.pairs == 0) {
         /* nothing to drop, nothing to add: the prefix goes out as it came */
-        out_msg(o, msg, s->body_off);
+        out_msg_at(o, m, 0, s->body_off);
         return o->overflow ? CODEC_INVALID : o->n;
     }
     if (s->message_annotations.len) {
@@ -1125,7 +1299,7 @@ static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out
                                               : s->body_off;
         ins_end = ins;
     }
-    out_msg(o, msg, ins);
+    out_msg_at(o, m, 0, ins);
     if (s->ma_user_count + (uint64_t)t.pairs) {
         uint64_t content = s->ma_user_bytes + t.bytes;
         uint64_t count = 2 * ((uint64_t)s->ma_user_count + t.pairs);
@@ -1149,19 +1323,20 @@ static int compose(const uint8_t *msg, const codec_scan_t *s, const codec_ra_out
             }
         }
         if (!s->ma_user_split)
-            out_msg(o, msg + s->ma_user.off, s->ma_user.len);
-        else if (!user_runs_put(o, msg, s))
+            out_msg_at(o, m, s->ma_user.off, s->ma_user.len);
+        else if (m->n != 1 || !user_runs_put(o, m->seg[0].ptr, s))
             return CODEC_INVALID;
         if (t.pairs && (w = out_reserve(o, (size_t)t.bytes)))
             trailer_put(w, ra, &t);
     }
-    out_msg(o, msg + ins_end, s->body_off - ins_end);
+    out_msg_at(o, m, ins_end, s->body_off - ins_end);
     out_flush(o);
     return o->overflow ? CODEC_INVALID : o->n;
 }
 
-int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
-                         uint8_t *scratch, size_t scratch_len, codec_iov_t *iov, int max_iov)
+int codec_compose_prefix_segs(const codec_segs_t *m, const codec_scan_t *scan,
+                              const codec_ra_out_t *ra, uint8_t *scratch, size_t scratch_len,
+                              codec_iov_t *iov, int max_iov)
 {
     out_t o = {
         .iov = iov,
@@ -1170,21 +1345,40 @@ int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const cod
         .scratch_len = scratch ? scratch_len : 0,
     };
 
-    return compose(msg, scan, ra, &o);
+    return compose(m, scan, ra, &o);
 }
 
-void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
-                        size_t *scratch_len, int *n_iov)
+void codec_compose_need_segs(const codec_segs_t *m, const codec_scan_t *scan,
+                             const codec_ra_out_t *ra, size_t *scratch_len, int *n_iov)
 {
     out_t o = {.counting = true};
 
-    if (compose(msg, scan, ra, &o) < 0) {
+    if (compose(m, scan, ra, &o) < 0) {
         *scratch_len = 0;
         *n_iov = 0;
         return;
     }
     *scratch_len = o.used;
     *n_iov = o.n;
+}
+
+/* A contiguous message as one segment (compose reads only [0, body_off)). */
+#define ONE_SEG(name, msg, scan)                                                                   \
+    codec_bytes_t      name##_one = {.ptr = (msg), .len = (scan)->body_off};                     \
+    const codec_segs_t name = {.seg = &name##_one, .n = 1, .len = (scan)->body_off}
+
+int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
+                         uint8_t *scratch, size_t scratch_len, codec_iov_t *iov, int max_iov)
+{
+    ONE_SEG(m, msg, scan);
+    return codec_compose_prefix_segs(&m, scan, ra, scratch, scratch_len, iov, max_iov);
+}
+
+void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
+                        size_t *scratch_len, int *n_iov)
+{
+    ONE_SEG(m, msg, scan);
+    codec_compose_need_segs(&m, scan, ra, scratch_len, n_iov);
 }
 
 uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan)
@@ -1201,10 +1395,11 @@ uint8_t codec_header_priority(const uint8_t *msg, const codec_scan_t *scan)
     codec_err_t    err;
 
     if (!len || codec__descriptor_read(h, len, &code, &dlen, &err) != 0 ||
-        section_value_open(h, len, dlen, false, &body, &count, &hend, &err) != 0 || count < 2)
+        section_value_open(h + dlen, len - dlen, false, &body, &count, &hend, &err) != 0 ||
+        count < 2)
         return CODEC_PRIORITY_DEFAULT;
-    p = h + body;
-    end = h + hend;
+    p = h + dlen + body;
+    end = h + dlen + hend;
     if (!(p = value_skip(p, end, &err))) /* durable */
         return CODEC_PRIORITY_DEFAULT;
     return p < end && p + 1 < end && *p == CODEC_CODE_UBYTE ? p[1] : CODEC_PRIORITY_DEFAULT;

@@ -104,6 +104,33 @@ typedef struct codec_scan {
 int codec_scan(const uint8_t *msg, size_t len, bool complete, codec_scan_t *scan,
                const char **why);
 
+/* A message whose bytes lie in several places (the frame payloads it arrived in, left where
+ * the socket read them): seg[0, n) in order, none empty, `len` bytes in all. */
+typedef struct codec_segs {
+    const codec_bytes_t *seg;
+    uint32_t             n;
+    size_t               len;
+} codec_segs_t;
+
+/* Memory for the bytes codec_scan_segs() must copy and keep: alloc(ctx, len) returns len
+ * bytes that live as long as the scan's views (never NULL). */
+typedef struct codec_stitch {
+    uint8_t *(*alloc)(void *ctx, size_t len);
+    void *ctx;
+} codec_stitch_t;
+
+/* codec_scan() of a whole message in segments, without joining them.  The sections the
+ * router reads in place must each lie in one segment: the header and delivery annotations in
+ * the first, the properties in any.  The message annotations may span segments: a pair that
+ * a segment's end cuts is copied (for a router pair, into memory from `st`, where its views
+ * point; a user pair's copy is only parsed).  Returns codec_scan()'s result for the joined
+ * bytes, or CODEC_SPLIT when a section the router reads in place spans segments or the user
+ * annotations are split (ma_user_split): the caller joins the bytes and calls codec_scan().
+ * Offsets in `scan` are the message's; views point into the segments or into `st`'s memory. */
+#define CODEC_SPLIT (-3)
+int codec_scan_segs(const codec_segs_t *m, codec_scan_t *scan, const codec_stitch_t *st,
+                    const char **why);
+
 /* Router annotations to write toward one receiver. */
 typedef struct codec_ra_out {
     bool          write;          /* false: write none (stripAnnotations out/both) */
@@ -148,6 +175,15 @@ int codec_compose_prefix(const uint8_t *msg, const codec_scan_t *scan, const cod
  * long for any AMQP encoding).  Costs about as much as the compose itself. */
 void codec_compose_need(const uint8_t *msg, const codec_scan_t *scan, const codec_ra_out_t *ra,
                         size_t *scratch_len, int *n_iov);
+
+/* codec_compose_prefix() / codec_compose_need() of a message in segments (codec_scan_segs()
+ * succeeded on it): an iov entry never spans two segments, so at most m->n - 1 entries more
+ * are used. */
+int  codec_compose_prefix_segs(const codec_segs_t *m, const codec_scan_t *scan,
+                               const codec_ra_out_t *ra, uint8_t *scratch, size_t scratch_len,
+                               codec_iov_t *iov, int max_iov);
+void codec_compose_need_segs(const codec_segs_t *m, const codec_scan_t *scan,
+                             const codec_ra_out_t *ra, size_t *scratch_len, int *n_iov);
 
 /* The message's priority (header.priority, AMQP 1.0 3.2.1): its value, or
  * CODEC_PRIORITY_DEFAULT when the header or the field is absent.  `scan` must be

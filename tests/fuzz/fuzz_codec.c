@@ -6,7 +6,8 @@
  * each output is rescanned: it must be valid, keep every section but message-annotations
  * byte-identical, keep the user annotations byte-identical and in order, and carry exactly
  * the router annotations written.  Composing the output again with the same annotations
- * must reproduce it byte for byte.  Any violation calls abort().
+ * must reproduce it byte for byte.  The input is also cut into segments (codec_scan_segs):
+ * the answer and the composition must be the same.  Any violation calls abort().
  *
  * Built two ways (tests/fuzz/meson.build): with -fsanitize=fuzzer as `fuzz_codec`, and with
  * replay.c as `fuzz_codec_replay`, which runs the corpus and crash inputs in every test run.
@@ -280,6 +281,121 @@ static void compose_check(const uint8_t *msg, size_t len, const codec_scan_t *s,
     free(out);
 }
 
+/* ---- the same bytes in segments ---- */
+
+static void   *stitched[1024];
+static size_t  n_stitched;
+
+static uint8_t *stitch_alloc(void *ctx, size_t len)
+{
+    (void)ctx;
+    CHECK(n_stitched < sizeof(stitched) / sizeof(stitched[0]));
+    uint8_t *b = malloc(len ? len : 1);
+    CHECK(b);
+    stitched[n_stitched++] = b;
+    return b;
+}
+
+/* The prefix composed for ra, joined (malloc'ed; *n its length). */
+static uint8_t *prefix_segs(const codec_segs_t *m, const codec_scan_t *s, const codec_ra_out_t *ra,
+                            size_t *n)
+{
+    size_t need;
+    int    n_iov;
+    codec_compose_need_segs(m, s, ra, &need, &n_iov);
+    CHECK(n_iov >= 0);
+    uint8_t     *scratch = malloc(need ? need : 1);
+    codec_iov_t *iov = malloc(sizeof(*iov) * (size_t)(n_iov ? n_iov : 1));
+    CHECK(scratch && iov);
+    CHECK(codec_compose_prefix_segs(m, s, ra, scratch, need, iov, n_iov) == n_iov);
+    size_t len = 0;
+    for (int i = 0; i < n_iov; i++)
+        len += iov[i].len;
+    uint8_t *out = malloc(len + 1);
+    CHECK(out);
+    *n = 0;
+    for (int i = 0; i < n_iov; i++) {
+        CHECK(iov[i].len > 0);
+        memcpy(out + *n, iov[i].base, iov[i].len);
+        *n += iov[i].len;
+    }
+    free(iov);
+    free(scratch);
+    return out;
+}
+
+/* data cut at two places the input picks (its last bytes) and, for a few inputs, at every
+ * 7th byte: codec_scan_segs() gives codec_scan()'s answer (rc, why, and for a valid message
+ * ref's offsets and views' bytes, views into data) or CODEC_SPLIT, and the composition is
+ * the same bytes.  Each segment is its own allocation, so ASan sees a read past one. */
+static void segs_check(const uint8_t *data, size_t size, int rc, const char *why,
+                       const codec_scan_t *ref)
+{
+    if (size < 2)
+        return;
+    size_t        a = 1 + (size > 1 ? data[size - 1] * (size - 1) / 256 : 0);
+    size_t        b = a + (data[size - 2] * (size - a)) / 256;
+    size_t        step = (size > 64 && data[0] == 0) ? 7 : size;
+    codec_bytes_t seg[64];
+    uint32_t      n = 0;
+    size_t        at = 0;
+    while (at < size && n < 64) {
+        size_t next = step < size ? at + step : n == 0 ? a : n == 1 ? b : size;
+        if (next <= at)
+            next = at + 1;
+        if (next > size || n == 63)
+            next = size;
+        uint8_t *p = malloc(next - at);
+        CHECK(p);
+        memcpy(p, data + at, next - at);
+        seg[n++] = (codec_bytes_t){p, next - at};
+        at = next;
+    }
+    codec_segs_t   m = {.seg = seg, .n = n, .len = size};
+    codec_stitch_t st = {.alloc = stitch_alloc};
+    codec_scan_t   s;
+    const char    *w = NULL;
+    int            rs = codec_scan_segs(&m, &s, &st, &w);
+    if (rs != CODEC_SPLIT) {
+        CHECK(rs == rc);
+        CHECK(rc == 0 ? w == NULL : w != NULL && strcmp(w, why) == 0);
+    } else {
+        CHECK(rc != 0 || ref->ma_user_split || ref->header.off + ref->header.len > seg[0].len ||
+              ref->delivery_annotations.off + ref->delivery_annotations.len > seg[0].len ||
+              ref->properties.len);
+    }
+    if (rs == 0) {
+        CHECK(memcmp(&s.header, &ref->header, 5 * sizeof(codec_range_t)) == 0);
+        CHECK(s.body_off == ref->body_off && s.ma_count == ref->ma_count &&
+              s.ma_user_count == ref->ma_user_count && s.ma_router_count == ref->ma_router_count &&
+              memcmp(&s.ma_user, &ref->ma_user, sizeof(s.ma_user)) == 0 && !s.ma_user_split &&
+              s.ma_user_bytes == ref->ma_user_bytes && s.ra.trace_count == ref->ra.trace_count &&
+              s.ra.phase == ref->ra.phase && s.ra.stream == ref->ra.stream);
+        CHECK(bytes_eq(s.ra.ingress, ref->ra.ingress) && bytes_eq(s.ra.to, ref->ra.to) &&
+              bytes_eq(s.ra.trace, ref->ra.trace) && bytes_eq(s.to, ref->to) &&
+              bytes_eq(s.reply_to, ref->reply_to));
+        static const uint8_t id[] = "router-b";
+        codec_ra_out_t ra = {.write = true, .ingress = {id, 8}, .trace = s.ra.trace,
+                             .trace_count = s.ra.trace_count, .trace_append = {id, 8},
+                             .to = s.ra.to, .phase = s.ra.phase};
+        codec_ra_out_t ra_ref = ra;
+        ra_ref.trace = ref->ra.trace;
+        ra_ref.to = ref->ra.to;
+        size_t   n1, n2;
+        uint8_t *p1 = prefix_segs(&m, &s, &ra, &n1);
+        codec_bytes_t   one = {data, size};
+        codec_segs_t    whole = {.seg = &one, .n = 1, .len = size};
+        uint8_t *p2 = prefix_segs(&whole, ref, &ra_ref, &n2);
+        CHECK(n1 == n2 && (n1 == 0 || memcmp(p1, p2, n1) == 0));
+        free(p1);
+        free(p2);
+    }
+    while (n_stitched)
+        free(stitched[--n_stitched]);
+    while (n)
+        free((void *)seg[--n].ptr);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     codec_scan_t s;
@@ -292,6 +408,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char  big[300];
 
     CHECK(rc != CODEC_PARTIAL);
+    {
+        codec_scan_t r;
+        const char  *why = NULL;
+        int          rr = codec_scan(data, size, true, &r, &why);
+        CHECK(rr == rc);
+        segs_check(data, size, rr, why, &r);
+    }
     if (rci == 0)
         CHECK(rc == 0 && scan_eq(&s, copy, &si, copy_i));
     if (rci == CODEC_INVALID)

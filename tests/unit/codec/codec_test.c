@@ -195,15 +195,215 @@ static void body_value(enc_t *e)
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-/* Scan b[0, n) from a guard-paged copy; *copy (if not NULL) gets the copy scanned. */
+/* ---- the same message in segments (codec_scan_segs, codec_compose_*_segs) ----------------- */
+
+#define SEG_MAX 3
+
+/* Guard-paged copies for the segments of one split (their own ring: scan_g's copy stays). */
+static struct guard_slot seg_slots[SEG_MAX];
+
+static uint8_t *seg_guard(int i, const uint8_t *src, size_t len)
+{
+    struct guard_slot *g = &seg_slots[i];
+    size_t             page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t             data = (len + page - 1) / page * page;
+
+    if (g->map)
+        munmap(g->map, g->len);
+    g->len = data + page;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(g->map != MAP_FAILED);
+    assert_int_equal(mprotect(g->map + data, page, PROT_NONE), 0);
+    memcpy(g->map + data - len, src, len);
+    return g->map + data - len;
+}
+
+/* The stitch memory of one scan: every block, freed after the check. */
+static void  *stitch_blocks[4096];
+static size_t stitch_n;
+
+static uint8_t *stitch_alloc(void *ctx, size_t len)
+{
+    (void)ctx;
+    assert_true(stitch_n < sizeof(stitch_blocks) / sizeof(stitch_blocks[0]));
+    uint8_t *b = malloc(len ? len : 1);
+    assert_non_null(b);
+    stitch_blocks[stitch_n++] = b;
+    return b;
+}
+
+static void stitch_free(void)
+{
+    while (stitch_n)
+        free(stitch_blocks[--stitch_n]);
+}
+
+static void view_same(codec_bytes_t a, codec_bytes_t b)
+{
+    assert_int_equal(a.ptr == NULL, b.ptr == NULL);
+    assert_int_equal(a.len, b.len);
+    if (a.ptr && a.len)
+        assert_memory_equal(a.ptr, b.ptr, a.len);
+}
+
+static bool range_in(codec_range_t r, size_t lo, size_t hi)
+{
+    return r.len == 0 || (r.off >= lo && r.off + r.len <= hi);
+}
+
+/* Concatenate a composition's iov entries. */
+static size_t iov_join(const codec_iov_t *iov, int n, uint8_t *out)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        assert_true(iov[i].len > 0);
+        memcpy(out + len, iov[i].base, iov[i].len);
+        len += iov[i].len;
+    }
+    return len;
+}
+
+/* msg[0, n) split at cut[0, ncut): codec_scan_segs() agrees with codec_scan()'s rc and
+ * result `ref` (why: its *why), or says CODEC_SPLIT exactly when it must; the composition
+ * is byte-for-byte the same. */
+static void segs_agree_at(const uint8_t *msg, size_t n, int rc, const codec_scan_t *ref,
+                          const char *why, const size_t *cut, int ncut)
+{
+    codec_bytes_t seg[SEG_MAX];
+    size_t        bound[SEG_MAX + 1] = {0};
+    int           k = 0;
+
+    for (int i = 0; i <= ncut; i++) {
+        size_t lo = i ? cut[i - 1] : 0;
+        size_t hi = i < ncut ? cut[i] : n;
+        if (hi == lo)
+            continue;
+        seg[k] = (codec_bytes_t){seg_guard(k, msg + lo, hi - lo), hi - lo};
+        bound[++k] = hi;
+    }
+    codec_segs_t   m = {.seg = seg, .n = (uint32_t)k, .len = n};
+    codec_stitch_t st = {.alloc = stitch_alloc};
+    codec_scan_t   s;
+    const char    *w = "unset";
+    int            rs = codec_scan_segs(&m, &s, &st, &w);
+
+    if (rs == CODEC_SPLIT) {
+        if (rc != 0) {
+            stitch_free();
+            return; /* the split may come before the error */
+        }
+        bool props_in_one = false;
+        for (int i = 0; i < k; i++)
+            props_in_one |= range_in(ref->properties, bound[i], bound[i + 1]);
+        assert_true(!range_in(ref->header, 0, bound[1]) ||
+                    !range_in(ref->delivery_annotations, 0, bound[1]) || !props_in_one ||
+                    ref->ma_user_split);
+        stitch_free();
+        return;
+    }
+    if (rs != rc)
+        fail_msg("segments at %zu/%zu of %zu: rc %d, joined %d (%s / %s)", cut[0],
+                 ncut > 1 ? cut[1] : 0, n, rs, rc, w ? w : "-", why ? why : "-");
+    if (rc != 0) {
+        assert_string_equal(w, why);
+        stitch_free();
+        return;
+    }
+    assert_null(w);
+    assert_true(range_in(ref->header, 0, bound[1]));
+    assert_false(ref->ma_user_split);
+#define SAME(f) assert_int_equal(s.f, ref->f)
+    SAME(header.off), SAME(header.len), SAME(delivery_annotations.off);
+    SAME(delivery_annotations.len), SAME(message_annotations.off), SAME(message_annotations.len);
+    SAME(properties.off), SAME(properties.len), SAME(application_properties.off);
+    SAME(application_properties.len), SAME(body_off), SAME(ma_count), SAME(ma_user_count);
+    SAME(ma_router_count), SAME(ma_user.off), SAME(ma_user.len), SAME(ma_user_bytes);
+    SAME(ra.trace_count), SAME(ra.phase), SAME(ra.stream);
+#undef SAME
+    view_same(s.to, ref->to);
+    view_same(s.reply_to, ref->reply_to);
+    view_same(s.ra.to, ref->ra.to);
+    view_same(s.ra.ingress, ref->ra.ingress);
+    view_same(s.ra.trace, ref->ra.trace);
+
+    /* the composition, written as a router writes it */
+    static const uint8_t id[] = "junction-router-B";
+    codec_ra_out_t       ra = {.write = true,
+                               .ingress = ref->ra.ingress.ptr ? ref->ra.ingress
+                                                              : (codec_bytes_t){id, 17},
+                               .trace = ref->ra.trace,
+                               .trace_count = ref->ra.trace_count,
+                               .trace_append = {id, 17},
+                               .to = ref->ra.to,
+                               .phase = ref->ra.phase};
+    codec_ra_out_t       ra_s = ra;
+    ra_s.ingress = s.ra.ingress.ptr ? s.ra.ingress : ra.ingress;
+    ra_s.trace = s.ra.trace;
+    ra_s.to = s.ra.to;
+    static uint8_t scratch[1 << 16], scratch_s[1 << 16], out[1 << 18], out_s[1 << 18];
+    codec_iov_t    iov[512], iov_s[512];
+    size_t         need, need_s;
+    int            ni, ni_s;
+    codec_compose_need(msg, ref, &ra, &need, &ni);
+    codec_compose_need_segs(&m, &s, &ra_s, &need_s, &ni_s);
+    assert_int_equal(need_s, need);
+    assert_true(ni_s >= ni && ni_s <= ni + k - 1 && ni_s <= 512 && need <= sizeof(scratch));
+    assert_int_equal(codec_compose_prefix(msg, ref, &ra, scratch, need, iov, ni), ni);
+    assert_int_equal(codec_compose_prefix_segs(&m, &s, &ra_s, scratch_s, need_s, iov_s, ni_s),
+                     ni_s);
+    size_t len = iov_join(iov, ni, out);
+    assert_int_equal(iov_join(iov_s, ni_s, out_s), len);
+    assert_memory_equal(out_s, out, len);
+    stitch_free();
+}
+
+/* codec_scan_segs() on msg[0, n) cut in two at every point of a short message (at 100 spread
+ * over a long one, and around each section's start) and in three at a few, against
+ * codec_scan()'s answer. */
+static bool segs_few; /* a few cuts only (truncations_check scans every prefix) */
+
+static void segs_agree(const uint8_t *msg, size_t n, int rc, const codec_scan_t *ref,
+                       const char *why)
+{
+    size_t step = segs_few ? n / 4 + 1 : n <= 200 ? 1 : n / 100 | 1; /* odd: cuts fall inside
+                                                                        pairs and between */
+    for (size_t c = 1; c < n; c += step)
+        segs_agree_at(msg, n, rc, ref, why, &c, 1);
+    if (segs_few)
+        return;
+    const codec_range_t *r[] = {&ref->header, &ref->delivery_annotations,
+                                &ref->message_annotations, &ref->properties,
+                                &ref->application_properties};
+    for (size_t i = 0; rc == 0 && i < sizeof(r) / sizeof(r[0]); i++) {
+        for (size_t d = 0; d < 12 && r[i]->len; d++) {
+            size_t c = r[i]->off + d;
+            if (c > 0 && c < n)
+                segs_agree_at(msg, n, rc, ref, why, &c, 1);
+        }
+    }
+    for (size_t a = 1; n > 2 && a < n; a += n / 5 + 1) {
+        size_t cut[2] = {a, a + (n - a) / 2 + 1};
+        if (cut[1] < n)
+            segs_agree_at(msg, n, rc, ref, why, cut, 2);
+    }
+}
+
+/* Scan b[0, n) from a guard-paged copy; *copy (if not NULL) gets the copy scanned.  A whole
+ * message is also scanned in segments (segs_agree). */
 static int scan_g(const void *b, size_t n, bool complete, codec_scan_t *s, const char **why,
                   const uint8_t **copy)
 {
-    uint8_t *g = guard(b, n);
+    uint8_t    *g = guard(b, n);
+    const char *w = NULL;
 
     if (copy)
         *copy = g;
-    return codec_scan(g, n, complete, s, why);
+    int rc = codec_scan(g, n, complete, s, &w);
+    if (complete && n > 1 && rc != CODEC_PARTIAL)
+        segs_agree(g, n, rc, s, w);
+    if (why)
+        *why = w;
+    return rc;
 }
 
 #define assert_scan_ok(b, n, s, copy) assert_scan_ok_at(b, n, s, copy, __LINE__)
@@ -1354,6 +1554,7 @@ static void truncations_check(const uint8_t *full, size_t len)
     const uint8_t *g = guard(full, len);
     assert_int_equal(codec_scan(g, len, true, &ref, NULL), 0);
     bde = body_desc_end(g, len, &ref);
+    segs_few = true;
     for (size_t k = 0; k < len; k++) {
         int rc = scan_g(full, k, false, &s, &why, NULL);
         if (k < bde) {
@@ -1382,6 +1583,7 @@ static void truncations_check(const uint8_t *full, size_t len)
             assert_non_null(why);
         }
     }
+    segs_few = false;
 }
 
 static void test_truncations(void **state)
