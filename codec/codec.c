@@ -759,6 +759,8 @@ static int ma_scan(const codec_segs_t *m, size_t body, size_t len, uint32_t coun
         size_t         avail = len - i;
         const uint8_t *p;
 
+        if (avail < 2) /* a pair takes at least 2 bytes (and i may be the message's end) */
+            return *err = CODEC_ERR_OVERRUN, CODEC_INVALID;
         if (__builtin_expect(i >= hi, 0) || i < lo) {
             base = segw_at(&w, body + i, &room);
             lo = i;

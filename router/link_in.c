@@ -415,7 +415,10 @@ static bool in_policy_refused_WT(rtr_link_t *k, rtr_in_t *in)
 {
     rtr_msg_t  *m = in->msg;
     const char *addr = pn_terminus_get_address(pn_link_remote_target(k->pn));
-    const char *desc = rtr_policy_message_WT(k->conn, !addr || !*addr, m->data, &m->scan);
+    size_t         room;
+    const uint8_t *props =
+        m->scan.properties.len ? rtr_msg_at(m, m->scan.properties.off, &room) : NULL;
+    const char *desc = rtr_policy_message_WT(k->conn, !addr || !*addr, props, &m->scan);
     if (!desc)
         return false;
     in->discard = true;
@@ -529,6 +532,30 @@ static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
     return true;
 }
 
+/* Zero-copy input (docs/decisions/0009): a message that arrives in several frames, or in
+ * one large one, keeps its bytes in the read buffers they arrived in, as segments of its
+ * head.  Takes the next slice of d (at most max bytes) into m's segments: true when it did
+ * (after RTR_MSG_SEGS segments the head is joined and the slice copied on), false when m is
+ * small and whole or d's bytes are not queued beside Proton (m's head is then copied). */
+static bool in_take_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d, size_t max)
+{
+    if (m->n_seg == 0 && m->len == 0 && !pn_delivery_partial(d) &&
+        rtr_delivery_pending_WT(d) < RTR_MSG_SEG_MIN)
+        return false;
+    const uint8_t *p;
+    size_t         len;
+    rtr_rbuf_t    *b;
+    if (!rtr_link_take_WT(pl, max, &p, &len, &b))
+        return false;
+    if (!rtr_msg_seg_add_WT(m, p, len, b)) {
+        rtr_msg_reserve(m, len > m->len ? len : m->len); /* joins them, with room to grow */
+        memcpy(m->data + m->len, p, len);
+        m->len += len;
+        rtr_rbuf_unref(b);
+    }
+    return true;
+}
+
 void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
 {
     rtr_worker_t *w = k->conn->worker;
@@ -610,6 +637,8 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 break;
             if (pending > in->head_limit - m->len)
                 pending = in->head_limit - m->len;
+            if (m->cap == 0 && in_take_WT(m, pl, d, pending))
+                continue;
             /* A message arriving in several frames gets room for 64 KiB at once (and then
              * doubles), so that a typical multi-frame message is not copied as it grows. */
             size_t room = pending;
@@ -623,7 +652,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         }
         const char *why = NULL;
         if (!pn_delivery_partial(d) && rtr_delivery_pending_WT(d) == 0) {
-            if (codec_scan(m->data, m->len, true, &m->scan, &why) != 0) {
+            if (rtr_msg_scan_WT(m, &why) != 0) {
                 in->discard = true; /* in_discard_WT() advances and rejects */
                 in->discard_why = why ? why : "malformed message";
                 continue;
@@ -638,6 +667,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
         if (m->len < in->head_limit)
             return; /* more bytes to come */
         /* A large message: route it as soon as its sections before the body are here. */
+        rtr_msg_join_WT(m, RTR_HEAD_FIRST_PARTIAL);
         int rc = codec_scan(m->data, m->len, false, &m->scan, &why);
         if (rc == CODEC_PARTIAL && in->head_limit < RTR_PREFIX_MAX) {
             in->head_limit = RTR_PREFIX_MAX;

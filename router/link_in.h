@@ -15,6 +15,9 @@
 #define RTR_HEAD_FIRST_PARTIAL (64u << 10)
 /* A message still arriving after this many bytes is routed at once and streamed. */
 #define RTR_STREAM_THRESHOLD (256u << 10)
+/* A message that comes whole in one frame keeps its bytes in the read buffer (rather than a
+ * copy) from this size on. */
+#define RTR_MSG_SEG_MIN (8u << 10)
 
 /* rtr_in_t: an incoming delivery (the client's transfer to the router). Owner: the worker
  * of its connection. Freed when both the worker (Proton side done) and the core (posted

@@ -270,15 +270,21 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
         }
     }
     if (!ra.write && scan->ma_router_count == 0) {
-        if (scan->body_off)
-            link_send_cut_WT(k, o, m->data, scan->body_off, cut, cut_len);
+        for (size_t off = 0, room; off < scan->body_off; off += room) {
+            const uint8_t *p = rtr_msg_at(m, off, &room);
+            if (room > scan->body_off - off)
+                room = scan->body_off - off;
+            link_send_cut_WT(k, o, p, room, cut, cut_len);
+        }
         return;
     }
+    codec_bytes_t      one;
+    const codec_segs_t segs = rtr_msg_segs(m, &one);
     uint8_t scratch_stack[1024];
     codec_iov_t iov_stack[16];
     size_t scratch_len = 0;
     int n_iov = 0;
-    codec_compose_need(m->data, scan, &ra, &scratch_len, &n_iov);
+    codec_compose_need_segs(&segs, scan, &ra, &scratch_len, &n_iov);
     uint8_t *scratch = scratch_len <= sizeof(scratch_stack) ? scratch_stack
                                                             : base_malloc(scratch_len);
     if (k->zc_on) {
@@ -292,7 +298,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
     codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)
                            ? iov_stack
                            : base_malloc((size_t)n_iov * sizeof(*iov));
-    int n = codec_compose_prefix(m->data, scan, &ra, scratch,
+    int n = codec_compose_prefix_segs(&segs, scan, &ra, scratch,
                                  k->zc_on || scratch_len > sizeof(scratch_stack)
                                      ? scratch_len
                                      : sizeof(scratch_stack),
@@ -397,11 +403,15 @@ static int zc_give_WT(rtr_link_t *k, rtr_out_t *o)
     bool pre_done = o->zc_pre_i == o->zc_pre_n;
     if (pre_done && !m->c.streaming) {
         size_t body = m->len - m->scan.body_off;
-        size_t t = body - o->sent;
-        if (t > max - len)
-            t = max - len;
-        if (t && n < RTR_ZC_PIECES_MAX) {
-            pc[n++] = (rtr_zc_piece_t){.p = m->data + m->scan.body_off + o->sent, .len = t};
+        while (o->sent < body && len < max && n < RTR_ZC_PIECES_MAX) {
+            size_t         room;
+            const uint8_t *b = rtr_msg_at(m, m->scan.body_off + o->sent, &room);
+            size_t         t = body - o->sent;
+            if (t > room)
+                t = room;
+            if (t > max - len)
+                t = max - len;
+            pc[n++] = (rtr_zc_piece_t){.p = b, .len = t};
             len += t;
             o->sent += t;
         }
@@ -542,10 +552,14 @@ void rtr_link_pump_WT(rtr_link_t *k)
         while (o->sent < body) {
             if (link_out_full_WT(k))
                 return;
-            size_t n = body - o->sent;
+            size_t         room;
+            const uint8_t *b = rtr_msg_at(m, m->scan.body_off + o->sent, &room);
+            size_t         n = body - o->sent;
+            if (n > room)
+                n = room;
             if (n > RTR_SEND_CHUNK)
                 n = RTR_SEND_CHUNK;
-            link_send_WT(k, m->data + m->scan.body_off + o->sent, n);
+            link_send_WT(k, b, n);
             o->sent += n;
         }
     sent:

@@ -32,10 +32,128 @@ void rtr_buf_unref(rtr_buf_t *b)
         rtr_buf_t_free(b);
 }
 
+/* ---- segments ---- */
+
+/* A block codec_scan_segs() copied bytes into (the router annotations a segment's end cut). */
+struct rtr_stitch {
+    rtr_stitch_t *next;
+    uint8_t       data[];
+};
+
+static uint8_t *stitch_alloc(void *ctx, size_t len)
+{
+    rtr_msg_t    *m = ctx;
+    rtr_stitch_t *b = base_malloc(sizeof(*b) + len);
+    b->next = m->stitch;
+    m->stitch = b;
+    return b->data;
+}
+
+static void stitch_free(rtr_msg_t *m)
+{
+    while (m->stitch) {
+        rtr_stitch_t *next = m->stitch->next;
+        free(m->stitch);
+        m->stitch = next;
+    }
+}
+
+static void segs_drop(rtr_msg_t *m)
+{
+    for (uint32_t i = 0; i < m->n_seg; i++)
+        rtr_rbuf_unref(m->seg_buf[i]);
+    m->n_seg = 0;
+}
+
+bool rtr_msg_seg_add_WT(rtr_msg_t *m, const uint8_t *p, size_t len, rtr_rbuf_t *b)
+{
+    if (m->n_seg == RTR_MSG_SEGS || (m->n_seg == 0 && m->len > 0))
+        return false;
+    if (m->n_seg && m->seg[m->n_seg - 1].ptr + m->seg[m->n_seg - 1].len == p &&
+        m->seg_buf[m->n_seg - 1] == b) {
+        m->seg[m->n_seg - 1].len += len; /* a frame's payload read in two pieces */
+        rtr_rbuf_unref(b);
+    } else {
+        m->seg[m->n_seg] = (codec_bytes_t){p, len};
+        m->seg_buf[m->n_seg++] = b;
+    }
+    m->data = (uint8_t *)m->seg[0].ptr;
+    m->len += len;
+    return true;
+}
+
+void rtr_msg_join_WT(rtr_msg_t *m, size_t more)
+{
+    if (!m->n_seg)
+        return;
+    size_t   cap;
+    uint8_t *data = base_buf_alloc(m->len + more, &cap);
+    size_t   n = 0;
+    for (uint32_t i = 0; i < m->n_seg; i++) {
+        memcpy(data + n, m->seg[i].ptr, m->seg[i].len);
+        n += m->seg[i].len;
+    }
+    segs_drop(m);
+    stitch_free(m);
+    m->data = data;
+    m->cap = cap;
+}
+
+/* Segments are kept only when the message is at least an eighth of the read buffers it
+ * pins: a message may be held long (a slow receiver), and small ones pinning 64 KiB each
+ * would multiply the memory a connection's input costs. */
+static bool segs_worth(const rtr_msg_t *m)
+{
+    size_t pinned = 0;
+    for (uint32_t i = 0; i < m->n_seg; i++) {
+        bool seen = false;
+        for (uint32_t j = 0; j < i; j++)
+            seen |= m->seg_buf[j] == m->seg_buf[i];
+        if (!seen)
+            pinned += m->seg_buf[i]->cap;
+    }
+    return m->len * 8 >= pinned;
+}
+
+int rtr_msg_scan_WT(rtr_msg_t *m, const char **why)
+{
+    if (m->n_seg > 1 && segs_worth(m)) {
+        codec_segs_t   segs = {.seg = m->seg, .n = m->n_seg, .len = m->len};
+        codec_stitch_t st = {.alloc = stitch_alloc, .ctx = m};
+        int            rc = codec_scan_segs(&segs, &m->scan, &st, why);
+        if (rc != CODEC_SPLIT)
+            return rc;
+        stitch_free(m);
+    } else if (m->n_seg == 1 && segs_worth(m)) {
+        return codec_scan(m->data, m->len, true, &m->scan, why);
+    }
+    rtr_msg_join_WT(m, 0);
+    return codec_scan(m->data, m->len, true, &m->scan, why);
+}
+
+const uint8_t *rtr_msg_at(const rtr_msg_t *m, size_t off, size_t *room)
+{
+    if (!m->n_seg) {
+        *room = m->len - off;
+        return m->data + off;
+    }
+    uint32_t i = 0;
+    while (off >= m->seg[i].len)
+        off -= m->seg[i++].len;
+    *room = m->seg[i].len - off;
+    return m->seg[i].ptr + off;
+}
+
 void rtr_msg_unref(rtr_msg_t *m)
 {
     if (atomic_fetch_sub_explicit(&m->c.refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (m->n_seg) {
+        segs_drop(m);
+        stitch_free(m);
+        rtr_msg_t_free(m);
+        return;
+    }
     if (m->c.streaming) {
         rtr_buf_t *b = m->chain;
         while (b) {
@@ -51,6 +169,7 @@ void rtr_msg_unref(rtr_msg_t *m)
 
 void rtr_msg_reserve(rtr_msg_t *m, size_t more)
 {
+    rtr_msg_join_WT(m, more);
     if (m->cap - m->len >= more)
         return;
     size_t cap, want = m->len + more;
@@ -121,6 +240,7 @@ static void post_wakes(const wakes_t *wake)
 
 void rtr_msg_stream_start_WT(rtr_msg_t *m, rtr_worker_t *owner)
 {
+    BASE_BUG_ON(m->n_seg); /* a streamed message's head is contiguous (link_in.c joins it) */
     m->c.streaming = true;
     m->owner = owner;
     pthread_mutex_init(&m->lock, NULL);

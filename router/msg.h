@@ -54,11 +54,25 @@ struct rtr_msg_reader {
  * RTR_Q2_HIGH bytes.  Whoever changes what the other side waits for posts RTR_EXT_STREAM to
  * the other's worker (the reader's `worker`, the message's `owner`); workers then re-check
  * their waiting lists, so a wake carries no pointer that could outlive its object. */
+/* Segments: a message that arrived in several frames may keep its bytes where the socket
+ * read them (zero-copy input, docs/decisions/0009): then `seg` lists them, each holding a
+ * reference on its read buffer (`seg_buf`), `data` is the first one (the header and delivery
+ * annotations lie in it: codec_scan_segs) and `cap` is 0.  Views the scan could not point
+ * into the segments (a router annotation cut by a segment's end) live in `stitch`. */
+#define RTR_MSG_SEGS 8
+
+typedef struct rtr_stitch rtr_stitch_t;
+
 struct rtr_msg {
     core_content_t    c;             /* first: reference count shared with the core */
-    uint8_t          *data;          /* the encoded message's head, contiguous (heap) */
-    size_t            len;           /* head bytes */
-    size_t            cap;           /* head bytes allocated */
+    uint8_t          *data;          /* the encoded message's head, contiguous (heap), or its
+                                        first segment */
+    size_t            len;           /* head bytes (all segments') */
+    size_t            cap;           /* head bytes allocated (0 with segments) */
+    uint32_t          n_seg;         /* segments (0: the head is `data`) */
+    codec_bytes_t     seg[RTR_MSG_SEGS];     /* their bytes, in order */
+    struct rtr_rbuf  *seg_buf[RTR_MSG_SEGS]; /* the read buffer each lies in (a reference) */
+    rtr_stitch_t     *stitch;        /* memory codec_scan_segs copied into (a list) */
     codec_scan_t      scan;          /* sections, valid once routed */
     bool              ra_in;         /* scan.ra came from a client whose annotations are kept */
     rtr_worker_t     *owner;         /* streaming: the receiving worker */
@@ -82,6 +96,26 @@ rtr_msg_t *rtr_msg_new(void);
 void       rtr_msg_unref(rtr_msg_t *m);
 /* Head: make room for `more` bytes. Receiving worker, before routing. */
 void rtr_msg_reserve(rtr_msg_t *m, size_t more);
+/* Head: add a segment (p, len in read buffer b, whose reference m takes).  False, taking
+ * nothing, when m has RTR_MSG_SEGS already or a contiguous head. */
+bool rtr_msg_seg_add_WT(rtr_msg_t *m, const uint8_t *p, size_t len, struct rtr_rbuf *b);
+/* Head: copy the segments into a contiguous head (data, cap) with room for `more` bytes
+ * after them, dropping their references. */
+void rtr_msg_join_WT(rtr_msg_t *m, size_t more);
+/* Scan a whole message: in its segments when it keeps them (worth their buffers, and
+ * codec_scan_segs can read them in place), else joined.  codec_scan's result. */
+int rtr_msg_scan_WT(rtr_msg_t *m, const char **why);
+/* m's bytes as a codec_segs_t (its one contiguous head, or its segments); `one` is room for
+ * the first. */
+static inline codec_segs_t rtr_msg_segs(const rtr_msg_t *m, codec_bytes_t *one)
+{
+    if (m->n_seg)
+        return (codec_segs_t){.seg = m->seg, .n = m->n_seg, .len = m->len};
+    *one = (codec_bytes_t){m->data, m->len};
+    return (codec_segs_t){.seg = one, .n = 1, .len = m->len};
+}
+/* The bytes at message offset off, contiguous for *room bytes (off < len; the head only). */
+const uint8_t *rtr_msg_at(const rtr_msg_t *m, size_t off, size_t *room);
 /* Switch a partly received message to streaming (before CORE_A_DELIVER); `owner` is the
  * receiving worker. */
 void rtr_msg_stream_start_WT(rtr_msg_t *m, rtr_worker_t *owner);

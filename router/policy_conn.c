@@ -172,7 +172,7 @@ const char *rtr_policy_link_WT(rtr_conn_t *c, pn_link_t *pl)
     return rtr_pconn_link(c->pconn, c->id, &l);
 }
 
-const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *msg,
+const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *props,
                                   const codec_scan_t *scan)
 {
     if (!c->pconn)
@@ -180,7 +180,7 @@ const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *
     if (!rtr_pconn_user_id_proxy(c->pconn)) {
         const uint8_t *uid;
         size_t         len;
-        rtr_policy_user_id(msg, scan, &uid, &len);
+        rtr_policy_user_id(props, scan->properties.len, &uid, &len);
         if (uid && len && !rtr_pconn_is_user(c->pconn, (const char *)uid, len))
             return "user_id proxy violation";
     }
@@ -228,15 +228,15 @@ static size_t value_size(const uint8_t *p, const uint8_t *e)
     }
 }
 
-void rtr_policy_user_id(const uint8_t *msg, const codec_scan_t *scan, const uint8_t **uid,
+void rtr_policy_user_id(const uint8_t *props, size_t props_len, const uint8_t **uid,
                         size_t *len)
 {
     *uid = NULL;
     *len = 0;
-    if (!scan->properties.len)
+    if (!props_len)
         return;
-    const uint8_t *p = msg + scan->properties.off + 3; /* past 0x00 0x53 0x73 */
-    const uint8_t *e = msg + scan->properties.off + scan->properties.len;
+    const uint8_t *p = props + 3; /* past 0x00 0x53 0x73 */
+    const uint8_t *e = props + props_len;
     uint32_t       count;
     if (p >= e)
         return;

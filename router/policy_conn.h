@@ -21,14 +21,15 @@ size_t rtr_policy_session_WT(rtr_conn_t *c, pn_session_t *s, size_t capacity);
 /* A link's attach: NULL when allowed, else the condition to refuse it with (the description
  * is RTR_POLICY_DESC_LINK). */
 const char *rtr_policy_link_WT(rtr_conn_t *c, pn_link_t *pl);
-/* The user-id of a message scanned by codec_scan (a view into msg), or NULL/0 when it has
- * none.  Thread-safe. */
-void rtr_policy_user_id(const uint8_t *msg, const codec_scan_t *scan, const uint8_t **uid,
+/* The user-id in a message's properties section (props[0, props_len), as codec_scan found
+ * it; props_len 0: none), a view into it, or NULL/0 when it has none.  Thread-safe. */
+void rtr_policy_user_id(const uint8_t *props, size_t props_len, const uint8_t **uid,
                         size_t *len);
-/* A message scanned by codec_scan (msg its bytes): its user-id (allowUserIdProxy) and, on an
- * anonymous link, its properties' `to` (targets):
- * NULL when allowed, else the description to reject it with (amqp:unauthorized-access). */
-const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *msg,
+/* A message scanned by codec_scan (props: its properties section, contiguous, or NULL when it
+ * has none): its user-id (allowUserIdProxy) and, on an anonymous link, its properties' `to`
+ * (targets): NULL when allowed, else the description to reject it with
+ * (amqp:unauthorized-access). */
+const char *rtr_policy_message_WT(rtr_conn_t *c, bool anonymous, const uint8_t *props,
                                   const codec_scan_t *scan);
 
 #endif

@@ -29,8 +29,9 @@ PN_HANDLE(ZIN_DLV)  /* pn_delivery_attachments: its number in its link's queue *
  * An idle connection holds no read buffer and no staging room (router/DESIGN.md "What one
  * connection can hold"): each worker keeps a few RTR_ZIN_READ buffers and one staging buffer
  * for all its connections, taken for a read and given back once nothing points into them.
- * Read buffers are freed only on the worker that made them (slices are read and freed there),
- * so the spares are the thread's own (freed when it exits). */
+ * A buffer goes back to the spares of the thread that drops its last reference: the
+ * connection's worker, or (for a message's segments) any worker or the management agent's
+ * thread.  The spares are each thread's own (freed when it exits). */
 #define SPARE_BUFS 16
 
 typedef struct spare {
@@ -74,7 +75,7 @@ static rtr_rbuf_t *rbuf_new(uint32_t cap)
 {
     spare_t    *sp = cap == RTR_ZIN_READ ? spare() : NULL;
     rtr_rbuf_t *b = sp && sp->n ? sp->bufs[--sp->n] : base_malloc(sizeof(*b) + cap);
-    b->refs = 1;
+    atomic_init(&b->refs, 1);
     b->cap = cap;
     b->len = 0;
     return b;
@@ -82,7 +83,7 @@ static rtr_rbuf_t *rbuf_new(uint32_t cap)
 
 static void rbuf_unref(rtr_rbuf_t *b)
 {
-    if (!b || --b->refs > 0)
+    if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) > 1)
         return;
     spare_t *sp = b->cap == RTR_ZIN_READ ? spare() : NULL;
     if (sp && sp->n < SPARE_BUFS)
@@ -307,7 +308,7 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
         rtr_zent_t *e = rtr_zent_t_new();
         e->next = NULL;
         e->buf = b;
-        b->refs++;
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
         e->off = off;
         e->len = (uint32_t)n;
         e->seq = q->enq_seq;
@@ -373,7 +374,9 @@ void rtr_zin_alloc_WT(rtr_conn_t *c, char **base, size_t *len)
         want = left + 4096 < RTR_ZIN_READ_MAX ? left + 4096 : RTR_ZIN_READ_MAX;
     rtr_rbuf_t *b = z->rb;
     uint32_t    room = b ? b->cap - b->len : 0;
-    if (b && b->refs == 1) { /* nothing points into it: start it again */
+    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == 1) {
+        /* nothing points into it (a message on another thread may just have let it go): start
+         * it again */
         b->len = 0;
         room = b->cap;
     }
@@ -519,7 +522,8 @@ void rtr_zin_delivery_settled_WT(rtr_conn_t *c, pn_delivery_t *d)
 void rtr_zin_sweep_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
-    if (z->rb && z->rb->refs == 1) { /* nothing points into it: back to the worker's spares */
+    if (z->rb && atomic_load_explicit(&z->rb->refs, memory_order_acquire) == 1) {
+        /* nothing points into it: back to the worker's spares */
         rbuf_unref(z->rb);
         z->rb = NULL;
     }
@@ -578,6 +582,41 @@ size_t rtr_delivery_pending_WT(pn_delivery_t *d)
     for (rtr_zent_t *e = q->head; e && e->seq == seq; e = e->next)
         n += e->len;
     return n;
+}
+
+void rtr_rbuf_unref(rtr_rbuf_t *b)
+{
+    rbuf_unref(b);
+}
+
+bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
+                      rtr_rbuf_t **buf)
+{
+    pn_delivery_t *d = pn_link_current(pl);
+    uint64_t       seq;
+    rtr_zq_t      *q = d ? reader(pl, d, &seq) : NULL;
+    if (!q || max == 0 || pn_delivery_aborted(d) || !q->head || q->head->seq != seq)
+        return false;
+    rtr_zent_t *e = q->head;
+    *p = e->buf->data + e->off;
+    *buf = e->buf;
+    if (e->len > max) { /* a part: the slice keeps its reference, the caller gets one */
+        atomic_fetch_add_explicit(&e->buf->refs, 1, memory_order_relaxed);
+        *len = max;
+        e->off += (uint32_t)max;
+        e->len -= (uint32_t)max;
+        q->bytes -= max;
+        q->zin->queued -= max;
+        return true;
+    }
+    *len = e->len;
+    q->head = e->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->bytes -= e->len;
+    q->zin->queued -= e->len + RTR_ZENT_COST;
+    rtr_zent_t_free(e); /* its reference is the caller's now */
+    return true;
 }
 
 ssize_t rtr_link_recv_WT(pn_link_t *pl, char *buf, size_t n)

@@ -29,9 +29,10 @@
  * Memory: the connection's queued payload bytes are c->zin.queued (the input budget,
  * RTR_CONN_IN_MAX in transport.h); slices of links the router closed, and of queues whose
  * link was detached, are freed at the end of each pass over the connection's events
- * (rtr_zin_sweep_WT).  A slice pins its whole read buffer, so readers copy (link_in.c).
+ * (rtr_zin_sweep_WT).  A slice pins its whole read buffer: a message may keep its slices
+ * (rtr_link_take_WT) only when they are a fair share of the buffers they pin (link_in.c).
  *
- * Every function is _WT: the connection's worker only.
+ * Every function is _WT (the connection's worker only) but rtr_rbuf_unref.
  */
 #ifndef JUNCTION_ROUTER_ZIN_H
 #define JUNCTION_ROUTER_ZIN_H
@@ -41,6 +42,7 @@
 #include "router/hmap.h"
 
 #include <proton/types.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,9 +60,10 @@ typedef struct rtr_rbuf rtr_rbuf_t;
 typedef struct rtr_zent rtr_zent_t;
 typedef struct rtr_zq   rtr_zq_t;
 
-/* A read buffer: socket bytes, shared by the slices that point into it. */
+/* A read buffer: socket bytes, shared by the slices that point into it and by the messages
+ * whose bytes were left in it (rtr_msg_t's segments, freed on any thread). */
 struct rtr_rbuf {
-    uint32_t refs;   /* the connection's current buffer (1) + slices */
+    atomic_uint refs; /* the connection's current buffer (1) + slices + messages' segments */
     uint32_t cap;    /* bytes allocated in data */
     uint32_t len;    /* bytes read into data */
     uint8_t  data[]; /* the bytes */
@@ -157,6 +160,15 @@ void rtr_zin_delivery_settled_WT(rtr_conn_t *c, pn_delivery_t *d);
 /* After a pass over c's events: free detached queues and the slices of links the router
  * closed. */
 void rtr_zin_sweep_WT(rtr_conn_t *c);
+
+/* The next slice of pl's current delivery (at most max bytes of it), taken out of its queue:
+ * *p and *len its bytes, *buf the read buffer they lie in, with a reference for the caller
+ * (rtr_rbuf_unref).  False when none is in hand, or pl has no queue (rtr_link_recv_WT reads
+ * it then). */
+bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
+                      rtr_rbuf_t **buf);
+/* Drop a reference taken with rtr_link_take_WT: any thread. */
+void rtr_rbuf_unref(rtr_rbuf_t *b);
 
 /* pn_link_recv of the link's current delivery: its next bytes, 0 while more may come,
  * PN_EOS once complete, PN_ABORTED. */

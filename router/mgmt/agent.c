@@ -237,11 +237,22 @@ static void on_request(mgmt_agent_t *a, core_work_t *w)
         /* the request's link (read-only while its delivery is in flight): policy's
            allowAdminStatusUpdate is its connection's */
         uint64_t from = in ? in->link_id : 0;
-        if (mgmt_amqp_handle_from(a->mgmt, from, m->data, m->len, &out, &out_len, &to, &why) ==
-            0) {
+        /* a request kept in its read buffers (segments) is read from a joined copy: the
+         * message is shared, read-only */
+        uint8_t *joined = NULL;
+        if (m->n_seg > 1) {
+            joined = base_malloc(m->len);
+            for (size_t off = 0, room; off < m->len; off += room) {
+                const uint8_t *p = rtr_msg_at(m, off, &room);
+                memcpy(joined + off, p, room);
+            }
+        }
+        if (mgmt_amqp_handle_from(a->mgmt, from, joined ? joined : m->data, m->len, &out,
+                                  &out_len, &to, &why) == 0) {
             reply_send(a, out, out_len, to);
             a->requests++;
         }
+        free(joined);
         free(out);
     }
     if (why) {

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, can_connect, free_port, run_junctiond, write_config
-from mgmt_tool import ManagementError, Node
+from mgmt_tool import ManagementError, Node, full_type
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
 
@@ -85,6 +85,21 @@ def test_listener_rows_show_the_configured_values(make_router, node_of):
     for k, v in LISTENER_FILE.items():
         assert row[k] == v, "%s: row has %r, the file %r" % (k, row[k], v)
     assert row["http"] is False and row["httpRootDir"] is None
+
+
+def test_requests_in_several_frames_are_answered(make_router, node_of):
+    """A management request that arrives in several frames (its message annotations pad it
+    past the listener's 4096-byte frames) is answered as a small one: the router keeps such a
+    message in the buffers it was read into, and the agent reads it from a joined copy."""
+    r = make_router(listeners=[LISTENER_FILE])
+    node = node_of(r)
+    for pad in (3000, 5000, 9000, 20000, 60000):
+        req = node.node_request({"attributeNames": ["maxFrameSize", "cost"]}, operation="QUERY",
+                                entityType=full_type("listener"))
+        req.annotations = {"pad%d" % i: "p" * 90 for i in range(pad // 98)}
+        body = node.call(req).body
+        assert body["attributeNames"] == ["maxFrameSize", "cost"]
+        assert body["results"] == [[4096, 7]], pad
 
 
 def test_listener_row_defaults_are_what_the_router_does(make_router, node_of):

@@ -290,6 +290,49 @@ def test_message_rules(make_router, sasl_dir):
         c.close()
 
 
+def test_message_rules_on_messages_in_several_frames(make_router, sasl_dir):
+    """The same rules when the properties come in a later frame than the message's start, or
+    cut by a frame's end: the router reads them where they arrived (zero-copy input keeps a
+    message of several frames in its read buffers) or from a joined copy.  The annotations
+    before them move the properties across the first 16 KiB frame's end a few bytes at a
+    time."""
+    bulk = {"hostname": "bulk",
+            "groups": {"admins": {"users": user("carol"), "remoteHosts": "127.0.0.1",
+                                  "allowAnonymousSender": True, "sourcePattern": "admin.#",
+                                  "targetPattern": "admin.#"}}}
+    r = policy_router(make_router, sasl_dir, extra=[["vhost", bulk]])
+    c = Client()
+    try:
+        k = connect(c, r, "carol", "bulk")
+        rcv = k.receiver("admin.x", settle="accept")
+        snd = k.sender("admin.x")
+        anon = k.sender(None)
+        sent = 0
+        for pad in range(16150, 16500, 13):  # about the annotations' bytes (98 a pair)
+            ann = {"k%03d" % i: "v" * 90 for i in range(pad // 98)}
+            ann["tail"] = "t" * (pad % 98)
+            m = Message(user_id=user("carol").encode(), annotations=ann, body="mine %d" % pad)
+            d = snd.send(m)
+            assert snd.wait_outcome(d) == Delivery.ACCEPTED, pad
+            d = snd.send(Message(user_id=b"someone-else", annotations=ann, body="proxied"))
+            assert snd.wait_outcome(d) == Delivery.REJECTED, pad
+            assert d.remote.condition.description == "user_id proxy violation"
+            d = anon.send(Message(address="elsewhere", annotations=ann, body="not a target"))
+            assert anon.wait_outcome(d) == Delivery.REJECTED, pad
+            assert d.remote.condition.description == "policy violation on target"
+            d = anon.send(Message(address="admin.x", annotations=ann, body="to %d" % pad))
+            assert anon.wait_outcome(d) == Delivery.ACCEPTED, pad
+            for body in ("mine %d" % pad, "to %d" % pad):
+                got = rcv.get()
+                assert got.body == body
+                assert {k: v for k, v in got.message.annotations.items()
+                        if not k.startswith("x-opt-qd.")} == ann
+            sent += 1
+        assert sent == 27
+    finally:
+        c.close()
+
+
 # ---- management: qdstat --vhosts/--vhostgroups/--vhoststats, qdmanage on vhost ----------
 
 PEER_BIN = REPO_ROOT.parent / "shared" / "peer" / "bin"
