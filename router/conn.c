@@ -379,7 +379,7 @@ static void connector_failover_WT(rtr_conn_t *c, pn_connection_t *pc)
 
 static void dispatch_WT(rtr_conn_t *c, pn_event_t *e)
 {
-    if (c->zin.on && pn_event_type(e) == PN_DELIVERY) /* zero-copy input: number it first */
+    if (pn_event_type(e) == PN_DELIVERY) /* zero-copy input: number it first */
         rtr_zin_delivery_event_WT(c, pn_event_delivery(e));
     else if (pn_event_type(e) == PN_LINK_FINAL)
         rtr_zin_link_final_WT(c, pn_event_link(e));

@@ -178,7 +178,7 @@ struct rtr_conn {
     uint64_t               max_message_size; /* maxMessageSize: the listener's, or the vhost
                                                 group's once admitted; 0 = none */
     /* zero-copy input (router/zin.h) */
-    rtr_zin_t              zin;        /* read buffers and payload queues (zin.on: split) */
+    rtr_zin_t              zin;        /* read buffers and payload queues (split mode) */
     /* zero-copy output (router/zc_out.h) */
     struct rtr_zc_conn    *zc;         /* the writer that splices shares in (to the socket,
                                           or to a TLS connection's session) */

@@ -528,6 +528,20 @@ static int gather(rtr_conn_t *c, pn_bytes_t wb, uv_buf_t *iov, int max, uint8_t 
     return n;
 }
 
+/* Queue what Proton frames, and the placeholders that follow: a link whose placeholder was
+ * framed gives the next at once, so a multi-frame message goes out in one pass (as far as the
+ * session window and the output budget allow).  Returns Proton's output buffer, which stays
+ * valid for the queued items: only Proton's output calls move it. */
+static pn_bytes_t frame_WT(rtr_conn_t *c)
+{
+    pn_bytes_t wb;
+    for (;;) {
+        wb = pn_connection_driver_write_buffer(&c->driver);
+        if (!scan_WT(c, wb) || !topup_WT(c))
+            return wb;
+    }
+}
+
 bool rtr_zc_write_WT(rtr_conn_t *c, uv_write_cb cb)
 {
     rtr_zc_conn_t *z = c->zc;
@@ -536,15 +550,7 @@ bool rtr_zc_write_WT(rtr_conn_t *c, uv_write_cb cb)
     while (!c->writing && !c->closing) {
         if (pn_connection_driver_write_closed(&c->driver))
             return false;
-        /* what Proton frames, and the placeholders that follows: a link whose placeholder
-         * was framed gives the next at once, so a multi-frame message goes out in one pass
-         * (as far as the session window and the output budget allow) */
-        pn_bytes_t wb;
-        for (;;) {
-            wb = pn_connection_driver_write_buffer(&c->driver);
-            if (!scan_WT(c, wb) || !topup_WT(c))
-                break; /* wb stays valid: only Proton's output calls move its buffer */
-        }
+        pn_bytes_t wb = frame_WT(c);
         if (z->head == z->n_items) {
             if (wb.size == 0)
                 return true; /* the client took everything Proton framed */
@@ -597,13 +603,8 @@ bool rtr_zc_put_WT(rtr_conn_t *c, rtr_zc_put_fn put, void *ctx)
     while (!c->closing) {
         if (pn_connection_driver_write_closed(&c->driver))
             return false;
-        pn_bytes_t wb; /* as in rtr_zc_write_WT */
-        for (;;) {
-            wb = pn_connection_driver_write_buffer(&c->driver);
-            if (!scan_WT(c, wb) || !topup_WT(c))
-                break;
-        }
-        if (z->head == z->n_items) {
+        pn_bytes_t wb = frame_WT(c);
+        if (z->head == z->n_items) { /* as in rtr_zc_write_WT */
             if (wb.size == 0)
                 return true;
             if (wb.size == stuck)

@@ -328,7 +328,6 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
 void rtr_zin_init_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
-    z->on = true;
     z->sink = (codec_guard_sink_t){.ctx = c,
                                    .proton = sink_proton,
                                    .attach = sink_attach,
@@ -463,7 +462,7 @@ void rtr_zin_delivery_event_WT(rtr_conn_t *c, pn_delivery_t *d)
 {
     rtr_zin_t *z = &c->zin;
     pn_link_t *pl = pn_delivery_link(d);
-    if (!z->on || !pn_link_is_receiver(pl))
+    if (!pn_link_is_receiver(pl))
         return;
     rtr_zq_t *q = zq_of(pl);
     if (!q) {

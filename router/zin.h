@@ -103,7 +103,6 @@ struct rtr_zq {
 
 /* Per connection (rtr_conn_t.zin). */
 typedef struct rtr_zin {
-    bool               on;        /* split mode: payloads beside Proton */
     bool               sweep;     /* a queue changed: rtr_zin_sweep_WT has work */
     rtr_rbuf_t        *rb;        /* the buffer reads land in, or NULL (idle) */
     uint8_t           *stage;     /* bytes for Proton it has not taken yet: the worker's room

@@ -62,18 +62,14 @@ def check(got, want_ann, want_body, mid):
     assert hashlib.sha256(got.message.body).digest() == hashlib.sha256(want_body).digest()
 
 
-@pytest.mark.deadline(240)
-@pytest.mark.parametrize("max_frame", [512, 4096])
-@pytest.mark.parametrize("presettled", [False, True])
-def test_every_byte_small_frames(router, client, max_frame, presettled):
-    address = "zc.%d.%d" % (max_frame, presettled)
-    rconn = client.connect(router.url, max_frame_size=max_frame)
-    rcv = small_receiver(rconn, address, max_frame, 2, credit=5)
-    snd = client.connect(router.url).sender(address, presettled=presettled)
+def every_byte(snd, rcv, bodies, presettled):
+    """Send one message for each number of annotations in ANNOTATIONS and each body size in
+    `bodies` (ids 1, 2, ..., each its own annotations and payload), then check every byte of
+    each as `rcv` gets them, in order, and, unless `presettled`, that all were accepted."""
     sent = []
     seq = 0
     for n_ann in ANNOTATIONS:
-        for size in BODIES:
+        for size in bodies:
             seq += 1
             ann = annotations(n_ann, seq)
             body = payload(size, seq)
@@ -86,6 +82,17 @@ def test_every_byte_small_frames(router, client, max_frame, presettled):
     if not presettled:
         assert snd.wait_outcomes([d for *_, d in sent], timeout=60) == \
             [Delivery.ACCEPTED] * len(sent)
+
+
+@pytest.mark.deadline(240)
+@pytest.mark.parametrize("max_frame", [512, 4096])
+@pytest.mark.parametrize("presettled", [False, True])
+def test_every_byte_small_frames(router, client, max_frame, presettled):
+    address = "zc.%d.%d" % (max_frame, presettled)
+    rconn = client.connect(router.url, max_frame_size=max_frame)
+    rcv = small_receiver(rconn, address, max_frame, 2, credit=5)
+    snd = client.connect(router.url).sender(address, presettled=presettled)
+    every_byte(snd, rcv, BODIES, presettled)
     assert router.is_running()
 
 

@@ -18,7 +18,7 @@ from proton import Delivery, Message
 from conftest import router_entities
 from test_tls import OPENSSL, certs, profile, tls_domain  # noqa: F401 (certs: a fixture)
 from test_zero_copy_in import msg, same
-from test_zero_copy_out import annotations, check, payload, small_receiver
+from test_zero_copy_out import annotations, check, every_byte, payload, small_receiver
 
 pytestmark = pytest.mark.skipif(OPENSSL is None, reason="the openssl command is not installed")
 
@@ -51,21 +51,7 @@ def test_every_byte_both_ways_small_frames(make_router, certs, client, frame,  #
     rconn = tls_connect(client, r, certs, max_frame_size=frame)
     rcv = small_receiver(rconn, "zct.all", frame, 2, credit=5)
     snd = tls_connect(client, r, certs).sender("zct.all", presettled=presettled)
-    sent = []
-    seed = 0
-    for n_ann in (0, 1, 30, 200):
-        for size in SIZES:
-            seed += 1
-            ann = annotations(n_ann, seed)
-            body = payload(size, seed)
-            dlv = snd.send(Message(id=seed, annotations=ann, body=body, inferred=True),
-                           timeout=60)
-            sent.append((ann, body, seed, dlv))
-    for ann, body, seed, _ in sent:
-        check(rcv.get(timeout=120), ann, body, seed)
-    if not presettled:
-        assert snd.wait_outcomes([d for *_, d in sent], timeout=60) == \
-            [Delivery.ACCEPTED] * len(sent)
+    every_byte(snd, rcv, SIZES, presettled)
     assert r.is_running()
 
 
