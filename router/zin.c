@@ -27,18 +27,15 @@ PN_HANDLE(ZIN_DLV)  /* pn_delivery_attachments: its number in its link's queue *
 /* ---- the worker's spare memory ----
  *
  * An idle connection holds no read buffer and no staging room (router/DESIGN.md "What one
- * connection can hold"): each worker keeps a few RTR_ZIN_READ buffers and one staging buffer
- * for all its connections, taken for a read and given back once nothing points into them.
- * A buffer goes back to the spares of the thread that drops its last reference: the
- * connection's worker, or (for a message's segments) any worker or the management agent's
- * thread.  The spares are each thread's own (freed when it exits). */
-#define SPARE_BUFS 16
-
+ * connection can hold"): read buffers come from the byte-buffer pools (core/base/pool.h),
+ * taken for a read and given back once nothing points into them - by whichever thread drops
+ * the last reference: the connection's worker, or (for a message's segments) another worker
+ * or the management agent's thread; the pools move them back between threads in batches.
+ * Each worker keeps one staging buffer for all its connections (the thread's own, freed when
+ * it exits). */
 typedef struct spare {
-    rtr_rbuf_t *bufs[SPARE_BUFS]; /* RTR_ZIN_READ buffers nothing points into */
-    int         n;                /* how many */
-    uint8_t    *stage;            /* staging room lent to the connection being read */
-    size_t      stage_cap;        /* its size */
+    uint8_t *stage;     /* staging room lent to the connection being read */
+    size_t   stage_cap; /* its size */
 } spare_t;
 
 static pthread_key_t  spare_key;
@@ -47,8 +44,6 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_free(void *arg)
 {
     spare_t *sp = arg;
-    while (sp->n > 0)
-        free(sp->bufs[--sp->n]);
     free(sp->stage);
     free(sp);
 }
@@ -71,12 +66,15 @@ static spare_t *spare(void)
 
 /* ---- read buffers ---- */
 
+/* A buffer of cap bytes (RTR_ZIN_READ: its record included, so that it takes a 64 KiB pool
+ * buffer whole, and cap is a little less). */
 static rtr_rbuf_t *rbuf_new(uint32_t cap)
 {
-    spare_t    *sp = cap == RTR_ZIN_READ ? spare() : NULL;
-    rtr_rbuf_t *b = sp && sp->n ? sp->bufs[--sp->n] : base_malloc(sizeof(*b) + cap);
+    size_t      size;
+    rtr_rbuf_t *b = base_buf_alloc(cap == RTR_ZIN_READ ? cap : sizeof(*b) + cap, &size);
     atomic_init(&b->refs, 1);
-    b->cap = cap;
+    b->size = size;
+    b->cap = (uint32_t)(size - sizeof(*b));
     b->len = 0;
     return b;
 }
@@ -85,11 +83,7 @@ static void rbuf_unref(rtr_rbuf_t *b)
 {
     if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) > 1)
         return;
-    spare_t *sp = b->cap == RTR_ZIN_READ ? spare() : NULL;
-    if (sp && sp->n < SPARE_BUFS)
-        sp->bufs[sp->n++] = b;
-    else
-        free(b);
+    base_buf_free(b, b->size);
 }
 
 /* ---- queues ---- */
@@ -382,7 +376,7 @@ void rtr_zin_alloc_WT(rtr_conn_t *c, char **base, size_t *len)
     if (!b || room < 2048 || (room < want / 2 && left > room)) {
         rbuf_unref(b);
         z->rb = b = rbuf_new(want);
-        room = want;
+        room = b->cap;
     }
     *base = (char *)b->data + b->len;
     *len = room;

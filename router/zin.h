@@ -64,6 +64,7 @@ typedef struct rtr_zq   rtr_zq_t;
  * whose bytes were left in it (rtr_msg_t's segments, freed on any thread). */
 struct rtr_rbuf {
     atomic_uint refs; /* the connection's current buffer (1) + slices + messages' segments */
+    size_t   size;   /* bytes allocated, record included (base_buf_alloc) */
     uint32_t cap;    /* bytes allocated in data */
     uint32_t len;    /* bytes read into data */
     uint8_t  data[]; /* the bytes */
