@@ -534,7 +534,9 @@ static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
 
 /* Zero-copy input (docs/decisions/0009): a message that arrives in several frames, or in
  * one large one, keeps its bytes in the read buffers they arrived in, as segments of its
- * head.  Takes the next slice of d (at most max bytes) into m's segments: true when it did
+ * head - on a plain connection.  On a TLS connection the head is copied: measured, the
+ * decryption's stores into read buffers that stay pinned (cold) cost more than decrypting
+ * into one that is reused at once and copying from it.  Takes the next slice of d (at most max bytes) into m's segments: true when it did
  * (after RTR_MSG_SEGS segments the head is joined and the slice copied on), false when m is
  * small and whole or d's bytes are not queued beside Proton (m's head is then copied). */
 static bool in_take_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d, size_t max)
@@ -637,7 +639,7 @@ void rtr_in_delivery_WT(rtr_link_t *k, pn_delivery_t *d)
                 break;
             if (pending > in->head_limit - m->len)
                 pending = in->head_limit - m->len;
-            if (m->cap == 0 && in_take_WT(m, pl, d, pending))
+            if (m->cap == 0 && !k->conn->tls && in_take_WT(m, pl, d, pending))
                 continue;
             /* A message arriving in several frames gets room for 64 KiB at once (and then
              * doubles), so that a typical multi-frame message is not copied as it grows. */
