@@ -60,7 +60,8 @@ static void out_free_WT(rtr_link_t *k, rtr_out_t *o)
     }
     BASE_DLIST_REMOVE_T(k->outs, k->outs_tail, o, prev, next);
     rtr_zc_blob_unref(o->zc_blob);
-    free(o->zc_pre);
+    if (o->zc_pre != o->zc_pre_in)
+        free(o->zc_pre);
     rtr_msg_unref(o->msg);
     free(o->to_override);
     rtr_out_t_free(o);
@@ -201,9 +202,16 @@ static void prefix_piece_WT(rtr_link_t *k, rtr_out_t *o, const uint8_t *p, size_
         link_send_WT(k, p, n);
         return;
     }
-    if (o->zc_pre_n == o->zc_pre_cap) {
-        o->zc_pre_cap = o->zc_pre_cap ? 2 * o->zc_pre_cap : 8;
-        o->zc_pre = base_realloc(o->zc_pre, o->zc_pre_cap * sizeof(*o->zc_pre));
+    if (o->zc_pre_cap == 0) {
+        o->zc_pre = o->zc_pre_in;
+        o->zc_pre_cap = RTR_ZC_PRE_IN;
+    } else if (o->zc_pre_n == o->zc_pre_cap) {
+        rtr_zc_piece_t *more = base_malloc(2 * o->zc_pre_cap * sizeof(*more));
+        memcpy(more, o->zc_pre, o->zc_pre_n * sizeof(*more));
+        if (o->zc_pre != o->zc_pre_in)
+            free(o->zc_pre);
+        o->zc_pre = more;
+        o->zc_pre_cap *= 2;
     }
     o->zc_pre[o->zc_pre_n++] = (rtr_zc_piece_t){.p = p, .len = n};
 }
@@ -291,8 +299,7 @@ static void out_send_prefix_WT(rtr_link_t *k, rtr_out_t *o)
         /* the composed bytes live until the last share pointing into them is written */
         if (scratch != scratch_stack)
             free(scratch);
-        o->zc_blob = base_malloc(sizeof(*o->zc_blob) + scratch_len);
-        o->zc_blob->refs = 1;
+        o->zc_blob = rtr_zc_blob_new(scratch_len);
         scratch = o->zc_blob->data;
     }
     codec_iov_t *iov = n_iov <= (int)BASE_ARRAY_LEN(iov_stack)

@@ -36,11 +36,12 @@ struct rtr_out {
     bool              to_router; /* core_work_t send.to_router */
     /* zero-copy output (router/zc_out.h): the prefix's pieces not yet in a share */
     rtr_zc_blob_t    *zc_blob;  /* the composed prefix bytes (a reference), or NULL */
-    rtr_zc_piece_t   *zc_pre;   /* the prefix's pieces (heap), or NULL */
+    rtr_zc_piece_t   *zc_pre;   /* the prefix's pieces: zc_pre_in, or heap when more */
     uint32_t          zc_pre_n;   /* pieces */
-    uint32_t          zc_pre_cap; /* allocated */
+    uint32_t          zc_pre_cap; /* room in zc_pre (0: none yet) */
     uint32_t          zc_pre_i;   /* first piece not completely in a share */
     size_t            zc_pre_off; /* bytes of it already in a share */
+    rtr_zc_piece_t    zc_pre_in[RTR_ZC_PRE_IN]; /* room for a prefix's usual pieces */
 };
 
 /* Pooled (core/base/pool.h): allocated and freed on its link's worker. */

@@ -72,10 +72,19 @@ struct rtr_zc_conn {
 
 /* ---------------------------------------------------------------- shares and FIFOs */
 
+rtr_zc_blob_t *rtr_zc_blob_new(size_t len)
+{
+    size_t         size;
+    rtr_zc_blob_t *b = base_buf_alloc(sizeof(*b) + len, &size);
+    b->refs = 1;
+    b->size = (uint32_t)size;
+    return b;
+}
+
 void rtr_zc_blob_unref(rtr_zc_blob_t *b)
 {
     if (b && --b->refs == 0)
-        free(b);
+        base_buf_free(b, b->size);
 }
 
 void rtr_zc_share_free(rtr_zc_share_t *s)

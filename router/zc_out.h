@@ -35,6 +35,9 @@
 #define RTR_ZC_SHARE_CAP  (256u << 10)
 /* Pieces of one share at most (prefix pieces and body slices). */
 #define RTR_ZC_PIECES_MAX 32
+/* Pieces of a prefix an outgoing copy holds without allocating (a composed prefix has at most
+ * CODEC_COMPOSE_IOV_MAX, and one more per segment or cut delivery annotations). */
+#define RTR_ZC_PRE_IN 8
 /* Chain buffers of a streamed message one share holds at most (a share of RTR_ZC_SHARE_CAP
  * spans at most 5 of RTR_BUF_SIZE). */
 #define RTR_ZC_BUFS_MAX   8
@@ -43,6 +46,7 @@
  * shared by the shares pointing into it. */
 typedef struct rtr_zc_blob {
     uint32_t refs;
+    uint32_t size; /* bytes allocated, record included (base_buf_alloc) */
     uint8_t  data[];
 } rtr_zc_blob_t;
 
@@ -115,6 +119,8 @@ void rtr_zc_push_WT(rtr_conn_t *c, rtr_zc_fifo_t *f, rtr_zc_share_t *s);
 void rtr_zc_drop_tail_WT(rtr_conn_t *c, rtr_zc_fifo_t *f);
 /* Free a share (its references dropped). */
 void rtr_zc_share_free(rtr_zc_share_t *s);
+/* A blob of len bytes, one reference (pooled: composing one per outgoing message). */
+rtr_zc_blob_t *rtr_zc_blob_new(size_t len);
 void rtr_zc_blob_unref(rtr_zc_blob_t *b);
 
 /* Placeholders given and not yet framed on c, and their shares' bytes (for the output
