@@ -37,24 +37,33 @@ static struct guard_slot {
 } guard_slots[GUARD_SLOTS];
 static unsigned guard_next;
 
-/* A copy of src[0, len) that ends exactly where an inaccessible page begins.  The copy stays
- * valid for the next GUARD_SLOTS - 1 calls. */
-static uint8_t *guard(const void *src, size_t len)
+/* Copy src[0, len) into slot g so that it ends exactly where an inaccessible page begins.
+ * `keep`: reuse the slot's mapping when it is large enough (else a fresh one each time). */
+static uint8_t *guard_in(struct guard_slot *g, const void *src, size_t len, bool keep)
 {
-    struct guard_slot *g = &guard_slots[guard_next++ % GUARD_SLOTS];
-    size_t             page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t             data = (len + page - 1) / page * page;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t data = (len + page - 1) / page * page;
 
-    if (g->map)
-        munmap(g->map, g->len);
-    g->len = data + page;
-    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(g->map != MAP_FAILED);
-    assert_int_equal(mprotect(g->map + data, page, PROT_NONE), 0);
+    if (!keep || !g->map || g->len - page < data) {
+        if (g->map)
+            munmap(g->map, g->len);
+        g->len = data + page;
+        g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(g->map != MAP_FAILED);
+        assert_int_equal(mprotect(g->map + data, page, PROT_NONE), 0);
+    }
+    data = g->len - page;
     uint8_t *p = g->map + data - len;
     if (len)
         memcpy(p, src, len);
     return p;
+}
+
+/* A copy of src[0, len) that ends exactly where an inaccessible page begins.  The copy stays
+ * valid for the next GUARD_SLOTS - 1 calls. */
+static uint8_t *guard(const void *src, size_t len)
+{
+    return guard_in(&guard_slots[guard_next++ % GUARD_SLOTS], src, len, false);
 }
 
 /* ---- a tiny AMQP encoder ------------------------------------------------------------------ */
@@ -206,21 +215,7 @@ static struct guard_slot seg_slots[SEG_MAX];
 
 static uint8_t *seg_guard(int i, const uint8_t *src, size_t len)
 {
-    struct guard_slot *g = &seg_slots[i];
-    size_t             page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t             data = (len + page - 1) / page * page;
-
-    if (!g->map || g->len - page < data) {
-        if (g->map)
-            munmap(g->map, g->len);
-        g->len = data + page;
-        g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        assert_true(g->map != MAP_FAILED);
-        assert_int_equal(mprotect(g->map + data, page, PROT_NONE), 0);
-    }
-    data = g->len - page;
-    memcpy(g->map + data - len, src, len);
-    return g->map + data - len;
+    return guard_in(&seg_slots[i], src, len, true);
 }
 
 /* The stitch memory of one scan: every block, freed after the check. */
