@@ -536,13 +536,14 @@ static bool autolink_overrun_WT(rtr_link_t *k, pn_link_t *pl)
  * one large one, keeps its bytes in the read buffers they arrived in, as segments of its
  * head - on a plain connection.  On a TLS connection the head is copied: measured, the
  * decryption's stores into read buffers that stay pinned (cold) cost more than decrypting
- * into one that is reused at once and copying from it.  Takes the next slice of d (at most max bytes) into m's segments: true when it did
- * (after RTR_MSG_SEGS segments the head is joined and the slice copied on), false when m is
- * small and whole or d's bytes are not queued beside Proton (m's head is then copied). */
+ * into one that is reused at once and copying from it.
+ * Takes the next slice of d (at most max bytes: d's bytes in hand, up to the head's limit)
+ * into m's segments: true when it did (after RTR_MSG_SEGS segments the head is joined and the
+ * slice copied on), false when m is small and whole or d's bytes are not queued beside Proton
+ * (m's head is then copied). */
 static bool in_take_WT(rtr_msg_t *m, pn_link_t *pl, pn_delivery_t *d, size_t max)
 {
-    if (m->n_seg == 0 && m->len == 0 && !pn_delivery_partial(d) &&
-        rtr_delivery_pending_WT(d) < RTR_MSG_SEG_MIN)
+    if (m->n_seg == 0 && m->len == 0 && max < RTR_MSG_SEG_MIN && !pn_delivery_partial(d))
         return false;
     const uint8_t *p;
     size_t         len;

@@ -16,6 +16,7 @@
 
 BASE_POOL_DEFINE(rtr_msg_t, 64)
 BASE_POOL_DEFINE(rtr_buf_t, 8)
+BASE_POOL_DEFINE(rtr_msg_segs_t, 64)
 
 rtr_msg_t *rtr_msg_new(void)
 {
@@ -44,24 +45,28 @@ static uint8_t *stitch_alloc(void *ctx, size_t len)
 {
     rtr_msg_t    *m = ctx;
     rtr_stitch_t *b = base_malloc(sizeof(*b) + len);
-    b->next = m->stitch;
-    m->stitch = b;
+    b->next = m->segs->stitch;
+    m->segs->stitch = b;
     return b->data;
 }
 
 static void stitch_free(rtr_msg_t *m)
 {
-    while (m->stitch) {
-        rtr_stitch_t *next = m->stitch->next;
-        free(m->stitch);
-        m->stitch = next;
+    while (m->segs->stitch) {
+        rtr_stitch_t *next = m->segs->stitch->next;
+        free(m->segs->stitch);
+        m->segs->stitch = next;
     }
 }
 
+/* Drop the segments, their references and their stitch memory. */
 static void segs_drop(rtr_msg_t *m)
 {
     for (uint32_t i = 0; i < m->n_seg; i++)
-        rtr_rbuf_unref(m->seg_buf[i]);
+        rtr_rbuf_unref(m->segs->buf[i]);
+    stitch_free(m);
+    rtr_msg_segs_t_free(m->segs);
+    m->segs = NULL;
     m->n_seg = 0;
 }
 
@@ -69,15 +74,18 @@ bool rtr_msg_seg_add_WT(rtr_msg_t *m, const uint8_t *p, size_t len, rtr_rbuf_t *
 {
     if (m->n_seg == RTR_MSG_SEGS || (m->n_seg == 0 && m->len > 0))
         return false;
-    if (m->n_seg && m->seg[m->n_seg - 1].ptr + m->seg[m->n_seg - 1].len == p &&
-        m->seg_buf[m->n_seg - 1] == b) {
-        m->seg[m->n_seg - 1].len += len; /* a frame's payload read in two pieces */
+    if (!m->segs)
+        m->segs = rtr_msg_segs_t_new();
+    rtr_msg_segs_t *s = m->segs;
+    if (m->n_seg && s->seg[m->n_seg - 1].ptr + s->seg[m->n_seg - 1].len == p &&
+        s->buf[m->n_seg - 1] == b) {
+        s->seg[m->n_seg - 1].len += len; /* a frame's payload read in two pieces */
         rtr_rbuf_unref(b);
     } else {
-        m->seg[m->n_seg] = (codec_bytes_t){p, len};
-        m->seg_buf[m->n_seg++] = b;
+        s->seg[m->n_seg] = (codec_bytes_t){p, len};
+        s->buf[m->n_seg++] = b;
     }
-    m->data = (uint8_t *)m->seg[0].ptr;
+    m->data = (uint8_t *)s->seg[0].ptr;
     m->len += len;
     return true;
 }
@@ -90,11 +98,10 @@ void rtr_msg_join_WT(rtr_msg_t *m, size_t more)
     uint8_t *data = base_buf_alloc(m->len + more, &cap);
     size_t   n = 0;
     for (uint32_t i = 0; i < m->n_seg; i++) {
-        memcpy(data + n, m->seg[i].ptr, m->seg[i].len);
-        n += m->seg[i].len;
+        memcpy(data + n, m->segs->seg[i].ptr, m->segs->seg[i].len);
+        n += m->segs->seg[i].len;
     }
     segs_drop(m);
-    stitch_free(m);
     m->data = data;
     m->cap = cap;
 }
@@ -108,9 +115,9 @@ static bool segs_worth(const rtr_msg_t *m)
     for (uint32_t i = 0; i < m->n_seg; i++) {
         bool seen = false;
         for (uint32_t j = 0; j < i; j++)
-            seen |= m->seg_buf[j] == m->seg_buf[i];
+            seen |= m->segs->buf[j] == m->segs->buf[i];
         if (!seen)
-            pinned += m->seg_buf[i]->cap;
+            pinned += m->segs->buf[i]->cap;
     }
     return m->len * 8 >= pinned;
 }
@@ -118,7 +125,7 @@ static bool segs_worth(const rtr_msg_t *m)
 int rtr_msg_scan_WT(rtr_msg_t *m, const char **why)
 {
     if (m->n_seg > 1 && segs_worth(m)) {
-        codec_segs_t   segs = {.seg = m->seg, .n = m->n_seg, .len = m->len};
+        codec_segs_t   segs = {.seg = m->segs->seg, .n = m->n_seg, .len = m->len};
         codec_stitch_t st = {.alloc = stitch_alloc, .ctx = m};
         int            rc = codec_scan_segs(&segs, &m->scan, &st, why);
         if (rc != CODEC_SPLIT)
@@ -138,10 +145,11 @@ const uint8_t *rtr_msg_at(const rtr_msg_t *m, size_t off, size_t *room)
         return m->data + off;
     }
     uint32_t i = 0;
-    while (off >= m->seg[i].len)
-        off -= m->seg[i++].len;
-    *room = m->seg[i].len - off;
-    return m->seg[i].ptr + off;
+    const codec_bytes_t *seg = m->segs->seg;
+    while (off >= seg[i].len)
+        off -= seg[i++].len;
+    *room = seg[i].len - off;
+    return seg[i].ptr + off;
 }
 
 void rtr_msg_unref(rtr_msg_t *m)
@@ -150,7 +158,6 @@ void rtr_msg_unref(rtr_msg_t *m)
         return;
     if (m->n_seg) {
         segs_drop(m);
-        stitch_free(m);
         rtr_msg_t_free(m);
         return;
     }

@@ -55,13 +55,20 @@ struct rtr_msg_reader {
  * the other's worker (the reader's `worker`, the message's `owner`); workers then re-check
  * their waiting lists, so a wake carries no pointer that could outlive its object. */
 /* Segments: a message that arrived in several frames may keep its bytes where the socket
- * read them (zero-copy input, docs/decisions/0009): then `seg` lists them, each holding a
- * reference on its read buffer (`seg_buf`), `data` is the first one (the header and delivery
- * annotations lie in it: codec_scan_segs) and `cap` is 0.  Views the scan could not point
- * into the segments (a router annotation cut by a segment's end) live in `stitch`. */
+ * read them (zero-copy input, docs/decisions/0009): then `segs` lists them, each holding a
+ * reference on its read buffer, `data` is the first one (the header and delivery annotations
+ * lie in it: codec_scan_segs) and `cap` is 0.  Views the scan could not point into the
+ * segments (a router annotation cut by a segment's end) live in `stitch`.  A message without
+ * segments has no such record (it is pooled apart, so that a small message stays small). */
 #define RTR_MSG_SEGS 8
 
 typedef struct rtr_stitch rtr_stitch_t;
+
+typedef struct rtr_msg_segs {
+    codec_bytes_t     seg[RTR_MSG_SEGS]; /* their bytes, in order */
+    struct rtr_rbuf  *buf[RTR_MSG_SEGS]; /* the read buffer each lies in (a reference) */
+    rtr_stitch_t     *stitch;            /* memory codec_scan_segs copied into (a list) */
+} rtr_msg_segs_t;
 
 struct rtr_msg {
     core_content_t    c;             /* first: reference count shared with the core */
@@ -70,9 +77,7 @@ struct rtr_msg {
     size_t            len;           /* head bytes (all segments') */
     size_t            cap;           /* head bytes allocated (0 with segments) */
     uint32_t          n_seg;         /* segments (0: the head is `data`) */
-    codec_bytes_t     seg[RTR_MSG_SEGS];     /* their bytes, in order */
-    struct rtr_rbuf  *seg_buf[RTR_MSG_SEGS]; /* the read buffer each lies in (a reference) */
-    rtr_stitch_t     *stitch;        /* memory codec_scan_segs copied into (a list) */
+    rtr_msg_segs_t   *segs;          /* with n_seg: the segments (pooled), else NULL */
     codec_scan_t      scan;          /* sections, valid once routed */
     bool              ra_in;         /* scan.ra came from a client whose annotations are kept */
     rtr_worker_t     *owner;         /* streaming: the receiving worker */
@@ -91,6 +96,7 @@ struct rtr_msg {
 /* Pooled (core/base/pool.h): allocated and freed on any worker. */
 BASE_POOL_DECLARE(rtr_msg_t);
 BASE_POOL_DECLARE(rtr_buf_t);
+BASE_POOL_DECLARE(rtr_msg_segs_t);
 
 rtr_msg_t *rtr_msg_new(void);
 void       rtr_msg_unref(rtr_msg_t *m);
@@ -110,7 +116,7 @@ int rtr_msg_scan_WT(rtr_msg_t *m, const char **why);
 static inline codec_segs_t rtr_msg_segs(const rtr_msg_t *m, codec_bytes_t *one)
 {
     if (m->n_seg)
-        return (codec_segs_t){.seg = m->seg, .n = m->n_seg, .len = m->len};
+        return (codec_segs_t){.seg = m->segs->seg, .n = m->n_seg, .len = m->len};
     *one = (codec_bytes_t){m->data, m->len};
     return (codec_segs_t){.seg = one, .n = 1, .len = m->len};
 }

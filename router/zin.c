@@ -73,17 +73,32 @@ static rtr_rbuf_t *rbuf_new(uint32_t cap)
     size_t      size;
     rtr_rbuf_t *b = base_buf_alloc(cap == RTR_ZIN_READ ? cap : sizeof(*b) + cap, &size);
     atomic_init(&b->refs, 1);
+    b->local = 1;
     b->size = size;
     b->cap = (uint32_t)(size - sizeof(*b));
     b->len = 0;
     return b;
 }
 
+/* References: the connection's worker counts its own (the current buffer, queued slices) in
+ * `local`, without atomics, and they hold one of `refs`, which messages' segments share
+ * across threads; whoever drops the last of `refs` frees the buffer. */
+static void rbuf_unref_shared(rtr_rbuf_t *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        base_buf_free(b, b->size);
+}
+
 static void rbuf_unref(rtr_rbuf_t *b)
 {
-    if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) > 1)
-        return;
-    base_buf_free(b, b->size);
+    if (b && --b->local == 0)
+        rbuf_unref_shared(b);
+}
+
+/* Nothing but the connection's current buffer points into b. */
+static bool rbuf_alone(rtr_rbuf_t *b)
+{
+    return b->local == 1 && atomic_load_explicit(&b->refs, memory_order_acquire) == 1;
 }
 
 /* ---- queues ---- */
@@ -302,7 +317,7 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
         rtr_zent_t *e = rtr_zent_t_new();
         e->next = NULL;
         e->buf = b;
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        b->local++;
         e->off = off;
         e->len = (uint32_t)n;
         e->seq = q->enq_seq;
@@ -367,7 +382,7 @@ void rtr_zin_alloc_WT(rtr_conn_t *c, char **base, size_t *len)
         want = left + 4096 < RTR_ZIN_READ_MAX ? left + 4096 : RTR_ZIN_READ_MAX;
     rtr_rbuf_t *b = z->rb;
     uint32_t    room = b ? b->cap - b->len : 0;
-    if (b && atomic_load_explicit(&b->refs, memory_order_acquire) == 1) {
+    if (b && rbuf_alone(b)) {
         /* nothing points into it (a message on another thread may just have let it go): start
          * it again */
         b->len = 0;
@@ -515,7 +530,7 @@ void rtr_zin_delivery_settled_WT(rtr_conn_t *c, pn_delivery_t *d)
 void rtr_zin_sweep_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
-    if (z->rb && atomic_load_explicit(&z->rb->refs, memory_order_acquire) == 1) {
+    if (z->rb && rbuf_alone(z->rb)) {
         /* nothing points into it: back to the worker's spares */
         rbuf_unref(z->rb);
         z->rb = NULL;
@@ -579,7 +594,7 @@ size_t rtr_delivery_pending_WT(pn_delivery_t *d)
 
 void rtr_rbuf_unref(rtr_rbuf_t *b)
 {
-    rbuf_unref(b);
+    rbuf_unref_shared(b);
 }
 
 bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
@@ -593,8 +608,8 @@ bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
     rtr_zent_t *e = q->head;
     *p = e->buf->data + e->off;
     *buf = e->buf;
-    if (e->len > max) { /* a part: the slice keeps its reference, the caller gets one */
-        atomic_fetch_add_explicit(&e->buf->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->buf->refs, 1, memory_order_relaxed); /* the caller's */
+    if (e->len > max) { /* a part: the slice keeps its own */
         *len = max;
         e->off += (uint32_t)max;
         e->len -= (uint32_t)max;
@@ -608,7 +623,8 @@ bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
         q->tail = NULL;
     q->bytes -= e->len;
     q->zin->queued -= e->len + RTR_ZENT_COST;
-    rtr_zent_t_free(e); /* its reference is the caller's now */
+    rbuf_unref(e->buf); /* the slice's own */
+    rtr_zent_t_free(e);
     return true;
 }
 

@@ -63,7 +63,8 @@ typedef struct rtr_zq   rtr_zq_t;
 /* A read buffer: socket bytes, shared by the slices that point into it and by the messages
  * whose bytes were left in it (rtr_msg_t's segments, freed on any thread). */
 struct rtr_rbuf {
-    atomic_uint refs; /* the connection's current buffer (1) + slices + messages' segments */
+    atomic_uint refs; /* messages' segments (any thread), + 1 while `local` is not 0 */
+    uint32_t local;  /* the connection's worker's: its current buffer (1) + queued slices */
     size_t   size;   /* bytes allocated, record included (base_buf_alloc) */
     uint32_t cap;    /* bytes allocated in data */
     uint32_t len;    /* bytes read into data */
