@@ -531,7 +531,7 @@ void rtr_zin_sweep_WT(rtr_conn_t *c)
 {
     rtr_zin_t *z = &c->zin;
     if (z->rb && rbuf_alone(z->rb)) {
-        /* nothing points into it: back to the worker's spares */
+        /* nothing points into it: back to the pools */
         rbuf_unref(z->rb);
         z->rb = NULL;
     }
@@ -597,6 +597,18 @@ void rtr_rbuf_unref(rtr_rbuf_t *b)
     rbuf_unref_shared(b);
 }
 
+/* The first k bytes of q's head slice are read: it shrinks, and goes once empty. */
+static void zq_consume(rtr_zq_t *q, size_t k)
+{
+    rtr_zent_t *e = q->head;
+    e->off += (uint32_t)k;
+    e->len -= (uint32_t)k;
+    q->bytes -= k;
+    q->zin->queued -= k;
+    if (e->len == 0)
+        zq_pop(q);
+}
+
 bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
                       rtr_rbuf_t **buf)
 {
@@ -608,23 +620,9 @@ bool rtr_link_take_WT(pn_link_t *pl, size_t max, const uint8_t **p, size_t *len,
     rtr_zent_t *e = q->head;
     *p = e->buf->data + e->off;
     *buf = e->buf;
+    *len = e->len < max ? e->len : max;
     atomic_fetch_add_explicit(&e->buf->refs, 1, memory_order_relaxed); /* the caller's */
-    if (e->len > max) { /* a part: the slice keeps its own */
-        *len = max;
-        e->off += (uint32_t)max;
-        e->len -= (uint32_t)max;
-        q->bytes -= max;
-        q->zin->queued -= max;
-        return true;
-    }
-    *len = e->len;
-    q->head = e->next;
-    if (!q->head)
-        q->tail = NULL;
-    q->bytes -= e->len;
-    q->zin->queued -= e->len + RTR_ZENT_COST;
-    rbuf_unref(e->buf); /* the slice's own */
-    rtr_zent_t_free(e);
+    zq_consume(q, *len);
     return true;
 }
 
@@ -641,12 +639,7 @@ ssize_t rtr_link_recv_WT(pn_link_t *pl, char *buf, size_t n)
         size_t      k = e->len < n - got ? e->len : n - got;
         memcpy(buf + got, e->buf->data + e->off, k);
         got += k;
-        e->off += (uint32_t)k;
-        e->len -= (uint32_t)k;
-        q->bytes -= k;
-        q->zin->queued -= k;
-        if (e->len == 0)
-            zq_pop(q);
+        zq_consume(q, k);
     }
     if (got)
         return (ssize_t)got;
