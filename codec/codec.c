@@ -970,8 +970,8 @@ static int scan_msg(const codec_segs_t *m, bool complete, codec_scan_t *scan,
     }
     if (off > UINT32_MAX)
         return scan_fail(CODEC_INVALID, complete, CODEC_PART_MESSAGE, CODEC_ERR_TOO_LARGE, why);
-    if (st && scan->ma_user_split)
-        return CODEC_SPLIT;
+    if (m->n > 1 && scan->ma_user_split)
+        return CODEC_SPLIT; /* the composer's second walk of the map is for one segment */
     scan->body_off = (uint32_t)off;
     if (why)
         *why = NULL;

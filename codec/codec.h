@@ -124,8 +124,9 @@ typedef struct codec_stitch {
  * the first, the properties in any.  The message annotations may span segments: a pair that
  * a segment's end cuts is copied (for a router pair, into memory from `st`, where its views
  * point; a user pair's copy is only parsed).  Returns codec_scan()'s result for the joined
- * bytes, or CODEC_SPLIT when a section the router reads in place spans segments or the user
- * annotations are split (ma_user_split): the caller joins the bytes and calls codec_scan().
+ * bytes, or CODEC_SPLIT when a section the router reads in place spans segments or, with
+ * more than one segment, the user annotations are split (ma_user_split): the caller joins
+ * the bytes and calls codec_scan().
  * Offsets in `scan` are the message's; views point into the segments or into `st`'s memory. */
 #define CODEC_SPLIT (-3)
 int codec_scan_segs(const codec_segs_t *m, codec_scan_t *scan, const codec_stitch_t *st,

@@ -90,17 +90,26 @@ bool rtr_msg_seg_add_WT(rtr_msg_t *m, const uint8_t *p, size_t len, rtr_rbuf_t *
     return true;
 }
 
+void rtr_msg_copy(const rtr_msg_t *m, uint8_t *dst)
+{
+    if (!m->n_seg) {
+        if (m->len)
+            memcpy(dst, m->data, m->len);
+        return;
+    }
+    for (uint32_t i = 0; i < m->n_seg; i++) {
+        memcpy(dst, m->segs->seg[i].ptr, m->segs->seg[i].len);
+        dst += m->segs->seg[i].len;
+    }
+}
+
 void rtr_msg_join_WT(rtr_msg_t *m, size_t more)
 {
     if (!m->n_seg)
         return;
     size_t   cap;
     uint8_t *data = base_buf_alloc(m->len + more, &cap);
-    size_t   n = 0;
-    for (uint32_t i = 0; i < m->n_seg; i++) {
-        memcpy(data + n, m->segs->seg[i].ptr, m->segs->seg[i].len);
-        n += m->segs->seg[i].len;
-    }
+    rtr_msg_copy(m, data);
     segs_drop(m);
     m->data = data;
     m->cap = cap;
@@ -124,17 +133,14 @@ static bool segs_worth(const rtr_msg_t *m)
 
 int rtr_msg_scan_WT(rtr_msg_t *m, const char **why)
 {
-    if (m->n_seg > 1 && segs_worth(m)) {
+    if (m->n_seg && segs_worth(m)) {
         codec_segs_t   segs = {.seg = m->segs->seg, .n = m->n_seg, .len = m->len};
         codec_stitch_t st = {.alloc = stitch_alloc, .ctx = m};
         int            rc = codec_scan_segs(&segs, &m->scan, &st, why);
         if (rc != CODEC_SPLIT)
             return rc;
-        stitch_free(m);
-    } else if (m->n_seg == 1 && segs_worth(m)) {
-        return codec_scan(m->data, m->len, true, &m->scan, why);
     }
-    rtr_msg_join_WT(m, 0);
+    rtr_msg_join_WT(m, 0); /* drops the stitch memory too */
     return codec_scan(m->data, m->len, true, &m->scan, why);
 }
 

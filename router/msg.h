@@ -105,6 +105,9 @@ void rtr_msg_reserve(rtr_msg_t *m, size_t more);
 /* Head: add a segment (p, len in read buffer b, whose reference m takes).  False, taking
  * nothing, when m has RTR_MSG_SEGS already or a contiguous head. */
 bool rtr_msg_seg_add_WT(rtr_msg_t *m, const uint8_t *p, size_t len, struct rtr_rbuf *b);
+/* Copy the head's bytes (all m->len of them, segments or not) to dst.  Any thread, once m is
+ * routed (read-only). */
+void rtr_msg_copy(const rtr_msg_t *m, uint8_t *dst);
 /* Head: copy the segments into a contiguous head (data, cap) with room for `more` bytes
  * after them, dropping their references. */
 void rtr_msg_join_WT(rtr_msg_t *m, size_t more);

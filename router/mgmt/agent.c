@@ -242,10 +242,7 @@ static void on_request(mgmt_agent_t *a, core_work_t *w)
         uint8_t *joined = NULL;
         if (m->n_seg > 1) {
             joined = base_malloc(m->len);
-            for (size_t off = 0, room; off < m->len; off += room) {
-                const uint8_t *p = rtr_msg_at(m, off, &room);
-                memcpy(joined + off, p, room);
-            }
+            rtr_msg_copy(m, joined);
         }
         if (mgmt_amqp_handle_from(a->mgmt, from, joined ? joined : m->data, m->len, &out,
                                   &out_len, &to, &why) == 0) {

@@ -360,7 +360,8 @@ static void segs_check(const uint8_t *data, size_t size, int rc, const char *why
         CHECK(rs == rc);
         CHECK(rc == 0 ? w == NULL : w != NULL && strcmp(w, why) == 0);
     } else {
-        CHECK(rc != 0 || ref->ma_user_split || ref->header.off + ref->header.len > seg[0].len ||
+        CHECK(rc != 0 || (n > 1 && ref->ma_user_split) ||
+              ref->header.off + ref->header.len > seg[0].len ||
               ref->delivery_annotations.off + ref->delivery_annotations.len > seg[0].len ||
               ref->properties.len);
     }
@@ -368,7 +369,8 @@ static void segs_check(const uint8_t *data, size_t size, int rc, const char *why
         CHECK(memcmp(&s.header, &ref->header, 5 * sizeof(codec_range_t)) == 0);
         CHECK(s.body_off == ref->body_off && s.ma_count == ref->ma_count &&
               s.ma_user_count == ref->ma_user_count && s.ma_router_count == ref->ma_router_count &&
-              memcmp(&s.ma_user, &ref->ma_user, sizeof(s.ma_user)) == 0 && !s.ma_user_split &&
+              memcmp(&s.ma_user, &ref->ma_user, sizeof(s.ma_user)) == 0 &&
+              s.ma_user_split == ref->ma_user_split && (n == 1 || !s.ma_user_split) &&
               s.ma_user_bytes == ref->ma_user_bytes && s.ra.trace_count == ref->ra.trace_count &&
               s.ra.phase == ref->ra.phase && s.ra.stream == ref->ra.stream);
         CHECK(bytes_eq(s.ra.ingress, ref->ra.ingress) && bytes_eq(s.ra.to, ref->ra.to) &&
