@@ -74,6 +74,7 @@ static rtr_rbuf_t *rbuf_new(uint32_t cap)
     rtr_rbuf_t *b = base_buf_alloc(cap == RTR_ZIN_READ ? cap : sizeof(*b) + cap, &size);
     atomic_init(&b->refs, 1);
     b->local = 1;
+    b->queued = 0;
     b->size = size;
     b->cap = (uint32_t)(size - sizeof(*b));
     b->len = 0;
@@ -91,8 +92,10 @@ static void rbuf_unref_shared(rtr_rbuf_t *b)
 
 static void rbuf_unref(rtr_rbuf_t *b)
 {
-    if (b && --b->local == 0)
+    if (b && --b->local == 0) {
+        BASE_BUG_ON(b->queued); /* queued slices hold local references */
         rbuf_unref_shared(b);
+    }
 }
 
 /* Nothing but the connection's current buffer points into b. */
@@ -107,6 +110,7 @@ static void zent_free(rtr_zin_t *z, rtr_zq_t *q, rtr_zent_t *e)
 {
     q->bytes -= e->len;
     z->queued -= e->len + RTR_ZENT_COST;
+    e->buf->queued -= e->len;
     rbuf_unref(e->buf);
     rtr_zent_t_free(e);
 }
@@ -135,17 +139,21 @@ static void zq_drop_before(rtr_zq_t *q, uint64_t seq)
 }
 
 /* Slices that stay queued after a pass (a link stopped by Q2, or waiting for its pair) must
- * not pin read buffers much larger than themselves: one that uses less than a quarter of its
- * buffer gets a buffer of its own, so the memory queued is at most four times the payload
- * bytes plus RTR_ZENT_COST per slice, both counted in the input budget. */
+ * not pin read buffers much larger than themselves: those in a buffer whose queued slices
+ * (of every queue) use less than a quarter of it get buffers of their own, so the memory
+ * queued is at most four times the payload bytes plus RTR_ZENT_COST per slice, both counted
+ * in the input budget.  A buffer the slices fill together (a streamed message's frames, each
+ * a quarter of a read or less) stays as it is. */
 static void zq_compact(rtr_zq_t *q)
 {
     for (rtr_zent_t *e = q->head; e; e = e->next) {
-        if ((uint64_t)e->len * 4 >= e->buf->cap)
+        if ((uint64_t)e->buf->queued * 4 >= e->buf->cap)
             continue;
         rtr_rbuf_t *b = rbuf_new(e->len);
         memcpy(b->data, e->buf->data + e->off, e->len);
         b->len = e->len;
+        b->queued = e->len;
+        e->buf->queued -= e->len;
         rbuf_unref(e->buf);
         e->buf = b;
         e->off = 0;
@@ -313,6 +321,7 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
     rtr_zent_t *t = q->tail;
     if (t && t->buf == b && t->seq == q->enq_seq && t->off + t->len == off) {
         t->len += (uint32_t)n; /* the same frame's payload, read in two pieces */
+        b->queued += (uint32_t)n;
     } else {
         rtr_zent_t *e = rtr_zent_t_new();
         e->next = NULL;
@@ -321,6 +330,7 @@ static void sink_payload(void *ctx, const uint8_t *p, size_t n)
         e->off = off;
         e->len = (uint32_t)n;
         e->seq = q->enq_seq;
+        b->queued += (uint32_t)n;
         z->queued += RTR_ZENT_COST;
         if (t)
             t->next = e;
@@ -603,6 +613,7 @@ static void zq_consume(rtr_zq_t *q, size_t k)
     rtr_zent_t *e = q->head;
     e->off += (uint32_t)k;
     e->len -= (uint32_t)k;
+    e->buf->queued -= (uint32_t)k;
     q->bytes -= k;
     q->zin->queued -= k;
     if (e->len == 0)

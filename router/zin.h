@@ -67,6 +67,7 @@ struct rtr_rbuf {
     uint32_t local;  /* the connection's worker's: its current buffer (1) + queued slices */
     size_t   size;   /* bytes allocated, record included (base_buf_alloc) */
     uint32_t cap;    /* bytes allocated in data */
+    uint32_t queued; /* payload bytes of queued slices in it (the worker's, as `local`) */
     uint32_t len;    /* bytes read into data */
     uint8_t  data[]; /* the bytes */
 };

@@ -7,9 +7,16 @@ middle of a message."""
 
 import hashlib
 import os
+import socket
+import struct
+import time
 
 import pytest
 from proton import Delivery, Message
+
+from amqp_raw import _described, enc_list
+from test_conn_budget import AMQP_HEADER, attach_sender_frame, begin_frame, begin_windows, \
+    frame, open_frame, performatives, uint
 
 MB = 1024 * 1024
 
@@ -79,6 +86,52 @@ def test_streamed_50mb(make_router, client, frame):
     assert g.message is not None, g.decode_error
     assert hashlib.sha256(g.message.body).digest() == hashlib.sha256(payload).digest()
     assert snd.wait_outcome(dlv, timeout=60) == Delivery.ACCEPTED
+
+
+# Payload sizes of the transfers of test_streamed_message_in_frames_of_mixed_sizes, cycled.
+MIXED = [7, 20000, 3000, 65000, 9000, 200, 130000, 16384, 8191, 8192, 40000, 1, 100000, 5000]
+
+
+@pytest.mark.deadline(120)
+def test_streamed_message_in_frames_of_mixed_sizes(make_router, client):
+    """A streamed message (past 256 KiB) whose transfers' payloads are of every size (1 B to
+    130 KB), sent by hand in one write: each read buffer holds several payloads, or parts of
+    them, of one delivery, which the sweep keeps or moves by what the buffer's queued slices
+    use of it together - the receiver gets every byte in order."""
+    r = make_router(listener={"host": "127.0.0.1", "port": "0", "maxFrameSize": 131072})
+    rcv = client.connect(r.url).receiver("zin.mix", credit=5, settle="accept")
+    body = os.urandom(3 * MB // 2)
+    data = _described(0x75, b"\xb0" + struct.pack(">I", len(body)) + body)
+    chunks, at, i = [], 0, 0
+    while at < len(data):
+        n = MIXED[i % len(MIXED)]
+        chunks.append(data[at:at + n])
+        at, i = at + n, i + 1
+    s = socket.create_connection((r.host, r.port), timeout=10)
+    try:
+        s.sendall(AMQP_HEADER + open_frame("zin-mix") + begin_frame(0) +
+                  attach_sender_frame(0, "zin.mix", "mix"))
+        got = b""
+        deadline = time.monotonic() + 10
+        while performatives(got, 0x13) == 0 and time.monotonic() < deadline:
+            got += s.recv(65536)  # the router's flow: credit
+        assert performatives(got, 0x13) > 0, "the router gave the sender credit"
+        assert begin_windows(got)[0] >= len(chunks), "the session window takes every frame"
+        out = []
+        for k, c in enumerate(chunks):
+            more = b"\x41" if k < len(chunks) - 1 else b"\x42"
+            if k == 0:  # handle, delivery-id, tag, message-format, settled, more
+                fields = [uint(0), uint(0), b"\xa0\x01m", uint(0), b"\x41", more]
+            else:
+                fields = [uint(0), b"\x40", b"\x40", b"\x40", b"\x40", more]
+            out.append(frame(_described(0x14, enc_list(fields)), 0, c))
+        s.sendall(b"".join(out))
+        g = rcv.get(timeout=60)
+        assert g.message is not None, g.decode_error
+        assert len(g.message.body) == len(body)
+        assert hashlib.sha256(g.message.body).digest() == hashlib.sha256(body).digest()
+    finally:
+        s.close()
 
 
 @pytest.mark.deadline(120)
