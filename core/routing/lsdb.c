@@ -156,6 +156,7 @@ static core_rt_node_t *node_new(core_rt_lsdb_t *db, codec_bytes_t id, bool has_i
     r->next_hop = -1;
     r->cost = -1;
     r->upstream = -1;
+    r->ra_at = -1;
     r->need_lsr = true;
     db->bits[bit] = r;
     db->order[db->n++] = r;
@@ -389,6 +390,7 @@ int core_rt_lsdb_ra_CT(core_rt_lsdb_t *db, const core_rt_msg_t *m, int64_t now_m
         r->need_lsr = true;
     }
     r->ls.last_seen = now_ms;
+    r->ra_at = now_ms;
     if (r->ls.ls_seq < m->ls_seq)
         ask_ls(r, now_ms, a); /* at once, reachable or not (1.19) */
     if (r->mobile_seq < m->mobile_seq)
@@ -498,7 +500,11 @@ static void expire(core_rt_lsdb_t *db, int64_t now, core_rt_actions_t *a)
             ls_clear(&r->ls);
             db->recompute = true;
         }
-        bool referred = r->ls.n > 0 || r->link >= 0;
+        /* its own RA is its word that it exists: kept as long as a link state would be,
+         * while the link state that links to it may still be on its way (lsdb.h) */
+        bool referred =
+            r->ls.n > 0 || r->link >= 0 ||
+            (r->ra_at >= 0 && now - r->ra_at <= (int64_t)db->t.remote_ls_max_age * 1000);
         for (uint32_t j = 0; j < db->n && !referred; j++)
             referred = db->order[j] != r &&
                        ls_find(&db->order[j]->ls, (const uint8_t *)r->id, strlen(r->id)) >= 0;

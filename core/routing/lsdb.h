@@ -22,8 +22,9 @@
  *    i.e. within 2 x raIntervalFlux of the last topology change) has passed since the last;
  *    then expirations - a neighbour without a qualifying HELLO for helloMaxAge loses its link
  *    and its place in the own link state, a remote link state not refreshed for
- *    remoteLsMaxAge is emptied, a router with an empty link state that is no neighbour and in
- *    nobody's link state is deleted on the third tick in a row that finds it so; an own
+ *    remoteLsMaxAge is emptied, a router with an empty link state that is no neighbour, in
+ *    nobody's link state and whose last RA is older than remoteLsMaxAge is deleted on the
+ *    third tick in a row that finds it so; an own
  *    link-state change bumps ls_seq once and sends an RA at once; routes are
  *    recomputed when anything changed; LSRs and MARs go to routers that are reachable; an
  *    LSR that no LSU from its router answered by the next tick (at least half a second
@@ -34,6 +35,19 @@
  *  Differences from 1.19, local only (nothing another router sees changes):
  *  - a router that becomes unreachable loses its next hop and cost here (1.19 keeps the stale
  *    ones until the router is deleted);
+ *  - a router whose own RA came within remoteLsMaxAge is not deleted, even while nothing
+ *    links to it (1.19 deletes it on the third tick in a row that finds its link state empty,
+ *    no neighbour's, and in nobody's link state).  An RA of a router's new neighbour reaches
+ *    the routers that know the way to that neighbour a tick or two after it connects; the
+ *    link state of that neighbour, the one that links to it, comes only when the neighbour
+ *    can answer an LSR: once its radius reaches back to the requester (it drops what came
+ *    further, as 1.19 does) and it has a route back, which takes it a tick a hop while it
+ *    learns the mesh itself.  At the far end of a forming line under load, that was more
+ *    than three ticks: the router was deleted, and learned again when the answer came.  An
+ *    RA is the router's own word that it exists; 1.19 keeps a link state that long on it
+ *    (remoteLsMaxAge), so the router is kept as long.  A router that leaves is deleted no
+ *    later than before whenever its link state was held (the RA that refreshed it is as old);
+ *    one known only by its RA stays an unreachable row for remoteLsMaxAge;
  *  - the deletion count starts again whenever the router is found not deletable (1.19 never
  *    resets it, so a router that restarts, and whose link state is emptied, can be deleted
  *    on the next tick for the ticks it spent waiting for its first link state long before,
@@ -126,6 +140,7 @@ typedef struct core_rt_node {
                                   came since */
     int64_t  lsr_sent;         /* ms that LSR went */
     uint32_t lsr_again;        /* LSRs sent again for it without an answer */
+    int64_t  ra_at;            /* ms of its last RA; -1 before the first */
     uint32_t keep_alive;       /* ticks found deletable */
 } core_rt_node_t;
 

@@ -425,55 +425,6 @@ static void test_lsu_sequence_and_learning(void **state)
     core_rt_lsdb_free(db);
 }
 
-/* A router learned from an RA alone (empty link state, no neighbour, in nobody's link state)
- * is deleted on the third tick in a row that finds it so: the count starts again while
- * something links to it, so a router that was waiting for its link state a while before is
- * not deleted on the first tick after it restarts. */
-static void test_deletion_count_starts_again(void **state)
-{
-    (void)state;
-    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
-    core_rt_actions_t a;
-    core_rt_msg_t     ra = {.op = CORE_RT_OP_RA, .id = {(const uint8_t *)"C", 1}, .instance = 5};
-    core_rt_actions_clear(&a);
-    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, 1000, &a), 0);
-    int64_t now = 1000;
-    for (int i = 0; i < 2; i++) { /* two ticks unreferenced */
-        core_rt_actions_clear(&a);
-        core_rt_lsdb_tick_CT(db, now += 1000, &a);
-    }
-    assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
-    /* B's link state names C for a tick */
-    static const uint8_t with_c[] = {0xa1, 1, 'C', 0x54, 1};
-    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
-                                .id = {(const uint8_t *)"B", 1},
-                                .ls_ls_seq = 1,
-                                .peers = {with_c, sizeof(with_c), 1}};
-    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
-    core_rt_actions_clear(&a);
-    core_rt_lsdb_tick_CT(db, now += 1000, &a);
-    /* then no longer: C restarts (its link state emptied), and B's new one lacks it */
-    static const uint8_t with_a[] = {0xa1, 1, 'A', 0x54, 1};
-    lsu.ls_ls_seq = 2;
-    lsu.peers = (core_rt_peers_t){with_a, sizeof(with_a), 1};
-    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
-    ra.instance = 6;
-    core_rt_actions_clear(&a);
-    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, now, &a), 0);
-    assert_int_equal(a.n_restarted, 1);
-    for (int i = 0; i < 2; i++) {
-        core_rt_actions_clear(&a);
-        core_rt_lsdb_tick_CT(db, now += 1000, &a);
-        assert_int_equal(a.n_deleted, 0);
-        assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
-    }
-    core_rt_actions_clear(&a);
-    core_rt_lsdb_tick_CT(db, now += 1000, &a);
-    assert_int_equal(a.n_deleted, 1);
-    assert_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
-    core_rt_lsdb_free(db);
-}
-
 /* Router A's view of its neighbour B, as several tests below set it up: B's HELLO listing A
  * (B becomes A's neighbour), and B's first link state, naming A and C. */
 static const uint8_t b_seen[] = {0xa1, 1, 'A'};
@@ -494,6 +445,120 @@ static core_rt_msg_t lsu_from_b(void)
                            .id = {(const uint8_t *)"B", 1},
                            .ls_ls_seq = 1,
                            .peers = {b_peers, sizeof(b_peers), 2}};
+}
+
+/* A router that is no neighbour and whose link state is empty is deleted on the third tick in
+ * a row that finds it in nobody's link state: the count starts again while something links
+ * to it, so a router that waited for a referrer a while before is not deleted on the first
+ * tick after the link to it goes again. */
+static void test_deletion_count_starts_again(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    /* C is learned from B's link state, then B's next one lacks it */
+    static const uint8_t with_c[] = {0xa1, 1, 'C', 0x54, 1};
+    static const uint8_t with_a[] = {0xa1, 1, 'A', 0x54, 1};
+    core_rt_msg_t        lsu = {.op = CORE_RT_OP_LSU,
+                                .id = {(const uint8_t *)"B", 1},
+                                .ls_ls_seq = 1,
+                                .peers = {with_c, sizeof(with_c), 1}};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
+    assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    lsu.ls_ls_seq = 2;
+    lsu.peers = (core_rt_peers_t){with_a, sizeof(with_a), 1};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, 1000, &a), 0);
+    int64_t now = 1000;
+    for (int i = 0; i < 2; i++) { /* two ticks unreferenced */
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    }
+    assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    /* B's link state names C for a tick, then no longer */
+    lsu.ls_ls_seq = 3;
+    lsu.peers = (core_rt_peers_t){with_c, sizeof(with_c), 1};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    lsu.ls_ls_seq = 4;
+    lsu.peers = (core_rt_peers_t){with_a, sizeof(with_a), 1};
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
+    for (int i = 0; i < 2; i++) {
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now += 1000, &a);
+        assert_int_equal(a.n_deleted, 0);
+        assert_non_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    }
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, now += 1000, &a);
+    assert_int_equal(a.n_deleted, 1);
+    assert_null(core_rt_lsdb_find(db, (const uint8_t *)"C", 1));
+    core_rt_lsdb_free(db);
+}
+
+/* A router heard of by its own RA only (R7 at R1 while a line forms: the RA of R6's new
+ * neighbour comes through the line before R6 can answer R1's LSR) is kept while that RA is
+ * within remoteLsMaxAge, however long the link state that links to it takes (1.19 deleted
+ * it on the third tick, and learned it again from that link state: a row that went and came
+ * back), keeps its mask bit, and becomes reachable when that link state comes.  One whose
+ * RAs stop is deleted on the third tick after remoteLsMaxAge has passed since the last. */
+static void test_router_heard_by_its_ra_is_kept(void **state)
+{
+    (void)state;
+    core_rt_lsdb_t   *db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    core_rt_actions_t a;
+    core_rt_msg_t     ra = {
+            .op = CORE_RT_OP_RA, .id = {(const uint8_t *)"C", 1}, .pv = 1, .instance = 5, .ls_seq = 1};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, 1000, &a), 0);
+    core_rt_node_t *c = core_rt_lsdb_find(db, (const uint8_t *)"C", 1);
+    assert_non_null(c);
+    uint32_t bit = c->maskbit;
+    /* B becomes a neighbour, but its link state comes only five ticks later */
+    core_rt_msg_t hello = hello_from_b();
+    int64_t       now = 1000;
+    for (int k = 0; k < 5; k++) {
+        now += 1000;
+        core_rt_actions_clear(&a);
+        assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, now - 10, &a), 0);
+        core_rt_lsdb_tick_CT(db, now, &a);
+        assert_int_equal(a.n_deleted, 0);
+        assert_false(c->reachable);
+    }
+    assert_ptr_equal(core_rt_lsdb_find(db, (const uint8_t *)"C", 1), c);
+    core_rt_msg_t lsu = lsu_from_b(); /* names A and C */
+    assert_int_equal(core_rt_lsdb_lsu_CT(db, &lsu, now, &a), 0);
+    now += 1000;
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_hello_CT(db, &hello, 0, 1, now - 10, &a), 0);
+    core_rt_lsdb_tick_CT(db, now, &a);
+    assert_true(c->reachable);
+    assert_int_equal(c->maskbit, bit);
+    assert_int_equal(a.n_lsr, 1); /* the LSR the RA asked for goes now */
+    assert_int_equal(a.lsr[0], bit);
+    core_rt_lsdb_free(db);
+
+    /* D, heard by its RA at 1 s and never again, nothing linking to it */
+    db = core_rt_lsdb_new("A", 7, CORE_RT_TIMERS_DEFAULT, 0);
+    ra.id = (codec_bytes_t){(const uint8_t *)"D", 1};
+    core_rt_actions_clear(&a);
+    assert_int_equal(core_rt_lsdb_ra_CT(db, &ra, 1000, &a), 0);
+    for (now = 2000; now <= 61000; now += 1000) { /* within remoteLsMaxAge (60 s) */
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now, &a);
+        assert_int_equal(a.n_deleted, 0);
+    }
+    for (int k = 0; k < 2; k++, now += 1000) {
+        core_rt_actions_clear(&a);
+        core_rt_lsdb_tick_CT(db, now, &a);
+        assert_int_equal(a.n_deleted, 0);
+    }
+    core_rt_actions_clear(&a);
+    core_rt_lsdb_tick_CT(db, now, &a);
+    assert_int_equal(a.n_deleted, 1);
+    assert_int_equal(core_rt_lsdb_count(db), 0);
+    core_rt_lsdb_free(db);
 }
 
 /* An LSR from a router with no route to it yet is answered once there is one. */
@@ -729,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_lsu_sequence_and_learning),
         cmocka_unit_test(test_router_limit),
         cmocka_unit_test(test_deletion_count_starts_again),
+        cmocka_unit_test(test_router_heard_by_its_ra_is_kept),
         cmocka_unit_test(test_lsr_answered_once_reachable),
         cmocka_unit_test(test_lsr_sent_again_until_answered),
         cmocka_unit_test(test_ra_interval_in_ticks),
