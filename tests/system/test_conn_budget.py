@@ -101,13 +101,14 @@ def attach_sender_frame(channel, address, name):
                                             source, target])), channel)
 
 
-def transfer_frame(channel, first, payload):
-    """A transfer on handle 0 with more=true: the first of delivery 0 (id and tag), or a
-    continuation."""
+def transfer_frame(channel, first, payload, more=True):
+    """A transfer on handle 0: the first of delivery 0 (id and tag), or a continuation; more
+    set, or not on the last."""
+    flag = b"\x41" if more else b"\x42"
     if first:
-        fields = [uint(0), uint(0), b"\xa0\x01t", uint(0), b"\x42", b"\x41"]
+        fields = [uint(0), uint(0), b"\xa0\x01t", uint(0), b"\x42", flag]
     else:
-        fields = [uint(0), b"\x40", b"\x40", b"\x40", b"\x40", b"\x41"]
+        fields = [uint(0), b"\x40", b"\x40", b"\x40", b"\x40", flag]
     return frame(_described(0x14, enc_list(fields)), channel, payload)
 
 

@@ -8,15 +8,14 @@ middle of a message."""
 import hashlib
 import os
 import socket
-import struct
 import time
 
 import pytest
 from proton import Delivery, Message
 
-from amqp_raw import _described, enc_list
+from amqp_raw import data_section
 from test_conn_budget import AMQP_HEADER, attach_sender_frame, begin_frame, begin_windows, \
-    frame, open_frame, performatives, uint
+    open_frame, performatives, transfer_frame
 
 MB = 1024 * 1024
 
@@ -101,7 +100,7 @@ def test_streamed_message_in_frames_of_mixed_sizes(make_router, client):
     r = make_router(listener={"host": "127.0.0.1", "port": "0", "maxFrameSize": 131072})
     rcv = client.connect(r.url).receiver("zin.mix", credit=5, settle="accept")
     body = os.urandom(3 * MB // 2)
-    data = _described(0x75, b"\xb0" + struct.pack(">I", len(body)) + body)
+    data = data_section(body)
     chunks, at, i = [], 0, 0
     while at < len(data):
         n = MIXED[i % len(MIXED)]
@@ -117,15 +116,8 @@ def test_streamed_message_in_frames_of_mixed_sizes(make_router, client):
             got += s.recv(65536)  # the router's flow: credit
         assert performatives(got, 0x13) > 0, "the router gave the sender credit"
         assert begin_windows(got)[0] >= len(chunks), "the session window takes every frame"
-        out = []
-        for k, c in enumerate(chunks):
-            more = b"\x41" if k < len(chunks) - 1 else b"\x42"
-            if k == 0:  # handle, delivery-id, tag, message-format, settled, more
-                fields = [uint(0), uint(0), b"\xa0\x01m", uint(0), b"\x41", more]
-            else:
-                fields = [uint(0), b"\x40", b"\x40", b"\x40", b"\x40", more]
-            out.append(frame(_described(0x14, enc_list(fields)), 0, c))
-        s.sendall(b"".join(out))
+        s.sendall(b"".join(transfer_frame(0, k == 0, c, more=k < len(chunks) - 1)
+                           for k, c in enumerate(chunks)))
         g = rcv.get(timeout=60)
         assert g.message is not None, g.decode_error
         assert len(g.message.body) == len(body)
